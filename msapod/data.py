@@ -1,0 +1,158 @@
+"""TinyShakespeare: verified download, character vocabulary, split and snippet ensemble.
+
+The text is fetched once through :mod:`pooch` from its public source and checked against
+its sha256; a local copy can be named instead through the ``MSAPOD_DATA`` environment
+variable (a folder holding ``tinyshakespeare.txt``) or the ``data_dir`` argument. A local
+copy is verified with the same hash: nothing is trusted without a check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+FILENAME = "tinyshakespeare.txt"
+SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
+SIZE = 1_115_394
+URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
+VAL_FRACTION = 0.10
+
+__all__ = [
+    "SHA256",
+    "Corpus",
+    "data_path",
+    "ensemble_offsets",
+    "load_corpus",
+    "load_text",
+    "sha256_file",
+]
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def data_path(data_dir: str | os.PathLike | None = None) -> Path:
+    """Path of a verified copy of TinyShakespeare.
+
+    Parameters
+    ----------
+    data_dir
+        Folder holding ``tinyshakespeare.txt``. Defaults to ``$MSAPOD_DATA``; if neither is
+        given the file is downloaded once (pooch cache) from its public source.
+
+    Raises
+    ------
+    FileNotFoundError
+        ``data_dir`` (or ``$MSAPOD_DATA``) holds no ``tinyshakespeare.txt``.
+    ValueError
+        The file's sha256 differs from the published one.
+    """
+    folder = data_dir if data_dir is not None else os.environ.get("MSAPOD_DATA")
+    if folder:
+        path = Path(folder).expanduser().resolve() / FILENAME
+        if not path.is_file():
+            src = "data_dir" if data_dir is not None else "$MSAPOD_DATA"
+            raise FileNotFoundError(f"{src}={folder!s}: expected a folder holding {FILENAME}")
+        digest = sha256_file(path)
+        if digest != SHA256:
+            raise ValueError(
+                f"{path}: sha256 {digest} does not match the expected TinyShakespeare hash "
+                f"{SHA256}; the file is corrupt or a different text"
+            )
+        return path
+    import pooch  # deferred: only needed when downloading
+
+    return Path(
+        pooch.retrieve(URL, known_hash=f"sha256:{SHA256}", fname=FILENAME, progressbar=False)
+    )
+
+
+def load_text(data_dir: str | os.PathLike | None = None) -> str:
+    """The whole verified text as a string (1,115,394 characters)."""
+    return data_path(data_dir).read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """Encoded TinyShakespeare with its vocabulary and fixed split.
+
+    Attributes
+    ----------
+    chars
+        The sorted vocabulary (65 characters); token id = index in this string.
+    train, val
+        ``uint8`` token ids; ``val`` is the last 10 % of the text.
+    sha256
+        Hash of the source file, recorded in everything derived from it.
+    """
+
+    chars: str
+    train: np.ndarray
+    val: np.ndarray
+    sha256: str = SHA256
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.chars)
+
+    def encode(self, text: str) -> np.ndarray:
+        lut = {c: i for i, c in enumerate(self.chars)}
+        try:
+            return np.fromiter((lut[c] for c in text), dtype=np.uint8, count=len(text))
+        except KeyError as err:
+            raise ValueError(f"text: character {err.args[0]!r} is not in the vocabulary") from None
+
+    def decode(self, ids) -> str:
+        return "".join(self.chars[int(i)] for i in np.asarray(ids).ravel())
+
+
+@lru_cache(maxsize=4)
+def _load_corpus(path: str) -> Corpus:
+    text = Path(path).read_text(encoding="utf-8")
+    chars = "".join(sorted(set(text)))
+    lut = np.zeros(max(map(ord, chars)) + 1, dtype=np.uint8)
+    for i, c in enumerate(chars):
+        lut[ord(c)] = i
+    ids = lut[np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)]
+    n_train = int(len(ids) * (1 - VAL_FRACTION))
+    return Corpus(chars=chars, train=ids[:n_train], val=ids[n_train:])
+
+
+def load_corpus(data_dir: str | os.PathLike | None = None) -> Corpus:
+    """Load, verify and encode TinyShakespeare (cached per path within the process)."""
+    return _load_corpus(str(data_path(data_dir)))
+
+
+def ensemble_offsets(n_tokens: int, n: int = 150, length: int = 256, seed: int = 0) -> np.ndarray:
+    """Start offsets of ``n`` non-overlapping snippets of ``length`` tokens.
+
+    The split is cut into ``n_tokens // length`` aligned windows; ``n`` of them are drawn
+    without replacement by ``numpy.random.default_rng(seed)`` and returned sorted, so the
+    ensemble is deterministic and its snippets never overlap.
+
+    Raises
+    ------
+    ValueError
+        ``n`` exceeds the number of available windows, or is below 1.
+    """
+    if length < 2:
+        raise ValueError(f"length: expected >= 2 tokens, got {length}")
+    slots = n_tokens // length
+    if not 1 <= n <= slots:
+        raise ValueError(
+            f"n: expected 1..{slots} non-overlapping snippets of length {length} in "
+            f"{n_tokens} tokens, got {n}"
+        )
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(slots, size=n, replace=False)) * length

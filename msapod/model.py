@@ -1,0 +1,251 @@
+"""A character-level GPT with standard or energy-gated attention, in one file.
+
+The layout follows nanoGPT: pre-LayerNorm blocks, learned absolute positions, tied input
+and output embeddings. ``attention="ega"`` switches every layer to *energy-gated
+attention* (EGA, arXiv:2605.21842, Algorithm 1 as summarised in PAPER.md). Per head h:
+
+* energy per key token ``e_j = <w_h, x_j>`` (one learned projection per head),
+* a causal standardisation ``z_j = (e_j - mu_j) / sd_j`` where ``mu_j, sd_j`` are the
+  mean and standard deviation of ``e_0 .. e_j``: the key's own prefix, so only positions
+  ``<= j <= i`` enter and no information flows from the future (``standardize="none"``
+  uses ``z_j = e_j``),
+* a gate ``g_j = sigmoid(alpha_h (z_j - t_h))`` with learned ``alpha_h`` and ``t_h``,
+* gated attention ``Ahat_ij = A_ij g_j / sum_k A_ik g_k``.
+
+Two exact identities make this fast. Because ``A_ij = exp(s_ij) / Z_i``, the gated
+attention is ``softmax_j(s_ij + log g_j)`` (extraction computes these probabilities), and
+``Ahat V = A (g * V) / (A g)``, so training runs PyTorch's fused causal attention once on
+the values extended by one channel ``[g * v, g]`` and divides. (A per-query
+standardisation ``(e_j - mu_i) / sd_i`` would make the gate a full T x T tensor and cost
+about 5x more per step on CPU; the per-key prefix form keeps the same causality.)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, fields
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ["GPT", "GPTConfig"]
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """Architecture of a :class:`GPT`.
+
+    ``attention`` is ``"standard"`` or ``"ega"``; ``standardize`` (EGA only) is
+    ``"causal"`` (mean/std of the energies over the key's prefix) or ``"none"``.
+    """
+
+    vocab_size: int = 65
+    block_size: int = 256
+    n_layer: int = 6
+    n_head: int = 8
+    n_embd: int = 128
+    dropout: float = 0.0
+    attention: str = "standard"
+    standardize: str = "causal"
+
+    def __post_init__(self) -> None:
+        if self.attention not in ("standard", "ega"):
+            raise ValueError(f"attention: expected 'standard' or 'ega', got {self.attention!r}")
+        if self.standardize not in ("causal", "none"):
+            raise ValueError(
+                f"standardize: expected 'causal' or 'none', got {self.standardize!r}"
+            )
+        if self.n_embd % self.n_head:
+            raise ValueError(
+                f"n_embd: expected a multiple of n_head={self.n_head}, got {self.n_embd}"
+            )
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: expected a positive integer")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> GPTConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"config: unknown keys {sorted(unknown)}")
+        return cls(**d)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.head_dim = cfg.n_embd // cfg.n_head
+        self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
+        self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd)
+        self.dropout = cfg.dropout
+        self.resid_drop = nn.Dropout(cfg.dropout)
+        self.ega = cfg.attention == "ega"
+        self.standardize = cfg.standardize
+        if self.ega:
+            # energy projection w_h, slope alpha_h and threshold t_h per head
+            self.energy = nn.Linear(cfg.n_embd, cfg.n_head, bias=False)
+            self.gate_alpha = nn.Parameter(torch.ones(cfg.n_head))
+            self.gate_threshold = nn.Parameter(torch.zeros(cfg.n_head))
+        # per-head output mask used for head ablation (1 = keep); not a parameter
+        self.register_buffer("head_mask", torch.ones(cfg.n_head), persistent=False)
+
+    def log_gate(self, x: torch.Tensor) -> torch.Tensor:
+        """``log g_j`` per head and key, shape (B, H, T)."""
+        e = self.energy(x).transpose(1, 2)  # (B, H, T): e_j per head
+        if self.standardize == "causal":
+            n = torch.arange(1, e.shape[-1] + 1, device=e.device, dtype=e.dtype)
+            mu = e.cumsum(-1) / n
+            var = (e.square().cumsum(-1) / n - mu.square()).clamp_min(0.0)
+            e = (e - mu) / torch.sqrt(var + 1e-5)
+        alpha = self.gate_alpha[:, None]
+        t = self.gate_threshold[:, None]
+        return F.logsigmoid(alpha * (e - t))
+
+    def _qkv(self, x: torch.Tensor):
+        B, T, C = x.shape
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        shape = (B, T, self.n_head, self.head_dim)
+        return (t.view(shape).transpose(1, 2) for t in (q, k, v))
+
+    def probabilities(self, x: torch.Tensor) -> torch.Tensor:
+        """Exact attention probabilities (B, H, T, T), rows summing to one, zero above
+        the diagonal; computed in float64 for extraction."""
+        T = x.shape[1]
+        q, k, _ = self._qkv(x)
+        s = (q.double() @ k.double().transpose(-2, -1)) / math.sqrt(self.head_dim)
+        if self.ega:
+            s = s + self.log_gate(x).double()[..., None, :]
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        s = s.masked_fill(~causal, float("-inf"))
+        return torch.softmax(s, dim=-1)
+
+    def forward(self, x: torch.Tensor, return_attention: bool = False):
+        B, T, C = x.shape
+        q, k, v = self._qkv(x)
+        p_drop = self.dropout if self.training else 0.0
+        if return_attention:
+            att = self.probabilities(x)
+            y = att.to(v.dtype) @ v
+        elif self.ega:
+            g = self.log_gate(x).exp()[..., None]  # (B, H, T, 1)
+            out = F.scaled_dot_product_attention(
+                q, k, torch.cat([v * g, g], dim=-1), is_causal=True, dropout_p=p_drop
+            )
+            y = out[..., :-1] / out[..., -1:]
+            att = None
+        else:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p_drop)
+            att = None
+        y = y * self.head_mask.to(y.dtype)[None, :, None, None]
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_drop(self.c_proj(y)), att
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.c_fc = nn.Linear(cfg.n_embd, 4 * cfg.n_embd)
+        self.c_proj = nn.Linear(4 * cfg.n_embd, cfg.n_embd)
+        self.drop = nn.Dropout(cfg.dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(self.c_proj(F.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.n_embd)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.n_embd)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x: torch.Tensor, return_attention: bool = False):
+        a, att = self.attn(self.ln_1(x), return_attention)
+        x = x + a
+        return x + self.mlp(self.ln_2(x)), att
+
+
+class GPT(nn.Module):
+    """Decoder-only character model; ``forward(idx, targets)`` returns ``(logits, loss)``."""
+
+    def __init__(self, cfg: GPTConfig) -> None:
+        super().__init__()
+        self.config = cfg
+        self.wte = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.wpe = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layer))
+        self.ln_f = nn.LayerNorm(cfg.n_embd)
+        self.lm_head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        self.lm_head.weight = self.wte.weight  # weight tying
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():
+            if name.endswith("c_proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+
+    @staticmethod
+    def _init_weights(m: nn.Module) -> None:
+        if isinstance(m, nn.Linear):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Embedding):
+            nn.init.normal_(m.weight, mean=0.0, std=0.02)
+
+    def num_params(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def _check_idx(self, idx: torch.Tensor) -> None:
+        if idx.ndim != 2:
+            raise ValueError(f"idx: expected (batch, time) token ids, got shape {tuple(idx.shape)}")
+        if idx.shape[1] > self.config.block_size:
+            raise ValueError(
+                f"idx: sequence length {idx.shape[1]} exceeds block_size {self.config.block_size}"
+            )
+
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
+        self._check_idx(idx)
+        T = idx.shape[1]
+        pos = torch.arange(T, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.blocks:
+            x, _ = block(x)
+        logits = self.lm_head(self.ln_f(x))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.reshape(-1))
+        return logits, loss
+
+    @torch.no_grad()
+    def attention(self, idx: torch.Tensor, layers=None):
+        """Yield ``(layer, probs)`` with exact float64 probabilities (B, H, T, T), one layer
+        at a time, stopping after the last requested layer."""
+        self._check_idx(idx)
+        wanted = set(range(self.config.n_layer) if layers is None else layers)
+        T = idx.shape[1]
+        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
+        for li, block in enumerate(self.blocks):
+            if not wanted:
+                return
+            x, att = block(x, return_attention=li in wanted)
+            if li in wanted:
+                wanted.discard(li)
+                yield li, att
+
+    def set_head_mask(self, mask: torch.Tensor | None) -> None:
+        """Ablate heads: ``mask`` is (n_layer, n_head) of 0/1 (``None`` restores all)."""
+        L, H = self.config.n_layer, self.config.n_head
+        if mask is None:
+            mask = torch.ones(L, H)
+        mask = torch.as_tensor(mask, dtype=torch.float32)
+        if mask.shape != (L, H):
+            raise ValueError(f"mask: expected shape ({L}, {H}), got {tuple(mask.shape)}")
+        for block, m in zip(self.blocks, mask, strict=True):
+            block.attn.head_mask.copy_(m)
