@@ -1,0 +1,75 @@
+"""msapod: multiscale POD of transformer attention fields.
+
+Attention fields are ``xarray.DataArray`` objects with dims ``(..., "snapshot", "query",
+"key")``. The method (PAPER.md): Reynolds split -> Morlet scalogram along the lag ->
+Gaussian lag windows at the dominant scales -> POD per scale -> T_spec and H*.
+"""
+
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _version
+
+from .analyze import analyze
+from .fields import check_field, from_lag, is_causal, reynolds, to_lag
+from .pod import basis_error, lag_gram, pod, reconstruct, reconstruction_error
+from .scalogram import (
+    coherency,
+    cwt,
+    dominant_scales,
+    fourier_period,
+    lag_moments,
+    log_scales,
+    morlet,
+    scalogram,
+    wavelet_matrix,
+)
+from .spectra import effective_rank, spectral_concentration
+from .windows import apply_window, lag_window, window_parameters
+
+try:
+    __version__ = _version("msapod")
+except PackageNotFoundError:  # running from a source tree without installation
+    __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # torch-dependent parts load lazily, so the analysis API imports without torch
+    if name == "collect_attention":
+        from .extract import collect_attention
+
+        return collect_attention
+    if name == "zoo":
+        from . import zoo
+
+        return zoo
+    raise AttributeError(f"module 'msapod' has no attribute {name!r}")
+
+
+__all__ = [
+    "__version__",
+    "analyze",
+    "apply_window",
+    "basis_error",
+    "check_field",
+    "coherency",
+    "collect_attention",
+    "cwt",
+    "dominant_scales",
+    "effective_rank",
+    "fourier_period",
+    "from_lag",
+    "is_causal",
+    "lag_gram",
+    "lag_moments",
+    "lag_window",
+    "log_scales",
+    "morlet",
+    "pod",
+    "reconstruct",
+    "reconstruction_error",
+    "reynolds",
+    "scalogram",
+    "spectral_concentration",
+    "to_lag",
+    "wavelet_matrix",
+    "window_parameters",
+]

@@ -1,0 +1,187 @@
+"""The multiscale POD pipeline in one call (PAPER.md steps 2-10).
+
+``analyze(A)`` runs, for every field set along the leading dims (``model``, ``layer``,
+``head``): Reynolds split -> Morlet scalogram of the lag profiles -> dominant scales ->
+one Gaussian lag window per dominant scale -> plain and scale-selective POD (all from one
+per-lag Gram tensor) -> T_spec and H*. Every parameter is recorded in the attrs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+
+from .fields import check_field, reynolds
+from .pod import pod
+from .scalogram import coherency as _coherency
+from .scalogram import dominant_scales, scalogram
+from .spectra import effective_rank, spectral_concentration
+from .windows import lag_window, window_parameters
+
+__all__ = ["analyze"]
+
+
+def analyze(
+    A: xr.DataArray,
+    *,
+    dim: str = "snapshot",
+    scales=None,
+    omega0: float = 6.0,
+    max_peaks: int = 3,
+    include_edges: bool = True,
+    field: str = "fluctuation",
+    centre: str | float = "peak",
+    width: float = 1.0,
+    n_modes: int = 10,
+    eps: float | Sequence[float] = (0.05, 0.10, 0.20),
+    criterion: str = "energy",
+    k_min: int = 1,
+    k_max: int | None = None,
+    coherency: bool = False,
+    check_stochastic: bool = True,
+) -> xr.Dataset:
+    """Multiscale POD of attention fields.
+
+    Parameters
+    ----------
+    A
+        Attention fields ``(..., dim, "query", "key")``, rows summing to one.
+    scales, omega0
+        Scales (lags) and Morlet centre frequency of the scalogram (see
+        :func:`msapod.scalogram`).
+    max_peaks, include_edges
+        Dominant scales kept (see :func:`msapod.dominant_scales`).
+    field
+        ``"fluctuation"`` (default: u = A - Abar, the field the POD decomposes) or
+        ``"total"`` (A itself, mean included) for the scalogram and dominant scales.
+    centre, width
+        Window rules (see :func:`msapod.window_parameters`).
+    n_modes
+        Leading modes and coefficients kept (stored as float32); the full spectra are
+        always kept.
+    eps, criterion
+        Tolerances and criterion of H* (see :func:`msapod.effective_rank`).
+    k_min, k_max
+        Fit range of T_spec (see :func:`msapod.spectral_concentration`).
+    coherency
+        Also compute gamma(peak, query_i, query_j) at the dominant scales (slower).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``mean``, ``energy(scale, lag)``, ``scale_spectrum(scale)``,
+        ``dominant_scale(peak)``; per ``window`` ("plain", "scale-1", ...): ``centre``,
+        ``width``, ``spectrum(rank)``, ``eigenvalues(mode)``, ``modes(mode, query, key)``,
+        ``coefficients(dim, mode)``, ``total_energy``, ``beta``, ``T_spec``, ``r2``,
+        ``beta_stderr``, ``H_star(eps)``; optionally ``coherency``. Windows of missing
+        peaks (fewer maxima than ``max_peaks``) are NaN.
+    """
+    if field not in ("fluctuation", "total"):
+        raise ValueError(f"field: expected 'fluctuation' or 'total', got {field!r}")
+    eps_list = [float(e) for e in np.atleast_1d(eps)]
+    check_field(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
+    rey = reynolds(A, dim, check_stochastic=False)
+    u = rey["fluctuation"]
+    sc = scalogram(u if field == "fluctuation" else A, scales, omega0, dims=(dim, "query"))
+    peaks = dominant_scales(sc["spectrum"].assign_attrs(omega0=omega0), max_peaks,
+                            include_edges=include_edges)
+    wp = window_parameters(sc["energy"], peaks, centre=centre, width=width)
+    valid = np.isfinite(peaks)
+    lags = sc["lag"].values
+    w_scale = lag_window(lags, wp["centre"].fillna(0.0), wp["width"].fillna(1.0))
+    w_scale = w_scale.where(valid, 0.0)
+    labels = ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
+    windows = _by_window(w_scale, 1.0, labels)
+    res = pod(u, dim, n_modes=n_modes, window=windows)
+    win_valid = _by_window(valid, True, labels)
+    conc = spectral_concentration(res["spectrum"], k_min, k_max)
+    eps_da = xr.DataArray(eps_list, dims="eps", name="eps")
+    Hs = [effective_rank(res["spectrum"], e, criterion, n_snapshots=u.sizes[dim]) for e in eps_list]
+    H = xr.concat([h.reset_coords(drop=True) for h in Hs], dim=eps_da)
+    at_limit = xr.concat([h["at_rank_limit"].reset_coords(drop=True) for h in Hs], dim=eps_da)
+    out = xr.Dataset(
+        {
+            "mean": rey["mean"],
+            "energy": sc["energy"],
+            "scale_spectrum": sc["spectrum"],
+            "dominant_scale": peaks.rename(period="dominant_period"),
+            "spectrum": res["spectrum"],
+            "eigenvalues": res["eigenvalues"],
+            "modes": res["modes"].astype(np.float32),
+            "coefficients": res["coefficients"],
+            "total_energy": res["total_energy"],
+            "beta": conc["beta"],
+            "T_spec": conc["T_spec"],
+            "r2": conc["r2"],
+            "beta_stderr": conc["beta_stderr"],
+            "H_star": H,
+            "at_rank_limit": at_limit,
+        }
+    )
+    out["window_centre"] = _by_window(wp["centre"], np.nan, labels)
+    out["window_width"] = _by_window(wp["width"], np.nan, labels)
+    out["window_scale"] = _by_window(peaks, np.nan, labels)
+    per_window = ["spectrum", "eigenvalues", "modes", "coefficients", "total_energy", "beta",
+                  "T_spec", "r2", "beta_stderr", "H_star"]
+    for name in per_window:
+        out[name] = out[name].where(win_valid)
+    if coherency:
+        out["coherency"] = _peak_coherency(u, peaks, omega0, dim)
+    for name, da in (("mean", rey["mean"]), ("energy", sc["energy"]),
+                     ("scale_spectrum", sc["spectrum"]), ("spectrum", res["spectrum"])):
+        out[name].attrs = dict(da.attrs)
+    out["H_star"].attrs = {"criterion": criterion, "long_name": "effective rank H*(eps)"}
+    out.attrs = {
+        **{k: v for k, v in A.attrs.items() if isinstance(v, str | int | float)},
+        "msapod_step": "analyze",
+        "snapshot_dim": dim,
+        "n_snapshots": u.sizes[dim],
+        "omega0": omega0,
+        "scalogram_field": field,
+        "bias_correction": 1,
+        "max_peaks": max_peaks,
+        "include_edges": int(include_edges),
+        "window_centre_rule": str(centre),
+        "window_width_rule": f"sigma = {width:g} * a*",
+        "n_modes": n_modes,
+        "criterion": criterion,
+        "fit_k_min": k_min,
+        "fit_k_max": conc.attrs["k_max"],
+        "pod_normalisation": res.attrs["normalisation"],
+    }
+    return out
+
+
+def _by_window(da: xr.DataArray, plain, labels: list[str]) -> xr.DataArray:
+    """Turn a per-``peak`` array into a per-``window`` one with "plain" first."""
+    da = da.reset_coords(drop=True)
+    first = xr.full_like(da.isel(peak=0, drop=True), plain).expand_dims(window=labels[:1])
+    rest = da.rename(peak="window").assign_coords(window=labels[1:])
+    return xr.concat([first, rest], dim="window")
+
+
+def _peak_coherency(u: xr.DataArray, peaks: xr.DataArray, omega0: float, dim: str):
+    """gamma(..., peak, query_i, query_j) at each field set's own dominant scales."""
+    lead = [d for d in peaks.dims if d != "peak"]
+    stacked = peaks.stack(_f=lead) if lead else peaks.expand_dims(_f=[0])
+    blocks = []
+    for f in range(stacked.sizes["_f"]):
+        pk = stacked.isel(_f=f)
+        sel = {d: pk[d].item() for d in lead}
+        uf = u.sel(sel) if sel else u
+        q = uf["query"].values
+        g = np.full((pk.sizes["peak"], len(q), len(q)), np.nan)
+        ok = np.isfinite(pk.values)
+        if ok.any():
+            order = np.argsort(pk.values[ok])
+            gam = _coherency(uf, pk.values[ok][order], omega0, dim=dim).values
+            g[np.flatnonzero(ok)[order]] = gam
+        blocks.append(g)
+    arr = np.stack(blocks)
+    da = xr.DataArray(arr, dims=("_f", "peak", "query_i", "query_j"),
+                      coords={"_f": stacked["_f"], "peak": peaks["peak"],
+                              "query_i": u["query"].values, "query_j": u["query"].values})
+    da = da.unstack("_f") if lead else da.isel(_f=0, drop=True)
+    return da.transpose(*lead, "peak", "query_i", "query_j")

@@ -1,0 +1,252 @@
+"""On-disk cache of the head-averaged attention fields of the zoo models.
+
+Extracting the fields of one model over the paper's ensemble (150 snippets of 256
+characters, 6 layers) takes a while on a CPU, so the result is kept as a netCDF file
+(h5netcdf engine, gzip-compressed: the causal zeros above the diagonal cost almost
+nothing). The file name carries a key hashed from everything the fields depend on: the
+weights' sha256, the data's sha256, ``n``, ``length``, ``seed``, the layers, the split, the
+cache format and the msapod version. The same parts are stored as attrs next to a sha256
+of the array bytes; every load checks them all, and a stale, mismatched, tampered or
+unreadable file is reported with a :class:`CacheWarning` and rebuilt. Files are written
+to a temporary name and moved into place with :func:`os.replace`, so a crash never leaves
+a half-written cache file under the final name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import uuid
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .data import load_corpus
+from .extract import _check_layers, _version, ensemble_ids, iter_attention
+
+__all__ = ["CacheWarning", "cache_dir", "cached_fields"]
+
+#: Version of the file layout; part of the key.
+CACHE_FORMAT = 1
+DIMS = ("layer", "snapshot", "query", "key")
+VAR = "attention"
+
+
+class CacheWarning(UserWarning):
+    """A cache file was stale, mismatched, tampered with or unreadable and is rebuilt."""
+
+
+def cache_dir() -> Path:
+    """Root of the cache: ``$MSAPOD_CACHE`` if set, else ``~/.cache/msapod``."""
+    env = os.environ.get("MSAPOD_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "msapod"
+
+
+_default_cache_dir = cache_dir  # ``cached_fields`` has an argument of the same name
+
+
+def _check_int(value, name: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+        raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
+    return int(value)
+
+
+def _key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
+    return {
+        "weights_sha256": weights_sha256,
+        "data_sha256": data_sha256,
+        "n_snapshots": n,
+        "length": length,
+        "seed": seed,
+        "split": "val",
+        "layers": ",".join(map(str, layers)),
+        "msapod_version": _version(),
+        "cache_format": CACHE_FORMAT,
+    }
+
+
+def _key_hash(parts: dict) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def _values_sha256(values: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(values, dtype="<f4")).hexdigest()
+
+
+def _read(path: Path, parts: dict, shape: tuple[int, ...]) -> tuple[xr.DataArray | None, str]:
+    """Load and verify a cache file; returns ``(array, "")`` or ``(None, reason)``."""
+    try:
+        with xr.open_dataarray(path, engine="h5netcdf") as da:
+            da = da.load()
+    except Exception as err:  # any failure to read means: rebuild
+        return None, f"unreadable ({type(err).__name__}: {err})"
+    for k, v in parts.items():
+        got = da.attrs.get(k)
+        if got is None or str(got) != str(v):
+            return None, f"attr {k} is {got!r}, expected {v!r}"
+    if da.dims != DIMS or da.shape != shape or da.dtype != np.float32:
+        return None, f"array {da.dims} {da.shape} {da.dtype}, expected {DIMS} {shape} float32"
+    digest = _values_sha256(da.values)
+    if digest != da.attrs.get("values_sha256"):
+        return None, f"values sha256 {digest} differs from the recorded checksum"
+    da.encoding["source"] = str(path)
+    return da, ""
+
+
+def _write(path: Path, model, ids, offsets, layers, parts, name, batch_size, progress) -> None:
+    """Stream the head-averaged fields layer by layer into ``path`` (atomically)."""
+    import h5netcdf
+
+    n, length = ids.shape
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    h = hashlib.sha256()
+    try:
+        with h5netcdf.File(tmp, "w") as f:
+            f.dimensions = {"layer": len(layers), "snapshot": n, "query": length, "key": length}
+            for dim, vals in (
+                ("layer", np.asarray(layers)),
+                ("snapshot", np.arange(n)),
+                ("query", np.arange(length)),
+                ("key", np.arange(length)),
+            ):
+                f.create_variable(dim, (dim,), dtype="i8", data=vals.astype(np.int64))
+            f.create_variable("offset", ("snapshot",), dtype="i8", data=offsets.astype(np.int64))
+            var = f.create_variable(
+                VAR,
+                DIMS,
+                dtype="f4",
+                chunks=(1, min(n, 8), length, length),
+                compression="gzip",
+                compression_opts=4,
+                shuffle=True,
+            )
+            parts_iter = iter_attention(
+                model,
+                ids,
+                layers=layers,
+                batch_size=batch_size,
+                average_heads=True,
+                dtype=np.float32,
+                progress=progress,
+                name=name,
+            )
+            attention_kind = "unknown"
+            for k, part in enumerate(parts_iter):
+                arr = np.ascontiguousarray(part.values, dtype="<f4")
+                var[k, ...] = arr
+                h.update(arr)
+                attention_kind = part.attrs.get("attention", attention_kind)
+            attrs = {
+                **parts,
+                "values_sha256": h.hexdigest(),
+                "key": _key_hash(parts),
+                "model": name,
+                "attention": attention_kind,
+                "offsets": offsets.astype(np.int64),
+                "average_heads": 1,
+                "source": "msapod.cached_fields",
+                "description": (
+                    "head-averaged attention probabilities A(i, j) (query i, key j) of an "
+                    "ensemble of non-overlapping validation snippets; layers numbered from 1"
+                ),
+                "coordinates": "offset",
+            }
+            for k, v in attrs.items():
+                var.attrs[k] = v
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def cached_fields(
+    name: str,
+    *,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    layers: Sequence[int] | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+    model=None,
+    batch_size: int = 16,
+) -> xr.DataArray:
+    """Head-averaged attention fields of zoo model ``name``, from the cache if valid.
+
+    Parameters
+    ----------
+    name
+        Zoo model name (see :data:`msapod.zoo.MODELS`); loaded with
+        :func:`msapod.zoo.load` unless ``model`` is given.
+    n, length, seed
+        The ensemble of :func:`msapod.extract.ensemble_ids` (validation split).
+    layers
+        1-based layer numbers; default all.
+    cache_dir
+        Cache folder; default :func:`cache_dir` (``$MSAPOD_CACHE`` or ``~/.cache/msapod``).
+    progress
+        Show a progress bar while extracting.
+    model
+        An already loaded :class:`msapod.model.GPT` carrying ``weights_sha256`` (as set by
+        :func:`msapod.train.load_checkpoint`), used instead of ``zoo.load(name)``;
+        ``name`` then only labels the file.
+    batch_size
+        Snapshots per forward pass while extracting.
+
+    Returns
+    -------
+    xarray.DataArray
+        float32, dims ``("layer", "snapshot", "query", "key")``, coord ``offset`` on
+        ``snapshot``; attrs hold the key parts and ``values_sha256``;
+        ``encoding["source"]`` is the cache file.
+
+    Warns
+    -----
+    CacheWarning
+        The cache file was unreadable or failed a check; it is rebuilt.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name: expected a zoo model name, got {name!r}")
+    n = _check_int(n, "n", 2)
+    length = _check_int(length, "length", 2)
+    seed = _check_int(seed, "seed", 0)
+    if model is None:
+        from . import zoo
+
+        model = zoo.load(name)
+    sha = getattr(model, "weights_sha256", None)
+    if not isinstance(sha, str):
+        raise ValueError(
+            "model: expected a checkpoint-loaded GPT with a weights_sha256 attribute "
+            "(msapod.train.load_checkpoint sets it)"
+        )
+    layers = _check_layers(layers, model.config.n_layer)
+    if length > model.config.block_size:
+        raise ValueError(
+            f"length: expected at most the model's block_size {model.config.block_size}, "
+            f"got {length}"
+        )
+    corpus = load_corpus()
+    parts = _key_parts(sha, corpus.sha256, n, length, seed, layers)
+    folder = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_dir()
+    folder = folder / "fields"
+    folder.mkdir(parents=True, exist_ok=True)
+    label = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    path = folder / f"{label}-n{n}-L{length}-s{seed}-{_key_hash(parts)[:16]}.nc"
+    shape = (len(layers), n, length, length)
+    if path.exists():
+        da, reason = _read(path, parts, shape)
+        if da is not None:
+            return da
+        warnings.warn(f"cache file {path}: {reason}; rebuilding it", CacheWarning, stacklevel=2)
+    ids, offsets = ensemble_ids(corpus, n=n, length=length, seed=seed, split="val")
+    _write(path, model, ids, offsets, layers, parts, name, batch_size, progress)
+    da, reason = _read(path, parts, shape)
+    if da is None:
+        raise OSError(f"cache file {path}: just written but fails verification: {reason}")
+    return da

@@ -1,0 +1,520 @@
+"""Attention fields of a model over a snippet ensemble, as labelled arrays.
+
+The ensemble (PAPER.md step 1) is ``n`` non-overlapping snippets of ``length`` characters
+drawn deterministically from the validation split (:func:`ensemble_ids`). For each layer
+the exact attention probabilities ``A_s^{l,h}(i, j)`` of every snippet ``s`` are collected
+into an :class:`xarray.DataArray` with dims ``("head", "snapshot", "query", "key")``, or
+``("snapshot", "query", "key")`` when heads are averaged. Layers and heads are labelled
+from 1, as in the paper.
+
+Memory is bounded by one layer: :func:`iter_attention` yields the layers one at a time.
+For the package's own :class:`~msapod.model.GPT` the hidden states entering the current
+layer are kept per batch (``n * length * n_embd`` floats, about 20 MB for the paper's
+setting) and advanced one block per layer, so every block runs once per snippet; the
+probabilities are computed in float64 from exactly the hidden states of the ordinary
+(fast) forward pass, bit-identical to ``GPT.attention(idx, layers=[l])``. For Hugging Face
+models, whose ``output_attentions`` returns all layers at once, the model is re-run once
+per layer and only that layer is kept: ``n_layer`` times the compute, one layer of memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import torch
+import xarray as xr
+
+from .data import Corpus, ensemble_offsets, load_corpus
+from .model import GPT
+
+__all__ = ["collect_attention", "ensemble_ids", "iter_attention"]
+
+
+def _version() -> str:
+    """Version of msapod: ``msapod.__version__``, else the installed metadata, else 0.1.0."""
+    mod = sys.modules.get("msapod")
+    version = getattr(mod, "__version__", None)
+    if isinstance(version, str):
+        return version
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as _meta_version
+
+    try:
+        return _meta_version("msapod")
+    except PackageNotFoundError:
+        return "0.1.0"
+
+
+def ensemble_ids(
+    corpus: Corpus | None = None,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    split: str = "val",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids of the snippet ensemble.
+
+    Parameters
+    ----------
+    corpus
+        Encoded TinyShakespeare; defaults to :func:`msapod.data.load_corpus`.
+    n, length, seed
+        Number of snippets, characters per snippet and seed of
+        :func:`msapod.data.ensemble_offsets` (deterministic, sorted, non-overlapping).
+    split
+        ``"val"`` (default, the held-out last 10 %) or ``"train"``.
+
+    Returns
+    -------
+    ids : numpy.ndarray
+        ``(n, length)`` ``int64`` token ids, one snippet per row.
+    offsets : numpy.ndarray
+        ``(n,)`` start offsets of the snippets within the split.
+    """
+    if split not in ("val", "train"):
+        raise ValueError(f"split: expected 'val' or 'train', got {split!r}")
+    corpus = corpus if corpus is not None else load_corpus()
+    tokens = corpus.val if split == "val" else corpus.train
+    offsets = ensemble_offsets(len(tokens), n=n, length=length, seed=seed)
+    ids = np.stack([tokens[o : o + length] for o in offsets]).astype(np.int64)
+    return ids, offsets
+
+
+# ----------------------------------------------------------------------------- models
+
+
+def _hf_module():
+    """The ``transformers`` module if it was imported (an HF model implies it was)."""
+    return sys.modules.get("transformers")
+
+
+def _is_hf(model) -> bool:
+    tf = _hf_module()
+    return tf is not None and isinstance(model, tf.PreTrainedModel)
+
+
+def _model_info(model) -> dict:
+    """n_layer, n_head, max_len, vocab_size and kind of a supported model."""
+    if isinstance(model, GPT):
+        c = model.config
+        return {
+            "n_layer": c.n_layer,
+            "n_head": c.n_head,
+            "max_len": c.block_size,
+            "vocab_size": c.vocab_size,
+            "attention": c.attention,
+            "framework": "msapod",
+        }
+    if _is_hf(model):
+        c = model.config
+        return {
+            "n_layer": int(c.num_hidden_layers),
+            "n_head": int(c.num_attention_heads),
+            "max_len": getattr(c, "max_position_embeddings", None),
+            "vocab_size": getattr(c, "vocab_size", None),
+            "attention": "standard",
+            "framework": "transformers",
+        }
+    raise ValueError(
+        "model: expected an msapod.model.GPT or a transformers.PreTrainedModel, "
+        f"got {type(model).__name__}"
+    )
+
+
+def _model_name(model, name: str | None) -> str:
+    if name is not None:
+        return str(name)
+    own = getattr(model, "name", None)
+    if isinstance(own, str) and own:
+        return own
+    if _is_hf(model):
+        path = getattr(model.config, "name_or_path", "") or getattr(model, "name_or_path", "")
+        if path:
+            return str(path)
+        return str(model.config.model_type)
+    return type(model).__name__
+
+
+def _check_layers(layers, n_layer: int) -> list[int]:
+    """1-based, unique, sorted layer numbers."""
+    if layers is None:
+        return list(range(1, n_layer + 1))
+    if isinstance(layers, int | np.integer):
+        layers = [layers]
+    out = []
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, int | np.integer):
+            raise ValueError(f"layers: expected 1-based layer numbers (int), got {layer!r}")
+        if not 1 <= int(layer) <= n_layer:
+            raise ValueError(f"layers: expected numbers in 1..{n_layer}, got {int(layer)}")
+        out.append(int(layer))
+    if not out:
+        raise ValueError("layers: expected at least one layer number, got none")
+    if len(set(out)) != len(out):
+        raise ValueError(f"layers: expected unique layer numbers, got {out}")
+    return sorted(out)
+
+
+def _as_ids(model, texts_or_ids, info: dict, tokenizer=None) -> np.ndarray:
+    """Validate and convert ``texts_or_ids`` to an ``(N, L)`` int64 array."""
+    if isinstance(texts_or_ids, str):
+        raise ValueError("texts_or_ids: expected a list of strings or (N, L) ids, got one string")
+    if (
+        isinstance(texts_or_ids, list | tuple)
+        and texts_or_ids
+        and all(isinstance(t, str) for t in texts_or_ids)
+    ):
+        texts = list(texts_or_ids)
+        if info["framework"] == "transformers":
+            if tokenizer is None:
+                raise ValueError(
+                    "texts_or_ids: strings need tokenizer= for a Hugging Face model "
+                    "(or pass token ids)"
+                )
+            encoded = [list(tokenizer(t)["input_ids"]) for t in texts]
+        else:
+            corpus = load_corpus()
+            encoded = [corpus.encode(t) for t in texts]
+        lengths = sorted({len(e) for e in encoded})
+        if len(lengths) != 1:
+            raise ValueError(
+                f"texts_or_ids: expected strings of equal (token) length, got lengths {lengths}"
+            )
+        ids = np.asarray(encoded, dtype=np.int64).reshape(len(texts), lengths[0])
+    else:
+        if isinstance(texts_or_ids, torch.Tensor):
+            arr = texts_or_ids.detach().cpu().numpy()
+        else:
+            arr = np.asarray(texts_or_ids)
+        if arr.dtype.kind not in "iu":
+            raise ValueError(
+                f"texts_or_ids: expected integer token ids or a list of strings, "
+                f"got dtype {arr.dtype}"
+            )
+        if arr.ndim != 2:
+            raise ValueError(
+                f"texts_or_ids: expected a 2-D (snapshot, position) array, got shape {arr.shape}"
+            )
+        ids = arr.astype(np.int64)
+    n, length = ids.shape
+    if n < 2:
+        raise ValueError(f"texts_or_ids: expected at least 2 snapshots, got {n}")
+    if length < 1:
+        raise ValueError("texts_or_ids: expected at least one token per snapshot, got 0")
+    if info["max_len"] is not None and length > info["max_len"]:
+        raise ValueError(
+            f"texts_or_ids: length {length} exceeds the model's context {info['max_len']}"
+        )
+    vocab = info["vocab_size"]
+    if ids.min() < 0 or (vocab is not None and ids.max() >= vocab):
+        raise ValueError(
+            f"texts_or_ids: expected token ids in 0..{vocab - 1 if vocab else 'vocab'}, "
+            f"got range {ids.min()}..{ids.max()}"
+        )
+    return ids
+
+
+def _model_device(model) -> torch.device:
+    for p in model.parameters():
+        return p.device
+    return torch.device("cpu")
+
+
+def _gpt_layers(
+    model: GPT, ids: np.ndarray, layers: list[int], batch_size: int, bar
+) -> Iterator[tuple[int, Iterator[torch.Tensor]]]:
+    """Per requested layer (1-based), an iterator over per-batch float64 probabilities.
+
+    The hidden state entering the current block is kept per batch and advanced block by
+    block, which reproduces ``GPT.attention(idx, layers=[l])`` exactly (the blocks before
+    ``l`` run their ordinary fast path).
+    """
+    device = _model_device(model)
+    batches = [
+        torch.as_tensor(ids[s : s + batch_size], device=device)
+        for s in range(0, len(ids), batch_size)
+    ]
+    for b in batches:
+        model._check_idx(b)
+    T = ids.shape[1]
+    pos = torch.arange(T, device=device)
+    hidden = [model.wte(b) + model.wpe(pos) for b in batches]
+    done = 0  # number of blocks applied to `hidden`
+    for layer in layers:
+        for li in range(done, layer - 1):
+            hidden = [model.blocks[li](x)[0] for x in hidden]
+        done = layer - 1
+        block = model.blocks[layer - 1]
+
+        def probs(block=block, hidden=hidden):
+            for x in hidden:
+                p = block.attn.probabilities(block.ln_1(x))
+                bar.update(1)
+                yield p
+
+        yield layer, probs()
+
+
+def _hf_layers(
+    model, ids: np.ndarray, layers: list[int], batch_size: int, bar
+) -> Iterator[tuple[int, Iterator[torch.Tensor]]]:
+    """Per requested layer, per-batch probabilities of a Hugging Face model (re-run per
+    layer so that only one layer's attention is ever kept)."""
+    device = _model_device(model)
+    n_layer = int(model.config.num_hidden_layers)
+    for layer in layers:
+
+        def probs(layer=layer):
+            for s in range(0, len(ids), batch_size):
+                idx = torch.as_tensor(ids[s : s + batch_size], device=device)
+                out = model(input_ids=idx, output_attentions=True)
+                att = getattr(out, "attentions", None)
+                if att is None or len(att) != n_layer or att[layer - 1] is None:
+                    raise ValueError(
+                        "model: returned no attention probabilities with "
+                        "output_attentions=True; load it with attn_implementation='eager'"
+                    )
+                bar.update(1)
+                yield att[layer - 1].double()
+
+        yield layer, probs()
+
+
+def _base_attrs(model, info: dict, name: str | None) -> dict:
+    attrs = {
+        "model": _model_name(model, name),
+        "attention": info["attention"],
+        "framework": info["framework"],
+    }
+    sha = getattr(model, "weights_sha256", None)
+    if isinstance(sha, str):
+        attrs["weights_sha256"] = sha
+    if info["framework"] == "transformers":
+        attrs["model_type"] = str(model.config.model_type)
+    return attrs
+
+
+def iter_attention(
+    model,
+    ids,
+    *,
+    layers: Sequence[int] | int | None = None,
+    batch_size: int = 16,
+    average_heads: bool = False,
+    dtype=np.float32,
+    progress: bool = False,
+    name: str | None = None,
+) -> Iterator[xr.DataArray]:
+    """Yield the attention field of each requested layer, one layer at a time.
+
+    Parameters
+    ----------
+    model
+        An :class:`msapod.model.GPT` or a ``transformers.PreTrainedModel`` (loaded with
+        ``attn_implementation="eager"`` so that it returns attention probabilities). It
+        is run in eval mode without gradients; its mode is restored afterwards.
+    ids
+        ``(N, L)`` integer token ids (numpy array, nested list or torch tensor), ``N >= 2``
+        snapshots of ``L <=`` context length tokens.
+    layers
+        1-based layer numbers (as in the paper); default all. Yielded in ascending order.
+    batch_size
+        Snapshots per forward pass.
+    average_heads
+        If true, yield the head mean (taken batch by batch, so all heads of the whole
+        ensemble are never held at once).
+    dtype
+        Floating dtype of the output; probabilities are computed in float64 (msapod
+        models) and cast batch by batch.
+    progress
+        Show a tqdm progress bar over (layer, batch) steps.
+    name
+        Model label for the attrs (default ``model.name`` or the HF name).
+
+    Yields
+    ------
+    xarray.DataArray
+        Dims ``("head", "snapshot", "query", "key")`` (no ``head`` with
+        ``average_heads``), coords ``head`` 1..H, ``snapshot`` 0..N-1, ``query`` and
+        ``key`` 0..L-1, scalar coord ``layer``. Each row sums to one over ``key``.
+
+    Notes
+    -----
+    Memory holds one layer: ``H * N * L * L`` values (``N * L * L`` averaged). For msapod
+    GPTs the hidden states of the current layer are cached per batch (``N * L * n_embd``
+    floats), so each block runs once per snapshot; Hugging Face models are re-run for
+    every layer (``n_layer`` times the compute of one pass).
+    """
+    info = _model_info(model)
+    ids = _as_ids(model, ids, info)
+    layers = _check_layers(layers, info["n_layer"])
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer):
+        raise ValueError(f"batch_size: expected a positive integer, got {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size: expected a positive integer, got {batch_size}")
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        raise ValueError(f"dtype: expected a floating dtype, got {dtype}")
+    return _iter_attention(
+        model, ids, info, layers, int(batch_size), average_heads, dtype, progress, name
+    )
+
+
+def _iter_attention(
+    model, ids, info, layers, batch_size, average_heads, dtype, progress, name
+) -> Iterator[xr.DataArray]:
+    from tqdm.auto import tqdm
+
+    n, length = ids.shape
+    n_batches = -(-n // batch_size)
+    H = info["n_head"]
+    attrs = _base_attrs(model, info, name)
+    attrs.update(source="msapod.iter_attention", average_heads=int(bool(average_heads)))
+    was_training = model.training
+    model.eval()
+    source = _gpt_layers if info["framework"] == "msapod" else _hf_layers
+    bar = tqdm(total=len(layers) * n_batches, desc="attention", disable=not progress, mininterval=2)
+    try:
+        with torch.no_grad():
+            for layer, batches in source(model, ids, layers, batch_size, bar):
+                shape = (n, length, length) if average_heads else (H, n, length, length)
+                out = np.empty(shape, dtype=dtype)
+                start = 0
+                for p in batches:
+                    b = p.shape[0]
+                    if p.shape[1:] != (H, length, length):
+                        raise ValueError(
+                            f"model: layer {layer} returned attention of shape "
+                            f"{tuple(p.shape)}, expected (batch, {H}, {length}, {length})"
+                        )
+                    if average_heads:
+                        out[start : start + b] = p.mean(dim=1).cpu().numpy()
+                    else:
+                        out[:, start : start + b] = p.transpose(0, 1).cpu().numpy()
+                    start += b
+                dims = ("snapshot", "query", "key")
+                coords = {
+                    "snapshot": np.arange(n),
+                    "query": np.arange(length),
+                    "key": np.arange(length),
+                    "layer": layer,
+                }
+                if not average_heads:
+                    dims = ("head", *dims)
+                    coords["head"] = np.arange(1, H + 1)
+                da = xr.DataArray(out, dims=dims, coords=coords, attrs=dict(attrs))
+                da.name = "attention"
+                yield da
+    finally:
+        bar.close()
+        model.train(was_training)
+
+
+def collect_attention(
+    model,
+    texts_or_ids,
+    *,
+    layers: Sequence[int] | int | None = None,
+    average_heads: bool = False,
+    batch_size: int = 16,
+    name: str | None = None,
+    offsets=None,
+    dtype=np.float32,
+    progress: bool = True,
+    tokenizer=None,
+    data_sha256: str | None = None,
+) -> xr.DataArray:
+    """Attention fields of all requested layers as one labelled array.
+
+    Parameters
+    ----------
+    model
+        An :class:`msapod.model.GPT` or a ``transformers.PreTrainedModel`` (see
+        :func:`iter_attention`).
+    texts_or_ids
+        ``(N, L)`` integer token ids (numpy array, nested list or torch tensor), or a list
+        of ``N`` strings of equal length. Strings are encoded with the TinyShakespeare
+        character vocabulary for msapod models and with ``tokenizer`` for Hugging Face
+        models (their token counts must agree).
+    layers, average_heads, batch_size, dtype, progress
+        As in :func:`iter_attention` (layers 1-based).
+    name
+        Model label recorded in the attrs (default ``model.name`` or the HF name).
+    offsets
+        Optional ``(N,)`` start offsets of the snapshots in their text, stored as the
+        non-dim coord ``offset`` on ``snapshot`` and in the attrs.
+    tokenizer
+        Hugging Face tokenizer for string input to an HF model.
+    data_sha256
+        sha256 of the text the snapshots come from (e.g. ``Corpus.sha256``), recorded in
+        the attrs; ``ids_sha256`` (of the int64 ids) is recorded always.
+
+    Returns
+    -------
+    xarray.DataArray
+        Dims ``("layer", "head", "snapshot", "query", "key")``, without ``head`` when
+        ``average_heads``. attrs: ``model``, ``weights_sha256`` (if the model has one),
+        ``data_sha256`` (if given), ``ids_sha256``, ``n_snapshots``, ``length``,
+        ``offsets`` (if given), ``attention`` (``"standard"``/``"ega"``), ``framework``,
+        ``average_heads``, ``source`` and ``msapod_version``.
+    """
+    info = _model_info(model)
+    ids = _as_ids(model, texts_or_ids, info, tokenizer=tokenizer)
+    n, length = ids.shape
+    if offsets is not None:
+        offsets = np.asarray(offsets)
+        if offsets.shape != (n,) or offsets.dtype.kind not in "iu":
+            raise ValueError(
+                f"offsets: expected {n} integer offsets (one per snapshot), got "
+                f"shape {offsets.shape} dtype {offsets.dtype}"
+            )
+        offsets = offsets.astype(np.int64)
+    if data_sha256 is not None and not isinstance(data_sha256, str):
+        raise ValueError(f"data_sha256: expected a hex string, got {data_sha256!r}")
+    layer_list = _check_layers(layers, info["n_layer"])
+    values = None
+    first = None
+    for k, part in enumerate(
+        iter_attention(
+            model,
+            ids,
+            layers=layer_list,
+            batch_size=batch_size,
+            average_heads=average_heads,
+            dtype=dtype,
+            progress=progress,
+            name=name,
+        )
+    ):
+        if values is None:  # allocate once: no second copy of the whole result
+            values = np.empty((len(layer_list), *part.shape), dtype=part.dtype)
+            first = part
+        values[k] = part.values
+    coords = {d: first[d].values for d in first.dims}
+    coords["layer"] = np.asarray(layer_list)
+    out = xr.DataArray(values, dims=("layer", *first.dims), coords=coords)
+    attrs = _base_attrs(model, info, name)
+    attrs.update(
+        n_snapshots=n,
+        length=length,
+        ids_sha256=hashlib.sha256(np.ascontiguousarray(ids, dtype="<i8").tobytes()).hexdigest(),
+        average_heads=int(bool(average_heads)),
+        source="msapod.collect_attention",
+        msapod_version=_version(),
+        description=(
+            "attention probabilities A(i, j): row = query position i, column = key "
+            "position j; layers and heads numbered from 1"
+            + ("; mean over heads" if average_heads else "")
+        ),
+    )
+    if data_sha256 is not None:
+        attrs["data_sha256"] = data_sha256
+    if offsets is not None:
+        attrs["offsets"] = offsets
+        out = out.assign_coords(offset=("snapshot", offsets))
+    out.attrs = attrs
+    out.name = "attention"
+    return out

@@ -1,0 +1,239 @@
+"""Attention fields as labelled arrays: validation, Reynolds split, lag coordinates.
+
+An *attention field* is an ``xarray.DataArray`` with dims ``(..., "snapshot", "query",
+"key")``: for every snapshot s (a document of the ensemble) the L x L matrix A_s(i, j) of
+attention probabilities, query i, key j. Leading dims (``model``, ``layer``, ``head``) are
+carried along by every function of the package.
+
+Lag coordinates (PAPER.md step 3): the lag is ``tau = i - j`` (query minus key), so a
+causal field has ``tau >= 0``. The lag profile of query row i is
+``r_{s,i}(tau) = A_s(i, i - tau)``, zero where ``i - tau`` is not a key position.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["check_field", "from_lag", "is_causal", "reynolds", "to_lag"]
+
+FIELD_DIMS = ("snapshot", "query", "key")
+
+
+def check_field(
+    A,
+    *,
+    name: str = "A",
+    dims: Sequence[str] = FIELD_DIMS,
+    stochastic: bool = False,
+    atol: float = 1e-3,
+    min_snapshots: int | None = 2,
+    snapshot_dim: str = "snapshot",
+) -> xr.DataArray:
+    """Validate a field and return it unchanged.
+
+    Parameters
+    ----------
+    A
+        The field; must be an ``xarray.DataArray``.
+    name
+        Argument name used in error messages.
+    dims
+        Dims that must be present (any leading dims are allowed besides).
+    stochastic
+        If true, every row must sum to one over ``key`` (within ``atol``) and hold no
+        negative entry: the field is a set of attention probabilities.
+    min_snapshots
+        Least size of ``snapshot_dim`` (``None`` skips the check).
+
+    Raises
+    ------
+    TypeError
+        ``A`` is not a DataArray.
+    ValueError
+        A dim is missing or repeated, the data hold NaN/inf, rows are not stochastic, or
+        there are too few snapshots.
+    """
+    if not isinstance(A, xr.DataArray):
+        raise TypeError(f"{name}: expected an xarray.DataArray, got {type(A).__name__}")
+    missing = [d for d in dims if d not in A.dims]
+    if missing:
+        raise ValueError(
+            f"{name}: expected dims including {tuple(dims)}, missing {missing}; got {A.dims}"
+        )
+    if not np.issubdtype(A.dtype, np.number) or np.iscomplexobj(A.values[:0]):
+        raise ValueError(f"{name}: expected real numbers, got dtype {A.dtype}")
+    values = A.values
+    if not np.isfinite(values).all():
+        bad = int((~np.isfinite(values)).sum())
+        raise ValueError(f"{name}: expected finite values, found {bad} NaN/inf entries")
+    if min_snapshots is not None and snapshot_dim in A.dims:
+        n = A.sizes[snapshot_dim]
+        if n < min_snapshots:
+            raise ValueError(
+                f"{name}: expected at least {min_snapshots} snapshots along "
+                f"{snapshot_dim!r}, got {n}"
+            )
+    if stochastic:
+        if "key" not in A.dims:
+            raise ValueError(f"{name}: row-stochasticity needs a 'key' dim, got {A.dims}")
+        if (values < -atol).any():
+            raise ValueError(f"{name}: expected attention probabilities >= 0, found negatives")
+        sums = A.sum("key").values
+        worst = float(np.abs(sums - 1.0).max()) if sums.size else 0.0
+        if worst > atol:
+            raise ValueError(
+                f"{name}: expected rows summing to 1 over 'key' (attention probabilities), "
+                f"worst row sums to {1.0 + worst:.6g} (|deviation| {worst:.3g} > atol {atol})"
+            )
+    return A
+
+
+def _positions(A: xr.DataArray, dim: str, name: str) -> np.ndarray:
+    """Integer positions of ``dim`` (its coordinate, or 0..n-1 without one)."""
+    if dim in A.coords:
+        pos = np.asarray(A[dim].values)
+        if not np.issubdtype(pos.dtype, np.integer):
+            if not np.allclose(pos, np.round(pos)):
+                raise ValueError(f"{name}: expected integer positions on {dim!r}, got {pos[:5]}")
+            pos = np.round(pos).astype(np.int64)
+        return pos.astype(np.int64)
+    return np.arange(A.sizes[dim], dtype=np.int64)
+
+
+def is_causal(A: xr.DataArray, atol: float = 0.0) -> bool:
+    """True if every entry with key after query (``j > i``) is zero (within ``atol``)."""
+    q = _positions(A, "query", "A")
+    k = _positions(A, "key", "A")
+    upper = xr.DataArray(k[None, :] > q[:, None], dims=("query", "key"))
+    return bool((np.abs(A.where(upper, 0.0)) <= atol).all())
+
+
+def reynolds(A: xr.DataArray, dim: str = "snapshot", *, check_stochastic: bool = True):
+    """Reynolds split of an attention ensemble (PAPER.md step 2).
+
+    ``Abar = mean_s A_s`` and ``u_s = A_s - Abar``; the fluctuations have zero ensemble
+    mean by construction.
+
+    Parameters
+    ----------
+    A
+        Attention field with dims ``(..., dim, "query", "key")``.
+    dim
+        The ensemble dim averaged over.
+    check_stochastic
+        Check that ``A`` holds attention probabilities (rows summing to one).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``mean`` (the field without ``dim``) and ``fluctuation`` (same shape as ``A``),
+        both float64.
+    """
+    check_field(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
+    A64 = A.astype(np.float64)
+    mean = A64.mean(dim)
+    fluct = A64 - mean
+    attrs = dict(A.attrs)
+    ds = xr.Dataset({"mean": mean, "fluctuation": fluct.transpose(*A.dims)}, attrs=attrs)
+    ds["mean"].attrs = {"long_name": "mean field Abar(i, j)", "averaged_over": dim}
+    ds["fluctuation"].attrs = {"long_name": "fluctuation u_s(i, j) = A_s - Abar"}
+    ds.attrs["reynolds_dim"] = dim
+    return ds
+
+
+def to_lag(A: xr.DataArray, *, causal: bool | None = None) -> xr.DataArray:
+    """Re-index a field from ``(query, key)`` to ``(query, lag)``, lag = query - key.
+
+    ``R(i, tau) = A(i, i - tau)``, zero where ``i - tau`` is not a key position (zero
+    padding, never wrapped around).
+
+    Parameters
+    ----------
+    A
+        Field with dims ``(..., "query", "key")`` and integer positions on both.
+    causal
+        ``True``: lags ``0 .. max(query) - min(key)`` and entries above the diagonal must be
+        zero; ``False``: all lags from ``min(query) - max(key)`` (negative) upwards;
+        ``None`` (default): detect.
+
+    Returns
+    -------
+    xarray.DataArray
+        Dims ``(..., "query", "lag")``; attrs record the key positions so that
+        :func:`from_lag` inverts it exactly.
+    """
+    check_field(A, dims=("query", "key"), min_snapshots=None)
+    q = _positions(A, "query", "A")
+    k = _positions(A, "key", "A")
+    detected = is_causal(A)
+    if causal is None:
+        causal = detected
+    elif causal and not detected:
+        raise ValueError("causal: True, but A has non-zero entries with key after query")
+    lo = 0 if causal else int(q.min() - k.max())
+    hi = int(q.max() - k.min())
+    lags = np.arange(lo, hi + 1)
+    key_index = {int(v): n for n, v in enumerate(k)}
+    # index of key i - tau for every (query, lag); -1 where that key does not exist
+    want = q[:, None] - lags[None, :]
+    idx = np.vectorize(lambda v: key_index.get(int(v), -1), otypes=[np.int64])(want)
+    valid = idx >= 0
+    Ak = A.transpose(..., "query", "key")
+    vals = _gather_last(Ak.values, np.where(valid, idx, 0), valid)
+    dims = (*Ak.dims[:-2], "query", "lag")
+    coords = {c: Ak.coords[c] for c in Ak.coords if "key" not in Ak.coords[c].dims}
+    coords["lag"] = lags
+    out = xr.DataArray(vals, dims=dims, coords=coords, attrs=dict(A.attrs))
+    out.attrs["key_positions"] = k
+    out.attrs["lag_definition"] = "tau = query - key"
+    return out
+
+
+def from_lag(R: xr.DataArray, *, keys: Sequence[int] | None = None) -> xr.DataArray:
+    """Inverse of :func:`to_lag`: ``(query, lag)`` back to ``(query, key)``.
+
+    ``keys`` are the key positions; default: those recorded by :func:`to_lag`, else the
+    query positions (a square field).
+    """
+    check_field(R, name="R", dims=("query", "lag"), min_snapshots=None)
+    q = _positions(R, "query", "R")
+    lags = _positions(R, "lag", "R")
+    if keys is None:
+        keys = R.attrs.get("key_positions", q)
+    k = np.asarray(keys, dtype=np.int64)
+    lag_index = {int(v): n for n, v in enumerate(lags)}
+    want = q[:, None] - k[None, :]
+    idx = np.vectorize(lambda v: lag_index.get(int(v), -1), otypes=[np.int64])(want)
+    valid = idx >= 0
+    Rl = R.transpose(..., "query", "lag")
+    vals = _gather_last(Rl.values, np.where(valid, idx, 0), valid)
+    dims = (*Rl.dims[:-2], "query", "key")
+    coords = {c: Rl.coords[c] for c in Rl.coords if "lag" not in Rl.coords[c].dims}
+    coords["key"] = k
+    attrs = {a: v for a, v in R.attrs.items() if a not in ("key_positions", "lag_definition")}
+    return xr.DataArray(vals, dims=dims, coords=coords, attrs=attrs)
+
+
+def _gather_last(x: np.ndarray, idx: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``out[..., i, m] = x[..., i, idx[i, m]]`` where ``valid``, else 0."""
+    idx_b = np.broadcast_to(idx, x.shape[:-2] + idx.shape)
+    out = np.take_along_axis(x, idx_b, axis=-1)
+    out *= valid
+    return out
+
+
+def _stack_leading(A: xr.DataArray, core: tuple[Hashable, ...]):
+    """Move ``core`` dims last and flatten the others: returns (array (B, *core), lead)."""
+    lead = tuple(d for d in A.dims if d not in core)
+    At = A.transpose(*lead, *core)
+    shape = tuple(A.sizes[d] for d in lead)
+    arr = At.values.reshape((int(np.prod(shape, dtype=np.int64)),) + At.shape[len(lead) :])
+    return arr, lead, shape
+
+
+def _lead_coords(A: xr.DataArray, lead: tuple[Hashable, ...]) -> dict:
+    """Coords of ``A`` that live only on the leading dims (scalars included)."""
+    return {c: A.coords[c] for c in A.coords if set(A.coords[c].dims) <= set(lead)}

@@ -1,0 +1,259 @@
+"""Proper Orthogonal Decomposition of (scale-filtered) attention fluctuations.
+
+Method of snapshots (Sirovich 1987). With N snapshots u_s, each a field of P entries, the
+snapshot matrix X (N x P) gives the Gram matrix ``K = X X^T / N`` (N x N, accumulated in
+float64). Its eigenpairs ``K v_k = lambda_k v_k`` give
+
+* **eigenvalues** ``lambda_1 >= lambda_2 >= ... >= 0``: the variance per mode; their sum is
+  the ensemble-mean squared norm ``(1/N) sum_s ||u_s||^2`` (the total "energy"),
+* **modes** ``phi_k = X^T v_k / sqrt(N lambda_k)``: orthonormal fields,
+  ``sum_ij phi_k(i,j) phi_l(i,j) = delta_kl``,
+* **coefficients** ``a_k(s) = <u_s, phi_k> = sqrt(N lambda_k) v_k(s)``, with
+  ``(1/N) sum_s a_k(s)^2 = lambda_k``.
+
+Theorem 1 (POD optimality; Lumley 1967, Holmes-Lumley-Berkooz ch. 3, Eckart-Young): the
+first K modes minimise ``(1/N) sum_s ||u_s - P_K u_s||^2`` over all orthonormal bases of
+size K, and the minimum is ``sum_{k > K} lambda_k``. :func:`reconstruction_error` checks it.
+
+Scale-selective POD of a Gaussian lag window w (PAPER.md step 6) decomposes
+``u^(w)(i, j) = w(i - j) u(i, j)``. Its Gram matrix is
+``K^(w) = (1/N) sum_tau w(tau)^2 G_tau`` with the per-lag Gram tensor
+``G_tau[s, t] = sum_{i - j = tau} u_s(i, j) u_t(i, j)``, so all windows (and the plain POD,
+w = 1) share one pass over the data.
+
+Mean-removed snapshots span at most N - 1 dimensions: the last eigenvalue of a
+fluctuation ensemble is zero (to rounding), and any effective rank is capped at N - 1.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from .fields import _gather_last, _lead_coords, _positions, _stack_leading, check_field, to_lag
+
+__all__ = ["basis_error", "lag_gram", "pod", "reconstruct", "reconstruction_error"]
+
+NORMALISATION = (
+    "method of snapshots; eigenvalues = variance per mode, sum = (1/N) sum_s ||u_s||^2; "
+    "modes orthonormal over (query, key); coefficients a_k(s) = <u_s, phi_k>, "
+    "mean_s a_k^2 = lambda_k"
+)
+
+
+def _lag_gram_np(R: np.ndarray) -> np.ndarray:
+    """Per-lag Gram tensor of one ensemble R (N, query, lag) -> (lag, N, N), float64."""
+    n, _, n_lag = R.shape
+    Rt = np.ascontiguousarray(np.moveaxis(R, -1, 0), dtype=np.float64)  # (lag, N, query)
+    G = np.empty((n_lag, n, n))
+    nz = np.abs(Rt).sum(1) > 0  # (lag, query): rows that hold any non-zero entry
+    for t in range(n_lag):
+        rows = np.flatnonzero(nz[t])
+        if rows.size == 0:
+            G[t] = 0.0
+            continue
+        x = Rt[t][:, rows[0] : rows[-1] + 1]
+        G[t] = x @ x.T
+    return G
+
+
+def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
+    """Per-lag Gram tensor ``G_tau[s, t] = sum_{i - j = tau} u_s(i, j) u_t(i, j)`` (float64).
+
+    Returns dims ``(..., "lag", dim, dim + "_")``; ``sum_tau G_tau`` is N times the Gram
+    matrix of the plain POD.
+    """
+    check_field(u, name="u", dims=(dim, "query", "key"), snapshot_dim=dim)
+    R = to_lag(u)
+    X, lead, shape = _stack_leading(R, (dim, "query", "lag"))
+    G = np.stack([_lag_gram_np(x) for x in X])
+    n = u.sizes[dim]
+    return xr.DataArray(
+        G.reshape(shape + G.shape[1:]),
+        dims=(*lead, "lag", dim, f"{dim}_"),
+        coords={**_lead_coords(R, lead), "lag": R["lag"].values,
+                dim: u[dim].values if dim in u.coords else np.arange(n)},
+        name="lag_gram",
+    )
+
+
+def _eig(K: np.ndarray):
+    """Eigenpairs of a symmetric PSD matrix, descending, negatives (rounding) clipped."""
+    lam, V = np.linalg.eigh(K)
+    lam, V = lam[::-1], V[:, ::-1]
+    return np.clip(lam, 0.0, None), V
+
+
+def pod(
+    u: xr.DataArray,
+    dim: str = "snapshot",
+    n_modes: int | None = None,
+    *,
+    window: xr.DataArray | None = None,
+    rtol: float = 1e-12,
+) -> xr.Dataset:
+    """POD of an ensemble of fields, optionally filtered by Gaussian lag windows.
+
+    Parameters
+    ----------
+    u
+        Fluctuation field ``(..., dim, "query", "key")`` (any leading dims broadcast).
+    dim
+        The ensemble dim (N snapshots, N >= 2).
+    n_modes
+        How many leading modes and coefficients to return (default: all N). The full
+        eigenvalue spectrum is always returned as ``spectrum(rank)``.
+    window
+        ``w(..., lag)`` from :func:`msapod.lag_window`: decompose ``w(i - j) u(i, j)``.
+        Window dims not in ``u`` (e.g. ``peak``) give one POD each, from one shared
+        per-lag Gram tensor; window dims shared with ``u`` (e.g. ``layer``) align.
+    rtol
+        Modes with ``lambda_k <= rtol * lambda_1`` are beyond the numerical rank: their
+        modes are NaN and coefficients 0.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``spectrum(rank)`` (all eigenvalues), ``eigenvalues(mode)``,
+        ``modes(mode, query, key)``, ``coefficients(dim, mode)``, ``total_energy``.
+    """
+    check_field(u, name="u", dims=(dim, "query", "key"), snapshot_dim=dim)
+    n = u.sizes[dim]
+    if n_modes is None:
+        n_modes = n
+    if not 1 <= int(n_modes) <= n:
+        raise ValueError(f"n_modes: expected 1..{n} (the number of snapshots), got {n_modes}")
+    n_modes = int(n_modes)
+    if window is not None:
+        if not isinstance(window, xr.DataArray) or "lag" not in window.dims:
+            raise ValueError("window: expected a DataArray with a 'lag' dim (see lag_window)")
+        if not np.isfinite(window.values).all():
+            raise ValueError("window: expected finite values")
+    u64 = u.astype(np.float64)
+    R = to_lag(u64)
+    core = (dim, "query", "lag")
+    X, lead, shape = _stack_leading(R, core)
+    lags = R["lag"].values
+    wdims: tuple = ()
+    if window is not None:
+        wdims = tuple(d for d in window.dims if d != "lag" and d not in lead)
+        window = window.interp(lag=lags) if not np.isin(lags, window["lag"].values).all() \
+            else window.sel(lag=lags)
+        if not np.isfinite(window.values).all():
+            raise ValueError("window: does not cover every lag of u")
+    wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
+    n_w = int(np.prod(wshape, dtype=np.int64))
+    Q, Kk = u.sizes["query"], u.sizes["key"]
+    # index of lag q - k for every (query, key): maps lag-space modes back to (query, key)
+    qpos, kpos = _positions(u, "query", "u"), _positions(u, "key", "u")
+    lpos = {int(v): i for i, v in enumerate(lags)}
+    kidx = np.vectorize(lambda v: lpos.get(int(v), -1), otypes=[np.int64])(
+        qpos[:, None] - kpos[None, :])
+    kvalid = kidx >= 0
+    kidx = np.where(kvalid, kidx, 0)
+    spectrum = np.empty((X.shape[0], n_w, n))
+    eig = np.empty((X.shape[0], n_w, n_modes))
+    modes = np.empty((X.shape[0], n_w, n_modes, Q, Kk))
+    coef = np.empty((X.shape[0], n_w, n, n_modes))
+    lead_index = list(np.ndindex(*shape)) if shape else [()]
+    for b in range(X.shape[0]):
+        G = _lag_gram_np(X[b])
+        if window is None:
+            W2 = np.ones((1, len(lags)))
+        else:
+            wb = window.isel({d: lead_index[b][lead.index(d)] for d in window.dims if d in lead})
+            wb = wb.transpose(*wdims, "lag")
+            W2 = wb.values.reshape(n_w, len(lags)) ** 2
+        for w in range(n_w):
+            K = np.tensordot(W2[w], G, axes=(0, 0)) / n
+            lam, V = _eig(K)
+            spectrum[b, w] = lam
+            eig[b, w] = lam[:n_modes]
+            Xw = X[b] if window is None else X[b] * np.sqrt(W2[w])  # lag space
+            Xw = Xw.reshape(n, -1)
+            keep = lam[:n_modes] > rtol * max(lam[0], np.finfo(float).tiny)
+            Vk = V[:, :n_modes]
+            phi = (Vk.T @ Xw) / np.sqrt(np.where(keep, n * lam[:n_modes], 1.0))[:, None]
+            # deterministic sign: the largest-magnitude entry of each mode is positive
+            sgn = np.sign(phi[np.arange(n_modes), np.abs(phi).argmax(1)])
+            sgn[sgn == 0] = 1.0
+            phi *= sgn[:, None]
+            phi[~keep] = np.nan
+            modes[b, w] = _gather_last(phi.reshape(n_modes, Q, len(lags)), kidx, kvalid)
+            a = Vk * sgn * np.sqrt(n * lam[:n_modes])
+            a[:, ~keep] = 0.0
+            coef[b, w] = a
+    mode = np.arange(1, n_modes + 1)
+    lc = _lead_coords(u, lead)
+    wc = {}
+    if window is not None:
+        wc = {c: window.coords[c] for c in window.coords
+              if window.coords[c].dims and set(window.coords[c].dims) <= set(wdims)}
+    snap = u[dim].values if dim in u.coords else np.arange(n)
+    full = shape + wshape
+    ds = xr.Dataset(
+        {
+            "spectrum": xr.DataArray(spectrum.reshape(full + (n,)),
+                                     dims=(*lead, *wdims, "rank")),
+            "eigenvalues": xr.DataArray(eig.reshape(full + (n_modes,)),
+                                        dims=(*lead, *wdims, "mode")),
+            "modes": xr.DataArray(modes.reshape(full + (n_modes, Q, Kk)),
+                                  dims=(*lead, *wdims, "mode", "query", "key")),
+            "coefficients": xr.DataArray(coef.reshape(full + (n, n_modes)),
+                                         dims=(*lead, *wdims, dim, "mode")),
+        },
+        coords={**lc, **wc, "rank": np.arange(1, n + 1), "mode": mode, dim: snap,
+                "query": u["query"].values if "query" in u.coords else np.arange(Q),
+                "key": u["key"].values if "key" in u.coords else np.arange(Kk)},
+    )
+    ds["total_energy"] = ds["spectrum"].sum("rank")
+    ds["spectrum"].attrs = {"long_name": "POD eigenvalues lambda_k, all N"}
+    ds["eigenvalues"].attrs = {"long_name": "POD eigenvalues lambda_k (leading modes)"}
+    ds["modes"].attrs = {"long_name": "orthonormal POD modes phi_k(i, j)"}
+    ds["coefficients"].attrs = {"long_name": "temporal coefficients a_k(s)"}
+    ds["total_energy"].attrs = {"long_name": "(1/N) sum_s ||u_s||^2 = sum_k lambda_k"}
+    ds.attrs = {
+        "normalisation": NORMALISATION,
+        "n_snapshots": n,
+        "snapshot_dim": dim,
+        "windowed": int(window is not None),
+        "rtol": rtol,
+    }
+    return ds
+
+
+def reconstruct(result: xr.Dataset, rank: int) -> xr.DataArray:
+    """Rank-K reconstruction ``sum_{k <= K} a_k(s) phi_k(i, j)`` from a :func:`pod` result."""
+    n_avail = result.sizes["mode"]
+    if not 0 <= rank <= n_avail:
+        raise ValueError(f"rank: expected 0..{n_avail} (modes available), got {rank}")
+    sub = result.isel(mode=slice(0, rank))
+    return xr.dot(sub["coefficients"], sub["modes"].fillna(0.0), dim="mode")
+
+
+def basis_error(u: xr.DataArray, basis: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
+    """Ensemble-mean squared error of projecting ``u`` onto an orthonormal ``basis``.
+
+    ``(1/N) sum_s ||u_s - sum_k <u_s, b_k> b_k||^2`` for ``basis(mode, query, key)``; the
+    basis must be orthonormal (checked to 1e-8).
+    """
+    check_field(basis, name="basis", dims=("mode", "query", "key"), min_snapshots=None)
+    B = basis.transpose(..., "mode", "query", "key")
+    Bm = B.values.reshape(B.shape[:-2] + (-1,))
+    gram = Bm @ np.swapaxes(Bm, -1, -2)
+    eye = np.eye(B.sizes["mode"])
+    if np.abs(gram - eye).max() > 1e-8:
+        raise ValueError("basis: expected orthonormal fields over (query, key)")
+    coef = xr.dot(u, basis, dim=("query", "key"))
+    resid = u - xr.dot(coef, basis, dim="mode")
+    return (resid**2).sum(("query", "key")).mean(dim)
+
+
+def reconstruction_error(u: xr.DataArray, result: xr.Dataset, rank: int,
+                         dim: str = "snapshot") -> xr.DataArray:
+    """``(1/N) sum_s ||u_s - P_K u_s||^2`` with the first ``rank`` POD modes of ``result``.
+
+    Theorem 1: equals ``sum_{k > K} lambda_k`` of ``result["spectrum"]``.
+    """
+    recon = reconstruct(result, rank)
+    return ((u - recon) ** 2).sum(("query", "key")).mean(dim)

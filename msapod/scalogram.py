@@ -1,0 +1,356 @@
+"""Morlet scalogram along the lag axis, dominant scales and cross-coherency.
+
+Conventions (Torrence & Compo 1998, with unit lag step):
+
+* Morlet mother wavelet ``psi0(eta) = pi^(-1/4) exp(i omega0 eta) exp(-eta^2 / 2)``.
+* Transform of a lag profile r(tau) at scale a and position b (both in lags)::
+
+      W(a, b) = sum_tau r(tau) a^(-1/2) conj(psi0((tau - b) / a))
+
+  a direct sum over the lags that exist: the profile is zero-padded, never wrapped.
+* Equivalent Fourier period ``lambda = 4 pi a / (omega0 + sqrt(2 + omega0^2))``
+  (about 1.033 a for omega0 = 6).
+* Scalogram ``E(a, b) = <|W_{s,i}(a, b)|^2>``, the mean over snapshots s and query rows i.
+* Scale spectrum ``E(a) = (1/a) sum_b E(a, b)``: the 1/a rectification of Liu, Liang &
+  Weisberg (2007) that removes the bias of the T&C normalisation towards large scales, so
+  that a sinusoid of period P peaks at ``lambda = P`` (``bias_correction=False`` gives the
+  plain sum).
+
+Because ``|W|^2`` is a quadratic form in the profile, the ensemble mean only needs the
+second-moment matrix of the lag profiles, ``C = <r r^T>`` (lag x lag, accumulated in
+float64): ``E(a, b) = psi_ab^H C psi_ab``. No per-row transform is ever materialised.
+The cross-coherency likewise uses ``sum_b W_i conj(W_j) = r_i^T M_a r_j`` with
+``M_a = Phi_a^T conj(Phi_a)``, a low-rank Hermitian matrix per scale.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+
+from .fields import _lead_coords, _stack_leading, check_field, to_lag
+
+__all__ = [
+    "coherency",
+    "cwt",
+    "dominant_scales",
+    "fourier_period",
+    "lag_moments",
+    "log_scales",
+    "morlet",
+    "scalogram",
+    "wavelet_matrix",
+]
+
+DEFAULT_MIN_SCALE = 3.0
+DEFAULT_NUM_SCALES = 48
+
+
+def morlet(eta: np.ndarray, omega0: float = 6.0) -> np.ndarray:
+    """Morlet mother wavelet ``pi^(-1/4) exp(i omega0 eta - eta^2 / 2)``."""
+    eta = np.asarray(eta, dtype=np.float64)
+    return np.pi**-0.25 * np.exp(1j * omega0 * eta - 0.5 * eta**2)
+
+
+def fourier_period(scale, omega0: float = 6.0):
+    """Equivalent Fourier period of Morlet scale ``a``: ``4 pi a / (omega0 + sqrt(2 + omega0^2))``."""
+    return 4 * np.pi * np.asarray(scale, dtype=np.float64) / (omega0 + np.sqrt(2 + omega0**2))
+
+
+def log_scales(n_lag: int, smin: float = DEFAULT_MIN_SCALE, smax: float | None = None,
+               num: int = DEFAULT_NUM_SCALES) -> np.ndarray:
+    """``num`` log-spaced scales from ``smin`` (default 3) to ``smax`` (default n_lag / 2).
+
+    Scales below about 3 lags sit at the Nyquist limit of a unit lag step (their
+    wavelet is sampled by fewer than two points per period) and are meaningless.
+    """
+    smax = n_lag / 2 if smax is None else smax
+    if not 0 < smin < smax:
+        raise ValueError(f"smin, smax: expected 0 < smin < smax, got {smin}, {smax}")
+    if num < 2:
+        raise ValueError(f"num: expected at least 2 scales, got {num}")
+    return np.geomspace(smin, smax, num)
+
+
+def _check_scales(scales, n_lag: int) -> np.ndarray:
+    s = np.atleast_1d(np.asarray(scales, dtype=np.float64))
+    if s.ndim != 1 or s.size == 0:
+        raise ValueError(f"scales: expected a non-empty 1-D sequence, got shape {s.shape}")
+    if not np.isfinite(s).all():
+        raise ValueError("scales: expected finite values")
+    if (s < 1).any() or (s > n_lag / 2).any():
+        raise ValueError(
+            f"scales: expected values in [1, {n_lag / 2:g}] (at least one lag, at most half "
+            f"the {n_lag} lags so the wavelet fits the length), got {s.min():g}..{s.max():g}"
+        )
+    if (np.diff(s) <= 0).any():
+        raise ValueError("scales: expected strictly increasing values")
+    return s
+
+
+def wavelet_matrix(scales, lags, omega0: float = 6.0) -> np.ndarray:
+    """``Phi[a, b, tau] = a^(-1/2) conj(psi0((tau - b) / a))``, shape (scale, b, tau).
+
+    ``W = Phi @ r`` is then the direct-sum transform at positions ``b = lags``.
+    """
+    s = np.asarray(scales, dtype=np.float64)
+    lag = np.asarray(lags, dtype=np.float64)
+    eta = (lag[None, None, :] - lag[None, :, None]) / s[:, None, None]
+    return np.conj(morlet(eta, omega0)) / np.sqrt(s)[:, None, None]
+
+
+def _lag_field(A: xr.DataArray, name: str) -> xr.DataArray:
+    """Accept either a (query, key) field or a (query, lag) field; return the lag form."""
+    if "lag" in A.dims:
+        return check_field(A, name=name, dims=("query", "lag"), min_snapshots=None)
+    return to_lag(check_field(A, name=name, dims=("query", "key"), min_snapshots=None))
+
+
+def lag_moments(R: xr.DataArray, dims: Sequence[str] = ("snapshot", "query")) -> xr.DataArray:
+    """Second-moment matrix of the lag profiles, ``C(tau, tau') = <r(tau) r(tau')>``.
+
+    The mean runs over ``dims`` (default: snapshots and query rows); float64.
+    Returns dims ``(..., "lag", "lag_")``.
+    """
+    check_field(R, name="R", dims=(*dims, "lag"), min_snapshots=None)
+    X, lead, shape = _stack_leading(R, (*dims, "lag"))
+    n_lag = X.shape[-1]
+    X = X.reshape(X.shape[0], -1, n_lag)
+    C = np.empty((X.shape[0], n_lag, n_lag))
+    for b in range(X.shape[0]):
+        xb = np.asarray(X[b], dtype=np.float64)
+        C[b] = (xb.T @ xb) / xb.shape[0]
+    lags = R["lag"].values
+    out = xr.DataArray(
+        C.reshape(shape + (n_lag, n_lag)),
+        dims=(*lead, "lag", "lag_"),
+        coords={**_lead_coords(R, lead), "lag": lags, "lag_": lags},
+    )
+    out.attrs["averaged_over"] = list(dims)
+    return out
+
+
+def cwt(r: xr.DataArray, scales=None, omega0: float = 6.0) -> xr.DataArray:
+    """Morlet transform ``W(..., scale, lag)`` (complex) of every lag profile in ``r``.
+
+    ``r`` has a ``lag`` dim (e.g. from :func:`~msapod.fields.to_lag`); the transform is the
+    exact direct sum over the existing lags. It holds one complex value per profile, scale
+    and lag: use it on a few profiles; :func:`scalogram` needs no per-profile transform.
+    """
+    check_field(r, name="r", dims=("lag",), min_snapshots=None)
+    lags = r["lag"].values
+    s = _check_scales(log_scales(len(lags)) if scales is None else scales, len(lags))
+    Phi = wavelet_matrix(s, lags, omega0)  # (S, B, T)
+    X, lead, shape = _stack_leading(r, ("lag",))
+    W = np.einsum("sbt,nt->nsb", Phi, X.astype(np.float64), optimize=True)
+    out = xr.DataArray(
+        W.reshape(shape + W.shape[1:]),
+        dims=(*lead, "scale", "lag"),
+        coords={**_lead_coords(r, lead), "scale": s, "lag": lags},
+        attrs={"omega0": omega0, "long_name": "Morlet transform W(a, b)"},
+    )
+    return out.assign_coords(period=("scale", fourier_period(s, omega0)))
+
+
+def scalogram(
+    A: xr.DataArray,
+    scales=None,
+    omega0: float = 6.0,
+    *,
+    dims: Sequence[str] = ("snapshot", "query"),
+    bias_correction: bool = True,
+) -> xr.Dataset:
+    """Ensemble-mean Morlet scalogram of the lag profiles (PAPER.md step 4).
+
+    Parameters
+    ----------
+    A
+        Field with dims ``(..., "snapshot", "query", "key")`` (converted with
+        :func:`~msapod.fields.to_lag`) or already ``(..., "snapshot", "query", "lag")``.
+        Usually the fluctuation ``u``; the mean-inclusive field ``A`` works too.
+    scales
+        Scales ``a`` in lags; default 48 log-spaced scales from 3 to ``n_lag / 2``.
+    omega0
+        Morlet centre frequency (6: the wavelet is admissible to machine precision and
+        its period is 1.03 a).
+    dims
+        Dims averaged over (snapshots and query rows).
+    bias_correction
+        Divide the scale spectrum by ``a`` (Liu et al. 2007).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``energy(..., scale, lag)`` = E(a, b), ``spectrum(..., scale)`` = E(a), and
+        ``period(scale)``.
+    """
+    R = _lag_field(A, "A")
+    for d in dims:
+        if d not in R.dims:
+            raise ValueError(f"dims: {d!r} is not a dim of A {R.dims}")
+    lags = R["lag"].values
+    n_lag = len(lags)
+    s = _check_scales(log_scales(n_lag) if scales is None else scales, n_lag)
+    C = lag_moments(R, dims)
+    Cv, lead, shape = _stack_leading(C, ("lag", "lag_"))
+    Phi = wavelet_matrix(s, lags, omega0).reshape(len(s) * n_lag, n_lag)
+    Pr, Pi = np.ascontiguousarray(Phi.real), np.ascontiguousarray(Phi.imag)
+    E = np.empty((Cv.shape[0], len(s), n_lag))
+    for b in range(Cv.shape[0]):
+        e = np.einsum("kt,kt->k", Pr @ Cv[b], Pr) + np.einsum("kt,kt->k", Pi @ Cv[b], Pi)
+        E[b] = np.maximum(e, 0.0).reshape(len(s), n_lag)
+    spec = E.sum(-1)
+    if bias_correction:
+        spec = spec / s
+    coords = {**_lead_coords(R, lead), "scale": s, "lag": lags}
+    ds = xr.Dataset(
+        {
+            "energy": xr.DataArray(E.reshape(shape + E.shape[1:]), dims=(*lead, "scale", "lag"),
+                                   coords=coords),
+            "spectrum": xr.DataArray(spec.reshape(shape + spec.shape[1:]),
+                                     dims=(*lead, "scale"),
+                                     coords={k: v for k, v in coords.items() if k != "lag"}),
+        }
+    )
+    ds = ds.assign_coords(period=("scale", fourier_period(s, omega0)))
+    ds["scale"].attrs = {"units": "lag (characters or tokens)", "long_name": "Morlet scale a"}
+    ds["period"].attrs = {"units": "lag", "long_name": "equivalent Fourier period lambda"}
+    ds["energy"].attrs = {"long_name": "scalogram E(a, b) = <|W(a, b)|^2>"}
+    ds["spectrum"].attrs = {
+        "long_name": "scale spectrum E(a) = sum_b E(a, b)" + (" / a" if bias_correction else "")
+    }
+    ds.attrs.update(
+        omega0=omega0,
+        averaged_over=list(dims),
+        bias_correction=int(bias_correction),
+        wavelet="morlet",
+        normalisation="Torrence & Compo 1998, unit lag step, direct sum (zero padding)",
+    )
+    return ds
+
+
+def dominant_scales(
+    spectrum: xr.DataArray, max_count: int = 3, *, include_edges: bool = True
+) -> xr.DataArray:
+    """Local maxima of the scale spectrum E(a), strongest first (PAPER.md step 4).
+
+    Parameters
+    ----------
+    spectrum
+        ``E(a)`` with a ``scale`` dim (leading dims are broadcast over).
+    max_count
+        At most this many maxima (the paper uses three).
+    include_edges
+        Count a maximum at the smallest or largest scale (a spectrum still rising at the
+        end of the scale range); such peaks are flagged by the ``edge`` coordinate.
+
+    Returns
+    -------
+    xarray.DataArray
+        Dominant scales a*_m along a new dim ``peak`` (0 = strongest), with coords
+        ``period``, ``peak_energy`` and ``edge``; NaN where fewer maxima exist.
+    """
+    if not isinstance(spectrum, xr.DataArray) or "scale" not in spectrum.dims:
+        raise ValueError("spectrum: expected a DataArray with a 'scale' dim")
+    if max_count < 1:
+        raise ValueError(f"max_count: expected >= 1, got {max_count}")
+    check_field(spectrum, name="spectrum", dims=("scale",), min_snapshots=None)
+    E, lead, shape = _stack_leading(spectrum, ("scale",))
+    s = spectrum["scale"].values.astype(np.float64)
+    omega0 = spectrum.attrs.get("omega0", 6.0)
+    out = np.full((E.shape[0], max_count), np.nan)
+    energy = np.full_like(out, np.nan)
+    edge = np.zeros(out.shape, dtype=bool)
+    for b, e in enumerate(E):
+        n = len(e)
+        left = np.r_[-np.inf, e[:-1]]
+        right = np.r_[e[1:], -np.inf]
+        peak = (e > left) & (e >= right)
+        if not include_edges:
+            peak[[0, n - 1]] = False
+        idx = np.flatnonzero(peak)
+        idx = idx[np.argsort(-e[idx], kind="stable")][:max_count]
+        out[b, : len(idx)] = s[idx]
+        energy[b, : len(idx)] = e[idx]
+        edge[b, : len(idx)] = (idx == 0) | (idx == n - 1)
+    dims = (*lead, "peak")
+    res = xr.DataArray(
+        out.reshape(shape + (max_count,)), dims=dims,
+        coords={**_lead_coords(spectrum, lead), "peak": np.arange(max_count)},
+        name="dominant_scale",
+    )
+    res = res.assign_coords(
+        period=(dims, fourier_period(out, omega0).reshape(res.shape)),
+        peak_energy=(dims, energy.reshape(res.shape)),
+        edge=(dims, edge.reshape(res.shape)),
+    )
+    res.attrs = {"units": "lag", "long_name": "dominant scale a*", "max_count": max_count,
+                 "include_edges": int(include_edges)}
+    return res
+
+
+def coherency(
+    A: xr.DataArray,
+    scales,
+    omega0: float = 6.0,
+    *,
+    dim: str = "snapshot",
+    rtol: float = 1e-12,
+) -> xr.DataArray:
+    """Ensemble cross-coherency between query rows at each scale (PAPER.md step 8).
+
+    ``gamma_ij(a) = |sum_s sum_b W_{s,i}(a,b) conj(W_{s,j}(a,b))|^2 /
+    (sum_{s,b} |W_{s,i}|^2 sum_{s,b} |W_{s,j}|^2)``, in [0, 1] by Cauchy-Schwarz: 1 when
+    rows i and j carry the same pattern at scale a (up to a factor), near 0 for
+    independent ones. Rows without energy at that scale (e.g. the first query row of a
+    causal fluctuation field, which is identically zero) give NaN.
+
+    Parameters
+    ----------
+    A
+        Field ``(..., dim, "query", "key")`` or ``(..., dim, "query", "lag")``.
+    scales
+        The scales a (lags) at which to evaluate; usually the dominant scales.
+    rtol
+        Eigenvalues of ``M_a`` below ``rtol * max`` are dropped (exactness to ~rtol).
+
+    Returns
+    -------
+    xarray.DataArray
+        ``gamma(..., scale, query_i, query_j)``.
+    """
+    R = _lag_field(A, "A")
+    if dim not in R.dims:
+        raise ValueError(f"dim: {dim!r} is not a dim of A {R.dims}")
+    lags = R["lag"].values
+    s = _check_scales(np.sort(np.atleast_1d(scales)), len(lags))
+    X, lead, shape = _stack_leading(R, (dim, "query", "lag"))
+    q = R["query"].values
+    gamma = np.empty((X.shape[0], len(s), len(q), len(q)))
+    Phi = wavelet_matrix(s, lags, omega0)
+    for k in range(len(s)):
+        M = Phi[k].T @ np.conj(Phi[k])  # (tau, tau') Hermitian PSD
+        w, V = np.linalg.eigh(M)
+        keep = w > rtol * w.max()
+        B = V[:, keep] * np.sqrt(w[keep])  # M = B B^H
+        for b in range(X.shape[0]):
+            G = np.zeros((len(q), len(q)), dtype=np.complex128)
+            for xs in X[b]:
+                Y = np.asarray(xs, dtype=np.float64) @ B  # (query, r)
+                G += Y @ Y.conj().T
+            d = np.real(np.diag(G)).copy()
+            with np.errstate(invalid="ignore", divide="ignore"):
+                g = np.abs(G) ** 2 / (d[:, None] * d[None, :])
+            g[(d <= 0)[:, None] | (d <= 0)[None, :]] = np.nan
+            gamma[b, k] = np.clip(g, 0.0, 1.0)
+    res = xr.DataArray(
+        gamma.reshape(shape + gamma.shape[1:]),
+        dims=(*lead, "scale", "query_i", "query_j"),
+        coords={**_lead_coords(R, lead), "scale": s, "query_i": q, "query_j": q},
+        name="coherency",
+        attrs={"omega0": omega0, "averaged_over": dim,
+               "long_name": "cross-coherency gamma_ij(a)"},
+    )
+    return res.assign_coords(period=("scale", fourier_period(s, omega0)))
