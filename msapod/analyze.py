@@ -34,7 +34,7 @@ def analyze(
     field: str = "fluctuation",
     centre: str | float = "peak",
     width: float = 1.0,
-    n_modes: int = 10,
+    n_modes: int | None = None,
     eps: float | Sequence[float] = (0.05, 0.10, 0.20),
     criterion: str = "energy",
     k_min: int = 1,
@@ -59,8 +59,8 @@ def analyze(
     centre, width
         Window rules (see :func:`msapod.window_parameters`).
     n_modes
-        Leading modes and coefficients kept (stored as float32); the full spectra are
-        always kept.
+        Leading modes and coefficients kept (stored as float32; default min(10, N)); the
+        full spectra are always kept.
     eps, criterion
         Tolerances and criterion of H* (see :func:`msapod.effective_rank`).
     k_min, k_max
@@ -81,7 +81,12 @@ def analyze(
     if field not in ("fluctuation", "total"):
         raise ValueError(f"field: expected 'fluctuation' or 'total', got {field!r}")
     eps_list = [float(e) for e in np.atleast_1d(eps)]
+    bad = [e for e in eps_list if not 0 < e < 1]
+    if bad:
+        raise ValueError(f"eps: expected values in (0, 1), got {bad}")
     check_field(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
+    if n_modes is None:
+        n_modes = min(10, A.sizes[dim])
     rey = reynolds(A, dim, check_stochastic=False)
     u = rey["fluctuation"]
     sc = scalogram(u if field == "fluctuation" else A, scales, omega0, dims=(dim, "query"))

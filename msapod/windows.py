@@ -52,7 +52,7 @@ def lag_window(lag, centre, width) -> xr.DataArray:
         raise ValueError("centre, width: expected finite values")
     if (s.values <= 0).any():
         raise ValueError(f"width: expected sigma > 0 lags, got {s.values}")
-    w = np.exp(-((lag - c) ** 2) / (2 * s**2))
+    w = np.exp(-((lag - c) ** 2) / (2 * s**2)).transpose(..., "lag")
     w.name = "window"
     w.attrs = {"long_name": "Gaussian lag window w(tau)", "formula":
                "exp(-(tau - centre)^2 / (2 width^2))"}

@@ -1,0 +1,62 @@
+import numpy as np
+import pytest
+import xarray as xr
+
+import msapod
+
+
+@pytest.mark.parametrize("beta", [0.5, 1.0, 2.3])
+def test_power_law_recovered(beta):
+    k = np.arange(1, 151)
+    lam = xr.DataArray(3.0 * k**-beta, dims="rank")
+    fit = msapod.spectral_concentration(lam)
+    np.testing.assert_allclose(float(fit["beta"]), beta, rtol=1e-10)
+    np.testing.assert_allclose(float(fit["T_spec"]), 1 / beta, rtol=1e-10)
+    assert float(fit["r2"]) > 1 - 1e-12
+    assert fit.attrs["k_max"] == 75 and int(fit["n_fit"]) == 75
+
+
+def test_fit_range_matters_for_broken_power_law():
+    k = np.arange(1, 101)
+    lam = np.where(k <= 20, k**-1.0, 20.0 * k**-2.0)  # continuous at k = 20
+    da = xr.DataArray(lam, dims="mode")
+    head = msapod.spectral_concentration(da, 1, 20)
+    tail = msapod.spectral_concentration(da, 20, 100)
+    np.testing.assert_allclose([float(head["beta"]), float(tail["beta"])], [1.0, 2.0], rtol=1e-9)
+    mixed = msapod.spectral_concentration(da, 1, 100)
+    assert float(mixed["r2"]) < 0.99 and float(mixed["beta_stderr"]) > 0
+
+
+def test_effective_rank_energy_and_l2():
+    lam = xr.DataArray([5.0, 3.0, 1.0, 0.5, 0.5, 0.0], dims="rank")
+    # tails after K: 5,2,1,0.5,0,0 of 10
+    assert int(msapod.effective_rank(lam, 0.10)) == 3
+    assert int(msapod.effective_rank(lam, 0.5)) == 1
+    # l2: sqrt(tail) <= eps -> tail <= eps^2
+    assert int(msapod.effective_rank(lam, 0.3, "l2")) == 4  # 0.05 <= 0.09
+    assert int(msapod.effective_rank(lam, 0.3, "energy")) == 2
+
+
+def test_effective_rank_flags_rank_limit():
+    lam = xr.DataArray(np.r_[np.ones(9), 0.0], dims="rank", attrs={"n_snapshots": 10})
+    H = msapod.effective_rank(lam, 0.05)
+    assert int(H) == 9 and bool(H["at_rank_limit"])
+    H = msapod.effective_rank(lam, 0.5)
+    assert int(H) == 5 and not bool(H["at_rank_limit"])
+
+
+@pytest.mark.parametrize("eps", [0.0, 1.0, -0.1, 2])
+def test_bad_eps(eps):
+    with pytest.raises(ValueError, match="eps"):
+        msapod.effective_rank(xr.DataArray([1.0, 0.5], dims="rank"), eps)
+
+
+def test_bad_spectra():
+    with pytest.raises(ValueError, match="non-increasing"):
+        msapod.spectral_concentration(xr.DataArray(np.arange(1.0, 20.0), dims="rank"))
+    with pytest.raises(ValueError, match="finite"):
+        msapod.effective_rank(xr.DataArray([1.0, np.nan], dims="rank"))
+    with pytest.raises(ValueError, match="criterion"):
+        msapod.effective_rank(xr.DataArray([1.0, 0.5], dims="rank"), criterion="l1")
+    with pytest.raises(ValueError, match="k_min"):
+        msapod.spectral_concentration(xr.DataArray([3.0, 2.0, 1.0], dims="rank"), 2, 9)
