@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from .fields import check_field, reynolds
+from .fields import check_field, reynolds, to_lag
 from .pod import pod
 from .scalogram import coherency as _coherency
 from .scalogram import dominant_scales, scalogram
@@ -89,7 +89,8 @@ def analyze(
         n_modes = min(10, A.sizes[dim])
     rey = reynolds(A, dim, check_stochastic=False)
     u = rey["fluctuation"]
-    sc = scalogram(u if field == "fluctuation" else A, scales, omega0, dims=(dim, "query"))
+    R = to_lag(u)  # shared by the scalogram and the POD
+    sc = scalogram(R if field == "fluctuation" else A, scales, omega0, dims=(dim, "query"))
     peaks = dominant_scales(sc["spectrum"].assign_attrs(omega0=omega0), max_peaks,
                             include_edges=include_edges)
     wp = window_parameters(sc["energy"], peaks, centre=centre, width=width)
@@ -99,7 +100,7 @@ def analyze(
     w_scale = w_scale.where(valid, 0.0)
     labels = ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
     windows = _by_window(w_scale, 1.0, labels)
-    res = pod(u, dim, n_modes=n_modes, window=windows)
+    res = pod(R, dim, n_modes=n_modes, window=windows)
     win_valid = _by_window(valid, True, labels)
     conc = spectral_concentration(res["spectrum"], k_min, k_max)
     eps_da = xr.DataArray(eps_list, dims="eps", name="eps")

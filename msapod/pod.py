@@ -97,7 +97,9 @@ def pod(
     Parameters
     ----------
     u
-        Fluctuation field ``(..., dim, "query", "key")`` (any leading dims broadcast).
+        Fluctuation field ``(..., dim, "query", "key")`` (any leading dims broadcast), or
+        its lag form ``(..., dim, "query", "lag")`` from :func:`msapod.to_lag` (the key
+        positions are then read from its ``key_positions`` attr, default: the queries).
     dim
         The ensemble dim (N snapshots, N >= 2).
     n_modes
@@ -117,7 +119,9 @@ def pod(
         ``spectrum(rank)`` (all eigenvalues), ``eigenvalues(mode)``,
         ``modes(mode, query, key)``, ``coefficients(dim, mode)``, ``total_energy``.
     """
-    check_field(u, name="u", dims=(dim, "query", "key"), snapshot_dim=dim)
+    lag_form = "lag" in u.dims
+    check_field(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"),
+                snapshot_dim=dim)
     n = u.sizes[dim]
     if n_modes is None:
         n_modes = n
@@ -129,8 +133,9 @@ def pod(
             raise ValueError("window: expected a DataArray with a 'lag' dim (see lag_window)")
         if not np.isfinite(window.values).all():
             raise ValueError("window: expected finite values")
-    u64 = u.astype(np.float64)
-    R = to_lag(u64)
+    R = u if lag_form else to_lag(u)
+    qpos = _positions(R, "query", "u")
+    kpos = np.asarray(R.attrs.get("key_positions", qpos), dtype=np.int64)
     core = (dim, "query", "lag")
     X, lead, shape = _stack_leading(R, core)
     lags = R["lag"].values
@@ -143,9 +148,8 @@ def pod(
             raise ValueError("window: does not cover every lag of u")
     wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
     n_w = int(np.prod(wshape, dtype=np.int64))
-    Q, Kk = u.sizes["query"], u.sizes["key"]
+    Q, Kk = len(qpos), len(kpos)
     # index of lag q - k for every (query, key): maps lag-space modes back to (query, key)
-    qpos, kpos = _positions(u, "query", "u"), _positions(u, "key", "u")
     lpos = {int(v): i for i, v in enumerate(lags)}
     kidx = np.vectorize(lambda v: lpos.get(int(v), -1), otypes=[np.int64])(
         qpos[:, None] - kpos[None, :])
@@ -157,23 +161,24 @@ def pod(
     coef = np.empty((X.shape[0], n_w, n, n_modes))
     lead_index = list(np.ndindex(*shape)) if shape else [()]
     for b in range(X.shape[0]):
-        G = _lag_gram_np(X[b])
+        Xb = np.asarray(X[b], dtype=np.float64)
+        G = _lag_gram_np(Xb)
+        Xb = Xb.reshape(n, -1)
         if window is None:
-            W2 = np.ones((1, len(lags)))
+            Wv = np.ones((1, len(lags)))
         else:
             wb = window.isel({d: lead_index[b][lead.index(d)] for d in window.dims if d in lead})
-            wb = wb.transpose(*wdims, "lag")
-            W2 = wb.values.reshape(n_w, len(lags)) ** 2
+            Wv = wb.transpose(*wdims, "lag").values.reshape(n_w, len(lags))
         for w in range(n_w):
-            K = np.tensordot(W2[w], G, axes=(0, 0)) / n
+            K = np.tensordot(Wv[w] ** 2, G, axes=(0, 0)) / n
             lam, V = _eig(K)
             spectrum[b, w] = lam
             eig[b, w] = lam[:n_modes]
-            Xw = X[b] if window is None else X[b] * np.sqrt(W2[w])  # lag space
-            Xw = Xw.reshape(n, -1)
             keep = lam[:n_modes] > rtol * max(lam[0], np.finfo(float).tiny)
             Vk = V[:, :n_modes]
-            phi = (Vk.T @ Xw) / np.sqrt(np.where(keep, n * lam[:n_modes], 1.0))[:, None]
+            # the window multiplies each lag column: V^T (X w) = (V^T X) w
+            phi = (Vk.T @ Xb) * np.tile(Wv[w], Q)[None, :]
+            phi /= np.sqrt(np.where(keep, n * lam[:n_modes], 1.0))[:, None]
             # deterministic sign: the largest-magnitude entry of each mode is positive
             sgn = np.sign(phi[np.arange(n_modes), np.abs(phi).argmax(1)])
             sgn[sgn == 0] = 1.0
@@ -184,7 +189,7 @@ def pod(
             a[:, ~keep] = 0.0
             coef[b, w] = a
     mode = np.arange(1, n_modes + 1)
-    lc = _lead_coords(u, lead)
+    lc = _lead_coords(R, lead)
     wc = {}
     if window is not None:
         wc = {c: window.coords[c] for c in window.coords
@@ -203,8 +208,7 @@ def pod(
                                          dims=(*lead, *wdims, dim, "mode")),
         },
         coords={**lc, **wc, "rank": np.arange(1, n + 1), "mode": mode, dim: snap,
-                "query": u["query"].values if "query" in u.coords else np.arange(Q),
-                "key": u["key"].values if "key" in u.coords else np.arange(Kk)},
+                "query": qpos, "key": kpos},
     )
     ds["total_energy"] = ds["spectrum"].sum("rank")
     ds["spectrum"].attrs = {"long_name": "POD eigenvalues lambda_k, all N"}

@@ -26,6 +26,7 @@ The cross-coherency likewise uses ``sum_b W_i conj(W_j) = r_i^T M_a r_j`` with
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 import xarray as xr
@@ -93,12 +94,32 @@ def _check_scales(scales, n_lag: int) -> np.ndarray:
 def wavelet_matrix(scales, lags, omega0: float = 6.0) -> np.ndarray:
     """``Phi[a, b, tau] = a^(-1/2) conj(psi0((tau - b) / a))``, shape (scale, b, tau).
 
-    ``W = Phi @ r`` is then the direct-sum transform at positions ``b = lags``.
+    ``W = Phi @ r`` is then the direct-sum transform at positions ``b = lags``. The result
+    is cached (read-only) for repeated calls with the same grid.
     """
-    s = np.asarray(scales, dtype=np.float64)
-    lag = np.asarray(lags, dtype=np.float64)
+    s = tuple(float(v) for v in np.atleast_1d(scales))
+    lag = tuple(float(v) for v in np.atleast_1d(lags))
+    return _wavelet_matrix(s, lag, float(omega0))
+
+
+@lru_cache(maxsize=8)
+def _wavelet_matrix(scales: tuple, lags: tuple, omega0: float) -> np.ndarray:
+    s = np.asarray(scales)
+    lag = np.asarray(lags)
     eta = (lag[None, None, :] - lag[None, :, None]) / s[:, None, None]
-    return np.conj(morlet(eta, omega0)) / np.sqrt(s)[:, None, None]
+    Phi = np.conj(morlet(eta, omega0)) / np.sqrt(s)[:, None, None]
+    Phi.setflags(write=False)
+    return Phi
+
+
+@lru_cache(maxsize=8)
+def _wavelet_parts(scales: tuple, lags: tuple, omega0: float):
+    """Real and imaginary parts of Phi flattened to (scale * b, tau), cached."""
+    Phi = _wavelet_matrix(scales, lags, omega0).reshape(len(scales) * len(lags), len(lags))
+    Pr, Pi = np.ascontiguousarray(Phi.real), np.ascontiguousarray(Phi.imag)
+    Pr.setflags(write=False)
+    Pi.setflags(write=False)
+    return Pr, Pi
 
 
 def _lag_field(A: xr.DataArray, name: str) -> xr.DataArray:
@@ -195,8 +216,7 @@ def scalogram(
     s = _check_scales(log_scales(n_lag) if scales is None else scales, n_lag)
     C = lag_moments(R, dims)
     Cv, lead, shape = _stack_leading(C, ("lag", "lag_"))
-    Phi = wavelet_matrix(s, lags, omega0).reshape(len(s) * n_lag, n_lag)
-    Pr, Pi = np.ascontiguousarray(Phi.real), np.ascontiguousarray(Phi.imag)
+    Pr, Pi = _wavelet_parts(tuple(map(float, s)), tuple(map(float, lags)), float(omega0))
     E = np.empty((Cv.shape[0], len(s), n_lag))
     for b in range(Cv.shape[0]):
         e = np.einsum("kt,kt->k", Pr @ Cv[b], Pr) + np.einsum("kt,kt->k", Pi @ Cv[b], Pi)
