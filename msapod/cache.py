@@ -216,9 +216,9 @@ def cached_fields(
     length = _check_int(length, "length", 2)
     seed = _check_int(seed, "seed", 0)
     if model is None:
-        from . import zoo
+        from .zoo import load  # at call time, so a patched msapod.zoo.load is honoured
 
-        model = zoo.load(name)
+        model = load(name)
     sha = getattr(model, "weights_sha256", None)
     if not isinstance(sha, str):
         raise ValueError(

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -373,13 +374,18 @@ def _iter_attention(
     H = info["n_head"]
     attrs = _base_attrs(model, info, name)
     attrs.update(source="msapod.iter_attention", average_heads=int(bool(average_heads)))
-    was_training = model.training
-    model.eval()
     source = _gpt_layers if info["framework"] == "msapod" else _hf_layers
     bar = tqdm(total=len(layers) * n_batches, desc="attention", disable=not progress, mininterval=2)
+    layer_iter = source(model, ids, layers, batch_size, bar)
     try:
-        with torch.no_grad():
-            for layer, batches in source(model, ids, layers, batch_size, bar):
+        while True:
+            # eval mode and no_grad hold while a layer is computed, not while the caller
+            # holds the yielded array
+            with _inference(model):
+                try:
+                    layer, batches = next(layer_iter)
+                except StopIteration:
+                    return
                 shape = (n, length, length) if average_heads else (H, n, length, length)
                 out = np.empty(shape, dtype=dtype)
                 start = 0
@@ -395,21 +401,32 @@ def _iter_attention(
                     else:
                         out[:, start : start + b] = p.transpose(0, 1).cpu().numpy()
                     start += b
-                dims = ("snapshot", "query", "key")
-                coords = {
-                    "snapshot": np.arange(n),
-                    "query": np.arange(length),
-                    "key": np.arange(length),
-                    "layer": layer,
-                }
-                if not average_heads:
-                    dims = ("head", *dims)
-                    coords["head"] = np.arange(1, H + 1)
-                da = xr.DataArray(out, dims=dims, coords=coords, attrs=dict(attrs))
-                da.name = "attention"
-                yield da
+            dims = ("snapshot", "query", "key")
+            coords = {
+                "snapshot": np.arange(n),
+                "query": np.arange(length),
+                "key": np.arange(length),
+                "layer": layer,
+            }
+            if not average_heads:
+                dims = ("head", *dims)
+                coords["head"] = np.arange(1, H + 1)
+            da = xr.DataArray(out, dims=dims, coords=coords, attrs=dict(attrs))
+            da.name = "attention"
+            yield da
     finally:
         bar.close()
+
+
+@contextmanager
+def _inference(model):
+    """Eval mode without gradients, restoring the model's mode afterwards."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
         model.train(was_training)
 
 

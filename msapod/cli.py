@@ -1,0 +1,245 @@
+"""Command line: ``msapod train``, ``msapod zoo`` and ``msapod extract``.
+
+Examples
+--------
+::
+
+    msapod train baseline-1 --threads 2        # train (or resume) a zoo model in place
+    msapod train --config run.json --out runs/x  # any TrainConfig, as JSON
+    msapod zoo                                  # table of the zoo, checkpoints verified
+    msapod extract ega-1 --n 150 --length 256   # fill the attention-field cache
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _version() -> str:
+    from .extract import _version as version
+
+    return version()
+
+
+def _load_config(path: str):
+    from .train import TrainConfig
+
+    file = Path(path)
+    if not file.is_file():
+        raise FileNotFoundError(f"--config: {file} is not a file")
+    try:
+        d = json.loads(file.read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"--config: {file} is not valid JSON ({err})") from None
+    if isinstance(d, dict) and "train" in d and isinstance(d["train"], dict):
+        d = d["train"]  # a run's config.json
+    if not isinstance(d, dict):
+        raise ValueError(f"--config: {file} must hold a JSON object (TrainConfig.to_dict)")
+    return TrainConfig.from_dict(d)
+
+
+def _cmd_train(args) -> int:
+    from .train import train
+    from .zoo import ZOO_CONFIGS, path
+
+    if (args.name is None) == (args.config is None):
+        raise ValueError("train: expected exactly one of a zoo model NAME or --config FILE.json")
+    if args.config is not None:
+        cfg = _load_config(args.config)
+        if args.out is None:
+            raise ValueError("--out: required with --config (the run folder)")
+        out = Path(args.out)
+    else:
+        if args.name not in ZOO_CONFIGS:
+            raise ValueError(
+                f"NAME: expected a zoo model {list(ZOO_CONFIGS)} (or use --config), "
+                f"got {args.name!r}"
+            )
+        cfg = ZOO_CONFIGS[args.name]
+        out = Path(args.out) if args.out is not None else path(args.name)
+    if args.steps is not None:
+        if args.steps < 1:
+            raise ValueError(f"--steps: expected a positive integer, got {args.steps}")
+        cfg = dataclasses.replace(cfg, steps=args.steps)
+    if args.threads is not None and args.threads < 1:
+        raise ValueError(f"--threads: expected a positive integer, got {args.threads}")
+    log = train(cfg, out, resume=not args.no_resume, progress=not args.quiet, threads=args.threads)
+    if log["val_loss"]:
+        print(
+            f"{cfg.name}: final val loss {log['val_loss'][-1]:.4f} nats/char "
+            f"after {log['steps'][-1]} steps -> {out}"
+        )
+    else:
+        print(f"{cfg.name}: no evaluation logged -> {out}")
+    return 0
+
+
+def _zoo_rows() -> list[dict]:
+    from .train import CONFIG, LOG, load_checkpoint
+    from .zoo import ZOO_CONFIGS, path
+
+    rows = []
+    for name, cfg in ZOO_CONFIGS.items():
+        folder = path(name)
+        row = {
+            "name": name,
+            "attention": cfg.model.attention,
+            "params": None,
+            "steps": f"0/{cfg.steps}",
+            "val_loss": "-",
+            "verified": "not trained",
+        }
+        meta = {}
+        if (folder / CONFIG).is_file():
+            try:
+                meta = json.loads((folder / CONFIG).read_text())
+            except (OSError, json.JSONDecodeError):
+                meta = {}
+        if "n_params" in meta:
+            row["params"] = int(meta["n_params"])
+        else:
+            row["params"] = _count_params(cfg.model)
+        if "step" in meta:
+            row["steps"] = f"{meta['step']}/{cfg.steps}"
+        val = meta.get("val_loss")
+        if (folder / LOG).is_file():
+            try:
+                log = json.loads((folder / LOG).read_text())
+                if log.get("val_loss"):
+                    val = log["val_loss"][-1]
+            except (OSError, json.JSONDecodeError):
+                pass
+        if val is not None:
+            row["val_loss"] = f"{float(val):.4f}"
+        if (folder / "model.safetensors").is_file() or (folder / CONFIG).is_file():
+            try:
+                load_checkpoint(folder, expect=cfg.model)
+                row["verified"] = "yes"
+            except (ValueError, OSError, KeyError) as err:
+                row["verified"] = f"NO ({_short_reason(err)})"
+        rows.append(row)
+    return rows
+
+
+def _short_reason(err: Exception) -> str:
+    msg = str(err)
+    if isinstance(err, FileNotFoundError):
+        return "missing file"
+    if "sha256" in msg:
+        return "sha256 mismatch"
+    if "does not match expected" in msg:
+        return "config differs from ZOO_CONFIGS"
+    if "unreadable" in msg:
+        return "unreadable weights"
+    return f"{type(err).__name__}: {msg[:60]}"
+
+
+def _count_params(model_cfg) -> int:
+    """Parameter count of a config without allocating its weights (tied embeddings)."""
+    import torch
+
+    from .model import GPT
+
+    with torch.device("meta"):
+        return GPT(model_cfg).num_params()
+
+
+def _cmd_zoo(args) -> int:
+    rows = _zoo_rows()
+    cols = [
+        ("name", "model"),
+        ("attention", "attention"),
+        ("params", "params"),
+        ("steps", "steps"),
+        ("val_loss", "val loss"),
+        ("verified", "verified"),
+    ]
+    table = [[title for _, title in cols]]
+    table += [[f"{r[k]:,}" if k == "params" else str(r[k]) for k, _ in cols] for r in rows]
+    widths = [max(len(line[i]) for line in table) for i in range(len(cols))]
+    for line in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
+    return 0
+
+
+def _cmd_extract(args) -> int:
+    from .cache import cached_fields
+
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads: expected a positive integer, got {args.threads}")
+        import torch
+
+        torch.set_num_threads(args.threads)
+    da = cached_fields(
+        args.name,
+        n=args.n,
+        length=args.length,
+        seed=args.seed,
+        layers=args.layers,
+        cache_dir=args.cache_dir,
+        progress=not args.quiet,
+        batch_size=args.batch_size,
+    )
+    print(da.encoding["source"])
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="msapod", description="Multiscale POD of transformer attention fields"
+    )
+    p.add_argument("--version", action="version", version=f"msapod {_version()}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train or resume a zoo model or a configured run")
+    t.add_argument("name", nargs="?", help="zoo model name (see `msapod zoo`)")
+    t.add_argument("--config", help="TrainConfig as JSON (TrainConfig.to_dict format)")
+    t.add_argument("--steps", type=int, help="override the number of steps")
+    t.add_argument("--out", help="run folder (default: the zoo folder of NAME)")
+    t.add_argument("--threads", type=int, help="torch threads")
+    t.add_argument("--no-resume", action="store_true", help="start afresh")
+    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.set_defaults(func=_cmd_train)
+
+    z = sub.add_parser("zoo", help="list the zoo models and verify their checkpoints")
+    z.set_defaults(func=_cmd_zoo)
+
+    e = sub.add_parser("extract", help="fill the attention-field cache of a zoo model")
+    e.add_argument("name", help="zoo model name")
+    e.add_argument("--n", type=int, default=150, help="snapshots (default 150)")
+    e.add_argument("--length", type=int, default=256, help="characters (default 256)")
+    e.add_argument("--seed", type=int, default=0, help="ensemble seed (default 0)")
+    e.add_argument("--layers", type=int, nargs="+", help="1-based layers (default all)")
+    e.add_argument("--batch-size", type=int, default=16, help="snapshots per pass")
+    e.add_argument("--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)")
+    e.add_argument("--threads", type=int, help="torch threads")
+    e.add_argument("--quiet", action="store_true", help="no progress bar")
+    e.set_defaults(func=_cmd_extract)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``msapod`` command line; returns the exit status.
+
+    Bad arguments or data (ValueError, FileNotFoundError) print ``msapod: error: ...``
+    and return 2.
+    """
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (ValueError, FileNotFoundError) as err:
+        print(f"msapod: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""Cache of head-averaged attention fields: hits, misses, verification, rebuilds."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import h5netcdf
+import numpy as np
+import pytest
+import torch
+
+import msapod.cache as cache_mod
+from msapod.cache import CacheWarning, cache_dir, cached_fields
+from msapod.cli import main
+from msapod.data import SHA256
+from msapod.extract import collect_attention, ensemble_ids
+from msapod.model import GPT, GPTConfig
+from msapod.train import TrainConfig, load_checkpoint, save_checkpoint
+
+torch.set_num_threads(1)
+
+N, LENGTH = 4, 16
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """A tiny EGA model saved and reloaded like a zoo checkpoint (has weights_sha256)."""
+    torch.manual_seed(0)
+    cfg = TrainConfig(
+        name="tiny",
+        model=GPTConfig(n_layer=2, n_head=2, n_embd=16, block_size=32, attention="ega"),
+    )
+    gpt = GPT(cfg.model)
+    with torch.no_grad():
+        for p in gpt.parameters():
+            if p.dim() >= 2:
+                p.normal_(0.0, 0.3)
+    run = tmp_path_factory.mktemp("zoo") / "tiny"
+    save_checkpoint(run, gpt, cfg)
+    return load_checkpoint(run)
+
+
+@pytest.fixture
+def counter(monkeypatch):
+    """Counts extractions (calls of iter_attention made by the cache)."""
+    calls = []
+    real = cache_mod.iter_attention
+
+    def counting(*args, **kw):
+        calls.append(kw.get("layers"))
+        return real(*args, **kw)
+
+    monkeypatch.setattr(cache_mod, "iter_attention", counting)
+    return calls
+
+
+def get(model, folder, **kw):
+    kw = {"n": N, "length": LENGTH, "model": model, "cache_dir": folder, "progress": False, **kw}
+    return cached_fields("tiny", **kw)
+
+
+def test_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("MSAPOD_CACHE", str(tmp_path / "c"))
+    assert cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("MSAPOD_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert cache_dir() == tmp_path / ".cache" / "msapod"
+
+
+def test_write_then_hit(model, tmp_path, counter):
+    A = get(model, tmp_path)
+    assert len(counter) == 1
+    path = Path(A.encoding["source"])
+    assert path.is_file() and path.parent == tmp_path / "fields" and path.suffix == ".nc"
+    assert path.name.startswith(f"tiny-n{N}-L{LENGTH}-s0-")
+    assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temp files left
+    assert A.dims == ("layer", "snapshot", "query", "key")
+    assert A.shape == (2, N, LENGTH, LENGTH) and A.dtype == np.float32
+    ids, offsets = ensemble_ids(n=N, length=LENGTH, seed=0)
+    np.testing.assert_array_equal(A["offset"], offsets)
+    np.testing.assert_array_equal(A["layer"], [1, 2])
+    ref = collect_attention(model, ids, average_heads=True, progress=False)
+    np.testing.assert_array_equal(A.values, ref.values)
+    for k, v in {
+        "weights_sha256": model.weights_sha256,
+        "data_sha256": SHA256,
+        "n_snapshots": N,
+        "length": LENGTH,
+        "seed": 0,
+        "layers": "1,2",
+        "attention": "ega",
+        "model": "tiny",
+    }.items():
+        assert A.attrs[k] == v, k
+    assert len(A.attrs["values_sha256"]) == 64 and A.attrs["msapod_version"]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a valid hit warns about nothing
+        B = get(model, tmp_path)
+        C = get(model, tmp_path, layers=[1, 2])  # explicit all layers: the same key
+    assert len(counter) == 1  # no extraction
+    np.testing.assert_array_equal(A.values, B.values)
+    assert B.attrs.keys() == A.attrs.keys()
+    assert all(np.array_equal(B.attrs[k], A.attrs[k]) for k in A.attrs)
+    assert C.encoding["source"] == str(path)
+
+
+def test_default_folder_from_env(model, tmp_path, monkeypatch, counter):
+    monkeypatch.setenv("MSAPOD_CACHE", str(tmp_path / "env"))
+    A = cached_fields("tiny", n=N, length=LENGTH, model=model, progress=False)
+    assert Path(A.encoding["source"]).parent == tmp_path / "env" / "fields"
+
+
+def test_changed_key_misses(model, tmp_path, counter):
+    a = get(model, tmp_path)
+    b = get(model, tmp_path, seed=1)
+    c = get(model, tmp_path, layers=[2])
+    assert len(counter) == 3
+    paths = {x.encoding["source"] for x in (a, b, c)}
+    assert len(paths) == 3
+    assert not np.array_equal(a["offset"], b["offset"])
+    np.testing.assert_array_equal(c.values[0], a.values[1])
+    assert c.attrs["layers"] == "2"
+
+
+@pytest.mark.parametrize("damage", ["header", "truncate", "garbage"])
+def test_corrupt_file_is_rebuilt(model, tmp_path, counter, damage):
+    A = get(model, tmp_path)
+    path = Path(A.encoding["source"])
+    raw = path.read_bytes()
+    if damage == "header":
+        path.write_bytes(b"\0" * 64 + raw[64:])
+    elif damage == "truncate":
+        path.write_bytes(raw[: len(raw) // 2])
+    else:
+        path.write_bytes(b"not a netCDF file")
+    with pytest.warns(CacheWarning, match="unreadable"):
+        B = get(model, tmp_path)
+    assert len(counter) == 2
+    np.testing.assert_array_equal(A.values, B.values)
+    assert path.read_bytes() != b"not a netCDF file"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        get(model, tmp_path)  # the rebuilt file is valid
+    assert len(counter) == 2
+
+
+def test_tampered_values_are_rebuilt(model, tmp_path, counter):
+    A = get(model, tmp_path)
+    path = Path(A.encoding["source"])
+    with h5netcdf.File(path, "r+") as f:
+        f.variables["attention"][0, 0, 5, 2] = 0.5
+    with pytest.warns(CacheWarning, match="values sha256"):
+        B = get(model, tmp_path)
+    assert len(counter) == 2
+    np.testing.assert_array_equal(A.values, B.values)
+
+
+def test_tampered_attrs_are_rebuilt(model, tmp_path, counter):
+    A = get(model, tmp_path)
+    path = Path(A.encoding["source"])
+    with h5netcdf.File(path, "r+") as f:
+        f.variables["attention"].attrs["weights_sha256"] = "0" * 64
+    with pytest.warns(CacheWarning, match="weights_sha256"):
+        get(model, tmp_path)
+    assert len(counter) == 2
+
+
+def test_failed_write_leaves_nothing(model, tmp_path, monkeypatch):
+    def failing(*args, **kw):
+        yield from ()
+        raise RuntimeError("extraction died")
+
+    monkeypatch.setattr(cache_mod, "iter_attention", failing)
+    with pytest.raises(RuntimeError, match="extraction died"):
+        get(model, tmp_path)
+    assert list((tmp_path / "fields").iterdir()) == []
+
+
+def test_bad_arguments(model, tmp_path):
+    with pytest.raises(ValueError, match="n:"):
+        get(model, tmp_path, n=1)
+    with pytest.raises(ValueError, match="length"):
+        get(model, tmp_path, length=64)
+    with pytest.raises(ValueError, match="seed"):
+        get(model, tmp_path, seed=-1)
+    with pytest.raises(ValueError, match="layers"):
+        get(model, tmp_path, layers=[3])
+    bare = GPT(model.config)
+    with pytest.raises(ValueError, match="weights_sha256"):
+        get(bare, tmp_path)
+    with pytest.raises(ValueError, match="name"):
+        cached_fields("no-such-model", n=N, length=LENGTH, cache_dir=tmp_path, progress=False)
+
+
+def test_zoo_load_and_cli_extract(model, tmp_path, monkeypatch, counter, capsys):
+    import msapod.zoo as zoo
+
+    loaded = []
+    monkeypatch.setattr(zoo, "load", lambda name: loaded.append(name) or model)
+    A = cached_fields("ega-1", n=N, length=LENGTH, cache_dir=tmp_path, progress=False)
+    assert loaded == ["ega-1"] and Path(A.encoding["source"]).name.startswith("ega-1-")
+    argv = ["extract", "ega-1", "--n", str(N), "--length", str(LENGTH), "--quiet"]
+    assert main([*argv, "--cache-dir", str(tmp_path)]) == 0
+    assert capsys.readouterr().out.strip() == A.encoding["source"]
+    assert len(counter) == 1  # the CLI found the cached file
+    assert main([*argv, "--seed", "2", "--layers", "2", "--threads", "1"]) == 0
+    printed = Path(capsys.readouterr().out.strip())
+    assert printed.is_file() and printed.parent.parent == cache_dir()
+    assert len(counter) == 2
+    assert main(["extract", "ega-1", "--n", "1", "--quiet"]) == 2
+    assert "n:" in capsys.readouterr().err

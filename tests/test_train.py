@@ -1,0 +1,249 @@
+"""Training: loss falls, checkpoints round-trip and verify, interrupted runs resume."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+import msapod.train as train_mod
+from msapod.cli import main
+from msapod.data import SHA256, load_corpus
+from msapod.model import GPT, GPTConfig
+from msapod.train import TrainConfig, load_checkpoint, save_checkpoint, train
+
+torch.set_num_threads(1)
+
+TINY = TrainConfig(
+    name="tiny",
+    seed=3,
+    steps=40,
+    batch_size=8,
+    lr=3e-3,
+    min_lr=3e-4,
+    warmup=5,
+    eval_interval=10,
+    eval_batches=4,
+    model=GPTConfig(n_layer=2, n_head=2, n_embd=32, block_size=32),
+)
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return load_corpus()
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, corpus):
+    """One uninterrupted tiny run, shared by the tests below."""
+    run = tmp_path_factory.mktemp("run") / "tiny"
+    log = train(TINY, run, corpus=corpus, progress=False)
+    return run, log
+
+
+def test_loss_falls(trained):
+    run, log = trained
+    assert log["steps"] == [10, 20, 30, 40]
+    val = log["val_loss"]
+    assert val[0] < math.log(65)  # better than uniform after 10 steps
+    assert val[-1] < val[0] - 0.2, val
+    meta = json.loads((run / "config.json").read_text())
+    assert meta["step"] == 40 and meta["data_sha256"] == SHA256
+    assert meta["val_loss"] == val[-1]
+    assert json.loads((run / "log.json").read_text())["val_loss"] == val
+
+
+def test_checkpoint_round_trip_bit_exact(tmp_path):
+    torch.manual_seed(0)
+    cfg = TrainConfig(
+        name="rt", model=GPTConfig(n_layer=2, n_head=2, n_embd=16, block_size=16, attention="ega")
+    )
+    model = GPT(cfg.model)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn_like(p))  # not the init values
+    digest = save_checkpoint(tmp_path / "rt", model, cfg)
+    loaded = load_checkpoint(tmp_path / "rt", expect=cfg.model)
+    assert loaded.weights_sha256 == digest and loaded.name == "rt"
+    assert not loaded.training
+    ref, got = model.state_dict(), loaded.state_dict()
+    assert ref.keys() == got.keys()
+    for k in ref:
+        assert torch.equal(ref[k], got[k]), k
+    assert loaded.lm_head.weight is loaded.wte.weight  # tying survives loading
+
+
+def _save_tiny(folder):
+    torch.manual_seed(0)
+    cfg = TrainConfig(name="c", model=GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=16))
+    save_checkpoint(folder, GPT(cfg.model), cfg)
+    return cfg
+
+
+def test_corrupted_weights_raise(tmp_path):
+    _save_tiny(tmp_path)
+    w = tmp_path / "model.safetensors"
+    raw = bytearray(w.read_bytes())
+    raw[-10:] = bytes(b ^ 0xFF for b in raw[-10:])
+    w.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="sha256"):
+        load_checkpoint(tmp_path)
+
+
+def test_truncated_weights_raise(tmp_path):
+    _save_tiny(tmp_path)
+    w = tmp_path / "model.safetensors"
+    w.write_bytes(w.read_bytes()[:100])
+    with pytest.raises(ValueError, match="sha256"):
+        load_checkpoint(tmp_path)
+    # even with a matching hash recorded, an unreadable file gives a clear error
+    meta = json.loads((tmp_path / "config.json").read_text())
+    meta["weights_sha256"] = train_mod.sha256_file(w)
+    (tmp_path / "config.json").write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="unreadable"):
+        load_checkpoint(tmp_path)
+
+
+def test_missing_files_raise(tmp_path):
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        load_checkpoint(tmp_path)
+    _save_tiny(tmp_path)
+    (tmp_path / "model.safetensors").unlink()
+    with pytest.raises(FileNotFoundError, match="model.safetensors"):
+        load_checkpoint(tmp_path)
+
+
+def test_config_mismatch_raises(tmp_path):
+    cfg = _save_tiny(tmp_path)
+    assert load_checkpoint(tmp_path, expect=cfg.model).config == cfg.model
+    other = GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=16, attention="ega")
+    with pytest.raises(ValueError, match="does not match expected"):
+        load_checkpoint(tmp_path, expect=other)
+
+
+def test_resume_is_bit_identical(tmp_path, monkeypatch, trained, corpus):
+    """A run interrupted after its step-20 checkpoint and resumed ends with the same
+    weights, bit for bit, as the uninterrupted run."""
+    real_write = train_mod._write_json
+
+    def interrupting_write(path, obj):
+        real_write(path, obj)
+        if path.name == "log.json" and obj["steps"][-1] == 20:
+            raise KeyboardInterrupt
+
+    run = tmp_path / "tiny"
+    monkeypatch.setattr(train_mod, "_write_json", interrupting_write)
+    with pytest.raises(KeyboardInterrupt):
+        train(TINY, run, corpus=corpus, progress=False)
+    monkeypatch.setattr(train_mod, "_write_json", real_write)
+    assert json.loads((run / "config.json").read_text())["step"] == 20
+    log = train(TINY, run, corpus=corpus, progress=False)
+
+    ref_run, ref_log = trained
+    assert log["steps"] == ref_log["steps"]
+    assert log["val_loss"] == ref_log["val_loss"]
+    ref, got = load_checkpoint(ref_run).state_dict(), load_checkpoint(run).state_dict()
+    for k in ref:
+        assert torch.equal(ref[k], got[k]), k
+    # a completed run resumes to a no-op; a different config in the folder is refused
+    assert train(TINY, run, corpus=corpus, progress=False)["steps"] == ref_log["steps"]
+    with pytest.raises(ValueError, match="different config"):
+        train(TrainConfig(**{**TINY.__dict__, "lr": 1e-3}), run, corpus=corpus, progress=False)
+
+
+def test_train_rejects_wrong_vocab(tmp_path, corpus):
+    bad = TrainConfig(model=GPTConfig(vocab_size=64, n_layer=1, n_head=1, n_embd=8, block_size=8))
+    with pytest.raises(ValueError, match="vocab_size"):
+        train(bad, tmp_path, corpus=corpus, progress=False)
+
+
+def test_cli_train_with_config(tmp_path, capsys):
+    cfg = TrainConfig(**{**TINY.__dict__, "steps": 10, "name": "cli"})
+    (tmp_path / "cfg.json").write_text(json.dumps(cfg.to_dict()))
+    out = tmp_path / "run"
+    assert (
+        main(
+            [
+                "train",
+                "--config",
+                str(tmp_path / "cfg.json"),
+                "--out",
+                str(out),
+                "--quiet",
+                "--threads",
+                "1",
+            ]
+        )
+        == 0
+    )
+    printed = capsys.readouterr().out
+    val = json.loads((out / "log.json").read_text())["val_loss"][-1]
+    assert f"{val:.4f}" in printed and "cli" in printed
+    assert load_checkpoint(out).config == cfg.model
+    # --steps overrides: resuming the 10-step run with 20 steps is a different config
+    assert (
+        main(
+            [
+                "train",
+                "--config",
+                str(tmp_path / "cfg.json"),
+                "--out",
+                str(out),
+                "--steps",
+                "20",
+                "--quiet",
+            ]
+        )
+        == 2
+    )
+    assert "different config" in capsys.readouterr().err
+    assert (
+        main(
+            [
+                "train",
+                "--config",
+                str(tmp_path / "cfg.json"),
+                "--out",
+                str(out),
+                "--steps",
+                "20",
+                "--quiet",
+                "--no-resume",
+            ]
+        )
+        == 0
+    )
+    assert json.loads((out / "config.json").read_text())["step"] == 20
+
+
+def test_cli_train_bad_arguments(tmp_path, capsys):
+    assert main(["train", "not-a-model", "--quiet"]) == 2
+    assert "zoo model" in capsys.readouterr().err
+    assert main(["train", "--quiet"]) == 2
+    assert main(["train", "--config", str(tmp_path / "missing.json"), "--out", str(tmp_path)]) == 2
+    assert "missing.json" in capsys.readouterr().err
+
+
+def test_cli_zoo_table(tmp_path, monkeypatch, capsys):
+    import msapod.zoo as zoo
+
+    monkeypatch.setattr(zoo, "ROOT", tmp_path)
+    cfg = zoo.ZOO_CONFIGS["baseline-1"]
+    torch.manual_seed(0)
+    save_checkpoint(
+        zoo.path("baseline-1"), GPT(cfg.model), cfg, {"step": 250, "val_loss": 2.5, "n_params": 123}
+    )
+    cfg2 = zoo.ZOO_CONFIGS["ega-1"]
+    save_checkpoint(zoo.path("ega-1"), GPT(cfg2.model), cfg2, {"step": 500, "val_loss": 2.25})
+    w = zoo.path("ega-1") / "model.safetensors"
+    w.write_bytes(w.read_bytes()[:-4] + b"\0\0\0\0")
+    assert main(["zoo"]) == 0
+    lines = {ln.split()[0]: ln for ln in capsys.readouterr().out.splitlines()}
+    assert set(lines) == {"model", *zoo.MODELS}
+    assert "250/3000" in lines["baseline-1"] and "2.5000" in lines["baseline-1"]
+    assert lines["baseline-1"].rstrip().endswith("yes") and "123" in lines["baseline-1"]
+    assert "500/3000" in lines["ega-1"] and "NO" in lines["ega-1"] and "sha256" in lines["ega-1"]
+    assert "not trained" in lines["ega-2"] and "0/3000" in lines["ega-2"]
+    assert "1,237,216" in lines["ega-2"]
