@@ -74,8 +74,12 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=150)
     ap.add_argument("--length", type=int, default=256)
     ap.add_argument("--layers", type=int, default=24)
-    ap.add_argument("--naive-rows", type=int, default=None,
-                    help="time the naive CWT on this many rows and extrapolate")
+    ap.add_argument(
+        "--naive-rows",
+        type=int,
+        default=None,
+        help="time the naive CWT on this many rows and extrapolate",
+    )
     args = ap.parse_args()
     A = synthetic_layer(args.n, args.length, 0)
     scales = msapod.log_scales(args.length)
@@ -84,9 +88,11 @@ def main() -> None:
     t0 = time.perf_counter()
     ds = msapod.analyze(A)
     t_fast = time.perf_counter() - t0
-    print(f"msapod.analyze, one layer (N={args.n}, L={args.length}, {len(scales)} scales, "
-          f"plain POD + {int(np.isfinite(ds['dominant_scale']).sum())} windows): "
-          f"{t_fast:.2f} s")
+    print(
+        f"msapod.analyze, one layer (N={args.n}, L={args.length}, {len(scales)} scales, "
+        f"plain POD + {int(np.isfinite(ds['dominant_scale']).sum())} windows): "
+        f"{t_fast:.2f} s"
+    )
 
     t0 = time.perf_counter()
     for k in range(args.layers):
@@ -95,20 +101,27 @@ def main() -> None:
         del layer
     t_all = time.perf_counter() - t0
     rss_fast = peak_rss_mb()
-    print(f"msapod.analyze, {args.layers} layers streamed one at a time: {t_all:.1f} s "
-          f"({t_all / args.layers:.2f} s per layer, synthesis included); "
-          f"peak RSS {rss_fast:.0f} MB")
+    print(
+        f"msapod.analyze, {args.layers} layers streamed one at a time: {t_all:.1f} s "
+        f"({t_all / args.layers:.2f} s per layer, synthesis included); "
+        f"peak RSS {rss_fast:.0f} MB"
+    )
 
     lags = np.arange(args.length)
-    windows = np.stack([np.exp(-((lags - c) ** 2) / (2 * s**2))
-                        for c, s in ((1, 3), (20, 12), (60, 40))])
+    windows = np.stack(
+        [np.exp(-((lags - c) ** 2) / (2 * s**2)) for c, s in ((1, 3), (20, 12), (60, 40))]
+    )
     t_cwt, t_pod, n_rows, n_all = naive(A, scales, windows, args.naive_rows)
     t_naive = t_cwt + t_pod
     note = "" if n_rows == n_all else f" (CWT timed on {n_rows} of {n_all} rows, extrapolated)"
-    print(f"naive (pywt.cwt per row + numpy SVD x4): {t_naive:.1f} s per layer{note}: "
-          f"CWT {t_cwt:.1f} s, SVD {t_pod:.2f} s")
-    print(f"speed-up per layer: {t_naive / t_fast:.0f}x; peak RSS of the whole run "
-          f"{peak_rss_mb():.0f} MB")
+    print(
+        f"naive (pywt.cwt per row + numpy SVD x4): {t_naive:.1f} s per layer{note}: "
+        f"CWT {t_cwt:.1f} s, SVD {t_pod:.2f} s"
+    )
+    print(
+        f"speed-up per layer: {t_naive / t_fast:.0f}x; peak RSS of the whole run "
+        f"{peak_rss_mb():.0f} MB"
+    )
 
 
 if __name__ == "__main__":

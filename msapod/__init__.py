@@ -33,14 +33,12 @@ except PackageNotFoundError:  # running from a source tree without installation
 
 def __getattr__(name: str):
     # torch-dependent parts load lazily, so the analysis API imports without torch
+    import importlib
+
     if name == "collect_attention":
-        from .extract import collect_attention
-
-        return collect_attention
-    if name == "zoo":
-        from . import zoo
-
-        return zoo
+        return importlib.import_module(f"{__name__}.extract").collect_attention
+    if name in ("zoo", "cache", "extract", "model", "train", "data"):
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'msapod' has no attribute {name!r}")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 import xarray as xr
 
 from .fields import check_field, reynolds, to_lag
@@ -87,12 +88,74 @@ def analyze(
     check_field(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
     if n_modes is None:
         n_modes = min(10, A.sizes[dim])
+    params = dict(
+        dim=dim,
+        scales=scales,
+        omega0=omega0,
+        max_peaks=max_peaks,
+        include_edges=include_edges,
+        field=field,
+        centre=centre,
+        width=width,
+        n_modes=n_modes,
+        eps=eps_list,
+        criterion=criterion,
+        k_min=k_min,
+        k_max=k_max,
+        coherency=coherency,
+    )
+    lead = [d for d in A.dims if d not in (dim, "query", "key")]
+    if lead:
+        # stream: one field set (e.g. one layer) at a time bounds memory by one ensemble
+        shape = [A.sizes[d] for d in lead]
+        parts = []
+        for ix in np.ndindex(*shape):
+            one = A.isel(dict(zip(lead, ix, strict=True)), drop=True)
+            parts.append(_analyze_one(one, **params))
+        out = xr.concat(
+            parts, dim="_set", coords="minimal", compat="override", combine_attrs="override"
+        )
+        index = pd.MultiIndex.from_product([A[d].values for d in lead], names=lead)
+        out = out.assign_coords(xr.Coordinates.from_pandas_multiindex(index, "_set"))
+        out = out.unstack("_set").transpose(*lead, ...)
+        lead_coords = {
+            c: A.coords[c] for c in A.coords if c not in lead and set(A.coords[c].dims) <= set(lead)
+        }
+        out = out.assign_coords(lead_coords)
+        for name in ("window", "peak"):
+            if name in out.coords and out[name].dtype == object:
+                out = out.assign_coords({name: out[name].values.astype(str)})
+        return out
+    return _analyze_one(A, **params)
+
+
+def _analyze_one(
+    A: xr.DataArray,
+    *,
+    dim,
+    scales,
+    omega0,
+    max_peaks,
+    include_edges,
+    field,
+    centre,
+    width,
+    n_modes,
+    eps,
+    criterion,
+    k_min,
+    k_max,
+    coherency,
+) -> xr.Dataset:
+    """analyze() of a single field set (no leading dims)."""
+    eps_list = eps
     rey = reynolds(A, dim, check_stochastic=False)
     u = rey["fluctuation"]
     R = to_lag(u)  # shared by the scalogram and the POD
     sc = scalogram(R if field == "fluctuation" else A, scales, omega0, dims=(dim, "query"))
-    peaks = dominant_scales(sc["spectrum"].assign_attrs(omega0=omega0), max_peaks,
-                            include_edges=include_edges)
+    peaks = dominant_scales(
+        sc["spectrum"].assign_attrs(omega0=omega0), max_peaks, include_edges=include_edges
+    )
     wp = window_parameters(sc["energy"], peaks, centre=centre, width=width)
     valid = np.isfinite(peaks)
     lags = sc["lag"].values
@@ -129,14 +192,38 @@ def analyze(
     out["window_centre"] = _by_window(wp["centre"], np.nan, labels)
     out["window_width"] = _by_window(wp["width"], np.nan, labels)
     out["window_scale"] = _by_window(peaks, np.nan, labels)
-    per_window = ["spectrum", "eigenvalues", "modes", "coefficients", "total_energy", "beta",
-                  "T_spec", "r2", "beta_stderr", "H_star"]
+    per_window = [
+        "spectrum",
+        "eigenvalues",
+        "modes",
+        "coefficients",
+        "total_energy",
+        "beta",
+        "T_spec",
+        "r2",
+        "beta_stderr",
+        "H_star",
+    ]
     for name in per_window:
         out[name] = out[name].where(win_valid)
     if coherency:
-        out["coherency"] = _peak_coherency(u, peaks, omega0, dim)
-    for name, da in (("mean", rey["mean"]), ("energy", sc["energy"]),
-                     ("scale_spectrum", sc["spectrum"]), ("spectrum", res["spectrum"])):
+        ok = np.isfinite(peaks.values)
+        g = np.full((max_peaks, u.sizes["query"], u.sizes["query"]), np.nan)
+        if ok.any():
+            order = np.argsort(peaks.values[ok])
+            gam = _coherency(u, peaks.values[ok][order], omega0, dim=dim).values
+            g[np.flatnonzero(ok)[order]] = gam
+        out["coherency"] = xr.DataArray(
+            g,
+            dims=("peak", "query_i", "query_j"),
+            coords={"query_i": u["query"].values, "query_j": u["query"].values},
+        )
+    for name, da in (
+        ("mean", rey["mean"]),
+        ("energy", sc["energy"]),
+        ("scale_spectrum", sc["spectrum"]),
+        ("spectrum", res["spectrum"]),
+    ):
         out[name].attrs = dict(da.attrs)
     out["H_star"].attrs = {"criterion": criterion, "long_name": "effective rank H*(eps)"}
     out.attrs = {
@@ -166,28 +253,3 @@ def _by_window(da: xr.DataArray, plain, labels: list[str]) -> xr.DataArray:
     first = xr.full_like(da.isel(peak=0, drop=True), plain).expand_dims(window=labels[:1])
     rest = da.rename(peak="window").assign_coords(window=labels[1:])
     return xr.concat([first, rest], dim="window")
-
-
-def _peak_coherency(u: xr.DataArray, peaks: xr.DataArray, omega0: float, dim: str):
-    """gamma(..., peak, query_i, query_j) at each field set's own dominant scales."""
-    lead = [d for d in peaks.dims if d != "peak"]
-    stacked = peaks.stack(_f=lead) if lead else peaks.expand_dims(_f=[0])
-    blocks = []
-    for f in range(stacked.sizes["_f"]):
-        pk = stacked.isel(_f=f)
-        sel = {d: pk[d].item() for d in lead}
-        uf = u.sel(sel) if sel else u
-        q = uf["query"].values
-        g = np.full((pk.sizes["peak"], len(q), len(q)), np.nan)
-        ok = np.isfinite(pk.values)
-        if ok.any():
-            order = np.argsort(pk.values[ok])
-            gam = _coherency(uf, pk.values[ok][order], omega0, dim=dim).values
-            g[np.flatnonzero(ok)[order]] = gam
-        blocks.append(g)
-    arr = np.stack(blocks)
-    da = xr.DataArray(arr, dims=("_f", "peak", "query_i", "query_j"),
-                      coords={"_f": stacked["_f"], "peak": peaks["peak"],
-                              "query_i": u["query"].values, "query_j": u["query"].values})
-    da = da.unstack("_f") if lead else da.isel(_f=0, drop=True)
-    return da.transpose(*lead, "peak", "query_i", "query_j")

@@ -53,9 +53,7 @@ class GPTConfig:
         if self.attention not in ("standard", "ega"):
             raise ValueError(f"attention: expected 'standard' or 'ega', got {self.attention!r}")
         if self.standardize not in ("causal", "none"):
-            raise ValueError(
-                f"standardize: expected 'causal' or 'none', got {self.standardize!r}"
-            )
+            raise ValueError(f"standardize: expected 'causal' or 'none', got {self.standardize!r}")
         if self.n_embd % self.n_head:
             raise ValueError(
                 f"n_embd: expected a multiple of n_head={self.n_head}, got {self.n_embd}"

@@ -71,8 +71,11 @@ def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
     return xr.DataArray(
         G.reshape(shape + G.shape[1:]),
         dims=(*lead, "lag", dim, f"{dim}_"),
-        coords={**_lead_coords(R, lead), "lag": R["lag"].values,
-                dim: u[dim].values if dim in u.coords else np.arange(n)},
+        coords={
+            **_lead_coords(R, lead),
+            "lag": R["lag"].values,
+            dim: u[dim].values if dim in u.coords else np.arange(n),
+        },
         name="lag_gram",
     )
 
@@ -120,8 +123,7 @@ def pod(
         ``modes(mode, query, key)``, ``coefficients(dim, mode)``, ``total_energy``.
     """
     lag_form = "lag" in u.dims
-    check_field(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"),
-                snapshot_dim=dim)
+    check_field(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"), snapshot_dim=dim)
     n = u.sizes[dim]
     if n_modes is None:
         n_modes = n
@@ -142,8 +144,11 @@ def pod(
     wdims: tuple = ()
     if window is not None:
         wdims = tuple(d for d in window.dims if d != "lag" and d not in lead)
-        window = window.interp(lag=lags) if not np.isin(lags, window["lag"].values).all() \
+        window = (
+            window.interp(lag=lags)
+            if not np.isin(lags, window["lag"].values).all()
             else window.sel(lag=lags)
+        )
         if not np.isfinite(window.values).all():
             raise ValueError("window: does not cover every lag of u")
     wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
@@ -152,7 +157,8 @@ def pod(
     # index of lag q - k for every (query, key): maps lag-space modes back to (query, key)
     lpos = {int(v): i for i, v in enumerate(lags)}
     kidx = np.vectorize(lambda v: lpos.get(int(v), -1), otypes=[np.int64])(
-        qpos[:, None] - kpos[None, :])
+        qpos[:, None] - kpos[None, :]
+    )
     kvalid = kidx >= 0
     kidx = np.where(kvalid, kidx, 0)
     spectrum = np.empty((X.shape[0], n_w, n))
@@ -192,23 +198,35 @@ def pod(
     lc = _lead_coords(R, lead)
     wc = {}
     if window is not None:
-        wc = {c: window.coords[c] for c in window.coords
-              if window.coords[c].dims and set(window.coords[c].dims) <= set(wdims)}
+        wc = {
+            c: window.coords[c]
+            for c in window.coords
+            if window.coords[c].dims and set(window.coords[c].dims) <= set(wdims)
+        }
     snap = u[dim].values if dim in u.coords else np.arange(n)
     full = shape + wshape
     ds = xr.Dataset(
         {
-            "spectrum": xr.DataArray(spectrum.reshape(full + (n,)),
-                                     dims=(*lead, *wdims, "rank")),
-            "eigenvalues": xr.DataArray(eig.reshape(full + (n_modes,)),
-                                        dims=(*lead, *wdims, "mode")),
-            "modes": xr.DataArray(modes.reshape(full + (n_modes, Q, Kk)),
-                                  dims=(*lead, *wdims, "mode", "query", "key")),
-            "coefficients": xr.DataArray(coef.reshape(full + (n, n_modes)),
-                                         dims=(*lead, *wdims, dim, "mode")),
+            "spectrum": xr.DataArray(spectrum.reshape(full + (n,)), dims=(*lead, *wdims, "rank")),
+            "eigenvalues": xr.DataArray(
+                eig.reshape(full + (n_modes,)), dims=(*lead, *wdims, "mode")
+            ),
+            "modes": xr.DataArray(
+                modes.reshape(full + (n_modes, Q, Kk)), dims=(*lead, *wdims, "mode", "query", "key")
+            ),
+            "coefficients": xr.DataArray(
+                coef.reshape(full + (n, n_modes)), dims=(*lead, *wdims, dim, "mode")
+            ),
         },
-        coords={**lc, **wc, "rank": np.arange(1, n + 1), "mode": mode, dim: snap,
-                "query": qpos, "key": kpos},
+        coords={
+            **lc,
+            **wc,
+            "rank": np.arange(1, n + 1),
+            "mode": mode,
+            dim: snap,
+            "query": qpos,
+            "key": kpos,
+        },
     )
     ds["total_energy"] = ds["spectrum"].sum("rank")
     ds["spectrum"].attrs = {"long_name": "POD eigenvalues lambda_k, all N"}
@@ -253,8 +271,9 @@ def basis_error(u: xr.DataArray, basis: xr.DataArray, dim: str = "snapshot") -> 
     return (resid**2).sum(("query", "key")).mean(dim)
 
 
-def reconstruction_error(u: xr.DataArray, result: xr.Dataset, rank: int,
-                         dim: str = "snapshot") -> xr.DataArray:
+def reconstruction_error(
+    u: xr.DataArray, result: xr.Dataset, rank: int, dim: str = "snapshot"
+) -> xr.DataArray:
     """``(1/N) sum_s ||u_s - P_K u_s||^2`` with the first ``rank`` POD modes of ``result``.
 
     Theorem 1: equals ``sum_{k > K} lambda_k`` of ``result["spectrum"]``.

@@ -56,12 +56,16 @@ def morlet(eta: np.ndarray, omega0: float = 6.0) -> np.ndarray:
 
 
 def fourier_period(scale, omega0: float = 6.0):
-    """Equivalent Fourier period of Morlet scale ``a``: ``4 pi a / (omega0 + sqrt(2 + omega0^2))``."""
+    """Equivalent Fourier period ``4 pi a / (omega0 + sqrt(2 + omega0^2))`` of scale ``a``."""
     return 4 * np.pi * np.asarray(scale, dtype=np.float64) / (omega0 + np.sqrt(2 + omega0**2))
 
 
-def log_scales(n_lag: int, smin: float = DEFAULT_MIN_SCALE, smax: float | None = None,
-               num: int = DEFAULT_NUM_SCALES) -> np.ndarray:
+def log_scales(
+    n_lag: int,
+    smin: float = DEFAULT_MIN_SCALE,
+    smax: float | None = None,
+    num: int = DEFAULT_NUM_SCALES,
+) -> np.ndarray:
     """``num`` log-spaced scales from ``smin`` (default 3) to ``smax`` (default n_lag / 2).
 
     Scales below about 3 lags sit at the Nyquist limit of a unit lag step (their
@@ -227,11 +231,14 @@ def scalogram(
     coords = {**_lead_coords(R, lead), "scale": s, "lag": lags}
     ds = xr.Dataset(
         {
-            "energy": xr.DataArray(E.reshape(shape + E.shape[1:]), dims=(*lead, "scale", "lag"),
-                                   coords=coords),
-            "spectrum": xr.DataArray(spec.reshape(shape + spec.shape[1:]),
-                                     dims=(*lead, "scale"),
-                                     coords={k: v for k, v in coords.items() if k != "lag"}),
+            "energy": xr.DataArray(
+                E.reshape(shape + E.shape[1:]), dims=(*lead, "scale", "lag"), coords=coords
+            ),
+            "spectrum": xr.DataArray(
+                spec.reshape(shape + spec.shape[1:]),
+                dims=(*lead, "scale"),
+                coords={k: v for k, v in coords.items() if k != "lag"},
+            ),
         }
     )
     ds = ds.assign_coords(period=("scale", fourier_period(s, omega0)))
@@ -297,7 +304,8 @@ def dominant_scales(
         edge[b, : len(idx)] = (idx == 0) | (idx == n - 1)
     dims = (*lead, "peak")
     res = xr.DataArray(
-        out.reshape(shape + (max_count,)), dims=dims,
+        out.reshape(shape + (max_count,)),
+        dims=dims,
         coords={**_lead_coords(spectrum, lead), "peak": np.arange(max_count)},
         name="dominant_scale",
     )
@@ -306,8 +314,12 @@ def dominant_scales(
         peak_energy=(dims, energy.reshape(res.shape)),
         edge=(dims, edge.reshape(res.shape)),
     )
-    res.attrs = {"units": "lag", "long_name": "dominant scale a*", "max_count": max_count,
-                 "include_edges": int(include_edges)}
+    res.attrs = {
+        "units": "lag",
+        "long_name": "dominant scale a*",
+        "max_count": max_count,
+        "include_edges": int(include_edges),
+    }
     return res
 
 
@@ -370,7 +382,6 @@ def coherency(
         dims=(*lead, "scale", "query_i", "query_j"),
         coords={**_lead_coords(R, lead), "scale": s, "query_i": q, "query_j": q},
         name="coherency",
-        attrs={"omega0": omega0, "averaged_over": dim,
-               "long_name": "cross-coherency gamma_ij(a)"},
+        attrs={"omega0": omega0, "averaged_over": dim, "long_name": "cross-coherency gamma_ij(a)"},
     )
     return res.assign_coords(period=("scale", fourier_period(s, omega0)))

@@ -163,9 +163,14 @@ def effective_rank(
     with np.errstate(invalid="ignore", divide="ignore"):
         tail = np.where(total > 0, (total - cums) / total, 0.0)
     H = np.argmax(tail <= tol * (1 + 1e-12), axis=-1)
-    res = xr.DataArray(H.reshape(shape), dims=lead, coords=_lead_coords(eigenvalues, lead),
-                       name="H_star")
+    res = xr.DataArray(
+        H.reshape(shape), dims=lead, coords=_lead_coords(eigenvalues, lead), name="H_star"
+    )
     res = res.assign_coords(at_rank_limit=(lead, (H >= n_snapshots - 1).reshape(shape)))
-    res.attrs = {"eps": eps, "criterion": criterion, "n_snapshots": n_snapshots,
-                 "long_name": f"effective rank H*({eps:g}), {criterion} criterion"}
+    res.attrs = {
+        "eps": eps,
+        "criterion": criterion,
+        "n_snapshots": n_snapshots,
+        "long_name": f"effective rank H*({eps:g}), {criterion} criterion",
+    }
     return res

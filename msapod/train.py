@@ -251,13 +251,23 @@ def train(
     model.train()
     t0 = time.time() - (log["time_s"][-1] if log["time_s"] else 0.0)
     running = []
-    bar = tqdm(range(start, cfg.steps), initial=start, total=cfg.steps, desc=cfg.name,
-               disable=not progress, mininterval=5)
+    bar = tqdm(
+        range(start, cfg.steps),
+        initial=start,
+        total=cfg.steps,
+        desc=cfg.name,
+        disable=not progress,
+        mininterval=5,
+    )
     for step in bar:
         for g in opt.param_groups:
             g["lr"] = lr_at(cfg, step)
-        x, y = get_batch(corpus.train, cfg.model.block_size, cfg.batch_size,
-                         np.random.default_rng([cfg.seed, step]))
+        x, y = get_batch(
+            corpus.train,
+            cfg.model.block_size,
+            cfg.batch_size,
+            np.random.default_rng([cfg.seed, step]),
+        )
         _, loss = model(x, y)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -273,8 +283,17 @@ def train(
             log["time_s"].append(time.time() - t0)
             running = []
             bar.set_postfix(val=f"{val:.3f}")
-            save_checkpoint(run, model, cfg, {"step": done, "data_sha256": corpus.sha256,
-                                              "val_loss": val, "n_params": model.num_params()})
+            save_checkpoint(
+                run,
+                model,
+                cfg,
+                {
+                    "step": done,
+                    "data_sha256": corpus.sha256,
+                    "val_loss": val,
+                    "n_params": model.num_params(),
+                },
+            )
             _save_state(run, opt, model, done)
             _write_json(run / LOG, log)
     return log

@@ -54,8 +54,10 @@ def lag_window(lag, centre, width) -> xr.DataArray:
         raise ValueError(f"width: expected sigma > 0 lags, got {s.values}")
     w = np.exp(-((lag - c) ** 2) / (2 * s**2)).transpose(..., "lag")
     w.name = "window"
-    w.attrs = {"long_name": "Gaussian lag window w(tau)", "formula":
-               "exp(-(tau - centre)^2 / (2 width^2))"}
+    w.attrs = {
+        "long_name": "Gaussian lag window w(tau)",
+        "formula": "exp(-(tau - centre)^2 / (2 width^2))",
+    }
     if c.ndim == 0 and s.ndim == 0:
         w.attrs.update(centre=float(c), width=float(s))
     return w
@@ -111,8 +113,12 @@ def window_parameters(
     c = c.astype(np.float64).where(valid)
     sigma = (width * a).astype(np.float64).where(valid)
     drop = [k for k in ("period", "peak_energy", "edge") if k in c.coords]
-    ds = xr.Dataset({"centre": c.drop_vars(drop, errors="ignore"),
-                     "width": sigma.drop_vars(drop, errors="ignore")})
+    ds = xr.Dataset(
+        {
+            "centre": c.drop_vars(drop, errors="ignore"),
+            "width": sigma.drop_vars(drop, errors="ignore"),
+        }
+    )
     ds["centre"].attrs = {"units": "lag", "rule": str(centre)}
     ds["width"].attrs = {"units": "lag", "rule": f"sigma = {width:g} * a*"}
     return ds

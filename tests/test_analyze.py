@@ -45,7 +45,7 @@ def test_analyze_leading_dims_match_single_runs():
         [planted_attention(seed=1), planted_attention(period=20.0, seed=2)], dim="layer"
     ).assign_coords(layer=[1, 2])
     ds = msapod.analyze(A, max_peaks=2, n_modes=3, coherency=True)
-    for k, layer in enumerate([1, 2]):
+    for layer in [1, 2]:
         one = msapod.analyze(A.sel(layer=layer), max_peaks=2, n_modes=3)
         np.testing.assert_allclose(
             ds["spectrum"].sel(layer=layer).values,
