@@ -19,10 +19,11 @@ from .scalogram import (
     lag_moments,
     log_scales,
     morlet,
+    scale_centroid,
     scalogram,
     wavelet_matrix,
 )
-from .spectra import effective_rank, spectral_concentration
+from .spectra import bootstrap_spectrum, effective_rank, spectral_concentration
 from .windows import apply_window, lag_window, window_parameters
 
 try:
@@ -47,6 +48,7 @@ __all__ = [
     "analyze",
     "apply_window",
     "basis_error",
+    "bootstrap_spectrum",
     "check_field",
     "coherency",
     "collect_attention",
@@ -65,6 +67,7 @@ __all__ = [
     "reconstruct",
     "reconstruction_error",
     "reynolds",
+    "scale_centroid",
     "scalogram",
     "spectral_concentration",
     "to_lag",

@@ -17,7 +17,7 @@ import xarray as xr
 from .fields import check_field, reynolds, to_lag
 from .pod import pod
 from .scalogram import coherency as _coherency
-from .scalogram import dominant_scales, scalogram
+from .scalogram import dominant_scales, scale_centroid, scalogram
 from .spectra import effective_rank, spectral_concentration
 from .windows import lag_window, window_parameters
 
@@ -181,6 +181,7 @@ def _analyze_one(
             "modes": res["modes"].astype(np.float32),
             "coefficients": res["coefficients"],
             "total_energy": res["total_energy"],
+            "gram": res["gram"],
             "beta": conc["beta"],
             "T_spec": conc["T_spec"],
             "r2": conc["r2"],
@@ -192,7 +193,9 @@ def _analyze_one(
     out["window_centre"] = _by_window(wp["centre"], np.nan, labels)
     out["window_width"] = _by_window(wp["width"], np.nan, labels)
     out["window_scale"] = _by_window(peaks, np.nan, labels)
+    out["scale_centroid"] = scale_centroid(sc["spectrum"])
     per_window = [
+        "gram",
         "spectrum",
         "eigenvalues",
         "modes",

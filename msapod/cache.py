@@ -29,10 +29,11 @@ import xarray as xr
 from .data import load_corpus
 from .extract import _check_layers, _version, ensemble_ids, iter_attention
 
-__all__ = ["CacheWarning", "cache_dir", "cached_fields"]
+__all__ = ["CacheWarning", "cache_dir", "cached_analysis", "cached_fields"]
 
 #: Version of the file layout; part of the key.
 CACHE_FORMAT = 1
+ANALYSIS_FORMAT = 1
 DIMS = ("layer", "snapshot", "query", "key")
 VAR = "attention"
 
@@ -250,3 +251,114 @@ def cached_fields(
     if da is None:
         raise OSError(f"cache file {path}: just written but fails verification: {reason}")
     return da
+
+
+def _dataset_sha256(ds: xr.Dataset) -> str:
+    h = hashlib.sha256()
+    for name in sorted(ds.data_vars):
+        v = ds[name].values
+        h.update(name.encode())
+        h.update(np.ascontiguousarray(v.astype(np.float64) if v.dtype != bool else v))
+    return h.hexdigest()
+
+
+def _netcdf_safe(ds: xr.Dataset) -> xr.Dataset:
+    """Attrs that netCDF can hold: lists joined to strings, bools to ints."""
+
+    def clean(attrs: dict) -> dict:
+        out = {}
+        for k, v in attrs.items():
+            if isinstance(v, bool):
+                v = int(v)
+            elif isinstance(v, list | tuple):
+                v = ", ".join(map(str, v))
+            elif v is None:
+                v = "None"
+            out[k] = v
+        return out
+
+    ds = ds.copy()
+    ds.attrs = clean(ds.attrs)
+    for name in ds.variables:
+        ds[name].attrs = clean(ds[name].attrs)
+    return ds
+
+
+def cached_analysis(
+    name: str,
+    *,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+    model=None,
+    **params,
+) -> xr.Dataset:
+    """:func:`msapod.analyze` of zoo model ``name``'s fields, from the cache if valid.
+
+    The fields come from :func:`cached_fields` (same ``n``, ``length``, ``seed``); the
+    analysis runs layer by layer with ``params`` passed to :func:`msapod.analyze`. The
+    result is stored as netCDF keyed by the fields' key, the parameters and the msapod
+    version, and verified (key attrs and a sha256 over every data variable) on load; a
+    stale or corrupt file is reported with a :class:`CacheWarning` and rebuilt.
+    """
+    from .analyze import analyze
+
+    fields = cached_fields(
+        name, n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress, model=model
+    )
+    fkey = fields.attrs.get("key") or _key_hash(
+        {k: fields.attrs.get(k) for k in sorted(fields.attrs) if k != "values_sha256"}
+    )
+    clean = {
+        k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v)
+        for k, v in sorted(params.items())
+    }
+    parts = {
+        "fields_key": fkey,
+        "params": json.dumps(clean, sort_keys=True, default=str),
+        "msapod_version": _version(),
+        "analysis_format": ANALYSIS_FORMAT,
+    }
+    key = _key_hash(parts)
+    folder = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_dir()
+    folder = folder / "analysis"
+    folder.mkdir(parents=True, exist_ok=True)
+    label = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+    path = folder / f"{label}-{key[:16]}.nc"
+    if path.exists():
+        reason = ""
+        try:
+            with xr.open_dataset(path, engine="h5netcdf") as ds:
+                ds = ds.load()
+            if ds.attrs.get("analysis_key") != key:
+                reason = f"analysis_key {ds.attrs.get('analysis_key')!r}, expected {key!r}"
+            elif _dataset_sha256(ds) != ds.attrs.get("values_sha256"):
+                reason = "values sha256 differs from the recorded checksum"
+        except Exception as err:  # any failure to read means: rebuild
+            reason = f"unreadable ({type(err).__name__}: {err})"
+        if not reason:
+            ds.encoding["source"] = str(path)
+            return ds
+        warnings.warn(f"cache file {path}: {reason}; rebuilding it", CacheWarning, stacklevel=2)
+    ds = analyze(fields, **params)
+    ds = _netcdf_safe(ds)
+    ds.attrs.update(
+        model=name,
+        analysis_key=key,
+        fields_key=fkey,
+        weights_sha256=str(fields.attrs.get("weights_sha256")),
+        params=parts["params"],
+    )
+    ds.attrs["values_sha256"] = _dataset_sha256(ds)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        ds.to_netcdf(tmp, engine="h5netcdf")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    with xr.open_dataset(path, engine="h5netcdf") as back:
+        back = back.load()
+    back.encoding["source"] = str(path)
+    return back

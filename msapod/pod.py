@@ -120,7 +120,9 @@ def pod(
     -------
     xarray.Dataset
         ``spectrum(rank)`` (all eigenvalues), ``eigenvalues(mode)``,
-        ``modes(mode, query, key)``, ``coefficients(dim, mode)``, ``total_energy``.
+        ``modes(mode, query, key)``, ``coefficients(dim, mode)``, ``total_energy`` and
+        ``gram(dim, dim_)``, the N x N matrix K whose eigenvalues are the spectrum (for
+        a bootstrap over snapshots, see :func:`msapod.bootstrap_spectrum`).
     """
     lag_form = "lag" in u.dims
     check_field(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"), snapshot_dim=dim)
@@ -162,6 +164,7 @@ def pod(
     kvalid = kidx >= 0
     kidx = np.where(kvalid, kidx, 0)
     spectrum = np.empty((X.shape[0], n_w, n))
+    grams = np.empty((X.shape[0], n_w, n, n))
     eig = np.empty((X.shape[0], n_w, n_modes))
     modes = np.empty((X.shape[0], n_w, n_modes, Q, Kk))
     coef = np.empty((X.shape[0], n_w, n, n_modes))
@@ -179,6 +182,7 @@ def pod(
             K = np.tensordot(Wv[w] ** 2, G, axes=(0, 0)) / n
             lam, V = _eig(K)
             spectrum[b, w] = lam
+            grams[b, w] = K
             eig[b, w] = lam[:n_modes]
             keep = lam[:n_modes] > rtol * max(lam[0], np.finfo(float).tiny)
             Vk = V[:, :n_modes]
@@ -228,6 +232,8 @@ def pod(
             "key": kpos,
         },
     )
+    ds["gram"] = xr.DataArray(grams.reshape(full + (n, n)), dims=(*lead, *wdims, dim, f"{dim}_"))
+    ds["gram"].attrs = {"long_name": "Gram matrix K = X X^T / N of the (windowed) snapshots"}
     ds["total_energy"] = ds["spectrum"].sum("rank")
     ds["spectrum"].attrs = {"long_name": "POD eigenvalues lambda_k, all N"}
     ds["eigenvalues"].attrs = {"long_name": "POD eigenvalues lambda_k (leading modes)"}

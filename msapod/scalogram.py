@@ -35,6 +35,7 @@ from .fields import _lead_coords, _stack_leading, check_field, to_lag
 
 __all__ = [
     "coherency",
+    "scale_centroid",
     "cwt",
     "dominant_scales",
     "fourier_period",
@@ -385,3 +386,23 @@ def coherency(
         attrs={"omega0": omega0, "averaged_over": dim, "long_name": "cross-coherency gamma_ij(a)"},
     )
     return res.assign_coords(period=("scale", fourier_period(s, omega0)))
+
+
+def scale_centroid(spectrum: xr.DataArray) -> xr.DataArray:
+    """Energy-weighted geometric mean scale ``exp(sum_a E(a) log a / sum_a E(a))``.
+
+    A robust "where the energy sits" summary of a scale spectrum: unlike the dominant
+    scale it is defined when the spectrum has no interior maximum, and it moves
+    continuously as energy shifts between fine and coarse scales. On log-spaced scales
+    each scale bin carries equal weight in log a.
+    """
+    if not isinstance(spectrum, xr.DataArray) or "scale" not in spectrum.dims:
+        raise ValueError("spectrum: expected a DataArray with a 'scale' dim")
+    check_field(spectrum, name="spectrum", dims=("scale",), min_snapshots=None)
+    if (spectrum < 0).any():
+        raise ValueError("spectrum: expected non-negative energies")
+    loga = np.log(spectrum["scale"])
+    c = np.exp((spectrum * loga).sum("scale") / spectrum.sum("scale"))
+    c.name = "scale_centroid"
+    c.attrs = {"units": "lag", "long_name": "energy-weighted geometric mean scale"}
+    return c

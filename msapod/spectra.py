@@ -18,7 +18,7 @@ import xarray as xr
 
 from .fields import _lead_coords, _stack_leading
 
-__all__ = ["effective_rank", "spectral_concentration"]
+__all__ = ["bootstrap_spectrum", "effective_rank", "spectral_concentration"]
 
 
 def _spectrum_dim(eigenvalues: xr.DataArray, dim: str | None) -> str:
@@ -172,5 +172,63 @@ def effective_rank(
         "criterion": criterion,
         "n_snapshots": n_snapshots,
         "long_name": f"effective rank H*({eps:g}), {criterion} criterion",
+    }
+    return res
+
+
+def bootstrap_spectrum(
+    gram: xr.DataArray, n_boot: int = 200, seed: int = 0, *, dim: str = "snapshot"
+) -> xr.DataArray:
+    """POD spectra of snapshot-resampled ensembles, from the Gram matrix alone.
+
+    Resampling N snapshots with replacement (indices ``idx``) gives the Gram matrix
+    ``K[idx][:, idx]``; removing the resample's own mean is the double centring
+    ``H K H`` with ``H = I - 1 1^T / N``. Its eigenvalues are exactly the POD spectrum
+    of the resampled, re-centred ensemble, so no field is touched again.
+
+    Parameters
+    ----------
+    gram
+        ``K = X X^T / N`` with dims ``(..., dim, dim + "_")`` (``pod(...)["gram"]``).
+    n_boot
+        Number of resamples (>= 1).
+    seed
+        Seed of ``numpy.random.default_rng``.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``spectrum(..., boot, rank)``; apply :func:`spectral_concentration` or
+        :func:`effective_rank` to it and take quantiles over ``boot``.
+    """
+    other = f"{dim}_"
+    if not isinstance(gram, xr.DataArray) or not {dim, other} <= set(gram.dims):
+        raise ValueError(f"gram: expected a DataArray with dims {dim!r} and {other!r}")
+    if not (isinstance(n_boot, int) and n_boot >= 1):
+        raise ValueError(f"n_boot: expected an integer >= 1, got {n_boot!r}")
+    K, lead, shape = _stack_leading(gram, (dim, other))
+    if not np.isfinite(K).all():
+        raise ValueError("gram: expected finite values")
+    n = K.shape[-1]
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    H = np.eye(n) - 1.0 / n
+    out = np.empty((K.shape[0], n_boot, n))
+    for b in range(K.shape[0]):
+        for r in range(n_boot):
+            Kr = H @ K[b][np.ix_(idx[r], idx[r])] @ H
+            lam = np.linalg.eigvalsh(Kr)[::-1]
+            out[b, r] = np.clip(lam, 0.0, None)
+    res = xr.DataArray(
+        out.reshape(shape + (n_boot, n)),
+        dims=(*lead, "boot", "rank"),
+        coords={**_lead_coords(gram, lead), "rank": np.arange(1, n + 1)},
+        name="spectrum",
+    )
+    res.attrs = {
+        "n_boot": n_boot,
+        "seed": seed,
+        "n_snapshots": n,
+        "long_name": "bootstrap POD spectra (snapshots resampled with replacement)",
     }
     return res

@@ -60,3 +60,30 @@ def test_bad_spectra():
         msapod.effective_rank(xr.DataArray([1.0, 0.5], dims="rank"), criterion="l1")
     with pytest.raises(ValueError, match="k_min"):
         msapod.spectral_concentration(xr.DataArray([3.0, 2.0, 1.0], dims="rank"), 2, 9)
+
+
+def test_bootstrap_spectrum_matches_direct_resampling():
+    rng = np.random.default_rng(7)
+    u = xr.DataArray(np.tril(rng.standard_normal((12, 6, 6))), dims=("snapshot", "query", "key"))
+    u = u - u.mean("snapshot")
+    res = msapod.pod(u)
+    boot = msapod.bootstrap_spectrum(res["gram"], n_boot=3, seed=1)
+    assert boot.dims == ("boot", "rank")
+    idx = np.random.default_rng(1).integers(0, 12, size=(3, 12))
+    for r in range(3):
+        ur = u.isel(snapshot=idx[r])
+        ur = ur - ur.mean("snapshot")
+        direct = msapod.pod(ur.assign_coords(snapshot=np.arange(12)))["spectrum"].values
+        np.testing.assert_allclose(boot.values[r], direct, rtol=1e-9, atol=1e-13)
+    with pytest.raises(ValueError, match="n_boot"):
+        msapod.bootstrap_spectrum(res["gram"], n_boot=0)
+
+
+def test_scale_centroid_of_concentrated_and_flat_spectra():
+    s = np.geomspace(3, 96, 11)
+    one = xr.DataArray(np.where(np.arange(11) == 4, 2.0, 0.0), dims="scale", coords={"scale": s})
+    np.testing.assert_allclose(float(msapod.scale_centroid(one)), s[4])
+    flat = xr.DataArray(np.ones(11), dims="scale", coords={"scale": s})
+    np.testing.assert_allclose(float(msapod.scale_centroid(flat)), np.sqrt(3 * 96))
+    with pytest.raises(ValueError, match="non-negative"):
+        msapod.scale_centroid(-flat)
