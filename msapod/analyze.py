@@ -72,11 +72,13 @@ def analyze(
     Returns
     -------
     xarray.Dataset
-        ``mean``, ``energy(scale, lag)``, ``scale_spectrum(scale)``,
-        ``dominant_scale(peak)``; per ``window`` ("plain", "scale-1", ...): ``centre``,
-        ``width``, ``spectrum(rank)``, ``eigenvalues(mode)``, ``modes(mode, query, key)``,
-        ``coefficients(dim, mode)``, ``total_energy``, ``beta``, ``T_spec``, ``r2``,
-        ``beta_stderr``, ``H_star(eps)``; optionally ``coherency``. Windows of missing
+        ``mean``, ``energy(scale, lag)``, ``scale_spectrum(scale)``, ``scale_centroid``,
+        ``dominant_scale(peak)`` with ``dominant_period``, ``dominant_energy`` and
+        ``dominant_edge``; per ``window`` ("plain", "scale-1", ...): ``window_centre``,
+        ``window_width``, ``window_scale``, ``spectrum(rank)``, ``eigenvalues(mode)``,
+        ``modes(mode, query, key)``, ``coefficients(dim, mode)``, ``gram(dim, dim_)``,
+        ``total_energy``, ``beta``, ``T_spec``, ``r2``, ``beta_stderr``, ``H_star(eps)``
+        and ``at_rank_limit(eps)``; optionally ``coherency``. Windows of missing
         peaks (fewer maxima than ``max_peaks``) are NaN.
     """
     if field not in ("fluctuation", "total"):
@@ -175,7 +177,10 @@ def _analyze_one(
             "mean": rey["mean"],
             "energy": sc["energy"],
             "scale_spectrum": sc["spectrum"],
-            "dominant_scale": peaks.rename(period="dominant_period"),
+            "dominant_scale": peaks.reset_coords(drop=True),
+            "dominant_period": peaks["period"].reset_coords(drop=True),
+            "dominant_energy": peaks["peak_energy"].reset_coords(drop=True),
+            "dominant_edge": peaks["edge"].reset_coords(drop=True),
             "spectrum": res["spectrum"],
             "eigenvalues": res["eigenvalues"],
             "modes": res["modes"].astype(np.float32),

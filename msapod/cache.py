@@ -29,7 +29,7 @@ import xarray as xr
 from .data import load_corpus
 from .extract import _check_layers, _version, ensemble_ids, iter_attention
 
-__all__ = ["CacheWarning", "cache_dir", "cached_analysis", "cached_fields"]
+__all__ = ["CacheWarning", "cache_dir", "cached_analysis", "cached_fields", "zoo_analysis"]
 
 #: Version of the file layout; part of the key.
 CACHE_FORMAT = 1
@@ -362,3 +362,39 @@ def cached_analysis(
         back = back.load()
     back.encoding["source"] = str(path)
     return back
+
+
+def zoo_analysis(
+    models: Sequence[str] | None = None,
+    variables: Sequence[str] | None = None,
+    *,
+    progress: bool = False,
+    **params,
+) -> xr.Dataset:
+    """:func:`cached_analysis` of several zoo models stacked along a ``model`` dim.
+
+    One model is analysed (or read from the cache) at a time; only ``variables`` are
+    kept (default: everything except the large ``modes``, ``coefficients``, ``gram``
+    and ``mean``), so the result stays small.
+    """
+    from .zoo import MODELS
+
+    models = list(MODELS if models is None else models)
+    heavy = {"modes", "coefficients", "gram", "mean", "coherency"}
+    parts = []
+    for name in models:
+        ds = cached_analysis(name, progress=progress, **params)
+        keep = [v for v in ds.data_vars if (v in variables if variables else v not in heavy)]
+        parts.append(ds[keep].load())
+        ds.close()
+    out = xr.concat(
+        parts,
+        dim=xr.DataArray(models, dims="model", name="model"),
+        coords="minimal",
+        compat="override",
+        combine_attrs="drop_conflicts",
+    )
+    out = out.assign_coords(
+        architecture=("model", ["ega" if m.startswith("ega") else "baseline" for m in models])
+    )
+    return out
