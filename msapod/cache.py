@@ -33,7 +33,7 @@ __all__ = ["CacheWarning", "cache_dir", "cached_analysis", "cached_fields", "zoo
 
 #: Version of the file layout; part of the key.
 CACHE_FORMAT = 1
-ANALYSIS_FORMAT = 1
+ANALYSIS_FORMAT = 2
 DIMS = ("layer", "snapshot", "query", "key")
 VAR = "attention"
 
