@@ -12,10 +12,13 @@ attention* (EGA, arXiv:2605.21842, Algorithm 1 as summarised in PAPER.md). Per h
 * a gate ``g_j = sigmoid(alpha_h (z_j - t_h))`` with learned ``alpha_h`` and ``t_h``,
 * gated attention ``Ahat_ij = A_ij g_j / sum_k A_ik g_k``.
 
-Two exact identities make this fast. Because ``A_ij = exp(s_ij) / Z_i``, the gated
-attention is ``softmax_j(s_ij + log g_j)`` (extraction computes these probabilities), and
-``Ahat V = A (g * V) / (A g)``, so training runs PyTorch's fused causal attention once on
-the values extended by one channel ``[g * v, g]`` and divides. (A per-query
+Because ``A_ij = exp(s_ij) / Z_i``, the gated attention is exactly
+``softmax_j(s_ij + log g_j)``: the gate is an additive bias on the logits. Extraction
+computes these probabilities; training appends one channel to queries and keys,
+``q' = [q, 1]`` and ``k'_j = [k_j, log g_j / scale]``, so that PyTorch's fused causal
+attention computes the same thing at the cost of one extra head dimension (queries, keys
+and values must share their width to stay on the fast kernel, so the values get a zero
+channel). (A per-query
 standardisation ``(e_j - mu_i) / sd_i`` would make the gate a full T x T tensor and cost
 about 5x more per step on CPU; the per-key prefix form keeps the same causality.)
 """
@@ -131,11 +134,19 @@ class CausalSelfAttention(nn.Module):
             att = self.probabilities(x)
             y = att.to(v.dtype) @ v
         elif self.ega:
-            g = self.log_gate(x).exp()[..., None]  # (B, H, T, 1)
+            # log g_j enters as one extra query/key channel: q'.k'_j = q.k_j + log g_j / scale
+            scale = 1.0 / math.sqrt(self.head_dim)
+            log_g = self.log_gate(x)[..., None]  # (B, H, T, 1)
+            ones = torch.ones_like(log_g)
             out = F.scaled_dot_product_attention(
-                q, k, torch.cat([v * g, g], dim=-1), is_causal=True, dropout_p=p_drop
+                torch.cat([q, ones], dim=-1),
+                torch.cat([k, log_g / scale], dim=-1),
+                torch.cat([v, torch.zeros_like(log_g)], dim=-1),
+                is_causal=True,
+                dropout_p=p_drop,
+                scale=scale,
             )
-            y = out[..., :-1] / out[..., -1:]
+            y = out[..., :-1]
             att = None
         else:
             y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p_drop)

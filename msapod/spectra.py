@@ -177,23 +177,38 @@ def effective_rank(
 
 
 def bootstrap_spectrum(
-    gram: xr.DataArray, n_boot: int = 200, seed: int = 0, *, dim: str = "snapshot"
+    gram: xr.DataArray,
+    n_boot: int = 200,
+    seed: int = 0,
+    *,
+    dim: str = "snapshot",
+    method: str = "bayesian",
 ) -> xr.DataArray:
-    """POD spectra of snapshot-resampled ensembles, from the Gram matrix alone.
+    """POD spectra of re-weighted or resampled ensembles, from the Gram matrix alone.
 
-    Resampling N snapshots with replacement (indices ``idx``) gives the Gram matrix
-    ``K[idx][:, idx]``; removing the resample's own mean is the double centring
-    ``H K H`` with ``H = I - 1 1^T / N``. Its eigenvalues are exactly the POD spectrum
-    of the resampled, re-centred ensemble, so no field is touched again.
+    ``method="resample"`` is the classical bootstrap: N snapshots drawn with replacement
+    (indices ``idx``) have the Gram matrix ``K[idx][:, idx]``, and removing the
+    resample's own mean is the double centring ``H K H``, ``H = I - 1 1^T / N``. Its
+    duplicates lower the rank of the ensemble (about 0.63 N distinct snapshots), which
+    biases rank-sensitive statistics such as T_spec and H* downwards.
+
+    ``method="bayesian"`` (default) is the Bayesian bootstrap of Rubin (1981): every
+    snapshot keeps a weight ``w_s ~ N * Dirichlet(1, ..., 1)``; the weighted mean is
+    removed (``C = I - 1 p^T``, ``p = w / N``) and the Gram matrix becomes
+    ``D C K C^T D`` with ``D = diag(sqrt(w))``. No snapshot is dropped, so the rank stays
+    N - 1. All weights equal to one reproduce the spectrum exactly.
 
     Parameters
     ----------
     gram
-        ``K = X X^T / N`` with dims ``(..., dim, dim + "_")`` (``pod(...)["gram"]``).
+        ``K = X X^T / N`` with dims ``(..., dim, dim + "_")`` (``pod(...)["gram"]``), of
+        mean-removed snapshots.
     n_boot
-        Number of resamples (>= 1).
+        Number of replicates (>= 1).
     seed
         Seed of ``numpy.random.default_rng``.
+    method
+        ``"bayesian"`` or ``"resample"``.
 
     Returns
     -------
@@ -206,17 +221,27 @@ def bootstrap_spectrum(
         raise ValueError(f"gram: expected a DataArray with dims {dim!r} and {other!r}")
     if not (isinstance(n_boot, int) and n_boot >= 1):
         raise ValueError(f"n_boot: expected an integer >= 1, got {n_boot!r}")
+    if method not in ("bayesian", "resample"):
+        raise ValueError(f"method: expected 'bayesian' or 'resample', got {method!r}")
     K, lead, shape = _stack_leading(gram, (dim, other))
     if not np.isfinite(K).all():
         raise ValueError("gram: expected finite values")
     n = K.shape[-1]
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
+    if method == "resample":
+        idx = rng.integers(0, n, size=(n_boot, n))
+    else:
+        w = rng.dirichlet(np.ones(n), size=n_boot) * n
     H = np.eye(n) - 1.0 / n
     out = np.empty((K.shape[0], n_boot, n))
     for b in range(K.shape[0]):
         for r in range(n_boot):
-            Kr = H @ K[b][np.ix_(idx[r], idx[r])] @ H
+            if method == "resample":
+                Kr = H @ K[b][np.ix_(idx[r], idx[r])] @ H
+            else:
+                C = np.eye(n) - w[r][None, :] / n
+                d = np.sqrt(w[r])
+                Kr = d[:, None] * (C @ K[b] @ C.T) * d[None, :]
             lam = np.linalg.eigvalsh(Kr)[::-1]
             out[b, r] = np.clip(lam, 0.0, None)
     res = xr.DataArray(
@@ -228,7 +253,8 @@ def bootstrap_spectrum(
     res.attrs = {
         "n_boot": n_boot,
         "seed": seed,
+        "method": method,
         "n_snapshots": n,
-        "long_name": "bootstrap POD spectra (snapshots resampled with replacement)",
+        "long_name": f"bootstrap POD spectra ({method})",
     }
     return res

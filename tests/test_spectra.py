@@ -67,7 +67,7 @@ def test_bootstrap_spectrum_matches_direct_resampling():
     u = xr.DataArray(np.tril(rng.standard_normal((12, 6, 6))), dims=("snapshot", "query", "key"))
     u = u - u.mean("snapshot")
     res = msapod.pod(u)
-    boot = msapod.bootstrap_spectrum(res["gram"], n_boot=3, seed=1)
+    boot = msapod.bootstrap_spectrum(res["gram"], n_boot=3, seed=1, method="resample")
     assert boot.dims == ("boot", "rank")
     idx = np.random.default_rng(1).integers(0, 12, size=(3, 12))
     for r in range(3):
@@ -87,3 +87,22 @@ def test_scale_centroid_of_concentrated_and_flat_spectra():
     np.testing.assert_allclose(float(msapod.scale_centroid(flat)), np.sqrt(3 * 96))
     with pytest.raises(ValueError, match="non-negative"):
         msapod.scale_centroid(-flat)
+
+
+def test_bayesian_bootstrap_matches_weighted_ensemble():
+    rng = np.random.default_rng(8)
+    u = xr.DataArray(np.tril(rng.standard_normal((10, 5, 5))), dims=("snapshot", "query", "key"))
+    u = u - u.mean("snapshot")
+    res = msapod.pod(u)
+    boot = msapod.bootstrap_spectrum(res["gram"], n_boot=2, seed=3)
+    w = np.random.default_rng(3).dirichlet(np.ones(10), size=2) * 10
+    for r in range(2):
+        wr = xr.DataArray(w[r], dims="snapshot")
+        uc = u - (u * wr).sum("snapshot") / 10
+        X = (uc * np.sqrt(wr)).values.reshape(10, -1)
+        ref = np.sort(np.linalg.eigvalsh(X @ X.T / 10))[::-1]
+        np.testing.assert_allclose(boot.values[r], np.clip(ref, 0, None), rtol=1e-9, atol=1e-13)
+    # the rank is kept: N - 1 non-zero eigenvalues in every replicate
+    assert (boot.values[:, 8] > 1e-10 * boot.values[:, 0]).all()
+    with pytest.raises(ValueError, match="method"):
+        msapod.bootstrap_spectrum(res["gram"], method="jackknife")
