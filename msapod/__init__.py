@@ -23,7 +23,7 @@ from .scalogram import (
     scalogram,
     wavelet_matrix,
 )
-from .spectra import bootstrap_spectrum, effective_rank, spectral_concentration
+from .spectra import bootstrap_spectrum, effective_rank, jackknife_se, spectral_concentration
 from .windows import apply_window, lag_window, window_parameters
 
 try:
@@ -58,6 +58,7 @@ __all__ = [
     "fourier_period",
     "from_lag",
     "is_causal",
+    "jackknife_se",
     "lag_gram",
     "lag_moments",
     "lag_window",

@@ -367,7 +367,7 @@ def iter_attention(
 def _iter_attention(
     model, ids, info, layers, batch_size, average_heads, dtype, progress, name
 ) -> Iterator[xr.DataArray]:
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     n, length = ids.shape
     n_batches = -(-n // batch_size)

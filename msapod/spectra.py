@@ -18,7 +18,7 @@ import xarray as xr
 
 from .fields import _lead_coords, _stack_leading
 
-__all__ = ["bootstrap_spectrum", "effective_rank", "spectral_concentration"]
+__all__ = ["bootstrap_spectrum", "effective_rank", "jackknife_se", "spectral_concentration"]
 
 
 def _spectrum_dim(eigenvalues: xr.DataArray, dim: str | None) -> str:
@@ -192,6 +192,11 @@ def bootstrap_spectrum(
     duplicates lower the rank of the ensemble (about 0.63 N distinct snapshots), which
     biases rank-sensitive statistics such as T_spec and H* downwards.
 
+    ``method="jackknife"`` leaves one snapshot out at a time (``n_boot`` and ``seed`` are
+    ignored; N replicates of N - 1 snapshots, re-centred). It changes the ensemble size
+    least, so it suits statistics that depend on N, such as T_spec and H*; turn its
+    replicates into a standard error with :func:`jackknife_se`.
+
     ``method="bayesian"`` (default) is the Bayesian bootstrap of Rubin (1981): every
     snapshot keeps a weight ``w_s ~ N * Dirichlet(1, ..., 1)``; the weighted mean is
     removed (``C = I - 1 p^T``, ``p = w / N``) and the Gram matrix becomes
@@ -208,7 +213,7 @@ def bootstrap_spectrum(
     seed
         Seed of ``numpy.random.default_rng``.
     method
-        ``"bayesian"`` or ``"resample"``.
+        ``"bayesian"``, ``"resample"`` or ``"jackknife"``.
 
     Returns
     -------
@@ -221,8 +226,8 @@ def bootstrap_spectrum(
         raise ValueError(f"gram: expected a DataArray with dims {dim!r} and {other!r}")
     if not (isinstance(n_boot, int) and n_boot >= 1):
         raise ValueError(f"n_boot: expected an integer >= 1, got {n_boot!r}")
-    if method not in ("bayesian", "resample"):
-        raise ValueError(f"method: expected 'bayesian' or 'resample', got {method!r}")
+    if method not in ("bayesian", "resample", "jackknife"):
+        raise ValueError(f"method: expected 'bayesian', 'resample' or 'jackknife', got {method!r}")
     K, lead, shape = _stack_leading(gram, (dim, other))
     if not np.isfinite(K).all():
         raise ValueError("gram: expected finite values")
@@ -230,6 +235,10 @@ def bootstrap_spectrum(
     rng = np.random.default_rng(seed)
     if method == "resample":
         idx = rng.integers(0, n, size=(n_boot, n))
+    elif method == "jackknife":
+        n_boot = n
+        keep = [np.delete(np.arange(n), i) for i in range(n)]
+        Hj = np.eye(n - 1) - 1.0 / (n - 1)
     else:
         w = rng.dirichlet(np.ones(n), size=n_boot) * n
     H = np.eye(n) - 1.0 / n
@@ -238,6 +247,12 @@ def bootstrap_spectrum(
         for r in range(n_boot):
             if method == "resample":
                 Kr = H @ K[b][np.ix_(idx[r], idx[r])] @ H
+            elif method == "jackknife":
+                # K = X X^T / N; the left-out ensemble's own normalisation is 1 / (N - 1)
+                Kr = Hj @ K[b][np.ix_(keep[r], keep[r])] @ Hj * n / (n - 1)
+                lam = np.linalg.eigvalsh(Kr)[::-1]
+                out[b, r] = np.r_[np.clip(lam, 0.0, None), 0.0]
+                continue
             else:
                 C = np.eye(n) - w[r][None, :] / n
                 d = np.sqrt(w[r])
@@ -258,3 +273,20 @@ def bootstrap_spectrum(
         "long_name": f"bootstrap POD spectra ({method})",
     }
     return res
+
+
+def jackknife_se(replicates: xr.DataArray, dim: str = "boot") -> xr.DataArray:
+    """Jackknife standard error ``sqrt((n - 1) / n * sum_i (theta_i - mean)^2)``.
+
+    ``replicates`` are a statistic of the n leave-one-out ensembles of
+    :func:`bootstrap_spectrum` with ``method="jackknife"`` (e.g. its T_spec).
+    """
+    if not isinstance(replicates, xr.DataArray) or dim not in replicates.dims:
+        raise ValueError(f"replicates: expected a DataArray with a {dim!r} dim")
+    n = replicates.sizes[dim]
+    if n < 2:
+        raise ValueError(f"replicates: expected at least 2 replicates along {dim!r}, got {n}")
+    dev = replicates - replicates.mean(dim)
+    se = np.sqrt((n - 1) / n * (dev**2).sum(dim))
+    se.attrs = {"long_name": "jackknife standard error", "n_replicates": n}
+    return se

@@ -221,7 +221,7 @@ def train(
     The log records, per ``eval_interval`` steps, the mean training loss since the last
     evaluation and the validation loss (nats/char) on fixed validation batches.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     corpus = corpus if corpus is not None else load_corpus()
     if cfg.model.vocab_size != corpus.vocab_size:

@@ -105,4 +105,22 @@ def test_bayesian_bootstrap_matches_weighted_ensemble():
     # the rank is kept: N - 1 non-zero eigenvalues in every replicate
     assert (boot.values[:, 8] > 1e-10 * boot.values[:, 0]).all()
     with pytest.raises(ValueError, match="method"):
-        msapod.bootstrap_spectrum(res["gram"], method="jackknife")
+        msapod.bootstrap_spectrum(res["gram"], method="subsample")
+
+
+def test_jackknife_replicates_and_standard_error():
+    rng = np.random.default_rng(9)
+    u = xr.DataArray(np.tril(rng.standard_normal((8, 5, 5))), dims=("snapshot", "query", "key"))
+    u = u - u.mean("snapshot")
+    res = msapod.pod(u)
+    jk = msapod.bootstrap_spectrum(res["gram"], method="jackknife")
+    assert jk.sizes["boot"] == 8
+    for i in (0, 5):
+        ui = u.drop_isel(snapshot=i)
+        ui = ui - ui.mean("snapshot")
+        ref = msapod.pod(ui)["spectrum"].values
+        np.testing.assert_allclose(jk.values[i, :7], ref, rtol=1e-9, atol=1e-13)
+    # the jackknife SE of the mean of x is the usual standard error
+    x = xr.DataArray(rng.standard_normal(30), dims="i")
+    reps = xr.DataArray([(x.sum() - x[i]) / 29 for i in range(30)], dims="boot")
+    np.testing.assert_allclose(float(msapod.jackknife_se(reps)), float(x.std(ddof=1)) / np.sqrt(30))
