@@ -179,13 +179,10 @@ def to_lag(A: xr.DataArray, *, causal: bool | None = None) -> xr.DataArray:
     lo = 0 if causal else int(q.min() - k.max())
     hi = int(q.max() - k.min())
     lags = np.arange(lo, hi + 1)
-    key_index = {int(v): n for n, v in enumerate(k)}
-    # index of key i - tau for every (query, lag); -1 where that key does not exist
-    want = q[:, None] - lags[None, :]
-    idx = np.vectorize(lambda v: key_index.get(int(v), -1), otypes=[np.int64])(want)
-    valid = idx >= 0
+    # index of key i - tau for every (query, lag)
+    idx, valid = _lookup(k, q[:, None] - lags[None, :])
     Ak = A.transpose(..., "query", "key")
-    vals = _gather_last(Ak.values, np.where(valid, idx, 0), valid)
+    vals = _gather_last(Ak.values, idx, valid)
     dims = (*Ak.dims[:-2], "query", "lag")
     coords = {c: Ak.coords[c] for c in Ak.coords if "key" not in Ak.coords[c].dims}
     coords["lag"] = lags
@@ -207,17 +204,23 @@ def from_lag(R: xr.DataArray, *, keys: Sequence[int] | None = None) -> xr.DataAr
     if keys is None:
         keys = R.attrs.get("key_positions", q)
     k = np.asarray(keys, dtype=np.int64)
-    lag_index = {int(v): n for n, v in enumerate(lags)}
-    want = q[:, None] - k[None, :]
-    idx = np.vectorize(lambda v: lag_index.get(int(v), -1), otypes=[np.int64])(want)
-    valid = idx >= 0
+    idx, valid = _lookup(lags, q[:, None] - k[None, :])
     Rl = R.transpose(..., "query", "lag")
-    vals = _gather_last(Rl.values, np.where(valid, idx, 0), valid)
+    vals = _gather_last(Rl.values, idx, valid)
     dims = (*Rl.dims[:-2], "query", "key")
     coords = {c: Rl.coords[c] for c in Rl.coords if "lag" not in Rl.coords[c].dims}
     coords["key"] = k
     attrs = {a: v for a, v in R.attrs.items() if a not in ("key_positions", "lag_definition")}
     return xr.DataArray(vals, dims=dims, coords=coords, attrs=attrs)
+
+
+def _lookup(positions: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index of each ``want`` value in ``positions`` (0 where absent) and a found-mask."""
+    order = np.argsort(positions, kind="stable")
+    srt = positions[order]
+    at = np.clip(np.searchsorted(srt, want), 0, len(srt) - 1)
+    valid = srt[at] == want
+    return np.where(valid, order[at], 0), valid
 
 
 def _gather_last(x: np.ndarray, idx: np.ndarray, valid: np.ndarray) -> np.ndarray:

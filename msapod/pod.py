@@ -30,7 +30,15 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .fields import _gather_last, _lead_coords, _positions, _stack_leading, check_field, to_lag
+from .fields import (
+    _gather_last,
+    _lead_coords,
+    _lookup,
+    _positions,
+    _stack_leading,
+    check_field,
+    to_lag,
+)
 
 __all__ = ["basis_error", "lag_gram", "pod", "reconstruct", "reconstruction_error"]
 
@@ -157,12 +165,7 @@ def pod(
     n_w = int(np.prod(wshape, dtype=np.int64))
     Q, Kk = len(qpos), len(kpos)
     # index of lag q - k for every (query, key): maps lag-space modes back to (query, key)
-    lpos = {int(v): i for i, v in enumerate(lags)}
-    kidx = np.vectorize(lambda v: lpos.get(int(v), -1), otypes=[np.int64])(
-        qpos[:, None] - kpos[None, :]
-    )
-    kvalid = kidx >= 0
-    kidx = np.where(kvalid, kidx, 0)
+    kidx, kvalid = _lookup(np.asarray(lags), qpos[:, None] - kpos[None, :])
     spectrum = np.empty((X.shape[0], n_w, n))
     grams = np.empty((X.shape[0], n_w, n, n))
     eig = np.empty((X.shape[0], n_w, n_modes))
