@@ -30,6 +30,7 @@ from functools import lru_cache
 
 import numpy as np
 import xarray as xr
+from threadpoolctl import threadpool_limits
 
 from .fields import _lead_coords, _stack_leading, check_field, to_lag
 
@@ -363,21 +364,8 @@ def coherency(
     q = R["query"].values
     gamma = np.empty((X.shape[0], len(s), len(q), len(q)))
     Phi = wavelet_matrix(s, lags, omega0)
-    for k in range(len(s)):
-        M = Phi[k].T @ np.conj(Phi[k])  # (tau, tau') Hermitian PSD
-        w, V = np.linalg.eigh(M)
-        keep = w > rtol * w.max()
-        B = V[:, keep] * np.sqrt(w[keep])  # M = B B^H
-        for b in range(X.shape[0]):
-            G = np.zeros((len(q), len(q)), dtype=np.complex128)
-            for xs in X[b]:
-                Y = np.asarray(xs, dtype=np.float64) @ B  # (query, r)
-                G += Y @ Y.conj().T
-            d = np.real(np.diag(G)).copy()
-            with np.errstate(invalid="ignore", divide="ignore"):
-                g = np.abs(G) ** 2 / (d[:, None] * d[None, :])
-            g[(d <= 0)[:, None] | (d <= 0)[None, :]] = np.nan
-            gamma[b, k] = np.clip(g, 0.0, 1.0)
+    with threadpool_limits(1, user_api="blas"):  # many small products: threads contend
+        _coherency_loop(X, Phi, s, q, rtol, gamma)
     res = xr.DataArray(
         gamma.reshape(shape + gamma.shape[1:]),
         dims=(*lead, "scale", "query_i", "query_j"),
@@ -406,3 +394,22 @@ def scale_centroid(spectrum: xr.DataArray) -> xr.DataArray:
     c.name = "scale_centroid"
     c.attrs = {"units": "lag", "long_name": "energy-weighted geometric mean scale"}
     return c
+
+
+def _coherency_loop(X, Phi, s, q, rtol, gamma) -> None:
+    """gamma[b, k] for every field set b and scale k (see :func:`coherency`)."""
+    for k in range(len(s)):
+        M = Phi[k].T @ np.conj(Phi[k])  # (tau, tau') Hermitian PSD
+        w, V = np.linalg.eigh(M)
+        keep = w > rtol * w.max()
+        B = V[:, keep] * np.sqrt(w[keep])  # M = B B^H
+        for b in range(X.shape[0]):
+            G = np.zeros((len(q), len(q)), dtype=np.complex128)
+            for xs in X[b]:
+                Y = np.asarray(xs, dtype=np.float64) @ B  # (query, r)
+                G += Y @ Y.conj().T
+            d = np.real(np.diag(G)).copy()
+            with np.errstate(invalid="ignore", divide="ignore"):
+                g = np.abs(G) ** 2 / (d[:, None] * d[None, :])
+            g[(d <= 0)[:, None] | (d <= 0)[None, :]] = np.nan
+            gamma[b, k] = np.clip(g, 0.0, 1.0)
