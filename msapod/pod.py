@@ -52,15 +52,15 @@ NORMALISATION = (
 def _lag_gram_np(R: np.ndarray) -> np.ndarray:
     """Per-lag Gram tensor of one ensemble R (N, query, lag) -> (lag, N, N), float64."""
     n, _, n_lag = R.shape
-    Rt = np.ascontiguousarray(np.moveaxis(R, -1, 0), dtype=np.float64)  # (lag, N, query)
     G = np.empty((n_lag, n, n))
-    nz = np.abs(Rt).sum(1) > 0  # (lag, query): rows that hold any non-zero entry
+    nz = (R != 0).any(axis=0)  # (query, lag): rows that hold any non-zero entry
     for t in range(n_lag):
-        rows = np.flatnonzero(nz[t])
+        rows = np.flatnonzero(nz[:, t])
         if rows.size == 0:
             G[t] = 0.0
             continue
-        x = Rt[t][:, rows[0] : rows[-1] + 1]
+        # copy only the band of rows that can be non-zero at this lag (float64 products)
+        x = np.ascontiguousarray(R[:, rows[0] : rows[-1] + 1, t], dtype=np.float64)
         G[t] = x @ x.T
     return G
 
