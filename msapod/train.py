@@ -13,6 +13,7 @@ exactly the batches an uninterrupted one would have.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -131,14 +132,20 @@ def load_checkpoint(run: str | os.PathLike, expect: GPTConfig | None = None) -> 
         config differs from ``expect``, or the tensors do not fit the config.
     """
     from safetensors import SafetensorError
-    from safetensors.torch import load_file
+    from safetensors.torch import load as load_bytes
 
     run = Path(run)
     for name in (CONFIG, WEIGHTS):
         if not (run / name).is_file():
             raise FileNotFoundError(f"run: {run} has no {name}")
+    # hash and deserialise the same bytes, so what is verified is what is loaded
+    blob = (run / WEIGHTS).read_bytes()
+    digest = hashlib.sha256(blob).hexdigest()
     meta = json.loads((run / CONFIG).read_text())
-    digest = sha256_file(run / WEIGHTS)
+    if digest != meta.get("weights_sha256"):
+        # a trainer replaces the weights just before config.json: read the config once more
+        time.sleep(0.5)
+        meta = json.loads((run / CONFIG).read_text())
     if digest != meta.get("weights_sha256"):
         raise ValueError(
             f"checkpoint {run / WEIGHTS}: sha256 {digest} does not match config.json "
@@ -149,7 +156,7 @@ def load_checkpoint(run: str | os.PathLike, expect: GPTConfig | None = None) -> 
         raise ValueError(f"checkpoint {run}: config {cfg} does not match expected {expect}")
     model = GPT(cfg)
     try:
-        tensors = load_file(str(run / WEIGHTS))
+        tensors = load_bytes(blob)
     except SafetensorError as err:
         raise ValueError(f"checkpoint {run / WEIGHTS}: unreadable safetensors ({err})") from err
     tensors["lm_head.weight"] = tensors["wte.weight"]
