@@ -100,10 +100,13 @@ class CausalSelfAttention(nn.Module):
         """``log g_j`` per head and key, shape (B, H, T)."""
         e = self.energy(x).transpose(1, 2)  # (B, H, T): e_j per head
         if self.standardize == "causal":
-            n = torch.arange(1, e.shape[-1] + 1, device=e.device, dtype=e.dtype)
-            mu = e.cumsum(-1) / n
-            var = (e.square().cumsum(-1) / n - mu.square()).clamp_min(0.0)
-            e = (e - mu) / torch.sqrt(var + 1e-5)
+            # prefix moments in float64: E[e^2] - E[e]^2 cancels catastrophically in
+            # float32 over short prefixes, which made the gate depend on rounding noise
+            e64 = e.double()
+            n = torch.arange(1, e.shape[-1] + 1, device=e.device, dtype=torch.float64)
+            mu = e64.cumsum(-1) / n
+            var = (e64.square().cumsum(-1) / n - mu.square()).clamp_min(0.0)
+            e = ((e64 - mu) / torch.sqrt(var + 1e-5)).to(e.dtype)
         alpha = self.gate_alpha[:, None]
         t = self.gate_threshold[:, None]
         return F.logsigmoid(alpha * (e - t))
