@@ -38,7 +38,8 @@ def __getattr__(name: str):
 
     if name == "collect_attention":
         return importlib.import_module(f"{__name__}.extract").collect_attention
-    if name in ("zoo", "cache", "extract", "model", "train", "data"):
+    lazy = ("zoo", "cache", "extract", "model", "train", "data", "prune", "llm", "reproduce")
+    if name in lazy + ("scorecard", "convergence", "uncertainty"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'msapod' has no attribute {name!r}")
 

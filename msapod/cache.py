@@ -20,7 +20,7 @@ import os
 import re
 import uuid
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +29,14 @@ import xarray as xr
 from .data import load_corpus
 from .extract import _check_layers, _version, ensemble_ids, iter_attention
 
-__all__ = ["CacheWarning", "cache_dir", "cached_analysis", "cached_fields", "zoo_analysis"]
+__all__ = [
+    "CacheWarning",
+    "cache_dir",
+    "cached_analysis",
+    "cached_dataset",
+    "cached_fields",
+    "zoo_analysis",
+]
 
 #: Version of the file layout; part of the key.
 CACHE_FORMAT = 1
@@ -321,36 +328,86 @@ def cached_analysis(
         "msapod_version": _version(),
         "analysis_format": ANALYSIS_FORMAT,
     }
-    key = _key_hash(parts)
+    extra = {
+        "model": name,
+        "fields_key": fkey,
+        "weights_sha256": str(fields.attrs.get("weights_sha256")),
+        "params": parts["params"],
+    }
+    return cached_dataset(
+        "analysis",
+        name,
+        parts,
+        lambda: analyze(fields, **params),
+        cache_dir=cache_dir,
+        attrs=extra,
+        key_attr="analysis_key",
+    )
+
+
+def cached_dataset(
+    kind: str,
+    label: str,
+    parts: Mapping,
+    compute: Callable[[], xr.Dataset],
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    attrs: Mapping | None = None,
+    key_attr: str = "cache_key",
+) -> xr.Dataset:
+    """Return ``compute()``, cached as verified netCDF under ``<cache>/<kind>/``.
+
+    The file name is ``<label>-<key[:16]>.nc`` where ``key`` is the sha256 of ``parts``
+    (a JSON-serialisable mapping of everything the result depends on: weights and data
+    hashes, parameters, format versions) plus ``kind`` and the msapod version. On load
+    the stored key (attr ``key_attr``) and a sha256 over every data variable are checked;
+    a stale, corrupt or unreadable file is reported with a :class:`CacheWarning` and
+    recomputed. Files are written to a temporary name and moved into place atomically.
+
+    Parameters
+    ----------
+    kind
+        Sub-folder of the cache (``"analysis"``, ``"pruning"``, ...).
+    label
+        Human-readable file-name prefix (sanitised).
+    parts
+        Key parts; values must be JSON-serialisable (``default=str`` is applied).
+    compute
+        Called on a miss; must return an :class:`xarray.Dataset`.
+    cache_dir
+        Cache root; default :func:`cache_dir`.
+    attrs
+        Extra attrs stored on the file (not part of the key).
+    key_attr
+        Name of the attr that stores the key.
+
+    Returns
+    -------
+    xarray.Dataset
+        Loaded into memory; ``encoding["source"]`` is the cache file.
+    """
+    if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", kind):
+        raise ValueError(f"kind: expected a plain folder name, got {kind!r}")
+    full = {**dict(parts), "kind": kind, "msapod_version": _version()}
+    full = json.loads(json.dumps(full, sort_keys=True, default=str))
+    key = _key_hash(full)
     folder = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_dir()
-    folder = folder / "analysis"
+    folder = folder / kind
     folder.mkdir(parents=True, exist_ok=True)
-    label = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-    path = folder / f"{label}-{key[:16]}.nc"
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(label))
+    path = folder / f"{safe}-{key[:16]}.nc"
     if path.exists():
-        reason = ""
-        try:
-            with xr.open_dataset(path, engine="h5netcdf") as ds:
-                ds = ds.load()
-            if ds.attrs.get("analysis_key") != key:
-                reason = f"analysis_key {ds.attrs.get('analysis_key')!r}, expected {key!r}"
-            elif _dataset_sha256(ds) != ds.attrs.get("values_sha256"):
-                reason = "values sha256 differs from the recorded checksum"
-        except Exception as err:  # any failure to read means: rebuild
-            reason = f"unreadable ({type(err).__name__}: {err})"
-        if not reason:
-            ds.encoding["source"] = str(path)
+        ds, reason = _read_dataset(path, key, key_attr)
+        if ds is not None:
             return ds
         warnings.warn(f"cache file {path}: {reason}; rebuilding it", CacheWarning, stacklevel=2)
-    ds = analyze(fields, **params)
+    ds = compute()
+    if not isinstance(ds, xr.Dataset):
+        raise TypeError(f"compute: expected it to return an xarray.Dataset, got {type(ds)}")
     ds = _netcdf_safe(ds)
-    ds.attrs.update(
-        model=name,
-        analysis_key=key,
-        fields_key=fkey,
-        weights_sha256=str(fields.attrs.get("weights_sha256")),
-        params=parts["params"],
-    )
+    ds.attrs.update({k: str(v) for k, v in (attrs or {}).items()})
+    ds.attrs[key_attr] = key
+    ds.attrs["cache_key_parts"] = json.dumps(full, sort_keys=True)
     ds.attrs["values_sha256"] = _dataset_sha256(ds)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
@@ -358,10 +415,25 @@ def cached_analysis(
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
-    with xr.open_dataset(path, engine="h5netcdf") as back:
-        back = back.load()
-    back.encoding["source"] = str(path)
+    back, reason = _read_dataset(path, key, key_attr)
+    if back is None:
+        raise OSError(f"cache file {path}: just written but fails verification: {reason}")
     return back
+
+
+def _read_dataset(path: Path, key: str, key_attr: str) -> tuple[xr.Dataset | None, str]:
+    """Load and verify a :func:`cached_dataset` file; ``(dataset, "")`` or ``(None, why)``."""
+    try:
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            ds = ds.load()
+    except Exception as err:  # any failure to read means: rebuild
+        return None, f"unreadable ({type(err).__name__}: {err})"
+    if ds.attrs.get(key_attr) != key:
+        return None, f"{key_attr} {ds.attrs.get(key_attr)!r}, expected {key!r}"
+    if _dataset_sha256(ds) != ds.attrs.get("values_sha256"):
+        return None, "values sha256 differs from the recorded checksum"
+    ds.encoding["source"] = str(path)
+    return ds, ""
 
 
 def zoo_analysis(
