@@ -26,6 +26,8 @@ about 5x more per step on CPU; the per-key prefix form keeps the same causality.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, fields
 
 import torch
@@ -261,3 +263,28 @@ class GPT(nn.Module):
             raise ValueError(f"mask: expected shape ({L}, {H}), got {tuple(mask.shape)}")
         for block, m in zip(self.blocks, mask, strict=True):
             block.attn.head_mask.copy_(m)
+
+    @contextmanager
+    def differentiable_head_mask(self, mask: torch.Tensor | None = None) -> Iterator[torch.Tensor]:
+        """Install a head mask that gradients flow to, for head-importance scores.
+
+        Yields an (n_layer, n_head) leaf tensor ``xi`` with ``requires_grad=True``
+        (initialised from ``mask``, default all ones, in the parameters' dtype and device)
+        whose rows replace the blocks' ``head_mask`` buffers while the ``with`` block
+        runs; ``loss.backward()`` then fills ``xi.grad`` with ``dL/dxi``. The previous
+        masks are restored on exit.
+        """
+        L, H = self.config.n_layer, self.config.n_head
+        p = next(self.parameters())
+        init = torch.ones(L, H) if mask is None else torch.as_tensor(mask)
+        if init.shape != (L, H):
+            raise ValueError(f"mask: expected shape ({L}, {H}), got {tuple(init.shape)}")
+        xi = init.detach().to(dtype=p.dtype, device=p.device).clone().requires_grad_(True)
+        saved = [block.attn.head_mask for block in self.blocks]
+        try:
+            for block, row in zip(self.blocks, xi, strict=True):
+                block.attn.head_mask = row  # a buffer slot may hold a non-leaf tensor
+            yield xi
+        finally:
+            for block, old in zip(self.blocks, saved, strict=True):
+                block.attn.head_mask = old

@@ -150,3 +150,23 @@ def test_head_mask():
         restored, _ = model(idx)
     assert (base - ablated).abs().max() > 1e-3
     assert torch.equal(base, restored)
+
+
+def test_differentiable_head_mask():
+    model = sharp_model()
+    idx = torch.randint(0, 65, (2, 16), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        base, base_loss = model(idx, idx)
+    with model.differentiable_head_mask() as xi:
+        assert xi.shape == (2, 2) and xi.requires_grad
+        _, loss = model(idx, idx)
+        loss.backward()
+    torch.testing.assert_close(loss.detach(), base_loss, rtol=0, atol=0)
+    assert xi.grad is not None and xi.grad.abs().min() > 0
+    # the buffers are restored: a plain forward is unchanged and needs no grad
+    with torch.no_grad():
+        again, _ = model(idx, idx)
+    assert torch.equal(again, base)
+    assert all(not b.attn.head_mask.requires_grad for b in model.blocks)
+    with pytest.raises(ValueError, match="mask"), model.differentiable_head_mask(torch.ones(3)):
+        pass
