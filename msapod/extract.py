@@ -14,7 +14,9 @@ setting) and advanced one block per layer, so every block runs once per snippet;
 probabilities are computed in float64 from exactly the hidden states of the ordinary
 (fast) forward pass, bit-identical to ``GPT.attention(idx, layers=[l])``. For Hugging Face
 models, whose ``output_attentions`` returns all layers at once, the model is re-run once
-per layer and only that layer is kept: ``n_layer`` times the compute, one layer of memory.
+per layer and only that layer is kept: ``n_layer`` times the compute, one layer of memory;
+when the ids fit in one batch, one forward pass serves all layers (its output holds them
+all anyway), so callers can stream batch by batch at the cost of one pass.
 """
 
 from __future__ import annotations
@@ -263,13 +265,20 @@ def _hf_layers(
     model, ids: np.ndarray, layers: list[int], batch_size: int, bar
 ) -> Iterator[tuple[int, Iterator[torch.Tensor]]]:
     """Per requested layer, per-batch probabilities of a Hugging Face model (re-run per
-    layer so that only one layer's attention is ever kept)."""
+    layer so that only one layer's attention is ever kept). When all ids fit in one batch,
+    the single forward pass (which returns every layer anyway) serves all layers."""
     device = _model_device(model)
     n_layer = int(model.config.num_hidden_layers)
+    one_batch = len(ids) <= batch_size
+    kept: dict = {}  # one_batch: layer -> that layer's attention, released once yielded
     for layer in layers:
 
         def probs(layer=layer):
             for s in range(0, len(ids), batch_size):
+                if layer in kept:
+                    bar.update(1)
+                    yield kept.pop(layer).double()
+                    continue
                 idx = torch.as_tensor(ids[s : s + batch_size], device=device)
                 out = model(input_ids=idx, output_attentions=True)
                 att = getattr(out, "attentions", None)
@@ -278,6 +287,9 @@ def _hf_layers(
                         "model: returned no attention probabilities with "
                         "output_attentions=True; load it with attn_implementation='eager'"
                     )
+                if one_batch:
+                    kept.update({k: att[k - 1] for k in layers if k > layer})
+                del out
                 bar.update(1)
                 yield att[layer - 1].double()
 
