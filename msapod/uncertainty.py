@@ -1,0 +1,374 @@
+"""Uncertainty of the headline numbers: jackknife over snapshots, spread over seeds.
+
+The paper reports single-seed point values. Here every per-layer number gets a standard
+error from a **leave-one-snapshot-out jackknife** and architecture differences (EGA minus
+baseline) get an interval that also carries the spread between the two training seeds of
+each architecture.
+
+Why the jackknife (and not the bootstrap): T_spec and H* depend on the effective number
+of snapshots, and a resample with replacement keeps only about 0.63 N distinct ones,
+which biases both downwards (page 07 shows it). Leaving one snapshot out changes N by
+one. The Reynolds mean is re-estimated in every replicate.
+
+Exact leave-one-out scalogram
+-----------------------------
+The scale spectrum is linear in the lag second-moment matrix ``C = sum_i S_i / (N Q)``,
+``S_i = sum_q r_iq r_iq^T`` (snapshot i's lag profiles ``r_iq(tau) = u_i(q, q - tau)``).
+Leaving snapshot i out and re-estimating the mean shifts every other fluctuation by
+``u_i / (N - 1)``; because the fluctuations sum to zero the left-out moment matrix is
+
+    C^(-i) = (sum_j S_j - N / (N - 1) S_i) / ((N - 1) Q),
+
+so one per-snapshot spectrum ``P_i(a) = <M_a, S_i>`` (``M_a`` = the scale's quadratic
+form summed over b) gives all N replicates without recomputing a scalogram.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+
+from .fields import check_field, reynolds, to_lag
+from .scalogram import _check_scales, _wavelet_parts, fourier_period, log_scales
+from .spectra import bootstrap_spectrum, effective_rank, jackknife_se, spectral_concentration
+
+__all__ = [
+    "arch_difference",
+    "pod_jackknife",
+    "scale_jackknife",
+    "t_quantile",
+    "zoo_uncertainty",
+]
+
+#: Version of :func:`zoo_uncertainty`'s output; part of its cache key.
+UNCERTAINTY_FORMAT = 1
+
+
+def _jk_se(rep: np.ndarray, axis: int = -1) -> np.ndarray:
+    n = rep.shape[axis]
+    dev = rep - rep.mean(axis=axis, keepdims=True)
+    return np.sqrt((n - 1) / n * (dev**2).sum(axis=axis))
+
+
+def scale_jackknife(
+    A: xr.DataArray,
+    *,
+    dim: str = "snapshot",
+    scales=None,
+    omega0: float = 6.0,
+    bias_correction: bool = True,
+    centred: bool = False,
+) -> xr.Dataset:
+    """Leave-one-snapshot-out jackknife of the scale spectrum, centroid and energy.
+
+    Parameters
+    ----------
+    A
+        One field set ``(dim, "query", "key")``: attention fields (``centred=False``,
+        the Reynolds mean is removed here) or fluctuations u that already sum to zero
+        over ``dim`` (``centred=True``; checked).
+    dim
+        Snapshot dim (N >= 3).
+    scales, omega0, bias_correction
+        As in :func:`msapod.scalogram` (defaults: 48 log-spaced scales, omega0 = 6, the
+        1/a rectification).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``scale_spectrum(scale)`` (equal to :func:`msapod.scalogram`'s ``spectrum`` of u),
+        ``scale_centroid`` and ``energy`` (sum of E(a, b) over scale and lag, no 1/a)
+        with their jackknife standard errors ``*_se`` and leave-one-out replicates
+        ``*_jack(jack)``.
+    """
+    check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim, min_snapshots=3)
+    extra = [d for d in A.dims if d not in (dim, "query", "key")]
+    if extra:
+        raise ValueError(f"A: expected one field set (dims {dim}, query, key), got extra {extra}")
+    if centred:
+        u = A
+        scale = float(np.abs(A.values).max()) or 1.0
+        off = float(np.abs(A.mean(dim).values).max())
+        if off > 1e-8 * scale:
+            raise ValueError(
+                f"A: centred=True but the fields do not sum to zero over {dim!r} "
+                f"(largest mean {off:.3g}); pass the attention fields with centred=False"
+            )
+    else:
+        u = reynolds(A, dim, check_stochastic=False)["fluctuation"]
+    R = to_lag(u).transpose(dim, "query", "lag")
+    X = np.asarray(R.values, dtype=np.float64)
+    n, q, n_lag = X.shape
+    lags = R["lag"].values
+    s = _check_scales(log_scales(n_lag) if scales is None else scales, n_lag)
+    Pr, Pi = _wavelet_parts(tuple(map(float, s)), tuple(map(float, lags)), float(omega0))
+    Pr3 = Pr.reshape(len(s), n_lag, n_lag)
+    Pi3 = Pi.reshape(len(s), n_lag, n_lag)
+    # M_a = sum_b (Pr_ab Pr_ab^T + Pi_ab Pi_ab^T), flattened (scale, tau * tau')
+    M = np.matmul(Pr3.transpose(0, 2, 1), Pr3) + np.matmul(Pi3.transpose(0, 2, 1), Pi3)
+    M = M.reshape(len(s), -1)
+    P = np.empty((n, len(s)))
+    for i in range(n):
+        Si = X[i].T @ X[i]
+        P[i] = M @ Si.ravel()
+    P_tot = P.sum(0)
+    full = P_tot / (n * q)  # sum_b E(a, b) of the whole ensemble
+    rep = (P_tot[None, :] - n / (n - 1) * P) / ((n - 1) * q)  # (N, scale)
+    rep = np.maximum(rep, 0.0)
+    w = 1.0 / s if bias_correction else np.ones_like(s)
+    loga = np.log(s)
+
+    def centroid(spec):
+        return np.exp((spec * loga).sum(-1) / spec.sum(-1))
+
+    spec_full = full * w
+    spec_rep = rep * w
+    c_rep = centroid(spec_rep)
+    e_rep = rep.sum(-1)
+    jack = np.arange(n)
+    ds = xr.Dataset(
+        {
+            "scale_spectrum": ("scale", spec_full),
+            "scale_centroid": ((), centroid(spec_full)),
+            "scale_centroid_se": ((), _jk_se(c_rep)),
+            "scale_centroid_jack": ("jack", c_rep),
+            "energy": ((), full.sum()),
+            "energy_se": ((), _jk_se(e_rep)),
+            "energy_jack": ("jack", e_rep),
+        },
+        coords={"scale": s, "jack": jack, "period": ("scale", fourier_period(s, omega0))},
+    )
+    ds["scale_centroid"].attrs = {"units": "lag", "long_name": "scale centroid of u"}
+    ds["energy"].attrs = {"long_name": "scalogram energy sum_(a,b) E(a, b) of u"}
+    ds.attrs = {
+        "method": "leave-one-snapshot-out jackknife (mean re-estimated), exact",
+        "n_snapshots": n,
+        "omega0": omega0,
+        "bias_correction": int(bias_correction),
+    }
+    return ds
+
+
+def pod_jackknife(
+    gram: xr.DataArray,
+    *,
+    dim: str = "snapshot",
+    eps: float | Sequence[float] = (0.05, 0.10, 0.20),
+    criterion: str = "energy",
+    k_min: int = 1,
+    k_max: int | None = None,
+) -> xr.Dataset:
+    """Jackknife standard errors of T_spec and H*(eps) from a POD Gram matrix.
+
+    Parameters
+    ----------
+    gram
+        ``K = X X^T / N`` of mean-removed snapshots, dims ``(..., dim, dim + "_")``
+        (``pod(...)["gram"]`` or the ``gram`` of :func:`msapod.analyze`). Leading dims
+        with NaN Gram matrices (missing windows) give NaN.
+    eps, criterion
+        Tolerances and criterion of :func:`msapod.effective_rank`.
+    k_min, k_max
+        Fit range of :func:`msapod.spectral_concentration` applied to each replicate
+        (default k_max = (N - 1) // 2, the replicates' own default).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``T_spec_se(...)``, ``H_star_se(..., eps)`` and the replicate means
+        ``T_spec_jack_mean``, ``H_star_jack_mean``.
+    """
+    eps_list = [float(e) for e in np.atleast_1d(eps)]
+    other = f"{dim}_"
+    if not isinstance(gram, xr.DataArray) or not {dim, other} <= set(gram.dims):
+        raise ValueError(f"gram: expected a DataArray with dims {dim!r} and {other!r}")
+    n = gram.sizes[dim]
+    lead = [d for d in gram.dims if d not in (dim, other)]
+    stacked = gram.stack(_set=lead) if lead else gram.expand_dims(_set=[0])
+    finite = np.isfinite(stacked).all((dim, other)).values
+    t_se = np.full(stacked.sizes["_set"], np.nan)
+    t_mean = np.full_like(t_se, np.nan)
+    h_se = np.full((stacked.sizes["_set"], len(eps_list)), np.nan)
+    h_mean = np.full_like(h_se, np.nan)
+    ok = np.flatnonzero(finite)
+    if ok.size:
+        sub = stacked.isel(_set=ok).transpose("_set", dim, other)
+        sub = sub.drop_vars([c for c in sub.coords if c not in (dim, other)])
+        jk = bootstrap_spectrum(sub, method="jackknife", dim=dim)
+        T = spectral_concentration(jk, k_min, k_max)["T_spec"]
+        t_se[ok] = jackknife_se(T).values
+        t_mean[ok] = T.mean("boot").values
+        for k, e in enumerate(eps_list):
+            H = effective_rank(jk, e, criterion, n_snapshots=n - 1)
+            h_se[ok, k] = jackknife_se(H).values
+            h_mean[ok, k] = H.mean("boot").values
+    coords = {"eps": eps_list}
+    ds = xr.Dataset(
+        {
+            "T_spec_se": ("_set", t_se),
+            "T_spec_jack_mean": ("_set", t_mean),
+            "H_star_se": (("_set", "eps"), h_se),
+            "H_star_jack_mean": (("_set", "eps"), h_mean),
+        },
+        coords={**coords, "_set": stacked["_set"]},
+    )
+    ds = ds.unstack("_set") if lead else ds.isel(_set=0, drop=True)
+    if lead:
+        ds = ds.transpose(*lead, ...)
+    ds.attrs = {"method": "leave-one-snapshot-out jackknife of the Gram matrix", "n": n}
+    return ds
+
+
+def t_quantile(df: float, level: float = 0.95) -> float:
+    """Two-sided Student-t quantile ``t_{(1+level)/2, df}``."""
+    from scipy.stats import t
+
+    if not (df > 0 and 0 < level < 1):
+        raise ValueError(f"df, level: expected df > 0 and 0 < level < 1, got {df}, {level}")
+    return float(t.ppf(0.5 + level / 2, df))
+
+
+def arch_difference(
+    value: xr.DataArray,
+    se: xr.DataArray | None = None,
+    *,
+    architecture: str = "architecture",
+    treatment: str = "ega",
+    control: str = "baseline",
+    level: float = 0.95,
+) -> xr.Dataset:
+    """Difference of architecture means with an interval over seeds and snapshots.
+
+    With ``m_t`` and ``m_c`` models (training seeds) per architecture, values ``x`` and
+    jackknife standard errors ``s`` (optional), the difference of means
+    ``d = mean_t(x) - mean_c(x)`` gets the variance
+
+        var(d) = v_t / m_t + v_c / m_c,   v = var_seed(x) + mean(s^2),
+
+    (the between-seed sample variance plus the within-model sampling variance) and a
+    Student-t interval with ``m_t + m_c - 2`` degrees of freedom. With two seeds per
+    architecture that is 2 degrees of freedom (t = 4.30 at 95 %): an honest, wide
+    interval. ``significant`` is true where the interval excludes zero.
+
+    Parameters
+    ----------
+    value
+        Statistic with a ``model`` dim and an ``architecture`` coord on it.
+    se
+        Its per-model standard errors (same dims), or None.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``diff``, ``se``, ``lower``, ``upper``, ``significant`` and ``df``.
+    """
+    if "model" not in value.dims or architecture not in value.coords:
+        raise ValueError(f"value: expected a 'model' dim with an {architecture!r} coord")
+    arch = value[architecture]
+    parts = {}
+    for label in (treatment, control):
+        sel = arch == label
+        m = int(sel.sum())
+        if m < 2:
+            raise ValueError(
+                f"value: expected at least 2 models of architecture {label!r} (seeds), got {m}"
+            )
+        x = value.where(sel, drop=True)
+        v = x.var("model", ddof=1)
+        if se is not None:
+            v = v + (se.where(sel, drop=True) ** 2).mean("model")
+        parts[label] = (x.mean("model"), v, m)
+    (mt, vt, nt), (mc, vc, nc) = parts[treatment], parts[control]
+    diff = mt - mc
+    sd = np.sqrt(vt / nt + vc / nc)
+    df = nt + nc - 2
+    t = t_quantile(df, level)
+    out = xr.Dataset(
+        {
+            "diff": diff,
+            "se": sd,
+            "lower": diff - t * sd,
+            "upper": diff + t * sd,
+        }
+    )
+    out["significant"] = (out["lower"] > 0) | (out["upper"] < 0)
+    out.attrs = {
+        "df": df,
+        "level": level,
+        "t": t,
+        "method": "Student-t over seeds; variance = seed variance + mean jackknife variance",
+        "contrast": f"{treatment} - {control}",
+    }
+    return out
+
+
+def zoo_uncertainty(
+    models: Sequence[str] | None = None,
+    *,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    eps: Sequence[float] = (0.05, 0.10, 0.20),
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+) -> xr.Dataset:
+    """Jackknife standard errors of the zoo's per-layer numbers (cached).
+
+    For every zoo model and layer (head-averaged fields of
+    :func:`msapod.cache.cached_fields`, default analysis of
+    :func:`msapod.cache.cached_analysis`): the scale centroid and scalogram energy of u
+    (:func:`scale_jackknife`), and T_spec and H*(eps) of every window
+    (:func:`pod_jackknife`). One model is processed at a time.
+
+    Returns
+    -------
+    xarray.Dataset
+        dims ``model``, ``layer`` (``window``, ``eps``); coord ``architecture``.
+    """
+    from tqdm import tqdm
+
+    from .cache import cached_analysis, cached_dataset, cached_fields
+    from .zoo import MODELS
+
+    models = list(MODELS if models is None else models)
+    eps = [float(e) for e in eps]
+    parts_out = []
+    for name in tqdm(models, desc="uncertainty", disable=not progress):
+        ana = cached_analysis(
+            name, n=n, length=length, seed=seed, progress=progress, cache_dir=cache_dir
+        )
+        key = {
+            "analysis_key": ana.attrs["analysis_key"],
+            "eps": eps,
+            "format": UNCERTAINTY_FORMAT,
+        }
+
+        def compute(name=name, ana=ana):
+            F = cached_fields(
+                name, n=n, length=length, seed=seed, progress=progress, cache_dir=cache_dir
+            )
+            layers = []
+            for layer in F["layer"].values:
+                sj = scale_jackknife(F.sel(layer=layer).astype(np.float64))
+                layers.append(sj[["scale_centroid", "scale_centroid_se", "energy", "energy_se"]])
+            out = xr.concat(layers, dim=F["layer"])
+            pj = pod_jackknife(ana["gram"], eps=eps)
+            out = xr.merge([out, pj], compat="override", join="outer")
+            out.attrs = {"model": name}
+            return out
+
+        ds = cached_dataset("uncertainty", name, key, compute, cache_dir=cache_dir)
+        parts_out.append(ds)
+    out = xr.concat(
+        parts_out,
+        dim=xr.DataArray(models, dims="model", name="model"),
+        coords="minimal",
+        compat="override",
+        combine_attrs="drop_conflicts",
+    )
+    return out.assign_coords(
+        architecture=("model", ["ega" if m.startswith("ega") else "baseline" for m in models])
+    )

@@ -1,0 +1,104 @@
+"""Jackknife uncertainty: exact leave-one-out scalogram, POD jackknife, seed intervals."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import msapod
+from msapod.uncertainty import arch_difference, pod_jackknife, scale_jackknife, t_quantile
+
+
+def _fields(n=10, L=36, seed=0):
+    rng = np.random.default_rng(seed)
+    A = rng.random((n, L, L)) ** 3 * np.tril(np.ones((L, L)))
+    A /= A.sum(-1, keepdims=True)
+    return xr.DataArray(A, dims=("snapshot", "query", "key"))
+
+
+def test_scale_jackknife_full_ensemble_matches_scalogram():
+    A = _fields()
+    sj = scale_jackknife(A)
+    sc = msapod.scalogram(msapod.reynolds(A)["fluctuation"])
+    np.testing.assert_allclose(sj["scale_spectrum"], sc["spectrum"], rtol=1e-10)
+    assert float(sj["scale_centroid"]) == pytest.approx(
+        float(msapod.scale_centroid(sc["spectrum"])), rel=1e-12
+    )
+    assert float(sj["energy"]) == pytest.approx(float(sc["energy"].sum()), rel=1e-10)
+
+
+@pytest.mark.parametrize("i", [0, 4, 9])
+def test_scale_jackknife_replicates_equal_brute_force_leave_one_out(i):
+    A = _fields()
+    sj = scale_jackknife(A)
+    Ai = A.drop_isel(snapshot=i)  # the mean is re-estimated without snapshot i
+    sci = msapod.scalogram(msapod.reynolds(Ai)["fluctuation"])
+    assert float(sj["scale_centroid_jack"][i]) == pytest.approx(
+        float(msapod.scale_centroid(sci["spectrum"])), rel=1e-10
+    )
+    assert float(sj["energy_jack"][i]) == pytest.approx(float(sci["energy"].sum()), rel=1e-10)
+
+
+def test_scale_jackknife_se_formula_and_centred_input():
+    A = _fields()
+    sj = scale_jackknife(A)
+    rep = sj["scale_centroid_jack"].values
+    n = rep.size
+    want = np.sqrt((n - 1) / n * ((rep - rep.mean()) ** 2).sum())
+    assert float(sj["scale_centroid_se"]) == pytest.approx(want)
+    u = msapod.reynolds(A)["fluctuation"]
+    sj2 = scale_jackknife(u, centred=True)
+    np.testing.assert_allclose(sj2["scale_centroid_jack"], rep, rtol=1e-10)
+
+
+def test_scale_jackknife_errors():
+    A = _fields()
+    with pytest.raises(ValueError, match="centred"):
+        scale_jackknife(A, centred=True)
+    with pytest.raises(ValueError, match="A"):
+        scale_jackknife(A.expand_dims(layer=[1]))
+    with pytest.raises(ValueError, match="snapshot"):
+        scale_jackknife(A.isel(snapshot=slice(0, 2)))
+
+
+def test_pod_jackknife_matches_manual_and_keeps_nan_windows():
+    A = _fields(n=14)
+    u = msapod.reynolds(A)["fluctuation"]
+    g = msapod.pod(u)["gram"]
+    stack = xr.concat([g, g * np.nan], dim=xr.DataArray(["plain", "missing"], dims="window"))
+    pj = pod_jackknife(stack, eps=(0.1,))
+    jk = msapod.bootstrap_spectrum(g, method="jackknife")
+    T = msapod.spectral_concentration(jk)["T_spec"]
+    assert float(pj["T_spec_se"].sel(window="plain")) == pytest.approx(
+        float(msapod.jackknife_se(T)), rel=1e-12
+    )
+    H = msapod.effective_rank(jk, 0.1, n_snapshots=13)
+    assert float(pj["H_star_se"].sel(window="plain", eps=0.1)) == pytest.approx(
+        float(msapod.jackknife_se(H))
+    )
+    assert np.isnan(pj["T_spec_se"].sel(window="missing"))
+    with pytest.raises(ValueError, match="gram"):
+        pod_jackknife(g.rename(snapshot_="other"))
+
+
+def test_arch_difference_by_hand():
+    models = ["b1", "b2", "e1", "e2"]
+    x = xr.DataArray(
+        [[1.0, 2.0], [1.2, 2.4], [2.0, 2.0], [2.4, 2.2]],
+        dims=("model", "layer"),
+        coords={"model": models, "architecture": ("model", ["baseline"] * 2 + ["ega"] * 2)},
+    )
+    se = xr.full_like(x, 0.1)
+    d = arch_difference(x, se)
+    t = t_quantile(2)
+    assert t == pytest.approx(4.302652729911275)
+    diff0 = 2.2 - 1.1
+    var0 = (np.var([2.0, 2.4], ddof=1) + 0.01) / 2 + (np.var([1.0, 1.2], ddof=1) + 0.01) / 2
+    assert float(d["diff"][0]) == pytest.approx(diff0)
+    assert float(d["se"][0]) == pytest.approx(np.sqrt(var0))
+    assert float(d["lower"][0]) == pytest.approx(diff0 - t * np.sqrt(var0))
+    assert bool(d["significant"][0]) == (diff0 - t * np.sqrt(var0) > 0)
+    assert not bool(d["significant"][1])  # 2.1 vs 2.2 with spread 0.4: not significant
+    with pytest.raises(ValueError, match="at least 2 models"):
+        arch_difference(x.isel(model=[0, 2, 3]))
+    with pytest.raises(ValueError, match="model"):
+        arch_difference(x.rename(model="m"))
