@@ -1,0 +1,884 @@
+"""Head pruning: an experimental test of claim C6.
+
+C6 says that a uniform 8 heads per layer over-specify the layers whose attention fields
+have a low effective rank H* and under-specify those with a high one. If that is so,
+removing heads where H* is low should cost less validation loss than removing the same
+number of heads anywhere else. This module measures it:
+
+* :func:`head_ranks`: H*(eps), T_spec and the POD spectrum of every head's *plain*
+  (unwindowed) fluctuation field ``u = A - Abar`` over the paper ensemble, streamed one
+  layer at a time; also the head-averaged field of each layer (the paper's H*).
+* :func:`head_importance`: the gradient-based head importance of Michel, Levy & Neubig
+  (2019, "Are sixteen heads really better than one?"): ``I_h = E_x |dL/dxi_h|`` at
+  ``xi = 1``, where ``xi_h`` multiplies head h's output, normalised per layer by its l2
+  norm over heads as in their code, on *training*-split batches.
+* :func:`prune_masks`: which heads to remove for a budget and a strategy.
+* :func:`ablation_loss`: validation loss with heads zeroed (``GPT.set_head_mask``).
+* :func:`pruning_study`: all of it for the zoo models, cached per model with
+  :func:`msapod.cache.cached_dataset`; :func:`c6_verdict` reads the verdict from it.
+
+Strategies (``budget`` heads removed out of ``n_layer * n_head``):
+
+``"low-H*"`` / ``"high-H*"``
+    the heads with the lowest / highest per-head H* at the primary eps (0.10). H* is an
+    integer and saturates at N - 1 = 149, so ties are broken by the fraction of the
+    head's fluctuation energy captured by its first ``tie_modes`` (10) POD modes: a
+    larger captured fraction counts as a lower rank. Both are folded into one score,
+    ``rank_score = H* + 0.5 (1 - captured)``; remaining exact ties go to the lower
+    (layer, head) index (stable sort).
+``"H*-allocation"``
+    the literal reading of C6: the heads kept per layer are proportional to the layer's
+    H* (of the head-averaged field, as in the paper), rounded by largest remainders
+    (ties to the lower layer) and capped at n_head; which heads go within a layer is
+    drawn at random.
+``"uniform"``
+    ``budget // n_layer`` heads per layer, plus one more in ``budget % n_layer`` layers
+    drawn at random (the counts differ by at most one, and are equal when n_layer
+    divides the budget); heads within a layer at random.
+``"random"``
+    ``budget`` heads drawn at random from all heads.
+``"importance"``
+    the heads with the lowest Michel importance (one shot, not their iterative
+    re-estimation).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "PRUNE_FORMAT",
+    "RANDOMISED",
+    "STRATEGIES",
+    "ablation_loss",
+    "c6_verdict",
+    "head_importance",
+    "head_ranks",
+    "model_pruning",
+    "prune_masks",
+    "pruning_study",
+]
+
+#: Version of this module's results; part of every cache key.
+PRUNE_FORMAT = 1
+#: Strategies understood by :func:`prune_masks`, in display order.
+STRATEGIES = ("low-H*", "high-H*", "H*-allocation", "uniform", "random", "importance")
+#: Strategies that draw at random (several draws in :func:`pruning_study`).
+RANDOMISED = ("H*-allocation", "uniform", "random")
+C6_TEXT = "uniform 8 heads over-specify deep layers, under-specify early ones"
+
+
+def _int(value, name: str, least: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+        raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
+    return int(value)
+
+
+def _eps_tuple(eps, primary: float) -> tuple[float, ...]:
+    eps = (eps,) if isinstance(eps, int | float) else tuple(eps)
+    if not eps or not all(isinstance(e, int | float) and 0 < e < 1 for e in eps):
+        raise ValueError(f"eps: expected numbers in (0, 1), got {eps!r}")
+    eps = tuple(sorted({float(e) for e in eps}))
+    if not any(np.isclose(primary, e) for e in eps):
+        raise ValueError(f"primary_eps: expected one of eps {eps}, got {primary!r}")
+    return eps
+
+
+# ----------------------------------------------------------------------- per-head H*
+
+
+def _spectrum(A: xr.DataArray) -> np.ndarray:
+    """Full POD spectrum (rank) of the plain fluctuation field of ``A`` (snapshot, q, k)."""
+    from .fields import reynolds
+    from .pod import pod
+
+    u = reynolds(A)["fluctuation"]
+    return pod(u, n_modes=1)["spectrum"].values
+
+
+def head_ranks(
+    model,
+    ids,
+    *,
+    eps: float | Sequence[float] = (0.05, 0.10, 0.20),
+    primary_eps: float = 0.10,
+    criterion: str = "energy",
+    tie_modes: int = 10,
+    batch_size: int = 16,
+    progress: bool = False,
+    name: str | None = None,
+) -> xr.Dataset:
+    """Effective rank H* and spectral concentration T_spec of every attention head.
+
+    Streams one layer at a time (:func:`msapod.extract.iter_attention` with
+    ``average_heads=False``); for each head the plain (unwindowed) fluctuation field
+    ``u_s = A_s - Abar`` is decomposed by :func:`msapod.pod` and its full spectrum gives
+    H* (:func:`msapod.effective_rank`) and T_spec (:func:`msapod.spectral_concentration`,
+    default fit range). The head-averaged field of the layer is decomposed too.
+
+    Parameters
+    ----------
+    model
+        An :class:`msapod.model.GPT` (or a model :func:`msapod.extract.iter_attention`
+        accepts).
+    ids
+        ``(N, L)`` token ids of the ensemble, e.g. ``msapod.extract.ensemble_ids()[0]``.
+    eps
+        Tolerances of H*; ``primary_eps`` (one of them) defines ``rank_score``.
+    criterion
+        ``"energy"`` (the paper's pairing of eps = 0.10 with 90 % of the energy) or
+        ``"l2"``.
+    tie_modes
+        Modes whose captured energy fraction breaks ties of H* (see ``rank_score``).
+    batch_size, progress, name
+        Passed to :func:`msapod.extract.iter_attention`.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``H_star(layer, head, eps)`` with ``at_rank_limit``; ``T_spec``, ``beta``,
+        ``r2`` and ``captured(layer, head)`` (energy fraction of the first
+        ``tie_modes`` modes); ``rank_score(layer, head) = H*(primary_eps) + 0.5 (1 -
+        captured)``, which orders heads by H* and then by captured energy (larger =
+        lower rank); ``spectrum(layer, head, rank)``; and the same for the
+        head-averaged field: ``H_star_layer(layer, eps)``, ``T_spec_layer(layer)``,
+        ``spectrum_layer(layer, rank)``. Layers and heads are numbered from 1.
+    """
+    from .extract import iter_attention
+    from .spectra import effective_rank, spectral_concentration
+
+    eps = _eps_tuple(eps, primary_eps)
+    if criterion not in ("energy", "l2"):
+        raise ValueError(f"criterion: expected 'energy' or 'l2', got {criterion!r}")
+    tie_modes = _int(tie_modes, "tie_modes", 1)
+    layers, heads, layer_specs = [], [], []
+    n = None
+    for field in iter_attention(
+        model,
+        ids,
+        batch_size=batch_size,
+        average_heads=False,
+        dtype=np.float32,
+        progress=progress,
+        name=name,
+    ):
+        n = field.sizes["snapshot"]
+        layers.append(int(field["layer"]))
+        heads.append(np.stack([_spectrum(field.sel(head=h)) for h in field["head"].values]))
+        layer_specs.append(_spectrum(field.mean("head")))
+        del field
+    H = heads[0].shape[0]
+    coords = {"layer": layers, "head": np.arange(1, H + 1), "rank": np.arange(1, n + 1)}
+    spec = xr.DataArray(np.stack(heads), dims=("layer", "head", "rank"), coords=coords)
+    spec.attrs = {"n_snapshots": n, "long_name": "POD eigenvalues of the head's fluctuations"}
+    lspec = xr.DataArray(
+        np.stack(layer_specs),
+        dims=("layer", "rank"),
+        coords={"layer": layers, "rank": coords["rank"]},
+        attrs={"n_snapshots": n, "long_name": "POD eigenvalues, head-averaged field"},
+    )
+
+    def ranks(s: xr.DataArray) -> xr.DataArray:
+        hs = [effective_rank(s, e, criterion, n_snapshots=n) for e in eps]
+        return xr.concat(hs, dim=xr.DataArray(list(eps), dims="eps", name="eps"))
+
+    Hh, Hl = ranks(spec), ranks(lspec)
+    total = spec.sum("rank")
+    k = min(tie_modes, n)
+    captured = (spec.isel(rank=slice(0, k)).sum("rank") / total.where(total > 0)).fillna(0.0)
+    primary = Hh.sel(eps=primary_eps, method="nearest").drop_vars(["eps", "at_rank_limit"])
+    score = primary + 0.5 * (1.0 - captured)
+    sc, scl = spectral_concentration(spec), spectral_concentration(lspec)
+    ds = xr.Dataset(
+        {
+            "H_star": Hh.reset_coords("at_rank_limit", drop=True).transpose("layer", "head", "eps"),
+            "at_rank_limit": (Hh >= n - 1)
+            .transpose("layer", "head", "eps")
+            .reset_coords(drop=True),
+            "T_spec": sc["T_spec"],
+            "beta": sc["beta"],
+            "r2": sc["r2"],
+            "captured": captured,
+            "rank_score": score,
+            "spectrum": spec,
+            "H_star_layer": Hl.reset_coords("at_rank_limit", drop=True).transpose("layer", "eps"),
+            "T_spec_layer": scl["T_spec"],
+            "spectrum_layer": lspec,
+        }
+    )
+    ds["H_star"].attrs = {"long_name": f"per-head effective rank H*, {criterion} criterion"}
+    ds["captured"].attrs = {"long_name": f"energy fraction of the first {k} POD modes"}
+    ds["rank_score"].attrs = {
+        "long_name": f"H*({primary_eps:g}) + 0.5 (1 - captured): H* with ties broken by "
+        f"the energy captured by the first {k} modes (more captured = lower rank)"
+    }
+    ds["H_star_layer"].attrs = {"long_name": "effective rank H* of the head-averaged field"}
+    ds.attrs = {
+        "n_snapshots": n,
+        "criterion": criterion,
+        "primary_eps": primary_eps,
+        "tie_modes": k,
+        "field": "plain (unwindowed) fluctuation u = A - Abar, one POD per head",
+        "T_spec_fit": f"k = {sc.attrs['k_min']}..{sc.attrs['k_max']}",
+    }
+    return ds
+
+
+# ---------------------------------------------------------------- Michel importance
+
+
+def head_importance(
+    model,
+    tokens,
+    *,
+    batches: int = 16,
+    batch_size: int = 8,
+    seed: int = 0,
+    normalise: bool = True,
+    progress: bool = False,
+) -> xr.DataArray:
+    """Gradient-based head importance of Michel, Levy & Neubig (2019).
+
+    ``I_h = mean over batches of |dL/dxi_h|`` at ``xi = 1``, where ``xi_h`` multiplies
+    head h's output (:meth:`msapod.model.GPT.differentiable_head_mask`) and ``L`` is
+    the mean next-character cross-entropy of a batch (the absolute value is taken per
+    batch, as in their code). With ``normalise`` each layer's scores are divided by
+    their l2 norm over the heads (their ``exponent = 2`` layer normalisation), which
+    makes scores comparable across layers for global pruning.
+
+    Parameters
+    ----------
+    model
+        An :class:`msapod.model.GPT`; run in eval mode, its mode is restored.
+    tokens
+        1-D token stream to draw windows of ``block_size + 1`` tokens from. Use the
+        *training* split, so that the heads are not selected on the validation batches
+        the loss is measured on.
+    batches, batch_size, seed
+        Windows drawn as in :func:`msapod.train.get_batch` with
+        ``numpy.random.default_rng(seed)``.
+    normalise
+        Divide by the per-layer l2 norm.
+    progress
+        Show a progress bar.
+
+    Returns
+    -------
+    xarray.DataArray
+        ``(layer, head)``, numbered from 1; attrs say how it was computed.
+    """
+    import torch
+    from tqdm import tqdm
+
+    from .train import get_batch
+
+    batches = _int(batches, "batches", 1)
+    batch_size = _int(batch_size, "batch_size", 1)
+    seed = _int(seed, "seed", 0)
+    tokens = np.asarray(tokens)
+    block = model.config.block_size
+    if tokens.ndim != 1 or len(tokens) < block + 2:
+        raise ValueError(
+            f"tokens: expected a 1-D token stream longer than block_size + 1 = {block + 1}, "
+            f"got shape {tokens.shape}"
+        )
+    rng = np.random.default_rng(seed)
+    was_training = model.training
+    model.eval()
+    p = next(model.parameters())
+    total = torch.zeros(model.config.n_layer, model.config.n_head, dtype=torch.float64)
+    try:
+        for _ in tqdm(range(batches), desc="importance", disable=not progress, mininterval=2):
+            x, y = get_batch(tokens, block, batch_size, rng)
+            with model.differentiable_head_mask() as xi:
+                _, loss = model(x.to(p.device), y.to(p.device))
+                (grad,) = torch.autograd.grad(loss, xi)
+            total += grad.detach().abs().double().cpu()
+    finally:
+        model.train(was_training)
+    imp = (total / batches).numpy()
+    L, H = imp.shape
+    out = xr.DataArray(
+        imp,
+        dims=("layer", "head"),
+        coords={"layer": np.arange(1, L + 1), "head": np.arange(1, H + 1)},
+        name="importance",
+        attrs={
+            "long_name": "head importance E|dL/dxi_h| (Michel et al. 2019)",
+            "normalised": "none",
+            "batches": batches,
+            "batch_size": batch_size,
+            "seed": seed,
+            "split": "the tokens given (use the training split)",
+        },
+    )
+    return _normalise(out) if normalise else out
+
+
+def _normalise(imp: xr.DataArray) -> xr.DataArray:
+    """Michel et al.'s layer normalisation: divide by the l2 norm over heads."""
+    out = imp / (np.sqrt((imp**2).sum("head")) + 1e-20)
+    out.attrs = {**imp.attrs, "normalised": "l2 per layer"}
+    return out.rename(imp.name)
+
+
+# ---------------------------------------------------------------------- masks, loss
+
+
+def _scores_2d(scores) -> np.ndarray:
+    if isinstance(scores, xr.DataArray) and {"layer", "head"} <= set(scores.dims):
+        scores = scores.transpose("layer", "head").values
+    arr = np.asarray(scores, dtype=np.float64)
+    if arr.ndim != 2 or 0 in arr.shape:
+        raise ValueError(f"scores: expected a (n_layer, n_head) array, got shape {arr.shape}")
+    return arr
+
+
+def _as_rng(rng, strategy: str) -> np.random.Generator:
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None:
+        raise ValueError(f"rng: strategy {strategy!r} draws at random and needs an rng or seed")
+    return np.random.default_rng(_int(rng, "rng", 0))
+
+
+def _allocate(weights: np.ndarray, keep: int, cap: int) -> np.ndarray:
+    """Integers ``k_l <= cap`` summing to ``keep``, proportional to ``weights``
+    (largest remainders, ties to the lower index; capped layers pass on the excess)."""
+    L = len(weights)
+    k = np.zeros(L, dtype=np.int64)
+    free = np.ones(L, dtype=bool)
+    left = keep
+    while left > 0:
+        w = np.where(free, np.clip(weights, 0, None), 0.0)
+        w = w if w.sum() > 0 else free.astype(float)
+        quota = left * w / w.sum()
+        add = np.minimum(np.floor(quota).astype(np.int64), cap - k)
+        rem = np.where(free & (k + add < cap), quota - np.floor(quota), -1.0)
+        k += add
+        left -= int(add.sum())
+        for i in np.argsort(-rem, kind="stable"):
+            if left == 0 or rem[i] < 0:
+                break
+            k[i] += 1
+            left -= 1
+        free = k < cap
+    return k
+
+
+def prune_masks(scores, budget: int, strategy: str, rng=None) -> np.ndarray:
+    """Which heads a strategy removes for a budget: a (n_layer, n_head) 0/1 mask.
+
+    Parameters
+    ----------
+    scores
+        ``(n_layer, n_head)`` array or DataArray with dims ``layer``, ``head``: the
+        per-head ``rank_score`` for ``"low-H*"``/``"high-H*"``, the importance for
+        ``"importance"``, the layer's H* (constant along ``head``; the mean over heads is
+        used) for ``"H*-allocation"``; only its shape matters for ``"uniform"`` and
+        ``"random"``.
+    budget
+        Number of heads to remove, 0..n_layer * n_head.
+    strategy
+        One of :data:`STRATEGIES` (see the module docstring).
+    rng
+        ``numpy.random.Generator`` or integer seed; needed by :data:`RANDOMISED`
+        strategies.
+
+    Returns
+    -------
+    numpy.ndarray
+        int8 mask, 1 = keep, 0 = removed; exactly ``budget`` zeros.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
+    s = _scores_2d(scores)
+    L, H = s.shape
+    budget = _int(budget, "budget", 0)
+    if budget > L * H:
+        raise ValueError(f"budget: expected at most the number of heads {L * H}, got {budget}")
+    if strategy not in ("uniform", "random") and not np.isfinite(s).all():
+        raise ValueError(f"scores: expected finite values for strategy {strategy!r}")
+    gen = _as_rng(rng, strategy) if strategy in RANDOMISED else None
+    flat = np.ones(L * H, dtype=np.int8)
+    if strategy in ("low-H*", "importance"):
+        flat[np.argsort(s.ravel(), kind="stable")[:budget]] = 0
+    elif strategy == "high-H*":
+        flat[np.argsort(-s.ravel(), kind="stable")[:budget]] = 0
+    elif strategy == "random":
+        flat[gen.choice(L * H, size=budget, replace=False)] = 0
+    else:
+        if strategy == "uniform":
+            per = np.full(L, budget // L, dtype=np.int64)
+            per[gen.choice(L, size=budget % L, replace=False)] += 1
+        else:  # H*-allocation: kept heads proportional to the layer's H*
+            per = H - _allocate(s.mean(axis=1), L * H - budget, H)
+        mask = flat.reshape(L, H)
+        for layer in range(L):
+            mask[layer, gen.choice(H, size=int(per[layer]), replace=False)] = 0
+    return flat.reshape(L, H)
+
+
+def ablation_loss(model, mask, tokens, *, batches: int = 20, batch_size: int = 16) -> float:
+    """Validation loss with the heads where ``mask == 0`` zeroed.
+
+    Installs ``mask`` with :meth:`msapod.model.GPT.set_head_mask`, runs
+    :func:`msapod.train.evaluate` (fixed, seeded batches: every mask sees the same
+    windows, so differences between masks are paired) and restores the previous mask.
+
+    Parameters
+    ----------
+    model
+        An :class:`msapod.model.GPT`.
+    mask
+        ``(n_layer, n_head)`` of 0/1 (1 = keep).
+    tokens
+        1-D token stream, normally ``load_corpus().val``.
+    batches, batch_size
+        Passed to :func:`msapod.train.evaluate`.
+
+    Returns
+    -------
+    float
+        Mean cross-entropy in nats per character.
+    """
+    import torch
+
+    from .train import evaluate
+
+    L, H = model.config.n_layer, model.config.n_head
+    m = np.asarray(mask, dtype=np.float64)
+    if m.shape != (L, H):
+        raise ValueError(f"mask: expected shape ({L}, {H}), got {m.shape}")
+    if not np.isin(m, (0.0, 1.0)).all():
+        raise ValueError("mask: expected only 0 (remove) and 1 (keep)")
+    batches = _int(batches, "batches", 1)
+    batch_size = _int(batch_size, "batch_size", 1)
+    saved = torch.stack([b.attn.head_mask.detach().clone() for b in model.blocks])
+    try:
+        model.set_head_mask(torch.as_tensor(m, dtype=torch.float32))
+        return evaluate(model, np.asarray(tokens), batches=batches, batch_size=batch_size)
+    finally:
+        model.set_head_mask(saved)
+
+
+# --------------------------------------------------------------------- the study
+
+
+def _draw_rng(seed: int, budget: int, strategy: str, draw: int) -> np.random.Generator:
+    return np.random.default_rng([seed, budget, STRATEGIES.index(strategy), draw])
+
+
+def model_pruning(
+    model,
+    *,
+    corpus=None,
+    budgets: Sequence[int] = (8, 16, 24),
+    n_random: int = 5,
+    seed: int = 0,
+    n: int = 150,
+    length: int = 256,
+    eps: Sequence[float] = (0.05, 0.10, 0.20),
+    primary_eps: float = 0.10,
+    tie_modes: int = 10,
+    eval_batches: int = 20,
+    eval_batch_size: int = 16,
+    importance_batches: int = 16,
+    importance_batch_size: int = 8,
+    ranks: xr.Dataset | None = None,
+    progress: bool = False,
+    name: str | None = None,
+) -> xr.Dataset:
+    """The pruning experiment for one model (uncached; see :func:`pruning_study`).
+
+    Computes :func:`head_ranks` on the paper ensemble (``ensemble_ids(n, length, seed=0,
+    split="val")``) unless ``ranks`` is given, :func:`head_importance` on the training
+    split, and the validation loss (:func:`ablation_loss` on ``corpus.val``) of the
+    unpruned model and of every strategy's mask for every budget: one draw for the
+    deterministic strategies, ``n_random`` for :data:`RANDOMISED` ones (draw ``d`` of
+    budget ``b`` uses ``default_rng([seed, b, strategy index, d])``).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``base_loss``; ``loss`` and ``loss_increase`` ``(strategy, budget, draw)``, NaN
+        for draws a deterministic strategy does not have; ``mask(strategy, budget,
+        draw, layer, head)`` int8 (1 keep, 0 removed, -1 no such draw); ``importance``
+        and ``importance_raw`` ``(layer, head)``; and the :func:`head_ranks` variables.
+    """
+    from tqdm import tqdm
+
+    from .data import load_corpus
+    from .extract import ensemble_ids
+
+    corpus = load_corpus() if corpus is None else corpus
+    n_random = _int(n_random, "n_random", 1)
+    L, H = model.config.n_layer, model.config.n_head
+    budgets = _check_budgets(budgets, L * H)
+    if ranks is None:
+        ids, _ = ensemble_ids(corpus, n=n, length=length, seed=0, split="val")
+        ranks = head_ranks(
+            model,
+            ids,
+            eps=eps,
+            primary_eps=primary_eps,
+            tie_modes=tie_modes,
+            progress=progress,
+            name=name,
+        )
+    imp_kw = dict(batches=importance_batches, batch_size=importance_batch_size, seed=seed)
+    raw = head_importance(model, corpus.train, normalise=False, progress=progress, **imp_kw)
+    importance = _normalise(raw)
+    scores = {
+        "low-H*": ranks["rank_score"],
+        "high-H*": ranks["rank_score"],
+        "importance": importance,
+        "H*-allocation": ranks["H_star_layer"]
+        .sel(eps=primary_eps, method="nearest")
+        .broadcast_like(ranks["rank_score"]),
+        "uniform": ranks["rank_score"],
+        "random": ranks["rank_score"],
+    }
+    shape = (len(STRATEGIES), len(budgets), n_random)
+    loss = np.full(shape, np.nan)
+    masks = np.full(shape + (L, H), -1, dtype=np.int8)
+    jobs = [
+        (i, j, d)
+        for i, st in enumerate(STRATEGIES)
+        for j in range(len(budgets))
+        for d in range(n_random if st in RANDOMISED else 1)
+    ]
+    ev = dict(batches=eval_batches, batch_size=eval_batch_size)
+    bar = tqdm(total=len(jobs) + 1, desc=f"ablation {name or ''}".strip(), disable=not progress)
+    base = ablation_loss(model, np.ones((L, H)), corpus.val, **ev)
+    bar.update(1)
+    for i, j, d in jobs:
+        st, b = STRATEGIES[i], budgets[j]
+        rng = _draw_rng(seed, b, st, d) if st in RANDOMISED else None
+        masks[i, j, d] = prune_masks(scores[st], b, st, rng)
+        loss[i, j, d] = ablation_loss(model, masks[i, j, d], corpus.val, **ev)
+        bar.update(1)
+    bar.close()
+    coords = {
+        "strategy": list(STRATEGIES),
+        "budget": list(budgets),
+        "draw": np.arange(n_random),
+        "layer": ranks["layer"].values,
+        "head": ranks["head"].values,
+    }
+    dims = ("strategy", "budget", "draw")
+    ds = xr.Dataset(
+        {
+            "base_loss": xr.DataArray(
+                base, attrs={"long_name": "validation loss, no head removed"}
+            ),
+            "loss": xr.DataArray(loss, dims=dims, attrs={"long_name": "validation loss, pruned"}),
+            "mask": xr.DataArray(
+                masks,
+                dims=(*dims, "layer", "head"),
+                attrs={"long_name": "head mask: 1 kept, 0 removed, -1 no such draw"},
+            ),
+            "importance": importance.drop_vars(["layer", "head"]),
+            "importance_raw": raw.drop_vars(["layer", "head"]),
+        },
+        coords=coords,
+    )
+    ds["loss_increase"] = ds["loss"] - ds["base_loss"]
+    ds["loss_increase"].attrs = {"long_name": "validation loss increase (nats/char)"}
+    ds["importance"].attrs = dict(importance.attrs)
+    ds["importance_raw"].attrs = dict(raw.attrs)
+    ds = xr.merge([ds, ranks], combine_attrs="drop_conflicts")
+    ds.attrs.update(
+        {
+            "n_heads": L * H,
+            "n_random": n_random,
+            "seed": seed,
+            "eval": f"msapod.train.evaluate on the val split, {eval_batches} x {eval_batch_size}",
+            "importance": (
+                f"Michel et al. 2019, {importance_batches} x {importance_batch_size} "
+                "training-split windows, l2-normalised per layer"
+            ),
+            "h_star_ensemble": f"ensemble_ids(n={n}, length={length}, seed=0, split='val')",
+        }
+    )
+    return ds
+
+
+def _check_budgets(budgets, n_heads: int) -> list[int]:
+    if isinstance(budgets, int | np.integer):
+        budgets = [budgets]
+    out = sorted({_int(b, "budgets", 1) for b in budgets})
+    if not out:
+        raise ValueError("budgets: expected at least one budget")
+    if out[-1] > n_heads:
+        raise ValueError(f"budgets: expected at most the number of heads {n_heads}, got {out[-1]}")
+    return out
+
+
+def pruning_study(
+    models: Sequence[str] | None = None,
+    *,
+    budgets: Sequence[int] = (8, 16, 24),
+    n_random: int = 5,
+    seed: int = 0,
+    n: int = 150,
+    length: int = 256,
+    eps: Sequence[float] = (0.05, 0.10, 0.20),
+    primary_eps: float = 0.10,
+    tie_modes: int = 10,
+    eval_batches: int = 20,
+    eval_batch_size: int = 16,
+    importance_batches: int = 16,
+    importance_batch_size: int = 8,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> xr.Dataset:
+    """Head-pruning experiment (test of C6) on zoo models, cached.
+
+    One model at a time: its per-head H* (:func:`head_ranks`, cached under
+    ``<cache>/head-ranks``) and its pruning results (:func:`model_pruning`, cached
+    under ``<cache>/pruning``), each keyed by the weights' and the data's sha256, every
+    parameter and :data:`PRUNE_FORMAT` (see :func:`msapod.cache.cached_dataset`).
+
+    Parameters
+    ----------
+    models
+        Zoo model names; default all of :data:`msapod.zoo.MODELS`.
+    budgets
+        Numbers of heads removed (of 48 in the zoo models).
+    n_random
+        Draws per randomised strategy (at least 2, for a spread).
+    seed
+        Seed of the random draws and of the importance batches.
+    n, length, eps, primary_eps, tie_modes
+        Ensemble and H* parameters (:func:`head_ranks`).
+    eval_batches, eval_batch_size
+        Validation batches of :func:`ablation_loss`.
+    importance_batches, importance_batch_size
+        Training batches of :func:`head_importance`.
+    cache_dir
+        Cache root; default :func:`msapod.cache.cache_dir`.
+    progress
+        Show progress bars (one model and one layer at a time).
+
+    Returns
+    -------
+    xarray.Dataset
+        The :func:`model_pruning` variables stacked along ``model``, with coords
+        ``architecture`` and ``train_seed``.
+    """
+    from .cache import cached_dataset
+    from .data import load_corpus
+    from .zoo import MODELS, ZOO_CONFIGS, load
+
+    models = list(MODELS if models is None else models)
+    if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
+        raise ValueError(f"models: expected distinct names from {MODELS}, got {models!r}")
+    n_random = _int(n_random, "n_random", 2)
+    cfg = ZOO_CONFIGS[models[0]].model
+    budgets = _check_budgets(budgets, cfg.n_layer * cfg.n_head)
+    eps = _eps_tuple(eps, primary_eps)
+    corpus = load_corpus()
+    rank_kw = dict(n=n, length=length, eps=list(eps), primary_eps=primary_eps, tie_modes=tie_modes)
+    params = dict(
+        **rank_kw,
+        budgets=budgets,
+        n_random=n_random,
+        seed=seed,
+        eval_batches=eval_batches,
+        eval_batch_size=eval_batch_size,
+        importance_batches=importance_batches,
+        importance_batch_size=importance_batch_size,
+        strategies=list(STRATEGIES),
+    )
+    parts = []
+    for name in models:
+        model = load(name)
+        base = {
+            "weights_sha256": model.weights_sha256,
+            "data_sha256": corpus.sha256,
+            "prune_format": PRUNE_FORMAT,
+        }
+
+        def ranks_fn(model=model, name=name):
+            from .extract import ensemble_ids
+
+            ids, _ = ensemble_ids(corpus, n=n, length=length, seed=0, split="val")
+            return head_ranks(
+                model,
+                ids,
+                eps=eps,
+                primary_eps=primary_eps,
+                tie_modes=tie_modes,
+                progress=progress,
+                name=name,
+            )
+
+        ranks = cached_dataset(
+            "head-ranks",
+            name,
+            {**base, **rank_kw, "ensemble_seed": 0, "split": "val"},
+            ranks_fn,
+            cache_dir=cache_dir,
+            attrs={"model": name},
+        )
+
+        def prune_fn(model=model, name=name, ranks=ranks):
+            return model_pruning(
+                model,
+                corpus=corpus,
+                ranks=ranks,
+                progress=progress,
+                name=name,
+                budgets=budgets,
+                n_random=n_random,
+                seed=seed,
+                n=n,
+                length=length,
+                eps=eps,
+                primary_eps=primary_eps,
+                tie_modes=tie_modes,
+                eval_batches=eval_batches,
+                eval_batch_size=eval_batch_size,
+                importance_batches=importance_batches,
+                importance_batch_size=importance_batch_size,
+            )
+
+        ds = cached_dataset(
+            "pruning",
+            name,
+            {**base, **params},
+            prune_fn,
+            cache_dir=cache_dir,
+            attrs={"model": name},
+        )
+        parts.append(ds)
+        del model
+    out = xr.concat(
+        parts,
+        dim=xr.DataArray(models, dims="model", name="model"),
+        coords="minimal",
+        compat="override",
+        combine_attrs="drop_conflicts",
+    )
+    arch = ["ega" if m.startswith("ega") else "baseline" for m in models]
+    return out.assign_coords(
+        architecture=("model", arch),
+        train_seed=("model", [ZOO_CONFIGS[m].seed for m in models]),
+    )
+
+
+# --------------------------------------------------------------------- the verdict
+
+
+def c6_verdict(study: xr.Dataset, *, z: float = 2.0) -> dict:
+    """Verdict on C6 from a :func:`pruning_study` result.
+
+    For every budget ``b`` and model ``m``: ``D_m = Delta_low-H*(m, b) - mean over draws
+    of Delta_random(m, b, d)`` (loss increases). ``D = mean_m D_m`` with standard error
+    ``SE = max(sd_m(D_m) / sqrt(M), sqrt(sum_m var_d(Delta_random) / n_random) / M)``:
+    the spread over models (two training seeds per architecture, which also carries the
+    draw noise) or, if larger, the spread of the random-draw means alone. Per budget:
+    ``D < -z SE`` -> "holds" (removing low-H* heads costs less than random removal),
+    ``D > z SE`` -> "does not hold", else "not significant". Overall: "holds" if it holds
+    at every budget, "partly" if at some, "does not hold" if at none and it is reversed at
+    one or more, else "not significant".
+
+    Returns
+    -------
+    dict
+        ``claim``, ``paper``, ``measured`` (a summary string), ``verdict``, ``rule``,
+        ``page`` and ``per_budget`` (a list of dicts with the numbers, including the
+        low-H* vs uniform, high-H* and importance comparisons).
+    """
+    if not isinstance(study, xr.Dataset) or "loss_increase" not in study:
+        raise ValueError("study: expected a pruning_study() Dataset with 'loss_increase'")
+    z = float(z)
+    if not z > 0:
+        raise ValueError(f"z: expected a positive number, got {z}")
+    inc = study["loss_increase"]
+    if "model" not in inc.dims:
+        inc = inc.expand_dims(model=["model"])
+    M = inc.sizes["model"]
+    rows = []
+    for b in inc["budget"].values:
+        low = inc.sel(strategy="low-H*", budget=b).isel(draw=0)
+        rnd = inc.sel(strategy="random", budget=b)
+        n_draw = int(rnd.count("draw").min())
+        rmean = rnd.mean("draw")
+        D = low - rmean
+        se_model = float(D.std("model", ddof=1)) / np.sqrt(M) if M > 1 else np.nan
+        se_draw = float(np.sqrt((rnd.var("draw", ddof=1) / n_draw).sum("model"))) / M
+        se = np.nanmax([se_model, se_draw])
+        d = float(D.mean("model"))
+        if not np.isfinite(se) or se == 0:
+            v = "not significant"
+        elif d < -z * se:
+            v = "holds"
+        elif d > z * se:
+            v = "does not hold"
+        else:
+            v = "not significant"
+
+        def mean(st, b=b):
+            return float(inc.sel(strategy=st, budget=b).mean("draw").mean("model"))
+
+        rows.append(
+            {
+                "budget": int(b),
+                "low_H": float(low.mean("model")),
+                "random": float(rmean.mean("model")),
+                "random_draw_sd": float(rnd.std("draw", ddof=1).mean("model")),
+                "difference": d,
+                "se": float(se),
+                "se_models": se_model,
+                "se_draws": se_draw,
+                "z": float(d / se) if se else float("nan"),
+                "verdict": v,
+                **{
+                    k: mean(st)
+                    for k, st in (
+                        ("high_H", "high-H*"),
+                        ("uniform", "uniform"),
+                        ("allocation", "H*-allocation"),
+                        ("importance", "importance"),
+                    )
+                },
+            }
+        )
+    vs = [r["verdict"] for r in rows]
+    if all(v == "holds" for v in vs):
+        verdict = "holds"
+    elif "holds" in vs:
+        verdict = "partly"
+    elif "does not hold" in vs:
+        verdict = "does not hold"
+    else:
+        verdict = "not significant"
+    n_heads = study.attrs.get("n_heads")
+    if n_heads is None and {"layer", "head"} <= set(study.dims):
+        n_heads = study.sizes["layer"] * study.sizes["head"]
+    measured = "; ".join(
+        f"{r['budget']}/{n_heads} heads: low-H* {r['low_H']:+.3f} vs random "
+        f"{r['random']:+.3f} ± {r['se']:.3f} nats ({r['verdict']})"
+        for r in rows
+    )
+    return {
+        "claim": "C6",
+        "paper": C6_TEXT,
+        "measured": "validation-loss increase when heads are removed, mean of "
+        f"{M} models; " + measured,
+        "verdict": verdict,
+        "rule": (
+            "per budget, low-H* pruning vs the mean of random draws: more than "
+            f"{z:g} SE lower -> holds, more than {z:g} SE higher -> does not hold, else "
+            "not significant (SE: spread over models or over random draws, the larger); "
+            "holds overall if at every budget, partly if at some"
+        ),
+        "page": "[Head pruning](12-head-pruning.md)",
+        "per_budget": rows,
+    }
