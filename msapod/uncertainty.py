@@ -37,6 +37,7 @@ from .spectra import bootstrap_spectrum, effective_rank, jackknife_se, spectral_
 
 __all__ = [
     "arch_difference",
+    "fractional_rank",
     "pod_jackknife",
     "scale_jackknife",
     "t_quantile",
@@ -44,7 +45,31 @@ __all__ = [
 ]
 
 #: Version of :func:`zoo_uncertainty`'s output; part of its cache key.
-UNCERTAINTY_FORMAT = 1
+UNCERTAINTY_FORMAT = 2
+
+
+def fractional_rank(lam: np.ndarray, eps: float) -> np.ndarray:
+    """H*(eps) (energy criterion) interpolated linearly between integer ranks.
+
+    With the tail fraction ``t(K) = sum_{k>K} lambda_k / sum lambda_k`` and the integer
+    ``H = min{K : t(K) <= eps}``, returns ``H - 1 + (t(H-1) - eps) / (t(H-1) - t(H))``,
+    a number in ``(H - 1, H]`` that moves continuously with the spectrum. Its jackknife
+    standard error is meaningful where the integer H*'s is not (resampling rarely moves
+    an integer, so its jackknife SE is often exactly zero). ``lam``: ``(..., rank)``,
+    non-increasing.
+    """
+    lam = np.asarray(lam, dtype=np.float64)
+    total = lam.sum(-1, keepdims=True)
+    cums = np.concatenate([np.zeros(lam.shape[:-1] + (1,)), np.cumsum(lam, -1)], -1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tail = np.where(total > 0, (total - cums) / total, 0.0)
+    H = np.argmax(tail <= eps * (1 + 1e-12), axis=-1)
+    Hm = np.maximum(H - 1, 0)
+    t0 = np.take_along_axis(tail, Hm[..., None], -1)[..., 0]
+    t1 = np.take_along_axis(tail, H[..., None], -1)[..., 0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(t0 > t1, (t0 - eps) / (t0 - t1), 1.0)
+    return np.where(H > 0, Hm + np.clip(frac, 0.0, 1.0), 0.0)
 
 
 def _jk_se(rep: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -178,8 +203,9 @@ def pod_jackknife(
     Returns
     -------
     xarray.Dataset
-        ``T_spec_se(...)``, ``H_star_se(..., eps)`` and the replicate means
-        ``T_spec_jack_mean``, ``H_star_jack_mean``.
+        ``T_spec_se(...)``, ``H_star_se(..., eps)`` (of the integer H*, often exactly
+        zero), ``H_star_frac_se`` (of :func:`fractional_rank`, the useful one) and the
+        replicate means ``T_spec_jack_mean``, ``H_star_jack_mean``.
     """
     eps_list = [float(e) for e in np.atleast_1d(eps)]
     other = f"{dim}_"
@@ -193,6 +219,7 @@ def pod_jackknife(
     t_mean = np.full_like(t_se, np.nan)
     h_se = np.full((stacked.sizes["_set"], len(eps_list)), np.nan)
     h_mean = np.full_like(h_se, np.nan)
+    hf_se = np.full_like(h_se, np.nan)
     ok = np.flatnonzero(finite)
     if ok.size:
         sub = stacked.isel(_set=ok).transpose("_set", dim, other)
@@ -205,6 +232,10 @@ def pod_jackknife(
             H = effective_rank(jk, e, criterion, n_snapshots=n - 1)
             h_se[ok, k] = jackknife_se(H).values
             h_mean[ok, k] = H.mean("boot").values
+            tol = e if criterion == "energy" else e**2
+            Hf = jk.copy(data=np.zeros(jk.shape)).isel(rank=0, drop=True)
+            Hf.values[...] = fractional_rank(jk.values, tol)
+            hf_se[ok, k] = jackknife_se(Hf).values
     coords = {"eps": eps_list}
     ds = xr.Dataset(
         {
@@ -212,6 +243,7 @@ def pod_jackknife(
             "T_spec_jack_mean": ("_set", t_mean),
             "H_star_se": (("_set", "eps"), h_se),
             "H_star_jack_mean": (("_set", "eps"), h_mean),
+            "H_star_frac_se": (("_set", "eps"), hf_se),
         },
         coords={**coords, "_set": stacked["_set"]},
     )

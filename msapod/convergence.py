@@ -1,0 +1,248 @@
+"""Convergence of the POD numbers in the ensemble size N.
+
+H* is an integer that cannot exceed N - 1, and the default T_spec fit runs over the
+first N/2 eigenvalues, so both depend on N by construction. :func:`nested_spectra`
+computes the plain POD spectrum of nested ensembles (the first N snippets of one fixed
+random order, for every N) from a single Gram matrix of the raw fields; the Reynolds
+mean of each sub-ensemble is removed by double centring, so every N gets exactly the
+spectrum :func:`msapod.pod` would give. :func:`convergence_study` runs it on the zoo
+models over the training split (the validation split holds only 435 non-overlapping
+256-character snippets) and adds a grouped jackknife for each N.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+from threadpoolctl import threadpool_limits
+
+from .fields import check_field
+from .spectra import effective_rank, spectral_concentration
+from .uncertainty import fractional_rank
+
+__all__ = ["convergence_study", "nested_ensemble", "nested_spectra"]
+
+#: Version of :func:`convergence_study`'s output; part of its cache key.
+CONVERGENCE_FORMAT = 1
+
+
+def nested_ensemble(n_tokens: int, n: int, length: int, seed: int = 0) -> np.ndarray:
+    """Offsets of ``n`` non-overlapping snippets in a random (not sorted) order.
+
+    The first ``N`` offsets form a uniformly random sub-ensemble of size ``N`` for every
+    ``N <= n``, so ensembles of increasing size are nested.
+    """
+    from .data import ensemble_offsets
+
+    offsets = ensemble_offsets(n_tokens, n=n, length=length, seed=seed)
+    return offsets[np.random.default_rng(seed + 1).permutation(n)]
+
+
+def _centred_gram(K_raw: np.ndarray, n: int) -> np.ndarray:
+    """``H K H / n`` for the leading ``n`` x ``n`` block of a raw Gram matrix."""
+    K = K_raw[:n, :n]
+    row = K.mean(1, keepdims=True)
+    return (K - row - row.T + row.mean()) / n
+
+
+def nested_spectra(
+    A: xr.DataArray,
+    ns: Sequence[int],
+    *,
+    dim: str = "snapshot",
+    eps: float | Sequence[float] = (0.05, 0.10, 0.20),
+    fixed_k: tuple[int, int] = (1, 25),
+    groups: int = 20,
+) -> xr.Dataset:
+    """Plain-POD spectra, T_spec and H* of the nested ensembles ``A[:N]``.
+
+    Parameters
+    ----------
+    A
+        One field set ``(dim, "query", "key")`` in the nested order.
+    ns
+        Increasing ensemble sizes, each ``<= A.sizes[dim]`` and ``>= 2 * groups``.
+    eps
+        Tolerances of :func:`msapod.effective_rank` (energy criterion).
+    fixed_k
+        A second, N-independent T_spec fit range ``(k_min, k_max)`` next to the default
+        ``1..N/2`` one.
+    groups
+        Groups of the delete-a-group jackknife (``N / groups`` snapshots left out at a
+        time) that gives the standard errors.
+
+    Returns
+    -------
+    xarray.Dataset
+        dims ``n`` (and ``eps``, ``rank`` up to max(ns)): ``spectrum(n, rank)`` (NaN
+        beyond N), ``T_spec`` (fit 1..N/2), ``T_spec_fixed`` (fit ``fixed_k``),
+        ``H_star(n, eps)``, ``at_rank_limit(n, eps)``, and jackknife ``*_se`` (for H*:
+        of :func:`msapod.uncertainty.fractional_rank`).
+    """
+    check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim)
+    ns = [int(x) for x in ns]
+    n_max = A.sizes[dim]
+    if sorted(ns) != ns or ns[0] < 2 * groups or ns[-1] > n_max:
+        raise ValueError(
+            f"ns: expected increasing sizes in [{2 * groups}, {n_max}] "
+            f"({groups} jackknife groups, {n_max} snapshots), got {ns}"
+        )
+    eps_list = [float(e) for e in np.atleast_1d(eps)]
+    k0, k1 = (int(k) for k in fixed_k)
+    if not 1 <= k0 < k1 < ns[0] // 2:
+        raise ValueError(f"fixed_k: expected 1 <= k_min < k_max < {ns[0] // 2}, got {fixed_k}")
+    a = A.transpose(dim, "query", "key").values
+    mask = np.tril(np.ones(a.shape[1:], bool)) if _causal(a) else np.ones(a.shape[1:], bool)
+    X = np.asarray(a[:, mask], dtype=np.float64)
+    K_raw = X @ X.T
+    del X
+    rank = np.arange(1, ns[-1] + 1)
+    spectra = np.full((len(ns), ns[-1]), np.nan)
+    stats = {k: np.full(len(ns), np.nan) for k in ("T", "Tf", "T_se", "Tf_se")}
+    H = np.full((len(ns), len(eps_list)), np.nan)
+    H_se = np.full_like(H, np.nan)
+    limit = np.zeros_like(H, dtype=bool)
+
+    def summarise(lam: np.ndarray, n: int):
+        da = xr.DataArray(lam, dims="rank", coords={"rank": np.arange(1, lam.size + 1)})
+        T = float(spectral_concentration(da)["T_spec"])
+        Tf = float(spectral_concentration(da, k0, k1)["T_spec"])
+        hs = [effective_rank(da, e, n_snapshots=n) for e in eps_list]
+        hf = [float(fractional_rank(lam, e)) for e in eps_list]
+        return T, Tf, [float(h) for h in hs], [bool(h["at_rank_limit"]) for h in hs], hf
+
+    with threadpool_limits(1, user_api="blas"):
+        for i, n in enumerate(ns):
+            lam = np.clip(np.linalg.eigvalsh(_centred_gram(K_raw, n))[::-1], 0, None)
+            spectra[i, :n] = lam
+            T, Tf, h, lim, _ = summarise(lam, n)
+            stats["T"][i], stats["Tf"][i] = T, Tf
+            H[i], limit[i] = h, lim
+            # delete-a-group jackknife: leave out every groups-th snapshot in turn
+            reps = []
+            for g in range(groups):
+                keep = np.flatnonzero(np.arange(n) % groups != g)
+                Kg = K_raw[np.ix_(keep, keep)]
+                lam_g = np.clip(np.linalg.eigvalsh(_centred_gram(Kg, keep.size))[::-1], 0, None)
+                Tg, Tfg, _, _, hfg = summarise(lam_g, keep.size)
+                reps.append([Tg, Tfg, *hfg])
+            reps = np.asarray(reps)
+            se = np.sqrt((groups - 1) / groups * ((reps - reps.mean(0)) ** 2).sum(0))
+            stats["T_se"][i], stats["Tf_se"][i] = se[0], se[1]
+            H_se[i] = se[2:]
+    coords = {"n": ns, "eps": eps_list, "rank": rank}
+    ds = xr.Dataset(
+        {
+            "spectrum": (("n", "rank"), spectra),
+            "T_spec": ("n", stats["T"]),
+            "T_spec_se": ("n", stats["T_se"]),
+            "T_spec_fixed": ("n", stats["Tf"]),
+            "T_spec_fixed_se": ("n", stats["Tf_se"]),
+            "H_star": (("n", "eps"), H),
+            "H_star_se": (("n", "eps"), H_se),
+            "at_rank_limit": (("n", "eps"), limit),
+        },
+        coords=coords,
+    )
+    ds["T_spec"].attrs = {"long_name": "T_spec, fit k = 1..N/2"}
+    ds["T_spec_fixed"].attrs = {"long_name": f"T_spec, fit k = {k0}..{k1}"}
+    ds["H_star"].attrs = {"long_name": "effective rank H*(eps), energy criterion"}
+    ds.attrs = {
+        "window": "plain",
+        "fixed_k": f"{k0}..{k1}",
+        "jackknife_groups": groups,
+        "method": "nested ensembles; plain POD from one raw Gram matrix, double centred",
+    }
+    return ds
+
+
+def _causal(a: np.ndarray) -> bool:
+    return not np.any(np.triu(a, 1))
+
+
+def convergence_study(
+    models: Sequence[str] | None = None,
+    *,
+    ns: Sequence[int] = (50, 100, 150, 300, 600),
+    length: int = 256,
+    seed: int = 0,
+    split: str = "train",
+    eps: Sequence[float] = (0.05, 0.10, 0.20),
+    fixed_k: tuple[int, int] = (1, 25),
+    groups: int = 20,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+    batch_size: int = 32,
+) -> xr.Dataset:
+    """H*(eps) and T_spec of the zoo models against the ensemble size N (cached).
+
+    One model and one layer at a time: the head-averaged fields of ``max(ns)`` nested
+    snippets (:func:`nested_ensemble` of ``split``) are extracted layer by layer
+    (:func:`msapod.extract.iter_attention`) and reduced by :func:`nested_spectra`.
+
+    Returns
+    -------
+    xarray.Dataset
+        dims ``model``, ``layer``, ``n``, ``eps`` (``rank``); coord ``architecture``.
+    """
+    from tqdm import tqdm
+
+    from .cache import cached_dataset
+    from .data import load_corpus
+    from .extract import iter_attention
+    from .zoo import MODELS, load
+
+    if split not in ("train", "val"):
+        raise ValueError(f"split: expected 'train' or 'val', got {split!r}")
+    models = list(MODELS if models is None else models)
+    corpus = load_corpus()
+    tokens = corpus.train if split == "train" else corpus.val
+    n_max = int(max(ns))
+    offsets = nested_ensemble(len(tokens), n_max, length, seed)
+    out = []
+    for name in models:
+        model = load(name)
+        parts = {
+            "weights_sha256": model.weights_sha256,
+            "data_sha256": corpus.sha256,
+            "ns": list(map(int, ns)),
+            "length": length,
+            "seed": seed,
+            "split": split,
+            "eps": [float(e) for e in eps],
+            "fixed_k": list(map(int, fixed_k)),
+            "groups": groups,
+            "format": CONVERGENCE_FORMAT,
+        }
+
+        def compute(model=model, name=name):
+            ids = np.stack([tokens[o : o + length] for o in offsets]).astype(np.int64)
+            layers = []
+            it = iter_attention(model, ids, average_heads=True, batch_size=batch_size, name=name)
+            n_layer = model.config.n_layer
+            for A in tqdm(it, total=n_layer, desc=f"convergence {name}", disable=not progress):
+                layer = int(A["layer"])
+                ds = nested_spectra(
+                    A.drop_vars("layer"), ns, eps=eps, fixed_k=fixed_k, groups=groups
+                )
+                layers.append(ds.expand_dims(layer=[layer]))
+                del A
+            res = xr.concat(layers, dim="layer")
+            res["offset"] = ("snapshot", offsets)
+            res.attrs.update(model=name, split=split, length=length)
+            return res
+
+        out.append(cached_dataset("convergence", name, parts, compute, cache_dir=cache_dir))
+    res = xr.concat(
+        out,
+        dim=xr.DataArray(models, dims="model", name="model"),
+        coords="minimal",
+        compat="override",
+        combine_attrs="drop_conflicts",
+    )
+    return res.assign_coords(
+        architecture=("model", ["ega" if m.startswith("ega") else "baseline" for m in models])
+    )
