@@ -54,7 +54,7 @@ def nested_spectra(
     *,
     dim: str = "snapshot",
     eps: float | Sequence[float] = (0.05, 0.10, 0.20),
-    fixed_k: tuple[int, int] = (1, 25),
+    fixed_k: tuple[int, int] = (1, 20),
     groups: int = 20,
 ) -> xr.Dataset:
     """Plain-POD spectra, T_spec and H* of the nested ensembles ``A[:N]``.
@@ -171,7 +171,7 @@ def convergence_study(
     seed: int = 0,
     split: str = "train",
     eps: Sequence[float] = (0.05, 0.10, 0.20),
-    fixed_k: tuple[int, int] = (1, 25),
+    fixed_k: tuple[int, int] = (1, 20),
     groups: int = 20,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
