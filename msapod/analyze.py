@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .fields import check_field, reynolds, to_lag
-from .pod import pod
+from . import chunked
+from .fields import _check, _positions, _reynolds_dataset, _to_lag, check_field, reynolds, to_lag
+from .pod import _pod, pod
 from .scalogram import coherency as _coherency
 from .scalogram import dominant_scales, scale_centroid, scalogram
 from .spectra import effective_rank, spectral_concentration
@@ -87,7 +88,10 @@ def analyze(
     bad = [e for e in eps_list if not 0 < e < 1]
     if bad:
         raise ValueError(f"eps: expected values in (0, 1), got {bad}")
-    check_field(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
+    if chunked.is_dask(A):  # values are checked set by set, in the pass that forms the mean
+        _check(A, dims=(dim, "query", "key"), snapshot_dim=dim)
+    else:
+        check_field(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
     if n_modes is None:
         n_modes = min(10, A.sizes[dim])
     params = dict(
@@ -105,6 +109,7 @@ def analyze(
         k_min=k_min,
         k_max=k_max,
         coherency=coherency,
+        check_stochastic=check_stochastic,
     )
     lead = [d for d in A.dims if d not in (dim, "query", "key")]
     if lead:
@@ -148,13 +153,26 @@ def _analyze_one(
     k_min,
     k_max,
     coherency,
+    check_stochastic=False,
 ) -> xr.Dataset:
     """analyze() of a single field set (no leading dims)."""
     eps_list = eps
-    rey = reynolds(A, dim, check_stochastic=False)
-    u = rey["fluctuation"]
-    R = to_lag(u)  # shared by the scalogram and the POD
-    sc = scalogram(R if field == "fluctuation" else A, scales, omega0, dims=(dim, "query"))
+    lazy = chunked.is_dask(A)
+    if lazy:
+        # one pass: checks, mean and causality; then the lag moments, the Gram and the
+        # mode passes, with the fluctuation formed chunk by chunk
+        mean, causal_A, causal_u = chunked.field_stats(A, dim, stochastic=check_stochastic)
+        rey = _reynolds_dataset(A, A.astype(np.float64), mean, dim)
+        u = rey["fluctuation"]
+        q, k = _positions(A, "query", "A"), _positions(A, "key", "A")
+        R = _to_lag(u, q, k, causal_u)
+        At = A if field == "fluctuation" else _to_lag(A, q, k, causal_A)
+    else:
+        rey = reynolds(A, dim, check_stochastic=False)
+        u = rey["fluctuation"]
+        R = to_lag(u)  # shared by the scalogram and the POD
+        At = A
+    sc = scalogram(R if field == "fluctuation" else At, scales, omega0, dims=(dim, "query"))
     peaks = dominant_scales(
         sc["spectrum"].assign_attrs(omega0=omega0), max_peaks, include_edges=include_edges
     )
@@ -165,7 +183,10 @@ def _analyze_one(
     w_scale = w_scale.where(valid, 0.0)
     labels = ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
     windows = _by_window(w_scale, 1.0, labels)
-    res = pod(R, dim, n_modes=n_modes, window=windows)
+    if lazy:
+        res = _pod(A, dim, n_modes, windows, 1e-12, center=mean, causal=causal_u)
+    else:
+        res = pod(R, dim, n_modes=n_modes, window=windows)
     win_valid = _by_window(valid, True, labels)
     conc = spectral_concentration(res["spectrum"], k_min, k_max)
     eps_da = xr.DataArray(eps_list, dims="eps", name="eps")
@@ -213,13 +234,15 @@ def _analyze_one(
         "H_star",
     ]
     for name in per_window:
+        if name == "gram" and bool(win_valid.all()):
+            continue  # N x N per window: no copy when every window exists
         out[name] = out[name].where(win_valid)
     if coherency:
         ok = np.isfinite(peaks.values)
         g = np.full((max_peaks, u.sizes["query"], u.sizes["query"]), np.nan)
         if ok.any():
             order = np.argsort(peaks.values[ok])
-            gam = _coherency(u, peaks.values[ok][order], omega0, dim=dim).values
+            gam = _coherency(R if lazy else u, peaks.values[ok][order], omega0, dim=dim).values
             g[np.flatnonzero(ok)[order]] = gam
         out["coherency"] = xr.DataArray(
             g,

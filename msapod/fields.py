@@ -17,6 +17,8 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import xarray as xr
 
+from . import chunked
+
 __all__ = ["check_field", "from_lag", "is_causal", "reynolds", "to_lag"]
 
 FIELD_DIMS = ("snapshot", "query", "key")
@@ -55,28 +57,27 @@ def check_field(
     ValueError
         A dim is missing or repeated, the data hold NaN/inf, rows are not stochastic, or
         there are too few snapshots.
+
+    Notes
+    -----
+    Dask-backed data are checked chunk by chunk in one pass (``dask.compute`` of the
+    NaN/inf count, the smallest entry and the worst row sum), never loaded whole.
     """
-    if not isinstance(A, xr.DataArray):
-        raise TypeError(f"{name}: expected an xarray.DataArray, got {type(A).__name__}")
-    missing = [d for d in dims if d not in A.dims]
-    if missing:
-        raise ValueError(
-            f"{name}: expected dims including {tuple(dims)}, missing {missing}; got {A.dims}"
-        )
-    if not np.issubdtype(A.dtype, np.number) or np.iscomplexobj(A.values[:0]):
-        raise ValueError(f"{name}: expected real numbers, got dtype {A.dtype}")
+    _check_meta(A, name, dims)
+    if chunked.is_dask(A):
+        if min_snapshots is not None and snapshot_dim in A.dims:
+            _check_count(A, name, min_snapshots, snapshot_dim)
+        if stochastic and "key" not in A.dims:
+            raise ValueError(f"{name}: row-stochasticity needs a 'key' dim, got {A.dims}")
+        chunked.check_values(A, name, stochastic=stochastic, atol=atol)
+        return A
     values = A.values
     # a sum is finite iff no NaN/inf entry (barring overflow, which the full check catches)
     if not np.isfinite(values.sum(dtype=np.float64)) and not np.isfinite(values).all():
         bad = int((~np.isfinite(values)).sum())
         raise ValueError(f"{name}: expected finite values, found {bad} NaN/inf entries")
     if min_snapshots is not None and snapshot_dim in A.dims:
-        n = A.sizes[snapshot_dim]
-        if n < min_snapshots:
-            raise ValueError(
-                f"{name}: expected at least {min_snapshots} snapshots along "
-                f"{snapshot_dim!r}, got {n}"
-            )
+        _check_count(A, name, min_snapshots, snapshot_dim)
     if stochastic:
         if "key" not in A.dims:
             raise ValueError(f"{name}: row-stochasticity needs a 'key' dim, got {A.dims}")
@@ -90,6 +91,43 @@ def check_field(
                 f"worst row sums to {1.0 + worst:.6g} (|deviation| {worst:.3g} > atol {atol})"
             )
     return A
+
+
+def _check_meta(A, name: str, dims: Sequence[str]) -> None:
+    """Type, dims and dtype checks (no values read)."""
+    if not isinstance(A, xr.DataArray):
+        raise TypeError(f"{name}: expected an xarray.DataArray, got {type(A).__name__}")
+    missing = [d for d in dims if d not in A.dims]
+    if missing:
+        raise ValueError(
+            f"{name}: expected dims including {tuple(dims)}, missing {missing}; got {A.dims}"
+        )
+    if not np.issubdtype(A.dtype, np.number) or np.issubdtype(A.dtype, np.complexfloating):
+        raise ValueError(f"{name}: expected real numbers, got dtype {A.dtype}")
+
+
+def _check_count(A: xr.DataArray, name: str, min_snapshots: int, snapshot_dim: str) -> None:
+    n = A.sizes[snapshot_dim]
+    if n < min_snapshots:
+        raise ValueError(
+            f"{name}: expected at least {min_snapshots} snapshots along {snapshot_dim!r}, got {n}"
+        )
+
+
+def _check(A, *, name: str = "A", dims: Sequence[str] = FIELD_DIMS, **kw) -> xr.DataArray:
+    """:func:`check_field` for in-memory data; dims and dtype only for dask data.
+
+    The chunked kernels check the values where they reduce them (a NaN makes the mean,
+    the lag moments or the Gram diagonal non-finite), so no extra pass is spent here.
+    """
+    if chunked.is_dask(A):
+        _check_meta(A, name, dims)
+        n_min = kw.get("min_snapshots", 2)
+        snap = kw.get("snapshot_dim", "snapshot")
+        if n_min is not None and snap in A.dims:
+            _check_count(A, name, n_min, snap)
+        return A
+    return check_field(A, name=name, dims=dims, **kw)
 
 
 def _positions(A: xr.DataArray, dim: str, name: str) -> np.ndarray:
@@ -108,6 +146,8 @@ def is_causal(A: xr.DataArray, atol: float = 0.0) -> bool:
     """True if every entry with key after query (``j > i``) is zero (within ``atol``)."""
     q = _positions(A, "query", "A")
     k = _positions(A, "key", "A")
+    if chunked.is_dask(A):
+        return chunked.is_causal_chunked(A, atol)
     upper = k[None, :] > q[:, None]
     if not upper.any():
         return True
@@ -135,10 +175,27 @@ def reynolds(A: xr.DataArray, dim: str = "snapshot", *, check_stochastic: bool =
     xarray.Dataset
         ``mean`` (the field without ``dim``) and ``fluctuation`` (same shape as ``A``),
         both float64.
+
+    Notes
+    -----
+    For dask-backed ``A`` one pass over the chunks computes the checks and the mean (held
+    in memory: one field per leading index); the fluctuation stays lazy, chunked like
+    ``A``.
     """
+    if chunked.is_dask(A):
+        _check_meta(A, "A", (dim, "query", "key"))
+        mean, _, _ = chunked.field_stats(A, dim, stochastic=check_stochastic)
+        return _reynolds_dataset(A, A.astype(np.float64), mean, dim)
     check_field(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
     A64 = A.astype(np.float64)
     mean = A64.mean(dim)
+    return _reynolds_dataset(A, A64, mean, dim)
+
+
+def _reynolds_dataset(
+    A: xr.DataArray, A64: xr.DataArray, mean: xr.DataArray, dim: str
+) -> xr.Dataset:
+    """The Dataset of :func:`reynolds` from ``A``, its float64 copy and mean over ``dim``."""
     fluct = A64 - mean
     attrs = dict(A.attrs)
     ds = xr.Dataset({"mean": mean, "fluctuation": fluct.transpose(*A.dims)}, attrs=attrs)
@@ -168,22 +225,43 @@ def to_lag(A: xr.DataArray, *, causal: bool | None = None) -> xr.DataArray:
     xarray.DataArray
         Dims ``(..., "query", "lag")``; attrs record the key positions so that
         :func:`from_lag` inverts it exactly.
+
+    Notes
+    -----
+    Dask-backed ``A`` gives a lazy result chunked like ``A`` (``query`` and ``key`` merged
+    into one chunk each, since every row needs its whole profile). Detecting or verifying
+    causality then costs one pass over the chunks; ``causal=False`` costs none.
     """
-    check_field(A, dims=("query", "key"), min_snapshots=None)
+    _check(A, dims=("query", "key"), min_snapshots=None)
     q = _positions(A, "query", "A")
     k = _positions(A, "key", "A")
-    detected = is_causal(A)
-    if causal is None:
-        causal = detected
-    elif causal and not detected:
-        raise ValueError("causal: True, but A has non-zero entries with key after query")
+    if causal is None or causal:
+        detected = is_causal(A)
+        if causal is None:
+            causal = detected
+        elif not detected:
+            raise ValueError("causal: True, but A has non-zero entries with key after query")
+    return _to_lag(A, q, k, causal)
+
+
+def _lag_layout(q: np.ndarray, k: np.ndarray, causal: bool):
+    """Lags of a field and, per (query, lag), the key index and a found-mask."""
     lo = 0 if causal else int(q.min() - k.max())
     hi = int(q.max() - k.min())
     lags = np.arange(lo, hi + 1)
     # index of key i - tau for every (query, lag)
     idx, valid = _lookup(k, q[:, None] - lags[None, :])
+    return lags, idx, valid
+
+
+def _to_lag(A: xr.DataArray, q: np.ndarray, k: np.ndarray, causal: bool) -> xr.DataArray:
+    """:func:`to_lag` with known causality (nothing verified)."""
+    lags, idx, valid = _lag_layout(q, k, causal)
     Ak = A.transpose(..., "query", "key")
-    vals = _gather_last(Ak.values, idx, valid)
+    if chunked.is_dask(Ak):
+        vals = chunked.gather_last_lazy(Ak, "key", "lag", idx, valid)
+    else:
+        vals = _gather_last(Ak.values, idx, valid)
     dims = (*Ak.dims[:-2], "query", "lag")
     coords = {c: Ak.coords[c] for c in Ak.coords if "key" not in Ak.coords[c].dims}
     coords["lag"] = lags
@@ -199,7 +277,7 @@ def from_lag(R: xr.DataArray, *, keys: Sequence[int] | None = None) -> xr.DataAr
     ``keys`` are the key positions; default: those recorded by :func:`to_lag`, else the
     query positions (a square field).
     """
-    check_field(R, name="R", dims=("query", "lag"), min_snapshots=None)
+    _check(R, name="R", dims=("query", "lag"), min_snapshots=None)
     q = _positions(R, "query", "R")
     lags = _positions(R, "lag", "R")
     if keys is None:
@@ -207,7 +285,10 @@ def from_lag(R: xr.DataArray, *, keys: Sequence[int] | None = None) -> xr.DataAr
     k = np.asarray(keys, dtype=np.int64)
     idx, valid = _lookup(lags, q[:, None] - k[None, :])
     Rl = R.transpose(..., "query", "lag")
-    vals = _gather_last(Rl.values, idx, valid)
+    if chunked.is_dask(Rl):
+        vals = chunked.gather_last_lazy(Rl, "lag", "key", idx, valid)
+    else:
+        vals = _gather_last(Rl.values, idx, valid)
     dims = (*Rl.dims[:-2], "query", "key")
     coords = {c: Rl.coords[c] for c in Rl.coords if "lag" not in Rl.coords[c].dims}
     coords["key"] = k

@@ -30,13 +30,17 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from . import chunked
 from .fields import (
+    _check,
     _gather_last,
+    _lag_layout,
     _lead_coords,
     _lookup,
     _positions,
     _stack_leading,
     check_field,
+    is_causal,
     to_lag,
 )
 
@@ -132,8 +136,15 @@ def pod(
         ``gram(dim, dim_)``, the N x N matrix K whose eigenvalues are the spectrum (for
         a bootstrap over snapshots, see :func:`msapod.bootstrap_spectrum`).
     """
+    return _pod(u, dim, n_modes, window, rtol)
+
+
+def _pod(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Dataset:
+    """:func:`pod`; for dask data ``center`` (the mean field, in memory) is subtracted from
+    ``u`` chunk by chunk and ``causal`` skips the causality pass when known."""
     lag_form = "lag" in u.dims
-    check_field(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"), snapshot_dim=dim)
+    lazy = chunked.is_dask(u)
+    _check(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"), snapshot_dim=dim)
     n = u.sizes[dim]
     if n_modes is None:
         n_modes = n
@@ -145,12 +156,36 @@ def pod(
             raise ValueError("window: expected a DataArray with a 'lag' dim (see lag_window)")
         if not np.isfinite(window.values).all():
             raise ValueError("window: expected finite values")
-    R = u if lag_form else to_lag(u)
-    qpos = _positions(R, "query", "u")
-    kpos = np.asarray(R.attrs.get("key_positions", qpos), dtype=np.int64)
-    core = (dim, "query", "lag")
-    X, lead, shape = _stack_leading(R, core)
-    lags = R["lag"].values
+    if lazy:
+        R = u
+        qpos = _positions(u, "query", "u")
+        if lag_form:
+            kpos = np.asarray(u.attrs.get("key_positions", qpos), dtype=np.int64)
+            lags = u["lag"].values
+            n_lag = len(lags)
+            # every (query, lag) entry, as the in-memory path uses
+            sel = np.arange(len(qpos) * n_lag)
+            col = np.tile(np.arange(n_lag), len(qpos))
+        else:
+            kpos = _positions(u, "key", "u")
+            if causal is None:
+                causal = is_causal(u)
+            lags, idx, valid = _lag_layout(qpos, kpos, causal)
+            n_lag = len(lags)
+            qi, col = np.nonzero(valid)  # entries in lag-form order (query-major)
+            sel = qi * len(kpos) + idx[qi, col]
+        core = (dim, "query", "lag" if lag_form else "key")
+        lead = tuple(d for d in u.dims if d not in core)
+        shape = tuple(u.sizes[d] for d in lead)
+        n_sets = int(np.prod(shape, dtype=np.int64))
+    else:
+        R = u if lag_form else to_lag(u)
+        qpos = _positions(R, "query", "u")
+        kpos = np.asarray(R.attrs.get("key_positions", qpos), dtype=np.int64)
+        core = (dim, "query", "lag")
+        X, lead, shape = _stack_leading(R, core)
+        n_sets = X.shape[0]
+        lags = R["lag"].values
     wdims: tuple = ()
     if window is not None:
         wdims = tuple(d for d in window.dims if d != "lag" and d not in lead)
@@ -166,41 +201,57 @@ def pod(
     Q, Kk = len(qpos), len(kpos)
     # index of lag q - k for every (query, key): maps lag-space modes back to (query, key)
     kidx, kvalid = _lookup(np.asarray(lags), qpos[:, None] - kpos[None, :])
-    spectrum = np.empty((X.shape[0], n_w, n))
-    grams = np.empty((X.shape[0], n_w, n, n))
-    eig = np.empty((X.shape[0], n_w, n_modes))
-    modes = np.empty((X.shape[0], n_w, n_modes, Q, Kk))
-    coef = np.empty((X.shape[0], n_w, n, n_modes))
+    spectrum = np.empty((n_sets, n_w, n))
+    grams = np.empty((n_sets, n_w, n, n))
+    eig = np.empty((n_sets, n_w, n_modes))
+    modes = np.empty((n_sets, n_w, n_modes, Q, Kk))
+    coef = np.empty((n_sets, n_w, n, n_modes))
     lead_index = list(np.ndindex(*shape)) if shape else [()]
-    for b in range(X.shape[0]):
-        Xb = np.asarray(X[b], dtype=np.float64)
-        G = _lag_gram_np(Xb)
-        Xb = Xb.reshape(n, -1)
+    for b in range(n_sets):
         if window is None:
             Wv = np.ones((1, len(lags)))
         else:
             wb = window.isel({d: lead_index[b][lead.index(d)] for d in window.dims if d in lead})
             Wv = wb.transpose(*wdims, "lag").values.reshape(n_w, len(lags))
+        if lazy:
+            pick = dict(zip(lead, lead_index[b], strict=True))
+            one = u.isel(pick).transpose(*core)
+            sub = None
+            if center is not None:
+                sub = center.isel(pick).transpose(*core[1:]).values.reshape(-1)[sel]
+            Xp = chunked.pack(one.data, sel, sub)
+            chunked.window_grams(Xp, Wv[:, col] ** 2, out=grams[b])
+            grams[b] /= n
+            if not np.isfinite(np.einsum("wii->", grams[b])):
+                raise ValueError("u: expected finite values, found NaN/inf entries")
+            vecs = []
+            for w in range(n_w):
+                lam, Vk = chunked.eig_top(grams[b, w], n_modes)
+                spectrum[b, w] = lam
+                eig[b, w] = lam[:n_modes]
+                vecs.append(Vk)
+            proj = chunked.project(Xp, np.concatenate([v.T for v in vecs]))
+            for w in range(n_w):
+                phi = np.zeros((n_modes, Q * len(lags)))
+                phi[:, sel if lag_form else qi * len(lags) + col] = (
+                    proj[w * n_modes : (w + 1) * n_modes] * Wv[w, col]
+                )
+                lam = spectrum[b, w]
+                modes[b, w], coef[b, w] = _finish(phi, vecs[w], lam, n, rtol, kidx, kvalid)
+            continue
+        Xb = np.asarray(X[b], dtype=np.float64)
+        G = _lag_gram_np(Xb)
+        Xb = Xb.reshape(n, -1)
         for w in range(n_w):
             K = np.tensordot(Wv[w] ** 2, G, axes=(0, 0)) / n
             lam, V = _eig(K)
             spectrum[b, w] = lam
             grams[b, w] = K
             eig[b, w] = lam[:n_modes]
-            keep = lam[:n_modes] > rtol * max(lam[0], np.finfo(float).tiny)
             Vk = V[:, :n_modes]
             # the window multiplies each lag column: V^T (X w) = (V^T X) w
             phi = (Vk.T @ Xb) * np.tile(Wv[w], Q)[None, :]
-            phi /= np.sqrt(np.where(keep, n * lam[:n_modes], 1.0))[:, None]
-            # deterministic sign: the largest-magnitude entry of each mode is positive
-            sgn = np.sign(phi[np.arange(n_modes), np.abs(phi).argmax(1)])
-            sgn[sgn == 0] = 1.0
-            phi *= sgn[:, None]
-            phi[~keep] = np.nan
-            modes[b, w] = _gather_last(phi.reshape(n_modes, Q, len(lags)), kidx, kvalid)
-            a = Vk * sgn * np.sqrt(n * lam[:n_modes])
-            a[:, ~keep] = 0.0
-            coef[b, w] = a
+            modes[b, w], coef[b, w] = _finish(phi, Vk, lam, n, rtol, kidx, kvalid)
     mode = np.arange(1, n_modes + 1)
     lc = _lead_coords(R, lead)
     wc = {}
@@ -251,6 +302,26 @@ def pod(
         "rtol": rtol,
     }
     return ds
+
+
+def _finish(phi, Vk, lam, n, rtol, kidx, kvalid):
+    """Normalised, sign-fixed modes in (query, key) and coefficients from ``V_k^T X_w``.
+
+    ``phi`` is ``(n_modes, query * lag)`` (overwritten), ``Vk`` the leading eigenvectors.
+    """
+    n_modes = phi.shape[0]
+    keep = lam[:n_modes] > rtol * max(lam[0], np.finfo(float).tiny)
+    phi /= np.sqrt(np.where(keep, n * lam[:n_modes], 1.0))[:, None]
+    # deterministic sign: the largest-magnitude entry of each mode is positive
+    sgn = np.sign(phi[np.arange(n_modes), np.abs(phi).argmax(1)])
+    sgn[sgn == 0] = 1.0
+    phi *= sgn[:, None]
+    phi[~keep] = np.nan
+    Q = kidx.shape[0]
+    modes = _gather_last(phi.reshape(n_modes, Q, -1), kidx, kvalid)
+    a = Vk * sgn * np.sqrt(n * lam[:n_modes])
+    a[:, ~keep] = 0.0
+    return modes, a
 
 
 def reconstruct(result: xr.Dataset, rank: int) -> xr.DataArray:

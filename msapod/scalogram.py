@@ -32,7 +32,8 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from .fields import _lead_coords, _stack_leading, check_field, to_lag
+from . import chunked
+from .fields import _check, _lead_coords, _stack_leading, check_field, to_lag
 
 __all__ = [
     "coherency",
@@ -131,24 +132,29 @@ def _wavelet_parts(scales: tuple, lags: tuple, omega0: float):
 def _lag_field(A: xr.DataArray, name: str) -> xr.DataArray:
     """Accept either a (query, key) field or a (query, lag) field; return the lag form."""
     if "lag" in A.dims:
-        return check_field(A, name=name, dims=("query", "lag"), min_snapshots=None)
-    return to_lag(check_field(A, name=name, dims=("query", "key"), min_snapshots=None))
+        return _check(A, name=name, dims=("query", "lag"), min_snapshots=None)
+    return to_lag(_check(A, name=name, dims=("query", "key"), min_snapshots=None))
 
 
 def lag_moments(R: xr.DataArray, dims: Sequence[str] = ("snapshot", "query")) -> xr.DataArray:
     """Second-moment matrix of the lag profiles, ``C(tau, tau') = <r(tau) r(tau')>``.
 
     The mean runs over ``dims`` (default: snapshots and query rows); float64.
-    Returns dims ``(..., "lag", "lag_")``.
+    Returns dims ``(..., "lag", "lag_")``, in memory. For dask-backed ``R`` the sum is
+    accumulated chunk by chunk (one pass; ``lag`` is merged into one chunk).
     """
-    check_field(R, name="R", dims=(*dims, "lag"), min_snapshots=None)
-    X, lead, shape = _stack_leading(R, (*dims, "lag"))
-    n_lag = X.shape[-1]
-    X = X.reshape(X.shape[0], -1, n_lag)
-    C = np.empty((X.shape[0], n_lag, n_lag))
-    for b in range(X.shape[0]):
-        xb = np.asarray(X[b], dtype=np.float64)
-        C[b] = (xb.T @ xb) / xb.shape[0]
+    _check(R, name="R", dims=(*dims, "lag"), min_snapshots=None)
+    if chunked.is_dask(R):
+        C, lead, shape = chunked.lag_moments_chunked(R, tuple(dims))
+        n_lag = C.shape[-1]
+    else:
+        X, lead, shape = _stack_leading(R, (*dims, "lag"))
+        n_lag = X.shape[-1]
+        X = X.reshape(X.shape[0], -1, n_lag)
+        C = np.empty((X.shape[0], n_lag, n_lag))
+        for b in range(X.shape[0]):
+            xb = np.asarray(X[b], dtype=np.float64)
+            C[b] = (xb.T @ xb) / xb.shape[0]
     lags = R["lag"].values
     out = xr.DataArray(
         C.reshape(shape + (n_lag, n_lag)),
@@ -165,20 +171,41 @@ def cwt(r: xr.DataArray, scales=None, omega0: float = 6.0) -> xr.DataArray:
     ``r`` has a ``lag`` dim (e.g. from :func:`~msapod.fields.to_lag`); the transform is the
     exact direct sum over the existing lags. It holds one complex value per profile, scale
     and lag: use it on a few profiles; :func:`scalogram` needs no per-profile transform.
+    For dask-backed ``r`` the result is lazy, chunked like ``r`` (``lag`` whole).
     """
-    check_field(r, name="r", dims=("lag",), min_snapshots=None)
+    _check(r, name="r", dims=("lag",), min_snapshots=None)
     lags = r["lag"].values
     s = _check_scales(log_scales(len(lags)) if scales is None else scales, len(lags))
     Phi = wavelet_matrix(s, lags, omega0)  # (S, B, T)
-    X, lead, shape = _stack_leading(r, ("lag",))
-    W = np.einsum("sbt,nt->nsb", Phi, X.astype(np.float64), optimize=True)
+    if chunked.is_dask(r):
+        rt = r.transpose(..., "lag")
+        lead = rt.dims[:-1]
+        x = chunked._whole(rt.data, (-1,))
+        W = x.map_blocks(
+            _cwt_block,
+            Phi,
+            chunks=x.chunks[:-1] + ((len(s),), (len(lags),)),
+            new_axis=x.ndim - 1,
+            dtype=np.complex128,
+            meta=np.array((), dtype=np.complex128),
+        )
+    else:
+        X, lead, shape = _stack_leading(r, ("lag",))
+        W = np.einsum("sbt,nt->nsb", Phi, X.astype(np.float64), optimize=True)
+        W = W.reshape(shape + W.shape[1:])
     out = xr.DataArray(
-        W.reshape(shape + W.shape[1:]),
+        W,
         dims=(*lead, "scale", "lag"),
         coords={**_lead_coords(r, lead), "scale": s, "lag": lags},
         attrs={"omega0": omega0, "long_name": "Morlet transform W(a, b)"},
     )
     return out.assign_coords(period=("scale", fourier_period(s, omega0)))
+
+
+def _cwt_block(x: np.ndarray, Phi: np.ndarray) -> np.ndarray:
+    X = np.asarray(x, dtype=np.float64)
+    W = np.einsum("sbt,nt->nsb", Phi, X.reshape(-1, X.shape[-1]), optimize=True)
+    return W.reshape(X.shape[:-1] + W.shape[1:])
 
 
 def scalogram(
@@ -360,12 +387,22 @@ def coherency(
         raise ValueError(f"dim: {dim!r} is not a dim of A {R.dims}")
     lags = R["lag"].values
     s = _check_scales(np.sort(np.atleast_1d(scales)), len(lags))
-    X, lead, shape = _stack_leading(R, (dim, "query", "lag"))
     q = R["query"].values
-    gamma = np.empty((X.shape[0], len(s), len(q), len(q)))
     Phi = wavelet_matrix(s, lags, omega0)
-    with threadpool_limits(1, user_api="blas"):  # many small products: threads contend
-        _coherency_loop(X, Phi, s, q, rtol, gamma)
+    if chunked.is_dask(R):
+        lead = tuple(d for d in R.dims if d not in (dim, "query", "lag"))
+        shape = tuple(R.sizes[d] for d in lead)
+        Bs = [_coherency_factor(Phi[k], rtol) for k in range(len(s))]
+        gamma = np.empty((int(np.prod(shape, dtype=np.int64)), len(s), len(q), len(q)))
+        for b, ix in enumerate(np.ndindex(*shape)):
+            one = R.isel(dict(zip(lead, ix, strict=True)))
+            for k, G in enumerate(chunked.coherency_sums(one, dim, Bs)):
+                gamma[b, k] = _gamma(G)
+    else:
+        X, lead, shape = _stack_leading(R, (dim, "query", "lag"))
+        gamma = np.empty((X.shape[0], len(s), len(q), len(q)))
+        with threadpool_limits(1, user_api="blas"):  # many small products: threads contend
+            _coherency_loop(X, Phi, s, q, rtol, gamma)
     res = xr.DataArray(
         gamma.reshape(shape + gamma.shape[1:]),
         dims=(*lead, "scale", "query_i", "query_j"),
@@ -399,17 +436,27 @@ def scale_centroid(spectrum: xr.DataArray) -> xr.DataArray:
 def _coherency_loop(X, Phi, s, q, rtol, gamma) -> None:
     """gamma[b, k] for every field set b and scale k (see :func:`coherency`)."""
     for k in range(len(s)):
-        M = Phi[k].T @ np.conj(Phi[k])  # (tau, tau') Hermitian PSD
-        w, V = np.linalg.eigh(M)
-        keep = w > rtol * w.max()
-        B = V[:, keep] * np.sqrt(w[keep])  # M = B B^H
+        B = _coherency_factor(Phi[k], rtol)
         for b in range(X.shape[0]):
             G = np.zeros((len(q), len(q)), dtype=np.complex128)
             for xs in X[b]:
                 Y = np.asarray(xs, dtype=np.float64) @ B  # (query, r)
                 G += Y @ Y.conj().T
-            d = np.real(np.diag(G)).copy()
-            with np.errstate(invalid="ignore", divide="ignore"):
-                g = np.abs(G) ** 2 / (d[:, None] * d[None, :])
-            g[(d <= 0)[:, None] | (d <= 0)[None, :]] = np.nan
-            gamma[b, k] = np.clip(g, 0.0, 1.0)
+            gamma[b, k] = _gamma(G)
+
+
+def _coherency_factor(Phi_k: np.ndarray, rtol: float) -> np.ndarray:
+    """``B`` with ``M_a = Phi_a^T conj(Phi_a) = B B^H`` (eigenvalues below rtol dropped)."""
+    M = Phi_k.T @ np.conj(Phi_k)  # (tau, tau') Hermitian PSD
+    w, V = np.linalg.eigh(M)
+    keep = w > rtol * w.max()
+    return V[:, keep] * np.sqrt(w[keep])
+
+
+def _gamma(G: np.ndarray) -> np.ndarray:
+    """Coherency ``|G_ij|^2 / (G_ii G_jj)`` in [0, 1], NaN for rows without energy."""
+    d = np.real(np.diag(G)).copy()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        g = np.abs(G) ** 2 / (d[:, None] * d[None, :])
+    g[(d <= 0)[:, None] | (d <= 0)[None, :]] = np.nan
+    return np.clip(g, 0.0, 1.0)

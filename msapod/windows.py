@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .fields import _positions, check_field, from_lag, to_lag
+from .fields import _check, _positions, from_lag, to_lag
 
 __all__ = ["apply_window", "lag_window", "window_parameters"]
 
@@ -128,9 +128,11 @@ def apply_window(u: xr.DataArray, window: xr.DataArray) -> xr.DataArray:
     """Scale-filtered field ``u^(m)(i, j) = w(i - j) u(i, j)``.
 
     ``window`` is a ``w(..., lag)`` from :func:`lag_window`; it must cover every lag
-    ``query - key`` of ``u``. Extra window dims (e.g. ``peak``) broadcast.
+    ``query - key`` of ``u``. Extra window dims (e.g. ``peak``) broadcast. Dask-backed
+    ``u`` gives a lazy result (after one pass that detects causality, see
+    :func:`msapod.to_lag`).
     """
-    check_field(u, name="u", dims=("query", "key"), min_snapshots=None)
+    _check(u, name="u", dims=("query", "key"), min_snapshots=None)
     if not isinstance(window, xr.DataArray) or "lag" not in window.dims:
         raise ValueError("window: expected a DataArray with a 'lag' dim (see lag_window)")
     R = to_lag(u)

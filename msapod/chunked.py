@@ -1,0 +1,367 @@
+"""Chunked (dask) kernels: ensembles larger than memory, chunk by chunk.
+
+Every analysis function of msapod accepts a dask-backed ``xarray.DataArray`` (``A.data`` a
+``dask.array.Array``) chunked over ``snapshot`` and any leading dims; it dispatches here.
+Memory is then bounded by a few chunks plus the results, never by the ensemble:
+
+* element-wise steps stay lazy: the Reynolds fluctuation ``A - Abar``, :func:`to_lag`,
+  :func:`from_lag`, :func:`apply_window`, :func:`cwt`;
+* first and second moments are sums over chunks: the mean field and the input checks (one
+  pass, :func:`field_stats`), the lag moments ``C = <r r^T>`` (:func:`lag_moments`), the
+  coherency sums;
+* the windowed snapshot Grams ``G_w[s, t] = sum_{i, j} w(i - j)^2 u_s(i, j) u_t(i, j)`` are
+  formed block by block over pairs of snapshot chunks (:func:`window_grams`): only the
+  windows asked for, never the (lag, N, N) per-lag tensor of the in-memory path;
+* the N x N eigenproblem is solved in memory; the leading modes ``X^T V / sqrt(N lambda)``
+  take one more pass over the chunks (:func:`project`).
+
+The ``query`` and ``key`` (or ``lag``) dims must be whole within a chunk because every lag
+profile needs its whole row: chunks along them are merged (``rechunk``) automatically, so
+a chunk holds ``snapshots_per_chunk x L x L`` values. Reductions are plain dask graphs
+computed with ``dask.compute``: they run unchanged on the threaded scheduler or on a
+``dask.distributed`` cluster (the active ``Client``), and no global state is used.
+
+A pass over the data per reduction: :func:`msapod.analyze` needs four (checks and mean,
+lag moments, Grams, modes), the Gram pass loading each chunk about ``n_chunks / 2`` times.
+Values are checked where they are reduced (the mean, ``C`` and the Gram diagonal are
+finite iff the data are), so a NaN surfaces as the same ``ValueError`` as in memory.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import xarray as xr
+
+__all__ = ["is_dask", "lag_moments_chunked", "project", "window_grams"]
+
+
+def is_dask(A) -> bool:
+    """True if ``A`` is a DataArray (or array) whose data are a ``dask.array.Array``."""
+    mod = sys.modules.get("dask.array")
+    if mod is None:  # dask never imported: nothing can be a dask array
+        return False
+    return isinstance(getattr(A, "data", A), mod.Array)
+
+
+def _whole(x, axes):
+    """Rechunk ``x`` so that each of ``axes`` is a single chunk (no-op if it already is)."""
+    want = {a % x.ndim: -1 for a in axes if len(x.chunks[a % x.ndim]) > 1}
+    return x.rechunk(want) if want else x
+
+
+# ----------------------------------------------------------------------------- checks
+
+
+def check_values(
+    A: xr.DataArray, name: str, *, stochastic: bool, atol: float, key: str = "key"
+) -> None:
+    """The value checks of :func:`msapod.check_field`, computed chunk by chunk (one pass)."""
+    import dask
+
+    x = A.data
+    tasks = {"bad": (~_isfinite(x)).sum()}
+    if stochastic and x.size:
+        tasks["neg"] = (x < -atol).any()
+        tasks["worst"] = abs(x.sum(axis=A.dims.index(key)) - 1.0).max()
+    (res,) = dask.compute(tasks)
+    _raise_values(name, res, stochastic, atol)
+
+
+def _isfinite(x):
+    import dask.array as da
+
+    return da.isfinite(x)
+
+
+def _raise_values(name: str, res: dict, stochastic: bool, atol: float) -> None:
+    if int(res["bad"]):
+        raise ValueError(f"{name}: expected finite values, found {int(res['bad'])} NaN/inf entries")
+    if stochastic and "neg" in res:
+        if bool(res["neg"]):
+            raise ValueError(f"{name}: expected attention probabilities >= 0, found negatives")
+        worst = float(res["worst"])
+        if worst > atol:
+            raise ValueError(
+                f"{name}: expected rows summing to 1 over 'key' (attention probabilities), "
+                f"worst row sums to {1.0 + worst:.6g} (|deviation| {worst:.3g} > atol {atol})"
+            )
+
+
+def field_stats(
+    A: xr.DataArray,
+    dim: str,
+    *,
+    stochastic: bool,
+    atol: float = 1e-3,
+    name: str = "A",
+    min_snapshots: int | None = 2,
+) -> tuple[xr.DataArray, bool, bool]:
+    """One pass over a dask field: value checks, the mean over ``dim`` and causality.
+
+    Returns
+    -------
+    mean : xarray.DataArray
+        ``A.astype(float64).mean(dim)``, in memory (numpy-backed).
+    causal_A, causal_u : bool
+        Whether ``A`` and its fluctuation ``A - mean`` are zero above the diagonal (key
+        after query), exactly as :func:`msapod.is_causal` would find.
+    """
+    import dask
+
+    from .fields import _positions
+
+    if min_snapshots is not None and A.sizes[dim] < min_snapshots:
+        raise ValueError(
+            f"{name}: expected at least {min_snapshots} snapshots along {dim!r}, got {A.sizes[dim]}"
+        )
+    A64 = A.astype(np.float64)
+    x = A.data
+    tasks = {
+        "mean": A64.mean(dim).data,
+        "max": A.max(dim).data,
+        "min": A.min(dim).data,
+        "bad": (~_isfinite(x)).sum(),
+    }
+    if stochastic and x.size:
+        tasks["neg"] = (x < -atol).any()
+        tasks["worst"] = abs(x.sum(axis=A.dims.index("key")) - 1.0).max()
+    (res,) = dask.compute(tasks)
+    _raise_values(name, res, stochastic, atol)
+    rest = [d for d in A.dims if d != dim]
+    mean = xr.DataArray(
+        np.asarray(res["mean"]),
+        dims=rest,
+        coords={c: A.coords[c] for c in A.coords if dim not in A.coords[c].dims},
+    )
+    q = _positions(A, "query", name)
+    k = _positions(A, "key", name)
+    upper = xr.DataArray(k[None, :] > q[:, None], dims=("query", "key"))
+    hi = xr.DataArray(np.asarray(res["max"]), dims=rest)
+    lo = xr.DataArray(np.asarray(res["min"]), dims=rest)
+    # |A_s - m| is largest at the extreme A_s (float subtraction is monotone)
+    causal_A = bool(((abs(hi) <= 0) & (abs(lo) <= 0)).where(upper, True).all())
+    m = mean.variable
+    causal_u = bool(
+        ((abs(hi.variable - m) <= 0) & (abs(lo.variable - m) <= 0))
+        .where(upper.variable, True)
+        .all()
+    )
+    return mean, causal_A, causal_u
+
+
+def is_causal_chunked(A: xr.DataArray, atol: float = 0.0) -> bool:
+    """:func:`msapod.is_causal` of a dask field (one pass)."""
+    import dask.array as da
+
+    from .fields import _positions
+
+    q = _positions(A, "query", "A")
+    k = _positions(A, "key", "A")
+    upper = k[None, :] > q[:, None]
+    if not upper.any():
+        return True
+    x = A.transpose(..., "query", "key").data
+    worst = da.where(upper, abs(x), 0).max()
+    ok = (worst <= atol).compute()
+    return bool(ok)
+
+
+# ----------------------------------------------------------------------------- lag form
+
+
+def gather_last_lazy(A: xr.DataArray, src: str, new: str, idx, valid) -> xr.DataArray:
+    """Lazy ``out[..., i, m] = A[..., i, idx[i, m]]`` (0 where not ``valid``).
+
+    ``A`` has dims ``(..., "query", src)``; the result has ``(..., "query", new)``; query
+    and ``src`` are merged into one chunk (each row needs its whole profile).
+    """
+    from .fields import _gather_last
+
+    x = _whole(A.data, (-2, -1))
+    chunks = x.chunks[:-1] + ((idx.shape[1],),)
+    return x.map_blocks(_gather_last, idx, valid, chunks=chunks, dtype=x.dtype)
+
+
+# ----------------------------------------------------------------------------- moments
+
+
+def _moment_block(x: np.ndarray, nl: int, k: int) -> np.ndarray:
+    """Sum of r r^T over the averaged axes of one block, kept as size-1 axes."""
+    n_lag = x.shape[-1]
+    lead = x.shape[:nl]
+    xs = np.asarray(x, dtype=np.float64).reshape(lead + (-1, n_lag))
+    C = np.swapaxes(xs, -1, -2) @ xs
+    return C.reshape(lead + (1,) * k + (n_lag, n_lag))
+
+
+def lag_moments_chunked(R: xr.DataArray, dims) -> tuple[np.ndarray, tuple, tuple]:
+    """``C = <r r^T>`` over ``dims`` of a dask lag field, summed chunk by chunk.
+
+    Returns ``(C, lead, shape)`` with ``C`` of shape ``shape + (lag, lag)`` (float64, in
+    memory) and the leading dims ``lead``.
+    """
+    lead = tuple(d for d in R.dims if d not in (*dims, "lag"))
+    X = _whole(R.transpose(*lead, *dims, "lag").data, (-1,))
+    nl, k = len(lead), len(dims)
+    n_lag = X.shape[-1]
+    chunks = (
+        X.chunks[:nl] + tuple((1,) * len(c) for c in X.chunks[nl : nl + k]) + ((n_lag,), (n_lag,))
+    )
+    M = X.map_blocks(
+        _moment_block, nl, k, chunks=chunks, new_axis=X.ndim, dtype=np.float64, meta=np.array(())
+    )
+    S = M.sum(axis=tuple(range(nl, nl + k))) if k else M
+    count = int(np.prod(X.shape[nl : nl + k], dtype=np.int64))
+    C = np.asarray(S.compute()) / count
+    if not np.isfinite(np.einsum("...ii->", C)):
+        raise ValueError("R: expected finite values, found NaN/inf entries")
+    return C, lead, tuple(R.sizes[d] for d in lead)
+
+
+# ----------------------------------------------------------------------------- Grams
+
+
+def _pack_block(b: np.ndarray, sel: np.ndarray, sub) -> np.ndarray:
+    """Rows of one chunk flattened and restricted to the entries ``sel`` (float64)."""
+    y = np.asarray(b).reshape(b.shape[0], -1)[:, sel].astype(np.float64)
+    if sub is not None:
+        y -= sub
+    return y
+
+
+def pack(x, sel: np.ndarray, sub: np.ndarray | None = None):
+    """Lazy ``(N, P)`` float64 matrix of the entries ``sel`` of a (N, Q, K) dask array.
+
+    ``sub`` (``(P,)``) is subtracted from every row (the mean field for a fluctuation).
+    """
+    x = _whole(x, tuple(range(1, x.ndim)))
+    return x.map_blocks(
+        _pack_block,
+        sel,
+        sub,
+        chunks=(x.chunks[0], (len(sel),)),
+        drop_axis=tuple(range(2, x.ndim)),
+        dtype=np.float64,
+        meta=np.array((), dtype=np.float64),
+    )
+
+
+def _gram_pair(xi: np.ndarray, xj: np.ndarray, w2: np.ndarray) -> np.ndarray:
+    """``G_w[a, b] = sum_p w2[w, p] xi[a, p] xj[b, p]`` for every window w."""
+    out = np.empty((len(w2), xi.shape[0], xj.shape[0]))
+    xjT = xj.T
+    for w in range(len(w2)):
+        np.matmul(xi * w2[w], xjT, out=out[w])
+    return out
+
+
+def window_grams(X, w2: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Windowed Grams ``X diag(w2[w]) X^T`` of a lazy ``(N, P)`` matrix, block by block.
+
+    For each snapshot chunk i one ``dask.compute`` forms the blocks (i, j >= i): chunk i
+    is loaded once per row, the others once each, so memory holds a few chunks and the
+    ``(n_w, N, N)`` result (``out`` if given), never all of ``X``.
+    """
+    import dask
+    from dask import delayed
+
+    w2 = np.ascontiguousarray(w2, dtype=np.float64)
+    n = X.shape[0]
+    G = np.empty((len(w2), n, n)) if out is None else out
+    blocks = X.to_delayed().ravel()
+    offs = np.r_[0, np.cumsum(X.chunks[0])]
+    pair = delayed(_gram_pair, pure=True)
+    for i in range(len(blocks)):
+        parts = dask.compute(*[pair(blocks[i], blocks[j], w2) for j in range(i, len(blocks))])
+        si = slice(offs[i], offs[i + 1])
+        for j, g in zip(range(i, len(blocks)), parts, strict=True):
+            sj = slice(offs[j], offs[j + 1])
+            G[:, si, sj] = g
+            if j != i:
+                G[:, sj, si] = np.swapaxes(g, 1, 2)
+    return G
+
+
+def project(X, Vt: np.ndarray) -> np.ndarray:
+    """``Vt @ X`` of a lazy ``(N, P)`` matrix (``Vt`` in memory, ``(M, N)``), chunk by chunk."""
+    import dask.array as da
+
+    V = da.from_array(np.ascontiguousarray(Vt), chunks=(Vt.shape[0], X.chunks[0]))
+    return np.asarray((V @ X).compute())
+
+
+def eig_top(K: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
+    """All eigenvalues (descending, clipped at 0) and the leading ``n_modes`` eigenvectors.
+
+    Few modes: the eigenvalues alone and a subset eigensolve (no N x N eigenvector
+    matrix); many: one full ``eigh``.
+    """
+    n = len(K)
+    if 2 * n_modes >= n:
+        lam, V = np.linalg.eigh(K)
+        return np.clip(lam[::-1], 0.0, None), V[:, ::-1][:, :n_modes]
+    from scipy.linalg import eigh
+
+    lam = eigh(K, eigvals_only=True, check_finite=False)
+    _, V = eigh(K, subset_by_index=[n - n_modes, n - 1], check_finite=False)
+    return np.clip(lam[::-1], 0.0, None), V[:, ::-1]
+
+
+# ----------------------------------------------------------------------------- coherency
+
+
+def _coherency_block(x: np.ndarray, Bs: list) -> np.ndarray:
+    """``sum_s Y_s Y_s^H`` with ``Y_s = x_s B_k`` for every scale k, one chunk."""
+    x = np.asarray(x, dtype=np.float64)
+    c, q, _ = x.shape
+    out = np.empty((len(Bs), q, q), dtype=np.complex128)
+    for k, B in enumerate(Bs):
+        Y = (x @ B).transpose(1, 0, 2).reshape(q, -1)  # (query, snapshot * r)
+        out[k] = Y @ Y.conj().T
+    return out[None]
+
+
+def coherency_sums(R: xr.DataArray, dim: str, Bs: list):
+    """Per-scale ``sum_s Y_s Y_s^H`` (scale, query, query) of a dask lag field, no lead dims."""
+    X = _whole(R.transpose(dim, "query", "lag").data, (1, 2))
+    q = X.shape[1]
+    M = X.map_blocks(
+        _coherency_block,
+        Bs,
+        chunks=((1,) * len(X.chunks[0]), (len(Bs),), (q,), (q,)),
+        new_axis=3,
+        dtype=np.complex128,
+        meta=np.array((), dtype=np.complex128),
+    )
+    return np.asarray(M.sum(axis=0).compute())
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+def _residual_block(u: np.ndarray, Bm: np.ndarray, C) -> np.ndarray:
+    U = np.asarray(u, dtype=np.float64).reshape(u.shape[0], -1)
+    Cb = U @ Bm.T if C is None else C
+    R = U - Cb @ Bm
+    return np.atleast_1d(np.einsum("sp,sp->", R, R))
+
+
+def mean_sq_residual(u: xr.DataArray, dim: str, Bm: np.ndarray, C: np.ndarray | None) -> float:
+    """``(1/N) sum_s ||u_s - c_s Bm||^2`` of a dask field (``C`` None: project onto Bm)."""
+    import dask.array as da
+
+    x = _whole(u.transpose(dim, "query", "key").data, (1, 2))
+    parts = []
+    offs = np.r_[0, np.cumsum(x.chunks[0])]
+    for i, blk in enumerate(x.to_delayed().ravel()):
+        Cb = None if C is None else C[offs[i] : offs[i + 1]]
+        from dask import delayed
+
+        parts.append(
+            da.from_delayed(
+                delayed(_residual_block, pure=True)(blk, Bm, Cb), shape=(1,), dtype=np.float64
+            )
+        )
+    return float(da.concatenate(parts).sum().compute()) / u.sizes[dim]
