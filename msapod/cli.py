@@ -1,4 +1,4 @@
-"""Command line: ``msapod train``, ``msapod zoo`` and ``msapod extract``.
+"""Command line: ``msapod train``, ``zoo``, ``extract`` and ``reproduce``.
 
 Examples
 --------
@@ -8,6 +8,7 @@ Examples
     msapod train --config run.json --out runs/x  # any TrainConfig, as JSON
     msapod zoo                                  # table of the zoo, checkpoints verified
     msapod extract ega-1 --n 150 --length 256   # fill the attention-field cache
+    msapod reproduce --results results          # every number of the book (resumable)
 """
 
 from __future__ import annotations
@@ -192,6 +193,33 @@ def _cmd_extract(args) -> int:
     return 0
 
 
+def _cmd_reproduce(args) -> int:
+    import os
+
+    from .reproduce import reproduce
+
+    if args.cache_dir:
+        os.environ["MSAPOD_CACHE"] = str(Path(args.cache_dir).expanduser().resolve())
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads: expected a positive integer, got {args.threads}")
+        import torch
+
+        torch.set_num_threads(args.threads)
+    try:
+        reproduce(
+            args.results,
+            steps=args.steps,
+            models=args.models,
+            llm=not args.no_llm,
+            progress=not args.quiet,
+        )
+    except RuntimeError as err:
+        print(f"msapod: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="msapod", description="Multiscale POD of transformer attention fields"
@@ -223,6 +251,23 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--threads", type=int, help="torch threads")
     e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=_cmd_extract)
+
+    r = sub.add_parser(
+        "reproduce",
+        help="compute every number the book shows into a results folder (resumable)",
+    )
+    r.add_argument("--results", default="results", help="output folder (default ./results)")
+    r.add_argument(
+        "--steps",
+        nargs="+",
+        help="subset of: zoo uncertainty convergence pruning llm scorecard (default all)",
+    )
+    r.add_argument("--models", nargs="+", help="zoo models (default all four)")
+    r.add_argument("--no-llm", action="store_true", help="skip the SmolLM2-135M step")
+    r.add_argument("--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)")
+    r.add_argument("--threads", type=int, help="torch threads")
+    r.add_argument("--quiet", action="store_true", help="no progress bars")
+    r.set_defaults(func=_cmd_reproduce)
     return p
 
 

