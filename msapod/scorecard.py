@@ -203,7 +203,7 @@ def zoo_scorecard(
                 "(a) 95 % interval of T_spec inside 1 ± 0.25, layers 1–2 at the paper's N; "
                 "(b) larger top-5 share in layers 5–6 than 1–2, every model"
             ),
-            page="07-spectral-concentration, 12-uncertainty-convergence",
+            page="07-spectral-concentration, 11-uncertainty-convergence",
         )
     )
     dT = arch_difference(T, Tse)
@@ -261,7 +261,7 @@ def zoo_scorecard(
                 "interval above 150; (b) 'about 91' = 95 % interval within ±15 % of 91 at the "
                 f"paper's N = {n_snap}, every model and layer 3–6"
             ),
-            page="08-effective-rank, 12-uncertainty-convergence",
+            page="08-effective-rank, 11-uncertainty-convergence",
         )
     )
     from .prune import c6_verdict
@@ -277,7 +277,7 @@ def zoo_scorecard(
             verdict=c6["verdict"],
             cases=c6.get("cases", ""),
             rule=c6["rule"],
-            page="13-head-pruning",
+            page="12-head-pruning",
         )
     )
 
