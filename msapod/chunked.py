@@ -215,7 +215,7 @@ def lag_moments_chunked(R: xr.DataArray, dims) -> tuple[np.ndarray, tuple, tuple
     S = M.sum(axis=tuple(range(nl, nl + k))) if k else M
     count = int(np.prod(X.shape[nl : nl + k], dtype=np.int64))
     C = np.asarray(S.compute()) / count
-    if not np.isfinite(np.einsum("...ii->", C)):
+    if not np.isfinite(np.trace(C, axis1=-2, axis2=-1).sum()):
         raise ValueError("R: expected finite values, found NaN/inf entries")
     return C, lead, tuple(R.sizes[d] for d in lead)
 
@@ -264,24 +264,49 @@ def window_grams(X, w2: np.ndarray, out: np.ndarray | None = None) -> np.ndarray
     is loaded once per row, the others once each, so memory holds a few chunks and the
     ``(n_w, N, N)`` result (``out`` if given), never all of ``X``.
     """
-    import dask
-    from dask import delayed
-
     w2 = np.ascontiguousarray(w2, dtype=np.float64)
     n = X.shape[0]
     G = np.empty((len(w2), n, n)) if out is None else out
+    _pairwise(X, _gram_pair, w2, G)
+    return G
+
+
+def _lag_gram_pair(ri: np.ndarray, rj: np.ndarray) -> np.ndarray:
+    """``G_tau[a, b] = sum_i ri[a, i, tau] rj[b, i, tau]`` (lag, a, b), float64."""
+    ri = np.asarray(ri, dtype=np.float64)
+    rj = np.asarray(rj, dtype=np.float64)
+    return np.matmul(ri.transpose(2, 0, 1), rj.transpose(2, 1, 0))
+
+
+def lag_gram_chunked(R) -> np.ndarray:
+    """Per-lag Gram tensor (lag, N, N) of a dask lag field (N, query, lag), block by block.
+
+    The result is in memory (``8 L N^2`` bytes): for large N use :func:`window_grams`.
+    """
+    R = _whole(R, (1, 2))
+    n, n_lag = R.shape[0], R.shape[2]
+    G = np.empty((n_lag, n, n))
+    _pairwise(R, _lag_gram_pair, None, G)
+    return G
+
+
+def _pairwise(X, func, arg, G: np.ndarray) -> None:
+    """``G[:, a, b] = func(X_a, X_b, arg)`` over snapshot chunk pairs (symmetric)."""
+    import dask
+    from dask import delayed
+
     blocks = X.to_delayed().ravel()
     offs = np.r_[0, np.cumsum(X.chunks[0])]
-    pair = delayed(_gram_pair, pure=True)
+    pair = delayed(func, pure=True)
+    extra = () if arg is None else (arg,)
     for i in range(len(blocks)):
-        parts = dask.compute(*[pair(blocks[i], blocks[j], w2) for j in range(i, len(blocks))])
+        parts = dask.compute(*[pair(blocks[i], blocks[j], *extra) for j in range(i, len(blocks))])
         si = slice(offs[i], offs[i + 1])
         for j, g in zip(range(i, len(blocks)), parts, strict=True):
             sj = slice(offs[j], offs[j + 1])
             G[:, si, sj] = g
             if j != i:
                 G[:, sj, si] = np.swapaxes(g, 1, 2)
-    return G
 
 
 def project(X, Vt: np.ndarray) -> np.ndarray:

@@ -73,12 +73,25 @@ def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
     """Per-lag Gram tensor ``G_tau[s, t] = sum_{i - j = tau} u_s(i, j) u_t(i, j)`` (float64).
 
     Returns dims ``(..., "lag", dim, dim + "_")``; ``sum_tau G_tau`` is N times the Gram
-    matrix of the plain POD.
+    matrix of the plain POD. Dask-backed ``u`` is reduced over pairs of snapshot chunks;
+    the result (``8 L N^2`` bytes per field set) is in memory.
     """
-    check_field(u, name="u", dims=(dim, "query", "key"), snapshot_dim=dim)
+    _check(u, name="u", dims=(dim, "query", "key"), snapshot_dim=dim)
     R = to_lag(u)
-    X, lead, shape = _stack_leading(R, (dim, "query", "lag"))
-    G = np.stack([_lag_gram_np(x) for x in X])
+    if chunked.is_dask(R):
+        lead = tuple(d for d in R.dims if d not in (dim, "query", "lag"))
+        shape = tuple(R.sizes[d] for d in lead)
+        G = np.stack(
+            [
+                chunked.lag_gram_chunked(
+                    R.isel(dict(zip(lead, ix, strict=True))).transpose(dim, "query", "lag").data
+                )
+                for ix in np.ndindex(*shape)
+            ]
+        )
+    else:
+        X, lead, shape = _stack_leading(R, (dim, "query", "lag"))
+        G = np.stack([_lag_gram_np(x) for x in X])
     n = u.sizes[dim]
     return xr.DataArray(
         G.reshape(shape + G.shape[1:]),
@@ -135,6 +148,16 @@ def pod(
         ``modes(mode, query, key)``, ``coefficients(dim, mode)``, ``total_energy`` and
         ``gram(dim, dim_)``, the N x N matrix K whose eigenvalues are the spectrum (for
         a bootstrap over snapshots, see :func:`msapod.bootstrap_spectrum`).
+
+    Notes
+    -----
+    Dask-backed ``u`` (chunked over ``dim`` and leading dims) is never loaded whole: the
+    windowed Gram matrices are accumulated over pairs of snapshot chunks (no per-lag
+    tensor), the eigenproblem is solved in memory (all eigenvalues, the leading
+    ``n_modes`` eigenvectors) and the modes take one more pass over the chunks. Memory:
+    ``8 n_w N^2`` bytes of Grams plus a few chunks. A key-form field costs one extra pass
+    to detect causality (none for the lag form). Results equal the in-memory path to
+    rounding.
     """
     return _pod(u, dim, n_modes, window, rtol)
 
@@ -337,7 +360,8 @@ def basis_error(u: xr.DataArray, basis: xr.DataArray, dim: str = "snapshot") -> 
     """Ensemble-mean squared error of projecting ``u`` onto an orthonormal ``basis``.
 
     ``(1/N) sum_s ||u_s - sum_k <u_s, b_k> b_k||^2`` for ``basis(mode, query, key)``; the
-    basis must be orthonormal (checked to 1e-8).
+    basis must be orthonormal (checked to 1e-8). Dask-backed ``u`` is reduced chunk by
+    chunk (with leading dims the result is a lazy DataArray).
     """
     check_field(basis, name="basis", dims=("mode", "query", "key"), min_snapshots=None)
     B = basis.transpose(..., "mode", "query", "key")
@@ -347,6 +371,8 @@ def basis_error(u: xr.DataArray, basis: xr.DataArray, dim: str = "snapshot") -> 
     if np.abs(gram - eye).max() > 1e-8:
         raise ValueError("basis: expected orthonormal fields over (query, key)")
     lead = [d for d in u.dims if d not in (dim, "query", "key")]
+    if not lead and B.ndim == 3 and chunked.is_dask(u):  # chunk by chunk
+        return xr.DataArray(chunked.mean_sq_residual(u, dim, Bm, None), name="error")
     if not lead and B.ndim == 3:  # one ensemble, one basis: plain matrix products
         U = _snapshot_matrix(u, dim)
         C = U @ Bm.T
@@ -373,6 +399,7 @@ def reconstruction_error(
 
     The residual is formed explicitly (no use of orthogonality), so comparing it with
     ``sum_{k > K} lambda_k`` of ``result["spectrum"]`` is a genuine check of Theorem 1.
+    Dask-backed ``u`` is reduced chunk by chunk (with leading dims the result is lazy).
     """
     n_avail = result.sizes["mode"]
     if not 0 <= rank <= n_avail:
@@ -381,9 +408,12 @@ def reconstruction_error(
     extra = [d for d in result["modes"].dims if d not in ("mode", "query", "key")]
     if not lead and not extra:
         sub = result.isel(mode=slice(0, rank))
-        U = _snapshot_matrix(u, dim)
         C = sub["coefficients"].transpose(dim, "mode").values
         Phi = sub["modes"].fillna(0.0).transpose("mode", "query", "key").values
+        if chunked.is_dask(u):  # chunk by chunk
+            err = chunked.mean_sq_residual(u, dim, Phi.reshape(rank, -1), C)
+            return xr.DataArray(err, name="error")
+        U = _snapshot_matrix(u, dim)
         return xr.DataArray(_mean_sq_residual(U, C, Phi.reshape(rank, -1)), name="error")
     recon = reconstruct(result, rank)
     return ((u - recon) ** 2).sum(("query", "key")).mean(dim)
