@@ -33,7 +33,7 @@ import xarray as xr
 from .data import Corpus, ensemble_offsets, load_corpus
 from .model import GPT
 
-__all__ = ["collect_attention", "ensemble_ids", "iter_attention"]
+__all__ = ["collect_attention", "ensemble_ids", "iter_attention", "write_attention_zarr"]
 
 
 def _version() -> str:
@@ -455,6 +455,9 @@ def collect_attention(
     progress: bool = True,
     tokenizer=None,
     data_sha256: str | None = None,
+    store=None,
+    snapshot_chunk: int | None = None,
+    overwrite: bool = False,
 ) -> xr.DataArray:
     """Attention fields of all requested layers as one labelled array.
 
@@ -480,6 +483,11 @@ def collect_attention(
     data_sha256
         sha256 of the text the snapshots come from (e.g. ``Corpus.sha256``), recorded in
         the attrs; ``ids_sha256`` (of the int64 ids) is recorded always.
+    store
+        A path (``str`` / ``os.PathLike``) or zarr store: stream the ensemble into a
+        chunked zarr array there, batch by batch, and return it opened lazily (see
+        :func:`write_attention_zarr`; ``snapshot_chunk`` and ``overwrite`` apply only
+        then). Default ``None``: an in-memory array.
 
     Returns
     -------
@@ -488,22 +496,29 @@ def collect_attention(
         ``average_heads``. attrs: ``model``, ``weights_sha256`` (if the model has one),
         ``data_sha256`` (if given), ``ids_sha256``, ``n_snapshots``, ``length``,
         ``offsets`` (if given), ``attention`` (``"standard"``/``"ega"``), ``framework``,
-        ``average_heads``, ``source`` and ``msapod_version``.
+        ``average_heads``, ``source`` and ``msapod_version``. With ``store`` the data are
+        dask-backed (chunked over ``snapshot``, one layer and head per chunk).
     """
-    info = _model_info(model)
-    ids = _as_ids(model, texts_or_ids, info, tokenizer=tokenizer)
-    n, length = ids.shape
-    if offsets is not None:
-        offsets = np.asarray(offsets)
-        if offsets.shape != (n,) or offsets.dtype.kind not in "iu":
-            raise ValueError(
-                f"offsets: expected {n} integer offsets (one per snapshot), got "
-                f"shape {offsets.shape} dtype {offsets.dtype}"
-            )
-        offsets = offsets.astype(np.int64)
-    if data_sha256 is not None and not isinstance(data_sha256, str):
-        raise ValueError(f"data_sha256: expected a hex string, got {data_sha256!r}")
-    layer_list = _check_layers(layers, info["n_layer"])
+    if store is not None:
+        return write_attention_zarr(
+            model,
+            texts_or_ids,
+            store,
+            layers=layers,
+            average_heads=average_heads,
+            batch_size=batch_size,
+            name=name,
+            offsets=offsets,
+            dtype=dtype,
+            progress=progress,
+            tokenizer=tokenizer,
+            data_sha256=data_sha256,
+            snapshot_chunk=snapshot_chunk,
+            overwrite=overwrite,
+        )
+    info, ids, offsets, layer_list, attrs = _prepare_collect(
+        model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, data_sha256
+    )
     values = None
     first = None
     for k, part in enumerate(
@@ -525,6 +540,29 @@ def collect_attention(
     coords = {d: first[d].values for d in first.dims}
     coords["layer"] = np.asarray(layer_list)
     out = xr.DataArray(values, dims=("layer", *first.dims), coords=coords)
+    if offsets is not None:
+        out = out.assign_coords(offset=("snapshot", offsets))
+    out.attrs = attrs
+    out.name = "attention"
+    return out
+
+
+def _prepare_collect(model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, sha):
+    """Validated ``(info, ids, offsets, layers, attrs)`` of :func:`collect_attention`."""
+    info = _model_info(model)
+    ids = _as_ids(model, texts_or_ids, info, tokenizer=tokenizer)
+    n, length = ids.shape
+    if offsets is not None:
+        offsets = np.asarray(offsets)
+        if offsets.shape != (n,) or offsets.dtype.kind not in "iu":
+            raise ValueError(
+                f"offsets: expected {n} integer offsets (one per snapshot), got "
+                f"shape {offsets.shape} dtype {offsets.dtype}"
+            )
+        offsets = offsets.astype(np.int64)
+    if sha is not None and not isinstance(sha, str):
+        raise ValueError(f"data_sha256: expected a hex string, got {sha!r}")
+    layer_list = _check_layers(layers, info["n_layer"])
     attrs = _base_attrs(model, info, name)
     attrs.update(
         n_snapshots=n,
@@ -539,11 +577,249 @@ def collect_attention(
             + ("; mean over heads" if average_heads else "")
         ),
     )
-    if data_sha256 is not None:
-        attrs["data_sha256"] = data_sha256
+    if sha is not None:
+        attrs["data_sha256"] = sha
     if offsets is not None:
         attrs["offsets"] = offsets
-        out = out.assign_coords(offset=("snapshot", offsets))
-    out.attrs = attrs
-    out.name = "attention"
+    return info, ids, offsets, layer_list, attrs
+
+
+# ----------------------------------------------------------------------------- zarr
+
+
+def _json_attrs(attrs: dict) -> dict:
+    """attrs as zarr stores them (arrays as lists, numpy scalars as Python numbers)."""
+    out = {}
+    for k, v in attrs.items():
+        if isinstance(v, np.ndarray):
+            v = v.tolist()
+        elif isinstance(v, np.generic):
+            v = v.item()
+        out[k] = v
     return out
+
+
+def _open_store(store, expect: dict) -> tuple[xr.DataArray | None, list[str]]:
+    """Open an existing msapod store; ``(None, [])`` if there is none, else the array and
+    the list of differences from ``expect`` (empty: it holds exactly what was asked)."""
+    import os
+
+    import zarr
+
+    if isinstance(store, str | os.PathLike):
+        path = os.fspath(store)
+        if not os.path.exists(path) or (os.path.isdir(path) and not os.listdir(path)):
+            return None, []
+    try:
+        zarr.open_group(store, mode="r")
+    except (FileNotFoundError, KeyError, ValueError) as err:
+        if isinstance(store, str | os.PathLike):
+            raise ValueError(
+                f"store: {os.fspath(store)!r} exists and is not a zarr store ({err}); "
+                "remove it or choose another path"
+            ) from err
+        return None, []
+    try:
+        ds = xr.open_zarr(store, consolidated=None)
+    except Exception as err:  # noqa: BLE001 - any unreadable store is a mismatch
+        return None, [f"unreadable by xarray ({type(err).__name__}: {err})"]
+    diffs = []
+    if "attention" not in ds:
+        return None, ["no 'attention' array"]
+    da_ = ds["attention"]
+    if not int(ds.attrs.get("complete", 0)):
+        diffs.append("incomplete (an interrupted write)")
+    if da_.dims != expect["dims"]:
+        diffs.append(f"dims {da_.dims} != {expect['dims']}")
+    if da_.shape != expect["shape"]:
+        diffs.append(f"shape {da_.shape} != {expect['shape']}")
+    if da_.dtype != expect["dtype"]:
+        diffs.append(f"dtype {da_.dtype} != {expect['dtype']}")
+    for c, v in expect["coords"].items():
+        if c not in da_.coords or not np.array_equal(da_[c].values, v):
+            diffs.append(f"coord {c!r} differs")
+    have = _json_attrs(dict(da_.attrs))
+    want = _json_attrs(expect["attrs"])
+    for key in sorted(set(have) | set(want)):
+        if have.get(key) != want.get(key):
+            diffs.append(f"attr {key!r}: stored {have.get(key)!r}, expected {want.get(key)!r}")
+    return da_, diffs
+
+
+def _as_opened(da_: xr.DataArray) -> xr.DataArray:
+    """The stored array with the attrs of the in-memory version (offsets as an array)."""
+    da_ = da_.copy()
+    small = [c for c in da_.coords if c not in da_.dims]
+    if small:  # e.g. ``offset``: load the per-snapshot labels, keep the data lazy
+        da_ = da_.assign_coords({c: da_[c].load() for c in small})
+    if "offsets" in da_.attrs:
+        da_.attrs["offsets"] = np.asarray(da_.attrs["offsets"], dtype=np.int64)
+    da_.encoding.pop("coordinates", None)
+    da_.name = "attention"
+    return da_
+
+
+def write_attention_zarr(
+    model,
+    texts_or_ids,
+    store,
+    *,
+    layers: Sequence[int] | int | None = None,
+    average_heads: bool = False,
+    batch_size: int = 16,
+    name: str | None = None,
+    offsets=None,
+    dtype=np.float32,
+    progress: bool = True,
+    tokenizer=None,
+    data_sha256: str | None = None,
+    snapshot_chunk: int | None = None,
+    overwrite: bool = False,
+) -> xr.DataArray:
+    """Stream the attention fields of an ensemble into a chunked zarr store.
+
+    Layer by layer, each batch of snapshots is written as soon as the model has produced
+    it, so memory holds one batch (``batch_size x H x L x L`` float64 probabilities), never
+    a layer or the ensemble. The result is the store opened lazily with
+    ``xarray.open_zarr``: a dask-backed DataArray that every msapod analysis function
+    accepts (see :mod:`msapod.chunked`).
+
+    Parameters
+    ----------
+    model, texts_or_ids, layers, average_heads, batch_size, name, offsets, dtype, progress,
+    tokenizer, data_sha256
+        As in :func:`collect_attention`.
+    store
+        A directory path or a zarr store (e.g. ``zarr.storage.MemoryStore``). Written in
+        zarr format 2 with consolidated metadata (readable by zarr 2 and 3).
+    snapshot_chunk
+        Snapshots per chunk (default ``batch_size``); chunks hold one layer and one head:
+        ``(1, 1, snapshot_chunk, L, L)`` (``(1, snapshot_chunk, L, L)`` head-averaged).
+    overwrite
+        Rebuild an existing store. Without it an existing store is reused only if it holds
+        exactly what was asked (complete, same dims, shape, dtype, coords and attrs: model,
+        ``weights_sha256``, ``ids_sha256``, layers, msapod version, ...); otherwise a
+        ``ValueError`` lists the differences. A store is marked complete only after its
+        last batch is written, so an interrupted write is never taken for a result.
+
+    Returns
+    -------
+    xarray.DataArray
+        Dims, coords and attrs as :func:`collect_attention` returns them, dask-backed.
+
+    Raises
+    ------
+    ValueError
+        Bad arguments; an existing store that differs from the request (or whose model
+        cannot be verified: no ``weights_sha256``) without ``overwrite``; a store that
+        does not read back as written.
+    """
+    import dask.array as dsa
+    import zarr
+
+    info, ids, offsets, layer_list, attrs = _prepare_collect(
+        model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, data_sha256
+    )
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer):
+        raise ValueError(f"batch_size: expected a positive integer, got {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size: expected a positive integer, got {batch_size}")
+    chunk = int(batch_size if snapshot_chunk is None else snapshot_chunk)
+    if isinstance(snapshot_chunk, bool) or chunk < 1:
+        raise ValueError(f"snapshot_chunk: expected a positive integer, got {snapshot_chunk!r}")
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        raise ValueError(f"dtype: expected a floating dtype, got {dtype}")
+    n, length = ids.shape
+    H = info["n_head"]
+    dims = ("layer", "snapshot", "query", "key")
+    shape = (len(layer_list), n, length, length)
+    chunks = (1, chunk, length, length)
+    coords = {
+        "layer": np.asarray(layer_list),
+        "snapshot": np.arange(n),
+        "query": np.arange(length),
+        "key": np.arange(length),
+    }
+    if not average_heads:
+        dims = ("layer", "head", *dims[1:])
+        shape = (shape[0], H, *shape[1:])
+        chunks = (1, 1, *chunks[1:])
+        coords["head"] = np.arange(1, H + 1)
+    expect = {"dims": dims, "shape": shape, "dtype": dtype, "coords": coords, "attrs": attrs}
+    if not overwrite:
+        existing, diffs = _open_store(store, expect)
+        if existing is not None or diffs:
+            if "weights_sha256" not in attrs:
+                diffs.append("the model has no weights_sha256 to verify the stored one against")
+            if diffs:
+                raise ValueError(
+                    "store: exists but does not hold the requested ensemble ("
+                    + "; ".join(diffs)
+                    + "); pass overwrite=True to rebuild it"
+                )
+            return _as_opened(existing)
+    template = xr.DataArray(
+        dsa.zeros(shape, chunks=chunks, dtype=dtype), dims=dims, coords=coords, name="attention"
+    )
+    if offsets is not None:
+        template = template.assign_coords(offset=("snapshot", offsets))
+    template.attrs = _json_attrs(attrs)
+    ds = template.to_dataset()
+    ds.attrs = {"complete": 0, "msapod_store": "attention ensemble (msapod.write_attention_zarr)"}
+    fmt = {"zarr_format": 2} if int(zarr.__version__.split(".")[0]) >= 3 else {}
+    ds.to_zarr(store, mode="w", compute=False, consolidated=True, **fmt)
+    group = zarr.open_group(store, mode="r+", **fmt)
+    target = group["attention"]
+    for k, start, block in _stream_blocks(
+        model, ids, info, layer_list, int(batch_size), average_heads, progress
+    ):
+        b = block.shape[0]
+        if average_heads:
+            target[k, start : start + b] = block.astype(dtype)
+        else:
+            target[k, :, start : start + b] = block.transpose(1, 0, 2, 3).astype(dtype)
+    group.attrs["complete"] = 1
+    zarr.consolidate_metadata(store)
+    opened, diffs = _open_store(store, expect)
+    if opened is None or diffs:
+        raise ValueError("store: did not read back as written (" + "; ".join(diffs) + ")")
+    return _as_opened(opened)
+
+
+def _stream_blocks(model, ids, info, layers, batch_size, average_heads, progress):
+    """Yield ``(layer index, start, probabilities)`` per batch: float64 numpy arrays
+    ``(b, H, L, L)``, or ``(b, L, L)`` head means (taken in torch, as in
+    :func:`iter_attention`).
+
+    Eval mode and ``no_grad`` hold while a batch is computed; they are restored before the
+    batch is handed over.
+    """
+    from tqdm import tqdm
+
+    n, length = ids.shape
+    H = info["n_head"]
+    n_batches = -(-n // batch_size)
+    source = _gpt_layers if info["framework"] == "msapod" else _hf_layers
+    bar = tqdm(total=len(layers) * n_batches, desc="attention", disable=not progress, mininterval=2)
+    layer_iter = source(model, ids, layers, batch_size, bar)
+    try:
+        for k in range(len(layers)):
+            with _inference(model):
+                layer, batches = next(layer_iter)
+            start = 0
+            while True:
+                with _inference(model):
+                    p = next(batches, None)
+                    if p is None:
+                        break
+                    if p.shape[1:] != (H, length, length):
+                        raise ValueError(
+                            f"model: layer {layer} returned attention of shape "
+                            f"{tuple(p.shape)}, expected (batch, {H}, {length}, {length})"
+                        )
+                    block = (p.mean(dim=1) if average_heads else p).detach().cpu().numpy()
+                yield k, start, block
+                start += block.shape[0]
+    finally:
+        bar.close()

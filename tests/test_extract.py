@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+import msapod
 from msapod.data import SHA256, ensemble_offsets, load_corpus
 from msapod.extract import collect_attention, ensemble_ids, iter_attention
 from msapod.model import GPT, GPTConfig
@@ -194,6 +195,91 @@ def test_bad_input_raises(bad, kw, match):
 def test_bad_model_raises():
     with pytest.raises(ValueError, match="model"):
         collect_attention(torch.nn.Linear(2, 2), np.zeros((3, 8), dtype=np.int64))
+
+
+def test_zarr_store_streams_and_reads_back(ens, tmp_path):
+    import zarr
+
+    from msapod.chunked import is_dask
+
+    ids, offsets = ens
+    model = tiny_gpt("ega")
+    kw = dict(offsets=offsets, data_sha256=SHA256, batch_size=2, progress=False)
+    ref = collect_attention(model, ids, **kw)
+    path = tmp_path / "att.zarr"
+    Z = collect_attention(model, ids, store=path, **kw)
+    assert is_dask(Z) and Z.dims == ref.dims and Z.dtype == ref.dtype and Z.name == "attention"
+    assert Z.chunks[Z.dims.index("snapshot")] == (2, 2, 1)  # one chunk per batch
+    assert Z.chunks[Z.dims.index("head")] == (1, 1)  # one head per chunk
+    np.testing.assert_array_equal(Z.values, ref.values)  # bit-identical to the in-memory path
+    for c in ref.coords:
+        np.testing.assert_array_equal(Z[c].values, ref[c].values)
+    assert set(Z.attrs) == set(ref.attrs)
+    for key, value in ref.attrs.items():
+        np.testing.assert_array_equal(Z.attrs[key], value)
+    assert zarr.open_group(str(path), mode="r").attrs["complete"] == 1
+    # the same request reuses the verified store; the analysis runs on it chunk by chunk
+    again = collect_attention(model, ids, store=path, **kw)
+    np.testing.assert_array_equal(again.values, ref.values)
+    a = msapod.analyze(ref.sel(layer=2, head=1), max_peaks=1, n_modes=2)
+    b = msapod.analyze(again.sel(layer=2, head=1), max_peaks=1, n_modes=2)
+    np.testing.assert_allclose(b["spectrum"], a["spectrum"], rtol=0, atol=1e-12)
+    # head means, written to an in-memory zarr store, with a chunk unlike the batch
+    avg = collect_attention(
+        model,
+        ids,
+        average_heads=True,
+        batch_size=2,
+        snapshot_chunk=3,
+        progress=False,
+        store=zarr.storage.MemoryStore(),
+    )
+    assert avg.dims == ("layer", "snapshot", "query", "key") and avg.chunks[1] == (3, 2)
+    np.testing.assert_array_equal(
+        avg.values, collect_attention(model, ids, average_heads=True, progress=False).values
+    )
+
+
+def test_zarr_store_mismatch_is_never_trusted(ens, tmp_path):
+    import zarr
+
+    ids, _ = ens
+    model = tiny_gpt()
+    path = tmp_path / "att.zarr"
+    collect_attention(model, ids, layers=[1], progress=False, store=path)
+    with pytest.raises(ValueError, match=r"store: exists .*ids_sha256.*overwrite=True"):
+        collect_attention(model, ids[:4], layers=[1], progress=False, store=path)
+    with pytest.raises(ValueError, match="shape"):
+        collect_attention(model, ids, layers=[1, 2], progress=False, store=path)
+    other = tiny_gpt(seed=1)
+    other.weights_sha256 = "cd" * 32
+    with pytest.raises(ValueError, match="weights_sha256"):
+        collect_attention(other, ids, layers=[1], progress=False, store=path)
+    # explicit rebuild
+    Z = collect_attention(other, ids, layers=[1], progress=False, store=path, overwrite=True)
+    assert Z.attrs["weights_sha256"] == "cd" * 32
+    np.testing.assert_array_equal(
+        Z.values, collect_attention(other, ids, layers=[1], progress=False).values
+    )
+    # an interrupted write (never marked complete) is not a result
+    g = zarr.open_group(str(path), mode="r+")
+    g.attrs["complete"] = 0
+    zarr.consolidate_metadata(str(path))
+    with pytest.raises(ValueError, match="incomplete"):
+        collect_attention(other, ids, layers=[1], progress=False, store=path)
+    # a model without weights_sha256 cannot be verified against a store
+    anon = tiny_gpt()
+    del anon.weights_sha256
+    collect_attention(anon, ids, layers=[1], progress=False, store=tmp_path / "anon.zarr")
+    with pytest.raises(ValueError, match="no weights_sha256"):
+        collect_attention(anon, ids, layers=[1], progress=False, store=tmp_path / "anon.zarr")
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("not zarr")
+    with pytest.raises(ValueError, match="not a zarr store"):
+        collect_attention(model, ids, layers=[1], progress=False, store=junk)
+    with pytest.raises(ValueError, match="snapshot_chunk"):
+        collect_attention(model, ids, progress=False, store=tmp_path / "x.zarr", snapshot_chunk=0)
 
 
 def test_huggingface_gpt2():
