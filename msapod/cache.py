@@ -312,12 +312,37 @@ def cached_analysis(
     """
     from .analyze import analyze
 
-    fields = cached_fields(
-        name, n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress, model=model
-    )
-    fkey = fields.attrs.get("key") or _key_hash(
-        {k: fields.attrs.get(k) for k in sorted(fields.attrs) if k != "values_sha256"}
-    )
+    n = _check_int(n, "n", 2)
+    length = _check_int(length, "length", 2)
+    seed = _check_int(seed, "seed", 0)
+    if model is None:
+        from .zoo import load
+
+        model = load(name)
+    sha = getattr(model, "weights_sha256", None)
+    if not isinstance(sha, str):
+        raise ValueError(
+            "model: expected a checkpoint-loaded GPT with a weights_sha256 attribute "
+            "(msapod.train.load_checkpoint sets it)"
+        )
+    # the fields' key is known without reading them: a valid analysis file needs no fields
+    layers = _check_layers(None, model.config.n_layer)
+    fkey = _key_hash(_key_parts(sha, load_corpus().sha256, n, length, seed, layers))
+
+    def compute():
+        fields = cached_fields(
+            name,
+            n=n,
+            length=length,
+            seed=seed,
+            cache_dir=cache_dir,
+            progress=progress,
+            model=model,
+        )
+        if fields.attrs.get("key") != fkey:
+            raise OSError(f"fields of {name}: key {fields.attrs.get('key')!r}, expected {fkey!r}")
+        return analyze(fields, **params)
+
     clean = {
         k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v)
         for k, v in sorted(params.items())
@@ -331,14 +356,14 @@ def cached_analysis(
     extra = {
         "model": name,
         "fields_key": fkey,
-        "weights_sha256": str(fields.attrs.get("weights_sha256")),
+        "weights_sha256": sha,
         "params": parts["params"],
     }
     return cached_dataset(
         "analysis",
         name,
         parts,
-        lambda: analyze(fields, **params),
+        compute,
         cache_dir=cache_dir,
         attrs=extra,
         key_attr="analysis_key",
