@@ -260,8 +260,8 @@ def _gram_pair(xi: np.ndarray, xj: np.ndarray, w2: np.ndarray) -> np.ndarray:
 def window_grams(X, w2: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """Windowed Grams ``X diag(w2[w]) X^T`` of a lazy ``(N, P)`` matrix, block by block.
 
-    For each snapshot chunk i one ``dask.compute`` forms the blocks (i, j >= i): chunk i
-    is loaded once per row, the others once each, so memory holds a few chunks and the
+    One ``dask.compute`` per panel of row chunks forms the blocks (i, j >= i) (see
+    :func:`_pairwise`): memory holds the panel, a few chunks in flight and the
     ``(n_w, N, N)`` result (``out`` if given), never all of ``X``.
     """
     w2 = np.ascontiguousarray(w2, dtype=np.float64)
@@ -290,20 +290,34 @@ def lag_gram_chunked(R) -> np.ndarray:
     return G
 
 
+#: Bytes of row chunks that one Gram ``dask.compute`` holds (the "panel"): every other
+#: chunk is loaded once per panel, so a larger panel means fewer loads, more memory.
+PANEL_BYTES = 256 * 2**20
+
+
 def _pairwise(X, func, arg, G: np.ndarray) -> None:
-    """``G[:, a, b] = func(X_a, X_b, arg)`` over snapshot chunk pairs (symmetric)."""
+    """``G[:, a, b] = func(X_a, X_b, arg)`` over snapshot chunk pairs (symmetric).
+
+    Row chunks are taken a panel at a time (as many as fit in :data:`PANEL_BYTES`); one
+    ``dask.compute`` per panel forms its blocks (i in panel, j >= i), so each chunk j is
+    loaded once per panel and memory holds the panel plus the chunks in flight.
+    """
     import dask
     from dask import delayed
 
     blocks = X.to_delayed().ravel()
     offs = np.r_[0, np.cumsum(X.chunks[0])]
+    row_bytes = int(np.prod(X.shape[1:], dtype=np.int64)) * 8
+    panel = max(1, PANEL_BYTES // max(1, max(X.chunks[0]) * row_bytes))
     pair = delayed(func, pure=True)
     extra = () if arg is None else (arg,)
-    for i in range(len(blocks)):
-        parts = dask.compute(*[pair(blocks[i], blocks[j], *extra) for j in range(i, len(blocks))])
-        si = slice(offs[i], offs[i + 1])
-        for j, g in zip(range(i, len(blocks)), parts, strict=True):
-            sj = slice(offs[j], offs[j + 1])
+    m = len(blocks)
+    for i0 in range(0, m, panel):
+        rows = range(i0, min(i0 + panel, m))
+        todo = [(i, j) for j in range(i0, m) for i in rows if i <= j]
+        parts = dask.compute(*[pair(blocks[i], blocks[j], *extra) for i, j in todo])
+        for (i, j), g in zip(todo, parts, strict=True):
+            si, sj = slice(offs[i], offs[i + 1]), slice(offs[j], offs[j + 1])
             G[:, si, sj] = g
             if j != i:
                 G[:, sj, si] = np.swapaxes(g, 1, 2)
