@@ -211,3 +211,38 @@ def test_zoo_load_and_cli_extract(model, tmp_path, monkeypatch, counter, capsys)
     assert len(counter) == 2
     assert main(["extract", "ega-1", "--n", "1", "--quiet"]) == 2
     assert "n:" in capsys.readouterr().err
+
+
+def test_cached_dataset_roundtrip_tamper_and_key_change(tmp_path):
+    import xarray as xr
+
+    from msapod.cache import CacheWarning, cached_dataset
+
+    calls = []
+
+    def compute():
+        calls.append(1)
+        return xr.Dataset({"x": ("i", np.arange(5.0))}, attrs={"flag": True})
+
+    parts = {"a": 1, "b": [1, 2]}
+    ds = cached_dataset("things", "lab el", parts, compute, cache_dir=tmp_path)
+    path = Path(ds.encoding["source"])
+    assert path.parent.name == "things" and path.name.startswith("lab_el-")
+    np.testing.assert_array_equal(ds["x"], np.arange(5.0))
+    again = cached_dataset("things", "lab el", parts, compute, cache_dir=tmp_path)
+    assert len(calls) == 1 and again.encoding["source"] == str(path)
+    # tamper with the stored values: detected, warned, recomputed
+    with xr.open_dataset(path, engine="h5netcdf") as f:
+        bad = f.load()
+    bad["x"][0] = 99.0
+    bad.to_netcdf(path, engine="h5netcdf")
+    with pytest.warns(CacheWarning, match="sha256"):
+        fixed = cached_dataset("things", "lab el", parts, compute, cache_dir=tmp_path)
+    assert len(calls) == 2 and float(fixed["x"][0]) == 0.0
+    # another key: another file
+    other = cached_dataset("things", "lab el", {"a": 2}, compute, cache_dir=tmp_path)
+    assert other.encoding["source"] != str(path) and len(calls) == 3
+    with pytest.raises(ValueError, match="kind"):
+        cached_dataset("../up", "x", parts, compute, cache_dir=tmp_path)
+    with pytest.raises(TypeError, match="compute"):
+        cached_dataset("things", "y", {"c": 1}, lambda: 3, cache_dir=tmp_path)
