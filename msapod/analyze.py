@@ -81,6 +81,16 @@ def analyze(
         ``total_energy``, ``beta``, ``T_spec``, ``r2``, ``beta_stderr``, ``H_star(eps)``
         and ``at_rank_limit(eps)``; optionally ``coherency``. Windows of missing
         peaks (fewer maxima than ``max_peaks``) are NaN.
+
+    Notes
+    -----
+    ``A`` may be dask-backed (e.g. from ``collect_attention(..., store=...)`` or
+    ``xarray.open_zarr``), chunked over ``dim`` and the leading dims. Each field set is
+    then analysed in four passes over its chunks (checks and mean; lag moments; the
+    windowed Gram matrices, block by block over pairs of chunks; the leading modes), with
+    memory bounded by a few chunks plus the ``(window, N, N)`` Grams, and the result
+    equals the in-memory one to rounding (see :mod:`msapod.chunked`). It runs unchanged
+    on a ``dask.distributed`` cluster when a ``Client`` is active.
     """
     if field not in ("fluctuation", "total"):
         raise ValueError(f"field: expected 'fluctuation' or 'total', got {field!r}")
@@ -234,8 +244,11 @@ def _analyze_one(
         "H_star",
     ]
     for name in per_window:
-        if name == "gram" and bool(win_valid.all()):
-            continue  # N x N per window: no copy when every window exists
+        if name == "gram":  # N x N per window: NaN the missing windows in place, no copy
+            g = out["gram"].data
+            missing = np.flatnonzero(~win_valid.values)
+            np.moveaxis(g, out["gram"].dims.index("window"), 0)[missing] = np.nan
+            continue
         out[name] = out[name].where(win_valid)
     if coherency:
         ok = np.isfinite(peaks.values)

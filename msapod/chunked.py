@@ -116,10 +116,10 @@ def field_stats(
         raise ValueError(
             f"{name}: expected at least {min_snapshots} snapshots along {dim!r}, got {A.sizes[dim]}"
         )
-    A64 = A.astype(np.float64)
     x = A.data
     tasks = {
-        "mean": A64.mean(dim).data,
+        # float64 accumulation without a float64 copy of each chunk
+        "mean": A.mean(dim, dtype=np.float64).data,
         "max": A.max(dim).data,
         "min": A.min(dim).data,
         "bad": (~_isfinite(x)).sum(),
@@ -248,12 +248,18 @@ def pack(x, sel: np.ndarray, sub: np.ndarray | None = None):
     )
 
 
+#: Columns per product in :func:`_gram_pair`: the weighted copy of a chunk is formed a
+#: column band at a time (``chunk x 4096`` floats), not whole.
+GRAM_BAND = 4096
+
+
 def _gram_pair(xi: np.ndarray, xj: np.ndarray, w2: np.ndarray) -> np.ndarray:
     """``G_w[a, b] = sum_p w2[w, p] xi[a, p] xj[b, p]`` for every window w."""
-    out = np.empty((len(w2), xi.shape[0], xj.shape[0]))
-    xjT = xj.T
+    out = np.zeros((len(w2), xi.shape[0], xj.shape[0]))
     for w in range(len(w2)):
-        np.matmul(xi * w2[w], xjT, out=out[w])
+        for p0 in range(0, xi.shape[1], GRAM_BAND):
+            band = slice(p0, p0 + GRAM_BAND)
+            out[w] += (xi[:, band] * w2[w, band]) @ xj[:, band].T
     return out
 
 
@@ -262,12 +268,21 @@ def window_grams(X, w2: np.ndarray, out: np.ndarray | None = None) -> np.ndarray
 
     One ``dask.compute`` per panel of row chunks forms the blocks (i, j >= i) (see
     :func:`_pairwise`): memory holds the panel, a few chunks in flight and the
-    ``(n_w, N, N)`` result (``out`` if given), never all of ``X``.
+    ``(n_w, N, N)`` result (``out`` if given), never all of ``X``. Windows that are zero
+    everywhere give zero Grams without a pass.
     """
     w2 = np.ascontiguousarray(w2, dtype=np.float64)
     n = X.shape[0]
     G = np.empty((len(w2), n, n)) if out is None else out
-    _pairwise(X, _gram_pair, w2, G)
+    live = np.flatnonzero((w2 != 0).any(axis=1))
+    for w in np.setdiff1d(np.arange(len(w2)), live):
+        G[w] = 0.0
+    if len(live) == len(w2):
+        _pairwise(X, _gram_pair, w2, G)
+    elif len(live):
+        part = np.empty((len(live), n, n))
+        _pairwise(X, _gram_pair, w2[live], part)
+        G[live] = part
     return G
 
 
@@ -292,7 +307,7 @@ def lag_gram_chunked(R) -> np.ndarray:
 
 #: Bytes of row chunks that one Gram ``dask.compute`` holds (the "panel"): every other
 #: chunk is loaded once per panel, so a larger panel means fewer loads, more memory.
-PANEL_BYTES = 256 * 2**20
+PANEL_BYTES = 160 * 2**20
 
 
 def _pairwise(X, func, arg, G: np.ndarray) -> None:

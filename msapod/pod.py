@@ -249,6 +249,11 @@ def _pod(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Datas
                 raise ValueError("u: expected finite values, found NaN/inf entries")
             vecs = []
             for w in range(n_w):
+                if not Wv[w].any():  # zero window: zero Gram, no mode (as eigh of 0 gives)
+                    spectrum[b, w] = 0.0
+                    eig[b, w] = 0.0
+                    vecs.append(np.eye(n, n_modes))
+                    continue
                 lam, Vk = chunked.eig_top(grams[b, w], n_modes)
                 spectrum[b, w] = lam
                 eig[b, w] = lam[:n_modes]

@@ -239,6 +239,11 @@ def scalogram(
     xarray.Dataset
         ``energy(..., scale, lag)`` = E(a, b), ``spectrum(..., scale)`` = E(a), and
         ``period(scale)``.
+
+    Notes
+    -----
+    Dask-backed ``A`` costs one pass over its chunks for the lag moments (plus one to
+    detect causality for a ``(query, key)`` field; none for the lag form).
     """
     R = _lag_field(A, "A")
     for d in dims:
@@ -380,7 +385,8 @@ def coherency(
     Returns
     -------
     xarray.DataArray
-        ``gamma(..., scale, query_i, query_j)``.
+        ``gamma(..., scale, query_i, query_j)``. For dask-backed ``A`` the sums over
+        snapshots are accumulated chunk by chunk.
     """
     R = _lag_field(A, "A")
     if dim not in R.dims:
