@@ -793,7 +793,8 @@ def c6_verdict(study: xr.Dataset, *, z: float = 2.0) -> dict:
     dict
         ``claim``, ``paper``, ``measured`` (a summary string), ``verdict``, ``rule``,
         ``page`` and ``per_budget`` (a list of dicts with the numbers, including the
-        low-H* vs uniform, high-H* and importance comparisons).
+        low-H* vs uniform, high-H* and importance comparisons, and the mean layer
+        number of the heads low-H* and high-H* remove).
     """
     if not isinstance(study, xr.Dataset) or "loss_increase" not in study:
         raise ValueError("study: expected a pruning_study() Dataset with 'loss_increase'")
@@ -827,6 +828,12 @@ def c6_verdict(study: xr.Dataset, *, z: float = 2.0) -> dict:
         def mean(st, b=b):
             return float(inc.sel(strategy=st, budget=b).mean("draw").mean("model"))
 
+        def mean_layer(st, b=b):  # mean layer number of the heads a strategy removes
+            if "mask" not in study or "layer" not in study.dims:
+                return float("nan")
+            gone = (study["mask"].sel(strategy=st, budget=b) == 0).astype(float)
+            return float((gone * study["layer"]).sum() / gone.sum()) if gone.sum() else np.nan
+
         rows.append(
             {
                 "budget": int(b),
@@ -835,8 +842,8 @@ def c6_verdict(study: xr.Dataset, *, z: float = 2.0) -> dict:
                 "random_draw_sd": float(rnd.std("draw", ddof=1).mean("model")),
                 "difference": d,
                 "se": float(se),
-                "se_models": se_model,
-                "se_draws": se_draw,
+                "se_models": float(se_model),
+                "se_draws": float(se_draw),
                 "z": float(d / se) if se else float("nan"),
                 "verdict": v,
                 **{
@@ -848,6 +855,8 @@ def c6_verdict(study: xr.Dataset, *, z: float = 2.0) -> dict:
                         ("importance", "importance"),
                     )
                 },
+                "low_H_mean_layer": mean_layer("low-H*"),
+                "high_H_mean_layer": mean_layer("high-H*"),
             }
         )
     vs = [r["verdict"] for r in rows]
@@ -867,6 +876,14 @@ def c6_verdict(study: xr.Dataset, *, z: float = 2.0) -> dict:
         f"{r['random']:+.3f} ± {r['se']:.3f} nats ({r['verdict']})"
         for r in rows
     )
+    where = [r for r in rows if np.isfinite(r["low_H_mean_layer"])]
+    if where:
+        r = where[len(where) // 2]
+        measured += (
+            f"; at {r['budget']} heads low-H* removes heads from layer "
+            f"{r['low_H_mean_layer']:.1f} on average, high-H* from layer "
+            f"{r['high_H_mean_layer']:.1f} (loss {r['high_H']:+.3f})"
+        )
     return {
         "claim": "C6",
         "paper": C6_TEXT,

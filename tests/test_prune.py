@@ -214,6 +214,9 @@ def test_model_pruning_layout():
     expect = (ds["budget"] * valid).transpose(*valid.dims)
     np.testing.assert_array_equal(removed.where(valid, 0).transpose(*valid.dims), expect)
     np.testing.assert_allclose(ds["loss_increase"], ds["loss"] - ds["base_loss"])
+    v = prune.c6_verdict(ds)  # one model: the SE comes from the random draws alone
+    assert 1 <= v["per_budget"][0]["low_H_mean_layer"] <= 2
+    assert "layer" in v["measured"]
     with pytest.raises(ValueError, match="budgets"):
         prune.model_pruning(model, corpus=corpus, budgets=(9,))
 
