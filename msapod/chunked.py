@@ -277,12 +277,8 @@ def window_grams(X, w2: np.ndarray, out: np.ndarray | None = None) -> np.ndarray
     live = np.flatnonzero((w2 != 0).any(axis=1))
     for w in np.setdiff1d(np.arange(len(w2)), live):
         G[w] = 0.0
-    if len(live) == len(w2):
-        _pairwise(X, _gram_pair, w2, G)
-    elif len(live):
-        part = np.empty((len(live), n, n))
-        _pairwise(X, _gram_pair, w2[live], part)
-        G[live] = part
+    if len(live):
+        _pairwise(X, _gram_pair, w2[live], G, None if len(live) == len(w2) else live)
     return G
 
 
@@ -310,8 +306,9 @@ def lag_gram_chunked(R) -> np.ndarray:
 PANEL_BYTES = 160 * 2**20
 
 
-def _pairwise(X, func, arg, G: np.ndarray) -> None:
-    """``G[:, a, b] = func(X_a, X_b, arg)`` over snapshot chunk pairs (symmetric).
+def _pairwise(X, func, arg, G: np.ndarray, index=None) -> None:
+    """``G[index, a, b] = func(X_a, X_b, arg)`` over snapshot chunk pairs (symmetric);
+    ``index`` selects along the first axis of ``G`` (default all).
 
     Row chunks are taken a panel at a time (as many as fit in :data:`PANEL_BYTES`); one
     ``dask.compute`` per panel forms its blocks (i in panel, j >= i), so each chunk j is
@@ -326,6 +323,7 @@ def _pairwise(X, func, arg, G: np.ndarray) -> None:
     panel = max(1, PANEL_BYTES // max(1, max(X.chunks[0]) * row_bytes))
     pair = delayed(func, pure=True)
     extra = () if arg is None else (arg,)
+    first = slice(None) if index is None else np.asarray(index)
     m = len(blocks)
     for i0 in range(0, m, panel):
         rows = range(i0, min(i0 + panel, m))
@@ -333,9 +331,9 @@ def _pairwise(X, func, arg, G: np.ndarray) -> None:
         parts = dask.compute(*[pair(blocks[i], blocks[j], *extra) for i, j in todo])
         for (i, j), g in zip(todo, parts, strict=True):
             si, sj = slice(offs[i], offs[i + 1]), slice(offs[j], offs[j + 1])
-            G[:, si, sj] = g
+            G[first, si, sj] = g
             if j != i:
-                G[:, sj, si] = np.swapaxes(g, 1, 2)
+                G[first, sj, si] = np.swapaxes(g, 1, 2)
 
 
 def project(X, Vt: np.ndarray) -> np.ndarray:
