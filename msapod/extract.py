@@ -17,6 +17,11 @@ models, whose ``output_attentions`` returns all layers at once, the model is re-
 per layer and only that layer is kept: ``n_layer`` times the compute, one layer of memory;
 when the ids fit in one batch, one forward pass serves all layers (its output holds them
 all anyway), so callers can stream batch by batch at the cost of one pass.
+
+Ensembles larger than memory: ``collect_attention(..., store=path)`` (or
+:func:`write_attention_zarr`) writes each batch of snapshots into a chunked zarr store as
+soon as it is computed (memory: one batch) and returns the store opened lazily, a
+dask-backed array that the analysis functions reduce chunk by chunk (:mod:`msapod.chunked`).
 """
 
 from __future__ import annotations
