@@ -13,7 +13,7 @@ synthesis of every chunk each time a pass loads it (printed separately): compare
 
 Usage::
 
-    python benchmarks/bench_dask.py                    # N = 5000, chunks of 250
+    python benchmarks/bench_dask.py                    # N = 5000, chunks of 200
     python benchmarks/bench_dask.py --n 2000 --chunk 200 --mem-n 300 600
 """
 
@@ -159,7 +159,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=5000)
     ap.add_argument("--length", type=int, default=256)
-    ap.add_argument("--chunk", type=int, default=250)
+    ap.add_argument("--chunk", type=int, default=200)
     ap.add_argument("--mem-n", type=int, nargs="+", default=[250, 500, 750])
     ap.add_argument("--child", choices=["memory", "chunked"])
     ap.add_argument("--out")

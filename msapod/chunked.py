@@ -225,7 +225,10 @@ def lag_moments_chunked(R: xr.DataArray, dims) -> tuple[np.ndarray, tuple, tuple
 
 def _pack_block(b: np.ndarray, sel: np.ndarray, sub) -> np.ndarray:
     """Rows of one chunk flattened and restricted to the entries ``sel`` (float64)."""
-    y = np.asarray(b).reshape(b.shape[0], -1)[:, sel].astype(np.float64)
+    x = np.asarray(b).reshape(b.shape[0], -1)
+    y = np.empty((x.shape[0], len(sel)))
+    for s in range(x.shape[0]):  # row by row: no (chunk x P) temporary in the input dtype
+        y[s] = x[s, sel]
     if sub is not None:
         y -= sub
     return y
@@ -263,20 +266,24 @@ def _gram_pair(xi: np.ndarray, xj: np.ndarray, w2: np.ndarray) -> np.ndarray:
     return out
 
 
-def window_grams(X, w2: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+def window_grams(
+    X, w2: np.ndarray, out: np.ndarray | None = None, *, zeroed: bool = False
+) -> np.ndarray:
     """Windowed Grams ``X diag(w2[w]) X^T`` of a lazy ``(N, P)`` matrix, block by block.
 
     One ``dask.compute`` per panel of row chunks forms the blocks (i, j >= i) (see
     :func:`_pairwise`): memory holds the panel, a few chunks in flight and the
     ``(n_w, N, N)`` result (``out`` if given), never all of ``X``. Windows that are zero
-    everywhere give zero Grams without a pass.
+    everywhere give zero Grams without a pass (``zeroed``: ``out`` is already zero, as
+    from ``np.zeros``, whose untouched pages cost no memory, so they are left alone).
     """
     w2 = np.ascontiguousarray(w2, dtype=np.float64)
     n = X.shape[0]
-    G = np.empty((len(w2), n, n)) if out is None else out
+    G = np.zeros((len(w2), n, n)) if out is None else out
     live = np.flatnonzero((w2 != 0).any(axis=1))
-    for w in np.setdiff1d(np.arange(len(w2)), live):
-        G[w] = 0.0
+    if out is not None and not zeroed:
+        for w in np.setdiff1d(np.arange(len(w2)), live):
+            G[w] = 0.0
     if len(live):
         _pairwise(X, _gram_pair, w2[live], G, None if len(live) == len(w2) else live)
     return G

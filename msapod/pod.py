@@ -225,7 +225,8 @@ def _pod(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Datas
     # index of lag q - k for every (query, key): maps lag-space modes back to (query, key)
     kidx, kvalid = _lookup(np.asarray(lags), qpos[:, None] - kpos[None, :])
     spectrum = np.empty((n_sets, n_w, n))
-    grams = np.empty((n_sets, n_w, n, n))
+    # lazy: zero pages cost nothing until written (zero windows are never written)
+    grams = (np.zeros if lazy else np.empty)((n_sets, n_w, n, n))
     eig = np.empty((n_sets, n_w, n_modes))
     modes = np.empty((n_sets, n_w, n_modes, Q, Kk))
     coef = np.empty((n_sets, n_w, n, n_modes))
@@ -243,7 +244,7 @@ def _pod(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Datas
             if center is not None:
                 sub = center.isel(pick).transpose(*core[1:]).values.reshape(-1)[sel]
             Xp = chunked.pack(one.data, sel, sub)
-            chunked.window_grams(Xp, Wv[:, col] ** 2, out=grams[b])
+            chunked.window_grams(Xp, Wv[:, col] ** 2, out=grams[b], zeroed=True)
             grams[b] /= n
             if not np.isfinite(np.einsum("wii->", grams[b])):
                 raise ValueError("u: expected finite values, found NaN/inf entries")
