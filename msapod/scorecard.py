@@ -275,7 +275,8 @@ def zoo_scorecard(
             ),
             measured=c6["measured"],
             verdict=c6["verdict"],
-            cases=c6.get("cases", ""),
+            cases=c6.get("cases")
+            or f"{len(c6.get('per_budget', []))} budgets, {pruning.sizes.get('model', 1)} models",
             rule=c6["rule"],
             page="12-head-pruning",
         )
