@@ -36,8 +36,8 @@ def __getattr__(name: str):
     # torch-dependent parts load lazily, so the analysis API imports without torch
     import importlib
 
-    if name == "collect_attention":
-        return importlib.import_module(f"{__name__}.extract").collect_attention
+    if name in ("collect_attention", "write_attention_zarr"):
+        return getattr(importlib.import_module(f"{__name__}.extract"), name)
     lazy = ("zoo", "cache", "extract", "model", "train", "data", "prune", "llm", "reproduce")
     if name in lazy + ("scorecard", "convergence", "uncertainty"):
         return importlib.import_module(f"{__name__}.{name}")
@@ -75,4 +75,5 @@ __all__ = [
     "to_lag",
     "wavelet_matrix",
     "window_parameters",
+    "write_attention_zarr",
 ]
