@@ -35,6 +35,7 @@ __all__ = [
     "cached_analysis",
     "cached_dataset",
     "cached_fields",
+    "stack_models",
     "zoo_analysis",
 ]
 
@@ -62,6 +63,21 @@ def _check_int(value, name: str, least: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
         raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
     return int(value)
+
+
+def _zoo_model(name: str, model=None):
+    """``(model, weights_sha256)``: ``model`` or ``msapod.zoo.load(name)``, checked."""
+    if model is None:
+        from .zoo import load  # at call time, so a patched msapod.zoo.load is honoured
+
+        model = load(name)
+    sha = getattr(model, "weights_sha256", None)
+    if not isinstance(sha, str):
+        raise ValueError(
+            "model: expected a checkpoint-loaded GPT with a weights_sha256 attribute "
+            "(msapod.train.load_checkpoint sets it)"
+        )
+    return model, sha
 
 
 def _key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
@@ -223,16 +239,7 @@ def cached_fields(
     n = _check_int(n, "n", 2)
     length = _check_int(length, "length", 2)
     seed = _check_int(seed, "seed", 0)
-    if model is None:
-        from .zoo import load  # at call time, so a patched msapod.zoo.load is honoured
-
-        model = load(name)
-    sha = getattr(model, "weights_sha256", None)
-    if not isinstance(sha, str):
-        raise ValueError(
-            "model: expected a checkpoint-loaded GPT with a weights_sha256 attribute "
-            "(msapod.train.load_checkpoint sets it)"
-        )
+    model, sha = _zoo_model(name, model)
     layers = _check_layers(layers, model.config.n_layer)
     if length > model.config.block_size:
         raise ValueError(
@@ -315,16 +322,7 @@ def cached_analysis(
     n = _check_int(n, "n", 2)
     length = _check_int(length, "length", 2)
     seed = _check_int(seed, "seed", 0)
-    if model is None:
-        from .zoo import load
-
-        model = load(name)
-    sha = getattr(model, "weights_sha256", None)
-    if not isinstance(sha, str):
-        raise ValueError(
-            "model: expected a checkpoint-loaded GPT with a weights_sha256 attribute "
-            "(msapod.train.load_checkpoint sets it)"
-        )
+    model, sha = _zoo_model(name, model)
     # the fields' key is known without reading them: a valid analysis file needs no fields
     layers = _check_layers(None, model.config.n_layer)
     fkey = _key_hash(_key_parts(sha, load_corpus().sha256, n, length, seed, layers))
@@ -484,14 +482,23 @@ def zoo_analysis(
         keep = [v for v in ds.data_vars if (v in variables if variables else v not in heavy)]
         parts.append(ds[keep].load())
         ds.close()
+    return stack_models(parts, models)
+
+
+def stack_models(parts: Sequence[xr.Dataset], models: Sequence[str]) -> xr.Dataset:
+    """Concatenate per-model results along a ``model`` dim with an ``architecture`` coord.
+
+    ``architecture`` is ``"ega"`` for model names starting with ``ega``, else
+    ``"baseline"`` (the zoo's naming).
+    """
+    models = list(models)
     out = xr.concat(
-        parts,
+        list(parts),
         dim=xr.DataArray(models, dims="model", name="model"),
         coords="minimal",
         compat="override",
         combine_attrs="drop_conflicts",
     )
-    out = out.assign_coords(
+    return out.assign_coords(
         architecture=("model", ["ega" if m.startswith("ega") else "baseline" for m in models])
     )
-    return out

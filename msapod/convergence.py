@@ -190,7 +190,7 @@ def convergence_study(
     """
     from tqdm import tqdm
 
-    from .cache import cached_dataset
+    from .cache import cached_dataset, stack_models
     from .data import load_corpus
     from .extract import iter_attention
     from .zoo import MODELS, load
@@ -236,13 +236,4 @@ def convergence_study(
             return res
 
         out.append(cached_dataset("convergence", name, parts, compute, cache_dir=cache_dir))
-    res = xr.concat(
-        out,
-        dim=xr.DataArray(models, dims="model", name="model"),
-        coords="minimal",
-        compat="override",
-        combine_attrs="drop_conflicts",
-    )
-    return res.assign_coords(
-        architecture=("model", ["ega" if m.startswith("ega") else "baseline" for m in models])
-    )
+    return stack_models(out, models)

@@ -671,7 +671,7 @@ def pruning_study(
         The :func:`model_pruning` variables stacked along ``model``, with coords
         ``architecture`` and ``train_seed``.
     """
-    from .cache import cached_dataset
+    from .cache import cached_dataset, stack_models
     from .data import load_corpus
     from .zoo import MODELS, ZOO_CONFIGS, load
 
@@ -758,17 +758,8 @@ def pruning_study(
         )
         parts.append(ds)
         del model
-    out = xr.concat(
-        parts,
-        dim=xr.DataArray(models, dims="model", name="model"),
-        coords="minimal",
-        compat="override",
-        combine_attrs="drop_conflicts",
-    )
-    arch = ["ega" if m.startswith("ega") else "baseline" for m in models]
-    return out.assign_coords(
-        architecture=("model", arch),
-        train_seed=("model", [ZOO_CONFIGS[m].seed for m in models]),
+    return stack_models(parts, models).assign_coords(
+        train_seed=("model", [ZOO_CONFIGS[m].seed for m in models])
     )
 
 

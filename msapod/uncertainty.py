@@ -362,7 +362,7 @@ def zoo_uncertainty(
     """
     from tqdm import tqdm
 
-    from .cache import cached_analysis, cached_dataset, cached_fields
+    from .cache import cached_analysis, cached_dataset, cached_fields, stack_models
     from .zoo import MODELS
 
     models = list(MODELS if models is None else models)
@@ -394,13 +394,4 @@ def zoo_uncertainty(
 
         ds = cached_dataset("uncertainty", name, key, compute, cache_dir=cache_dir)
         parts_out.append(ds)
-    out = xr.concat(
-        parts_out,
-        dim=xr.DataArray(models, dims="model", name="model"),
-        coords="minimal",
-        compat="override",
-        combine_attrs="drop_conflicts",
-    )
-    return out.assign_coords(
-        architecture=("model", ["ega" if m.startswith("ega") else "baseline" for m in models])
-    )
+    return stack_models(parts_out, models)
