@@ -116,6 +116,19 @@ def spectral_concentration(
     return ds
 
 
+def tail_fraction(lam: np.ndarray) -> np.ndarray:
+    """``t(K) = sum_{k>K} lambda_k / sum_k lambda_k`` for ``K = 0..n`` along the last axis.
+
+    ``lam`` is a non-increasing spectrum ``(..., n)``; returns ``(..., n + 1)`` (0 for a
+    zero spectrum). The energy criterion of H* is ``t(K) <= eps``.
+    """
+    lam = np.asarray(lam, dtype=np.float64)
+    total = lam.sum(-1, keepdims=True)
+    cums = np.concatenate([np.zeros(lam.shape[:-1] + (1,)), np.cumsum(lam, -1)], -1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (total - cums) / total, 0.0)
+
+
 def effective_rank(
     eigenvalues: xr.DataArray,
     eps: float = 0.10,
@@ -158,12 +171,7 @@ def effective_rank(
     if n_snapshots is None:
         n_snapshots = int(eigenvalues.attrs.get("n_snapshots", n))
     tol = eps if criterion == "energy" else eps**2
-    total = lam.sum(-1, keepdims=True)
-    # tail[K] = sum_{k > K} lambda_k / total for K = 0..n
-    cums = np.concatenate([np.zeros((lam.shape[0], 1)), np.cumsum(lam, -1)], -1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tail = np.where(total > 0, (total - cums) / total, 0.0)
-    H = np.argmax(tail <= tol * (1 + 1e-12), axis=-1)
+    H = np.argmax(tail_fraction(lam) <= tol * (1 + 1e-12), axis=-1)
     res = xr.DataArray(
         H.reshape(shape), dims=lead, coords=_lead_coords(eigenvalues, lead), name="H_star"
     )

@@ -33,7 +33,13 @@ import xarray as xr
 
 from .fields import check_field, reynolds, to_lag
 from .scalogram import _check_scales, _wavelet_parts, fourier_period, log_scales
-from .spectra import bootstrap_spectrum, effective_rank, jackknife_se, spectral_concentration
+from .spectra import (
+    bootstrap_spectrum,
+    effective_rank,
+    jackknife_se,
+    spectral_concentration,
+    tail_fraction,
+)
 
 __all__ = [
     "arch_difference",
@@ -58,11 +64,7 @@ def fractional_rank(lam: np.ndarray, eps: float) -> np.ndarray:
     an integer, so its jackknife SE is often exactly zero). ``lam``: ``(..., rank)``,
     non-increasing.
     """
-    lam = np.asarray(lam, dtype=np.float64)
-    total = lam.sum(-1, keepdims=True)
-    cums = np.concatenate([np.zeros(lam.shape[:-1] + (1,)), np.cumsum(lam, -1)], -1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tail = np.where(total > 0, (total - cums) / total, 0.0)
+    tail = tail_fraction(lam)
     H = np.argmax(tail <= eps * (1 + 1e-12), axis=-1)
     Hm = np.maximum(H - 1, 0)
     t0 = np.take_along_axis(tail, Hm[..., None], -1)[..., 0]
