@@ -67,6 +67,39 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _uncertainty(models, progress):
+    from .uncertainty import zoo_uncertainty
+
+    return zoo_uncertainty(models, progress=progress)
+
+
+def _convergence(models, progress):
+    from .convergence import convergence_study
+
+    return convergence_study(models, progress=progress)
+
+
+def _pruning(models, progress):
+    from .prune import pruning_study
+
+    return pruning_study(models, progress=progress)
+
+
+def _llm(models, progress):
+    from .llm import smollm2_analysis  # the LLM step does not depend on the zoo models
+
+    return smollm2_analysis(progress=progress)
+
+
+#: The cached study behind each results file ``<step>.nc``.
+_STUDIES = {
+    "uncertainty": _uncertainty,
+    "convergence": _convergence,
+    "pruning": _pruning,
+    "llm": _llm,
+}
+
+
 def _llm_available() -> str:
     """Empty string if the SmolLM2 extra is usable, else why not."""
     import importlib.util
@@ -154,33 +187,14 @@ def reproduce(
 
             for name in models:
                 for params in BOOK_ANALYSES:
-                    cached_analysis(name, progress=progress, **params).close()
+                    if params:  # the default analysis is read by zoo_analysis below
+                        cached_analysis(name, progress=progress, **params).close()
             ds = zoo_analysis(models, progress=progress)
             path = out / "zoo_analysis.nc"
             _save(ds, path)
-        elif step == "uncertainty":
-            from .uncertainty import zoo_uncertainty
-
-            ds = done["uncertainty"] = zoo_uncertainty(models, progress=progress)
-            path = out / "uncertainty.nc"
-            _save(ds, path)
-        elif step == "convergence":
-            from .convergence import convergence_study
-
-            ds = done["convergence"] = convergence_study(models, progress=progress)
-            path = out / "convergence.nc"
-            _save(ds, path)
-        elif step == "pruning":
-            from .prune import pruning_study
-
-            ds = done["pruning"] = pruning_study(models, progress=progress)
-            path = out / "pruning.nc"
-            _save(ds, path)
-        elif step == "llm":
-            from .llm import smollm2_analysis
-
-            ds = done["llm"] = smollm2_analysis(progress=progress)
-            path = out / "llm.nc"
+        elif step != "scorecard":
+            ds = done[step] = _STUDIES[step](models, progress)
+            path = out / f"{step}.nc"
             _save(ds, path)
         else:  # scorecard
             from .scorecard import zoo_scorecard
