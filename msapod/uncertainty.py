@@ -74,12 +74,6 @@ def fractional_rank(lam: np.ndarray, eps: float) -> np.ndarray:
     return np.where(H > 0, Hm + np.clip(frac, 0.0, 1.0), 0.0)
 
 
-def _jk_se(rep: np.ndarray, axis: int = -1) -> np.ndarray:
-    n = rep.shape[axis]
-    dev = rep - rep.mean(axis=axis, keepdims=True)
-    return np.sqrt((n - 1) / n * (dev**2).sum(axis=axis))
-
-
 def scale_jackknife(
     A: xr.DataArray,
     *,
@@ -156,14 +150,18 @@ def scale_jackknife(
     c_rep = centroid(spec_rep)
     e_rep = rep.sum(-1)
     jack = np.arange(n)
+
+    def _se(rep):
+        return float(jackknife_se(xr.DataArray(rep, dims="jack"), "jack"))
+
     ds = xr.Dataset(
         {
             "scale_spectrum": ("scale", spec_full),
             "scale_centroid": ((), centroid(spec_full)),
-            "scale_centroid_se": ((), _jk_se(c_rep)),
+            "scale_centroid_se": ((), _se(c_rep)),
             "scale_centroid_jack": ("jack", c_rep),
             "energy": ((), full.sum()),
-            "energy_se": ((), _jk_se(e_rep)),
+            "energy_se": ((), _se(e_rep)),
             "energy_jack": ("jack", e_rep),
         },
         coords={"scale": s, "jack": jack, "period": ("scale", fourier_period(s, omega0))},
