@@ -472,9 +472,9 @@ def zoo_analysis(
     kept (default: everything except the large ``modes``, ``coefficients``, ``gram``
     and ``mean``), so the result stays small.
     """
-    from .zoo import MODELS
+    from . import zoo
 
-    models = list(MODELS if models is None else models)
+    models = list(zoo.models() if models is None else models)
     heavy = {"modes", "coefficients", "gram", "mean", "coherency"}
     parts = []
     for name in models:

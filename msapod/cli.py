@@ -43,7 +43,10 @@ def _load_config(path: str):
         d = d["train"]  # a run's config.json
     if not isinstance(d, dict):
         raise ValueError(f"--config: {file} must hold a JSON object (TrainConfig.to_dict)")
-    return TrainConfig.from_dict(d)
+    try:
+        return TrainConfig.from_dict(d)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"--config: {file}: {err}") from None
 
 
 def _cmd_train(args) -> int:
@@ -83,15 +86,20 @@ def _cmd_train(args) -> int:
 
 
 def _zoo_rows() -> list[dict]:
-    from .train import CONFIG, LOG, load_checkpoint
+    from .train import CONFIG, load_checkpoint
     from .zoo import ZOO_CONFIGS, path
 
+    from .zoo import ZOOS
+
+    zoo_of = {m: z for z, names in ZOOS.items() for m in names}
     rows = []
     for name, cfg in ZOO_CONFIGS.items():
         folder = path(name)
         row = {
             "name": name,
+            "zoo": zoo_of[name],
             "attention": cfg.model.attention,
+            "d_model": cfg.model.n_embd,
             "params": None,
             "steps": f"0/{cfg.steps}",
             "val_loss": "-",
@@ -109,16 +117,11 @@ def _zoo_rows() -> list[dict]:
             row["params"] = _count_params(cfg.model)
         if "step" in meta:
             row["steps"] = f"{meta['step']}/{cfg.steps}"
-        val = meta.get("val_loss")
-        if (folder / LOG).is_file():
-            try:
-                log = json.loads((folder / LOG).read_text())
-                if log.get("val_loss"):
-                    val = log["val_loss"][-1]
-            except (OSError, json.JSONDecodeError):
-                pass
+        val = meta.get("val_loss_split")
         if val is not None:
             row["val_loss"] = f"{float(val):.4f}"
+        elif "step" in meta:
+            row["val_loss"] = "(after training)"
         if (folder / "model.safetensors").is_file() or (folder / CONFIG).is_file():
             try:
                 load_checkpoint(folder, expect=cfg.model)
@@ -156,10 +159,12 @@ def _cmd_zoo(args) -> int:
     rows = _zoo_rows()
     cols = [
         ("name", "model"),
+        ("zoo", "zoo"),
         ("attention", "attention"),
+        ("d_model", "d_model"),
         ("params", "params"),
         ("steps", "steps"),
-        ("val_loss", "val loss"),
+        ("val_loss", "val loss (whole split)"),
         ("verified", "verified"),
     ]
     table = [[title for _, title in cols]]

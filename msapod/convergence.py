@@ -190,14 +190,15 @@ def convergence_study(
     """
     from tqdm import tqdm
 
+    from . import zoo
     from .cache import cached_dataset, stack_models
     from .data import load_corpus
     from .extract import iter_attention
-    from .zoo import MODELS, load
+    from .zoo import load
 
     if split not in ("train", "val"):
         raise ValueError(f"split: expected 'train' or 'val', got {split!r}")
-    models = list(MODELS if models is None else models)
+    models = list(zoo.models() if models is None else models)
     corpus = load_corpus()
     tokens = corpus.train if split == "train" else corpus.val
     n_max = int(max(ns))

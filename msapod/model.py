@@ -55,6 +55,13 @@ class GPTConfig:
     standardize: str = "causal"
 
     def __post_init__(self) -> None:
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        d = self.dropout
+        if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
+            raise ValueError(f"dropout: expected a number in [0, 1), got {d!r}")
         if self.attention not in ("standard", "ega"):
             raise ValueError(f"attention: expected 'standard' or 'ega', got {self.attention!r}")
         if self.standardize not in ("causal", "none"):
@@ -63,15 +70,14 @@ class GPTConfig:
             raise ValueError(
                 f"n_embd: expected a multiple of n_head={self.n_head}, got {self.n_embd}"
             )
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}: expected a positive integer")
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> GPTConfig:
+        if not isinstance(d, dict):
+            raise ValueError(f"model config: expected a JSON object, got {type(d).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = set(d) - known
         if unknown:

@@ -647,7 +647,7 @@ def pruning_study(
     Parameters
     ----------
     models
-        Zoo model names; default all of :data:`msapod.zoo.MODELS`.
+        Zoo model names; default the main zoo, :func:`msapod.zoo.models`.
     budgets
         Numbers of heads removed (of 48 in the zoo models).
     n_random
@@ -671,11 +671,12 @@ def pruning_study(
         The :func:`model_pruning` variables stacked along ``model``, with coords
         ``architecture`` and ``train_seed``.
     """
+    from . import zoo
     from .cache import cached_dataset, stack_models
     from .data import load_corpus
     from .zoo import MODELS, ZOO_CONFIGS, load
 
-    models = list(MODELS if models is None else models)
+    models = list(zoo.models() if models is None else models)
     if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
         raise ValueError(f"models: expected distinct names from {MODELS}, got {models!r}")
     n_random = _int(n_random, "n_random", 2)

@@ -147,7 +147,7 @@ def reproduce(
     dict
         The manifest (also written to ``results/manifest.json``).
     """
-    from .zoo import MODELS
+    from . import zoo
 
     steps = list(STEPS if steps is None else steps)
     unknown = [s for s in steps if s not in STEPS]
@@ -162,7 +162,7 @@ def reproduce(
                 f"the llm step needs the optional SmolLM2 extra: {why}; "
                 "or run with --no-llm to skip it"
             )
-    models = list(MODELS if models is None else models)
+    models = list(zoo.models() if models is None else models)
     out = Path(results)
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / "manifest.json"

@@ -117,11 +117,12 @@ def zoo_scorecard(
         Index ``claim``; columns ``paper``, ``measured``, ``verdict``, ``rule``,
         ``cases``, ``page``, ``llm_measured``, ``llm_verdict``.
     """
+    from . import zoo
     from .cache import cached_analysis, cached_fields, zoo_analysis
     from .uncertainty import arch_difference
-    from .zoo import MODELS, ZOO_CONFIGS, path
+    from .zoo import ZOO_CONFIGS, path
 
-    models = list(MODELS if models is None else models)
+    models = list(zoo.models() if models is None else models)
     if uncertainty is None:
         from .uncertainty import zoo_uncertainty
 

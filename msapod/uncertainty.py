@@ -362,10 +362,10 @@ def zoo_uncertainty(
     """
     from tqdm import tqdm
 
+    from . import zoo
     from .cache import cached_analysis, cached_dataset, cached_fields, stack_models
-    from .zoo import MODELS
 
-    models = list(MODELS if models is None else models)
+    models = list(zoo.models() if models is None else models)
     eps = [float(e) for e in eps]
     parts_out = []
     for name in tqdm(models, desc="uncertainty", disable=not progress):

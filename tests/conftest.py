@@ -1,4 +1,8 @@
-"""Shared test setup: local data only, no network, no writes outside tmp folders."""
+"""Shared test setup: local data only, no network, no writes outside tmp folders.
+
+The text is read from ``$MSAPOD_DATA`` when it is set (as the README tells), else from the
+verified copy beside the repository (``../shared/data``), else pooch downloads it once.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-#: The verified TinyShakespeare copy shipped next to the repository (``../shared/data``).
-DATA_DIR = Path(__file__).resolve().parents[2] / "shared" / "data"
+#: The verified TinyShakespeare copy beside the repository (``../shared/data``), used when
+#: ``$MSAPOD_DATA`` is not set.
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-if not os.environ.get("MSAPOD_DATA"):
-    os.environ["MSAPOD_DATA"] = str(DATA_DIR)
+if not os.environ.get("MSAPOD_DATA") and SHARED_DATA.is_dir():
+    os.environ["MSAPOD_DATA"] = str(SHARED_DATA)
 
 
 @pytest.fixture(autouse=True)
@@ -22,5 +27,7 @@ def _private_cache(tmp_path_factory, monkeypatch):
 
 @pytest.fixture
 def data_dir() -> Path:
-    """Folder of the verified local TinyShakespeare copy."""
-    return DATA_DIR
+    """Folder holding a verified ``tinyshakespeare.txt`` (``$MSAPOD_DATA`` or pooch's)."""
+    from msapod.data import data_path
+
+    return data_path().parent
