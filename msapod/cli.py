@@ -87,9 +87,7 @@ def _cmd_train(args) -> int:
 
 def _zoo_rows() -> list[dict]:
     from .train import CONFIG, load_checkpoint
-    from .zoo import ZOO_CONFIGS, path
-
-    from .zoo import ZOOS
+    from .zoo import ZOO_CONFIGS, ZOOS, path
 
     zoo_of = {m: z for z, names in ZOOS.items() for m in names}
     rows = []
