@@ -103,7 +103,7 @@ def run_one(mode: str, n: int, L: int, chunk: int, out: str) -> None:
         t0 = time.perf_counter()
         A.data.sum().compute()  # one pass of synthesis alone, for reference
         rec["synthesis_s"] = time.perf_counter() - t0
-        from msapod.chunked import PANEL_BYTES
+        from msapod.backends.chunked import PANEL_BYTES
 
         m = len(A.chunks[0])
         packed = chunk * (L * (L + 1) // 2) * 8  # one chunk of causal entries, float64

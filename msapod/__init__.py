@@ -5,13 +5,12 @@ Attention fields are ``xarray.DataArray`` objects with dims ``(..., "snapshot", 
 Gaussian lag windows at the dominant scales -> POD per scale -> T_spec and H*.
 """
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _version
-
-from .analyze import analyze
+from ._io import package_version
+from .decomposition import basis_error, lag_gram, pod, reconstruct, reconstruction_error
 from .fields import check_field, from_lag, is_causal, reynolds, to_lag
-from .pod import basis_error, lag_gram, pod, reconstruct, reconstruction_error
-from .scalogram import (
+from .pipeline import analyze
+from .spectra import bootstrap_spectrum, effective_rank, jackknife_se, spectral_concentration
+from .wavelets import (
     coherency,
     cwt,
     dominant_scales,
@@ -23,24 +22,41 @@ from .scalogram import (
     scalogram,
     wavelet_matrix,
 )
-from .spectra import bootstrap_spectrum, effective_rank, jackknife_se, spectral_concentration
 from .windows import apply_window, lag_window, window_parameters
 
-try:
-    __version__ = _version("msapod")
-except PackageNotFoundError:  # running from a source tree without installation
-    __version__ = "0.1.0"
+__version__ = package_version()
+
+
+#: Where the non-core parts live: the old top-level module names keep working as lazy
+#: attributes (``msapod.zoo.load``, ``msapod.cache.zoo_analysis``), loaded on first use so
+#: that ``import msapod`` never imports torch.
+_LAZY_MODULES = {
+    "zoo": "models.zoo",
+    "model": "models.gpt",
+    "train": "models.train",
+    "data": "models.data",
+    "extract": "models.extract",
+    "cache": "studies.cache",
+    "uncertainty": "studies.uncertainty",
+    "convergence": "studies.convergence",
+    "prune": "studies.prune",
+    "llm": "studies.llm",
+    "claims": "studies.claims",
+    "scorecard": "studies.scorecard",
+    "reproduce": "studies.reproduce",
+    "models": "models",
+    "studies": "studies",
+    "backends": "backends",
+}
 
 
 def __getattr__(name: str):
-    # torch-dependent parts load lazily, so the analysis API imports without torch
     import importlib
 
     if name in ("collect_attention", "write_attention_zarr"):
-        return getattr(importlib.import_module(f"{__name__}.extract"), name)
-    lazy = ("zoo", "cache", "extract", "model", "train", "data", "prune", "llm", "reproduce")
-    if name in lazy + ("scorecard", "convergence", "uncertainty"):
-        return importlib.import_module(f"{__name__}.{name}")
+        return getattr(importlib.import_module(f"{__name__}.models.extract"), name)
+    if name in _LAZY_MODULES:
+        return importlib.import_module(f"{__name__}.{_LAZY_MODULES[name]}")
     raise AttributeError(f"module 'msapod' has no attribute {name!r}")
 
 

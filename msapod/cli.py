@@ -20,17 +20,13 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from ._io import package_version
+
 __all__ = ["main"]
 
 
-def _version() -> str:
-    from .extract import _version as version
-
-    return version()
-
-
 def _load_config(path: str):
-    from .train import TrainConfig
+    from .models.train import TrainConfig
 
     file = Path(path)
     if not file.is_file():
@@ -50,8 +46,8 @@ def _load_config(path: str):
 
 
 def _cmd_train(args) -> int:
-    from .train import train
-    from .zoo import ZOO_CONFIGS, path
+    from .models.train import train
+    from .models.zoo import ZOO_CONFIGS, path
 
     if (args.name is None) == (args.config is None):
         raise ValueError("train: expected exactly one of a zoo model NAME or --config FILE.json")
@@ -86,8 +82,8 @@ def _cmd_train(args) -> int:
 
 
 def _zoo_rows() -> list[dict]:
-    from .train import CONFIG, load_checkpoint
-    from .zoo import ZOO_CONFIGS, ZOOS, path
+    from .models.train import CONFIG, load_checkpoint
+    from .models.zoo import ZOO_CONFIGS, ZOOS, path
 
     zoo_of = {m: z for z, names in ZOOS.items() for m in names}
     rows = []
@@ -147,7 +143,7 @@ def _count_params(model_cfg) -> int:
     """Parameter count of a config without allocating its weights (tied embeddings)."""
     import torch
 
-    from .model import GPT
+    from .models.gpt import GPT
 
     with torch.device("meta"):
         return GPT(model_cfg).num_params()
@@ -174,7 +170,7 @@ def _cmd_zoo(args) -> int:
 
 
 def _cmd_extract(args) -> int:
-    from .cache import cached_fields
+    from .studies.cache import cached_fields
 
     if args.threads is not None:
         if args.threads < 1:
@@ -199,7 +195,7 @@ def _cmd_extract(args) -> int:
 def _cmd_reproduce(args) -> int:
     import os
 
-    from .reproduce import reproduce
+    from .studies.reproduce import reproduce
 
     if args.cache_dir:
         os.environ["MSAPOD_CACHE"] = str(Path(args.cache_dir).expanduser().resolve())
@@ -227,7 +223,7 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="msapod", description="Multiscale POD of transformer attention fields"
     )
-    p.add_argument("--version", action="version", version=f"msapod {_version()}")
+    p.add_argument("--version", action="version", version=f"msapod {package_version()}")
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train or resume a zoo model or a configured run")

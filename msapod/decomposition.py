@@ -30,19 +30,9 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from . import chunked
-from .fields import (
-    _check,
-    _gather_last,
-    _lag_layout,
-    _lead_coords,
-    _lookup,
-    _positions,
-    _stack_leading,
-    check_field,
-    is_causal,
-    to_lag,
-)
+from ._labels import lag_layout, lead_coords, lookup, positions, stack_leading
+from .backends import chunked, is_dask, memory
+from .fields import check_field, check_lazy, is_causal, to_lag
 
 __all__ = ["basis_error", "lag_gram", "pod", "reconstruct", "reconstruction_error"]
 
@@ -53,22 +43,6 @@ NORMALISATION = (
 )
 
 
-def _lag_gram_np(R: np.ndarray) -> np.ndarray:
-    """Per-lag Gram tensor of one ensemble R (N, query, lag) -> (lag, N, N), float64."""
-    n, _, n_lag = R.shape
-    G = np.empty((n_lag, n, n))
-    nz = (R != 0).any(axis=0)  # (query, lag): rows that hold any non-zero entry
-    for t in range(n_lag):
-        rows = np.flatnonzero(nz[:, t])
-        if rows.size == 0:
-            G[t] = 0.0
-            continue
-        # copy only the band of rows that can be non-zero at this lag (float64 products)
-        x = np.ascontiguousarray(R[:, rows[0] : rows[-1] + 1, t], dtype=np.float64)
-        G[t] = x @ x.T
-    return G
-
-
 def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
     """Per-lag Gram tensor ``G_tau[s, t] = sum_{i - j = tau} u_s(i, j) u_t(i, j)`` (float64).
 
@@ -76,9 +50,9 @@ def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
     matrix of the plain POD. Dask-backed ``u`` is reduced over pairs of snapshot chunks;
     the result (``8 L N^2`` bytes per field set) is in memory.
     """
-    _check(u, name="u", dims=(dim, "query", "key"), snapshot_dim=dim)
+    check_lazy(u, name="u", dims=(dim, "query", "key"), snapshot_dim=dim)
     R = to_lag(u)
-    if chunked.is_dask(R):
+    if is_dask(R):
         lead = tuple(d for d in R.dims if d not in (dim, "query", "lag"))
         shape = tuple(R.sizes[d] for d in lead)
         G = np.stack(
@@ -90,26 +64,19 @@ def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
             ]
         )
     else:
-        X, lead, shape = _stack_leading(R, (dim, "query", "lag"))
-        G = np.stack([_lag_gram_np(x) for x in X])
+        X, lead, shape = stack_leading(R, (dim, "query", "lag"))
+        G = np.stack([memory.lag_gram(x) for x in X])
     n = u.sizes[dim]
     return xr.DataArray(
         G.reshape(shape + G.shape[1:]),
         dims=(*lead, "lag", dim, f"{dim}_"),
         coords={
-            **_lead_coords(R, lead),
+            **lead_coords(R, lead),
             "lag": R["lag"].values,
             dim: u[dim].values if dim in u.coords else np.arange(n),
         },
         name="lag_gram",
     )
-
-
-def _eig(K: np.ndarray):
-    """Eigenpairs of a symmetric PSD matrix, descending, negatives (rounding) clipped."""
-    lam, V = np.linalg.eigh(K)
-    lam, V = lam[::-1], V[:, ::-1]
-    return np.clip(lam, 0.0, None), V
 
 
 def pod(
@@ -159,15 +126,15 @@ def pod(
     to detect causality (none for the lag form). Results equal the in-memory path to
     rounding.
     """
-    return _pod(u, dim, n_modes, window, rtol)
+    return decompose(u, dim, n_modes, window, rtol)
 
 
-def _pod(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Dataset:
+def decompose(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Dataset:
     """:func:`pod`; for dask data ``center`` (the mean field, in memory) is subtracted from
     ``u`` chunk by chunk and ``causal`` skips the causality pass when known."""
     lag_form = "lag" in u.dims
-    lazy = chunked.is_dask(u)
-    _check(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"), snapshot_dim=dim)
+    lazy = is_dask(u)
+    check_lazy(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"), snapshot_dim=dim)
     n = u.sizes[dim]
     if n_modes is None:
         n_modes = n
@@ -181,7 +148,7 @@ def _pod(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Datas
             raise ValueError("window: expected finite values")
     if lazy:
         R = u
-        qpos = _positions(u, "query", "u")
+        qpos = positions(u, "query", "u")
         if lag_form:
             kpos = np.asarray(u.attrs.get("key_positions", qpos), dtype=np.int64)
             lags = u["lag"].values
@@ -190,10 +157,10 @@ def _pod(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Datas
             sel = np.arange(len(qpos) * n_lag)
             col = np.tile(np.arange(n_lag), len(qpos))
         else:
-            kpos = _positions(u, "key", "u")
+            kpos = positions(u, "key", "u")
             if causal is None:
                 causal = is_causal(u)
-            lags, idx, valid = _lag_layout(qpos, kpos, causal)
+            lags, idx, valid = lag_layout(qpos, kpos, causal)
             n_lag = len(lags)
             qi, col = np.nonzero(valid)  # entries in lag-form order (query-major)
             sel = qi * len(kpos) + idx[qi, col]
@@ -203,10 +170,10 @@ def _pod(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Datas
         n_sets = int(np.prod(shape, dtype=np.int64))
     else:
         R = u if lag_form else to_lag(u)
-        qpos = _positions(R, "query", "u")
+        qpos = positions(R, "query", "u")
         kpos = np.asarray(R.attrs.get("key_positions", qpos), dtype=np.int64)
         core = (dim, "query", "lag")
-        X, lead, shape = _stack_leading(R, core)
+        X, lead, shape = stack_leading(R, core)
         n_sets = X.shape[0]
         lags = R["lag"].values
     wdims: tuple = ()
@@ -223,7 +190,7 @@ def _pod(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Datas
     n_w = int(np.prod(wshape, dtype=np.int64))
     Q, Kk = len(qpos), len(kpos)
     # index of lag q - k for every (query, key): maps lag-space modes back to (query, key)
-    kidx, kvalid = _lookup(np.asarray(lags), qpos[:, None] - kpos[None, :])
+    kidx, kvalid = lookup(np.asarray(lags), qpos[:, None] - kpos[None, :])
     spectrum = np.empty((n_sets, n_w, n))
     # lazy: zero pages cost nothing until written (zero windows are never written)
     grams = (np.zeros if lazy else np.empty)((n_sets, n_w, n, n))
@@ -269,11 +236,11 @@ def _pod(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Datas
                 modes[b, w], coef[b, w] = _finish(phi, vecs[w], lam, n, rtol, kidx, kvalid)
             continue
         Xb = np.asarray(X[b], dtype=np.float64)
-        G = _lag_gram_np(Xb)
+        G = memory.lag_gram(Xb)
         Xb = Xb.reshape(n, -1)
         for w in range(n_w):
             K = np.tensordot(Wv[w] ** 2, G, axes=(0, 0)) / n
-            lam, V = _eig(K)
+            lam, V = memory.eig_desc(K)
             spectrum[b, w] = lam
             grams[b, w] = K
             eig[b, w] = lam[:n_modes]
@@ -282,7 +249,7 @@ def _pod(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Datas
             phi = (Vk.T @ Xb) * np.tile(Wv[w], Q)[None, :]
             modes[b, w], coef[b, w] = _finish(phi, Vk, lam, n, rtol, kidx, kvalid)
     mode = np.arange(1, n_modes + 1)
-    lc = _lead_coords(R, lead)
+    lc = lead_coords(R, lead)
     wc = {}
     if window is not None:
         wc = {
@@ -347,7 +314,7 @@ def _finish(phi, Vk, lam, n, rtol, kidx, kvalid):
     phi *= sgn[:, None]
     phi[~keep] = np.nan
     Q = kidx.shape[0]
-    modes = _gather_last(phi.reshape(n_modes, Q, -1), kidx, kvalid)
+    modes = memory.gather_last(phi.reshape(n_modes, Q, -1), kidx, kvalid)
     a = Vk * sgn * np.sqrt(n * lam[:n_modes])
     a[:, ~keep] = 0.0
     return modes, a
@@ -377,12 +344,12 @@ def basis_error(u: xr.DataArray, basis: xr.DataArray, dim: str = "snapshot") -> 
     if np.abs(gram - eye).max() > 1e-8:
         raise ValueError("basis: expected orthonormal fields over (query, key)")
     lead = [d for d in u.dims if d not in (dim, "query", "key")]
-    if not lead and B.ndim == 3 and chunked.is_dask(u):  # chunk by chunk
+    if not lead and B.ndim == 3 and is_dask(u):  # chunk by chunk
         return xr.DataArray(chunked.mean_sq_residual(u, dim, Bm, None), name="error")
     if not lead and B.ndim == 3:  # one ensemble, one basis: plain matrix products
         U = _snapshot_matrix(u, dim)
         C = U @ Bm.T
-        return xr.DataArray(_mean_sq_residual(U, C, Bm), name="error")
+        return xr.DataArray(memory.mean_sq_residual(U, C, Bm), name="error")
     coef = xr.dot(u, basis, dim=("query", "key"))
     resid = u - xr.dot(coef, basis, dim="mode")
     return (resid**2).sum(("query", "key")).mean(dim)
@@ -390,12 +357,6 @@ def basis_error(u: xr.DataArray, basis: xr.DataArray, dim: str = "snapshot") -> 
 
 def _snapshot_matrix(u: xr.DataArray, dim: str) -> np.ndarray:
     return u.transpose(dim, "query", "key").values.reshape(u.sizes[dim], -1).astype(np.float64)
-
-
-def _mean_sq_residual(U: np.ndarray, C: np.ndarray, Phi: np.ndarray) -> float:
-    """``(1/N) sum_s ||U_s - C_s Phi||^2``, the residual formed explicitly."""
-    R = U - C @ Phi
-    return float(np.einsum("sp,sp->", R, R) / U.shape[0])
 
 
 def reconstruction_error(
@@ -416,10 +377,10 @@ def reconstruction_error(
         sub = result.isel(mode=slice(0, rank))
         C = sub["coefficients"].transpose(dim, "mode").values
         Phi = sub["modes"].fillna(0.0).transpose("mode", "query", "key").values
-        if chunked.is_dask(u):  # chunk by chunk
+        if is_dask(u):  # chunk by chunk
             err = chunked.mean_sq_residual(u, dim, Phi.reshape(rank, -1), C)
             return xr.DataArray(err, name="error")
         U = _snapshot_matrix(u, dim)
-        return xr.DataArray(_mean_sq_residual(U, C, Phi.reshape(rank, -1)), name="error")
+        return xr.DataArray(memory.mean_sq_residual(U, C, Phi.reshape(rank, -1)), name="error")
     recon = reconstruct(result, rank)
     return ((u - recon) ** 2).sum(("query", "key")).mean(dim)

@@ -14,12 +14,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from . import chunked
-from .fields import _check, _positions, _reynolds_dataset, _to_lag, check_field, reynolds, to_lag
-from .pod import _pod, pod
-from .scalogram import coherency as _coherency
-from .scalogram import dominant_scales, scale_centroid, scalogram
+from ._labels import positions
+from .backends import chunked, is_dask
+from .decomposition import decompose, pod
+from .fields import check_field, check_lazy, lag_form, reynolds, split_from_mean, to_lag
 from .spectra import effective_rank, spectral_concentration
+from .wavelets import coherency as coherency_of
+from .wavelets import dominant_scales, scale_centroid, scalogram
 from .windows import lag_window, window_parameters
 
 __all__ = ["analyze"]
@@ -98,8 +99,8 @@ def analyze(
     bad = [e for e in eps_list if not 0 < e < 1]
     if bad:
         raise ValueError(f"eps: expected values in (0, 1), got {bad}")
-    if chunked.is_dask(A):  # values are checked set by set, in the pass that forms the mean
-        _check(A, dims=(dim, "query", "key"), snapshot_dim=dim)
+    if is_dask(A):  # values are checked set by set, in the pass that forms the mean
+        check_lazy(A, dims=(dim, "query", "key"), snapshot_dim=dim)
     else:
         check_field(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
     if n_modes is None:
@@ -167,16 +168,16 @@ def _analyze_one(
 ) -> xr.Dataset:
     """analyze() of a single field set (no leading dims)."""
     eps_list = eps
-    lazy = chunked.is_dask(A)
+    lazy = is_dask(A)
     if lazy:
         # one pass: checks, mean and causality; then the lag moments, the Gram and the
         # mode passes, with the fluctuation formed chunk by chunk
         mean, causal_A, causal_u = chunked.field_stats(A, dim, stochastic=check_stochastic)
-        rey = _reynolds_dataset(A, A.astype(np.float64), mean, dim)
+        rey = split_from_mean(A, A.astype(np.float64), mean, dim)
         u = rey["fluctuation"]
-        q, k = _positions(A, "query", "A"), _positions(A, "key", "A")
-        R = _to_lag(u, q, k, causal_u)
-        At = A if field == "fluctuation" else _to_lag(A, q, k, causal_A)
+        q, k = positions(A, "query", "A"), positions(A, "key", "A")
+        R = lag_form(u, q, k, causal_u)
+        At = A if field == "fluctuation" else lag_form(A, q, k, causal_A)
     else:
         rey = reynolds(A, dim, check_stochastic=False)
         u = rey["fluctuation"]
@@ -194,7 +195,7 @@ def _analyze_one(
     labels = ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
     windows = _by_window(w_scale, 1.0, labels)
     if lazy:
-        res = _pod(A, dim, n_modes, windows, 1e-12, center=mean, causal=causal_u)
+        res = decompose(A, dim, n_modes, windows, 1e-12, center=mean, causal=causal_u)
     else:
         res = pod(R, dim, n_modes=n_modes, window=windows)
     win_valid = _by_window(valid, True, labels)
@@ -255,7 +256,7 @@ def _analyze_one(
         g = np.full((max_peaks, u.sizes["query"], u.sizes["query"]), np.nan)
         if ok.any():
             order = np.argsort(peaks.values[ok])
-            gam = _coherency(R if lazy else u, peaks.values[ok][order], omega0, dim=dim).values
+            gam = coherency_of(R if lazy else u, peaks.values[ok][order], omega0, dim=dim).values
             g[np.flatnonzero(ok)[order]] = gam
         out["coherency"] = xr.DataArray(
             g,

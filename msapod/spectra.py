@@ -17,7 +17,7 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from .fields import _lead_coords, _stack_leading
+from ._labels import lead_coords, stack_leading
 
 __all__ = ["bootstrap_spectrum", "effective_rank", "jackknife_se", "spectral_concentration"]
 
@@ -71,7 +71,7 @@ def spectral_concentration(
         over snapshots for a confidence interval), ``k_min``, ``k_max``, ``n_fit``.
     """
     d = _spectrum_dim(eigenvalues, dim)
-    lam_all, lead, shape = _stack_leading(eigenvalues, (d,))
+    lam_all, lead, shape = stack_leading(eigenvalues, (d,))
     lam_all = lam_all.astype(np.float64)
     _check_eigs(lam_all)
     n = lam_all.shape[-1]
@@ -95,7 +95,7 @@ def spectral_concentration(
         out["beta"][b] = -slope
         out["r2"][b] = 1 - (resid**2).sum() / sst if sst > 0 else 1.0
         out["beta_stderr"][b] = np.sqrt((resid**2).sum() / max(n_fit[b] - 2, 1) / sxx)
-    coords = _lead_coords(eigenvalues, lead)
+    coords = lead_coords(eigenvalues, lead)
 
     def da(v, **attrs):
         return xr.DataArray(v.reshape(shape), dims=lead, coords=coords, attrs=attrs)
@@ -164,7 +164,7 @@ def effective_rank(
     if criterion not in ("energy", "l2"):
         raise ValueError(f"criterion: expected 'energy' or 'l2', got {criterion!r}")
     d = _spectrum_dim(eigenvalues, dim)
-    lam, lead, shape = _stack_leading(eigenvalues, (d,))
+    lam, lead, shape = stack_leading(eigenvalues, (d,))
     lam = lam.astype(np.float64)
     _check_eigs(lam)
     n = lam.shape[-1]
@@ -173,7 +173,7 @@ def effective_rank(
     tol = eps if criterion == "energy" else eps**2
     H = np.argmax(tail_fraction(lam) <= tol * (1 + 1e-12), axis=-1)
     res = xr.DataArray(
-        H.reshape(shape), dims=lead, coords=_lead_coords(eigenvalues, lead), name="H_star"
+        H.reshape(shape), dims=lead, coords=lead_coords(eigenvalues, lead), name="H_star"
     )
     res = res.assign_coords(at_rank_limit=(lead, (H >= n_snapshots - 1).reshape(shape)))
     res.attrs = {
@@ -237,7 +237,7 @@ def bootstrap_spectrum(
         raise ValueError(f"n_boot: expected an integer >= 1, got {n_boot!r}")
     if method not in ("bayesian", "resample", "jackknife"):
         raise ValueError(f"method: expected 'bayesian', 'resample' or 'jackknife', got {method!r}")
-    K, lead, shape = _stack_leading(gram, (dim, other))
+    K, lead, shape = stack_leading(gram, (dim, other))
     if not np.isfinite(K).all():
         raise ValueError("gram: expected finite values")
     n = K.shape[-1]
@@ -258,7 +258,7 @@ def bootstrap_spectrum(
     res = xr.DataArray(
         out.reshape(shape + (n_boot, n)),
         dims=(*lead, "boot", "rank"),
-        coords={**_lead_coords(gram, lead), "rank": np.arange(1, n + 1)},
+        coords={**lead_coords(gram, lead), "rank": np.arange(1, n + 1)},
         name="spectrum",
     )
     res.attrs = {

@@ -32,8 +32,9 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from . import chunked
-from .fields import _check, _lead_coords, _stack_leading, check_field, to_lag
+from ._labels import lead_coords, stack_leading
+from .backends import chunked, is_dask
+from .fields import check_field, check_lazy, to_lag
 
 __all__ = [
     "coherency",
@@ -82,7 +83,7 @@ def log_scales(
     return np.geomspace(smin, smax, num)
 
 
-def _check_scales(scales, n_lag: int) -> np.ndarray:
+def check_scales(scales, n_lag: int) -> np.ndarray:
     s = np.atleast_1d(np.asarray(scales, dtype=np.float64))
     if s.ndim != 1 or s.size == 0:
         raise ValueError(f"scales: expected a non-empty 1-D sequence, got shape {s.shape}")
@@ -120,7 +121,7 @@ def _wavelet_matrix(scales: tuple, lags: tuple, omega0: float) -> np.ndarray:
 
 
 @lru_cache(maxsize=8)
-def _wavelet_parts(scales: tuple, lags: tuple, omega0: float):
+def wavelet_parts(scales: tuple, lags: tuple, omega0: float):
     """Real and imaginary parts of Phi flattened to (scale * b, tau), cached."""
     Phi = _wavelet_matrix(scales, lags, omega0).reshape(len(scales) * len(lags), len(lags))
     Pr, Pi = np.ascontiguousarray(Phi.real), np.ascontiguousarray(Phi.imag)
@@ -129,11 +130,28 @@ def _wavelet_parts(scales: tuple, lags: tuple, omega0: float):
     return Pr, Pi
 
 
+def scale_spectrum_operator(scales, lags, omega0: float = 6.0) -> np.ndarray:
+    """``M[a] = sum_b (Pr_ab Pr_ab^T + Pi_ab Pi_ab^T)`` flattened to (scale, lag * lag).
+
+    The scale spectrum (before the bias correction) is the quadratic form
+    ``sum_b E(a, b) = M[a] . vec(C)`` of the lag moments ``C = <r r^T>``: one matrix
+    product per ensemble, or per jackknife replicate.
+    """
+    s = tuple(float(v) for v in np.atleast_1d(scales))
+    lag = tuple(float(v) for v in np.atleast_1d(lags))
+    Pr, Pi = wavelet_parts(s, lag, float(omega0))
+    n_lag = len(lag)
+    Pr3 = Pr.reshape(len(s), n_lag, n_lag)
+    Pi3 = Pi.reshape(len(s), n_lag, n_lag)
+    M = np.matmul(Pr3.transpose(0, 2, 1), Pr3) + np.matmul(Pi3.transpose(0, 2, 1), Pi3)
+    return M.reshape(len(s), -1)
+
+
 def _lag_field(A: xr.DataArray, name: str) -> xr.DataArray:
     """Accept either a (query, key) field or a (query, lag) field; return the lag form."""
     if "lag" in A.dims:
-        return _check(A, name=name, dims=("query", "lag"), min_snapshots=None)
-    return to_lag(_check(A, name=name, dims=("query", "key"), min_snapshots=None))
+        return check_lazy(A, name=name, dims=("query", "lag"), min_snapshots=None)
+    return to_lag(check_lazy(A, name=name, dims=("query", "key"), min_snapshots=None))
 
 
 def lag_moments(R: xr.DataArray, dims: Sequence[str] = ("snapshot", "query")) -> xr.DataArray:
@@ -143,12 +161,12 @@ def lag_moments(R: xr.DataArray, dims: Sequence[str] = ("snapshot", "query")) ->
     Returns dims ``(..., "lag", "lag_")``, in memory. For dask-backed ``R`` the sum is
     accumulated chunk by chunk (one pass; ``lag`` is merged into one chunk).
     """
-    _check(R, name="R", dims=(*dims, "lag"), min_snapshots=None)
-    if chunked.is_dask(R):
+    check_lazy(R, name="R", dims=(*dims, "lag"), min_snapshots=None)
+    if is_dask(R):
         C, lead, shape = chunked.lag_moments_chunked(R, tuple(dims))
         n_lag = C.shape[-1]
     else:
-        X, lead, shape = _stack_leading(R, (*dims, "lag"))
+        X, lead, shape = stack_leading(R, (*dims, "lag"))
         n_lag = X.shape[-1]
         X = X.reshape(X.shape[0], -1, n_lag)
         C = np.empty((X.shape[0], n_lag, n_lag))
@@ -159,7 +177,7 @@ def lag_moments(R: xr.DataArray, dims: Sequence[str] = ("snapshot", "query")) ->
     out = xr.DataArray(
         C.reshape(shape + (n_lag, n_lag)),
         dims=(*lead, "lag", "lag_"),
-        coords={**_lead_coords(R, lead), "lag": lags, "lag_": lags},
+        coords={**lead_coords(R, lead), "lag": lags, "lag_": lags},
     )
     out.attrs["averaged_over"] = list(dims)
     return out
@@ -173,14 +191,14 @@ def cwt(r: xr.DataArray, scales=None, omega0: float = 6.0) -> xr.DataArray:
     and lag: use it on a few profiles; :func:`scalogram` needs no per-profile transform.
     For dask-backed ``r`` the result is lazy, chunked like ``r`` (``lag`` whole).
     """
-    _check(r, name="r", dims=("lag",), min_snapshots=None)
+    check_lazy(r, name="r", dims=("lag",), min_snapshots=None)
     lags = r["lag"].values
-    s = _check_scales(log_scales(len(lags)) if scales is None else scales, len(lags))
+    s = check_scales(log_scales(len(lags)) if scales is None else scales, len(lags))
     Phi = wavelet_matrix(s, lags, omega0)  # (S, B, T)
-    if chunked.is_dask(r):
+    if is_dask(r):
         rt = r.transpose(..., "lag")
         lead = rt.dims[:-1]
-        x = chunked._whole(rt.data, (-1,))
+        x = chunked.whole(rt.data, (-1,))
         W = x.map_blocks(
             _cwt_block,
             Phi,
@@ -190,13 +208,13 @@ def cwt(r: xr.DataArray, scales=None, omega0: float = 6.0) -> xr.DataArray:
             meta=np.array((), dtype=np.complex128),
         )
     else:
-        X, lead, shape = _stack_leading(r, ("lag",))
+        X, lead, shape = stack_leading(r, ("lag",))
         W = np.einsum("sbt,nt->nsb", Phi, X.astype(np.float64), optimize=True)
         W = W.reshape(shape + W.shape[1:])
     out = xr.DataArray(
         W,
         dims=(*lead, "scale", "lag"),
-        coords={**_lead_coords(r, lead), "scale": s, "lag": lags},
+        coords={**lead_coords(r, lead), "scale": s, "lag": lags},
         attrs={"omega0": omega0, "long_name": "Morlet transform W(a, b)"},
     )
     return out.assign_coords(period=("scale", fourier_period(s, omega0)))
@@ -251,10 +269,10 @@ def scalogram(
             raise ValueError(f"dims: {d!r} is not a dim of A {R.dims}")
     lags = R["lag"].values
     n_lag = len(lags)
-    s = _check_scales(log_scales(n_lag) if scales is None else scales, n_lag)
+    s = check_scales(log_scales(n_lag) if scales is None else scales, n_lag)
     C = lag_moments(R, dims)
-    Cv, lead, shape = _stack_leading(C, ("lag", "lag_"))
-    Pr, Pi = _wavelet_parts(tuple(map(float, s)), tuple(map(float, lags)), float(omega0))
+    Cv, lead, shape = stack_leading(C, ("lag", "lag_"))
+    Pr, Pi = wavelet_parts(tuple(map(float, s)), tuple(map(float, lags)), float(omega0))
     E = np.empty((Cv.shape[0], len(s), n_lag))
     for b in range(Cv.shape[0]):
         e = np.einsum("kt,kt->k", Pr @ Cv[b], Pr) + np.einsum("kt,kt->k", Pi @ Cv[b], Pi)
@@ -262,7 +280,7 @@ def scalogram(
     spec = E.sum(-1)
     if bias_correction:
         spec = spec / s
-    coords = {**_lead_coords(R, lead), "scale": s, "lag": lags}
+    coords = {**lead_coords(R, lead), "scale": s, "lag": lags}
     ds = xr.Dataset(
         {
             "energy": xr.DataArray(
@@ -318,7 +336,7 @@ def dominant_scales(
     if max_count < 1:
         raise ValueError(f"max_count: expected >= 1, got {max_count}")
     check_field(spectrum, name="spectrum", dims=("scale",), min_snapshots=None)
-    E, lead, shape = _stack_leading(spectrum, ("scale",))
+    E, lead, shape = stack_leading(spectrum, ("scale",))
     s = spectrum["scale"].values.astype(np.float64)
     omega0 = spectrum.attrs.get("omega0", 6.0)
     out = np.full((E.shape[0], max_count), np.nan)
@@ -340,7 +358,7 @@ def dominant_scales(
     res = xr.DataArray(
         out.reshape(shape + (max_count,)),
         dims=dims,
-        coords={**_lead_coords(spectrum, lead), "peak": np.arange(max_count)},
+        coords={**lead_coords(spectrum, lead), "peak": np.arange(max_count)},
         name="dominant_scale",
     )
     res = res.assign_coords(
@@ -392,10 +410,10 @@ def coherency(
     if dim not in R.dims:
         raise ValueError(f"dim: {dim!r} is not a dim of A {R.dims}")
     lags = R["lag"].values
-    s = _check_scales(np.sort(np.atleast_1d(scales)), len(lags))
+    s = check_scales(np.sort(np.atleast_1d(scales)), len(lags))
     q = R["query"].values
     Phi = wavelet_matrix(s, lags, omega0)
-    if chunked.is_dask(R):
+    if is_dask(R):
         lead = tuple(d for d in R.dims if d not in (dim, "query", "lag"))
         shape = tuple(R.sizes[d] for d in lead)
         Bs = [_coherency_factor(Phi[k], rtol) for k in range(len(s))]
@@ -405,14 +423,14 @@ def coherency(
             for k, G in enumerate(chunked.coherency_sums(one, dim, Bs)):
                 gamma[b, k] = _gamma(G)
     else:
-        X, lead, shape = _stack_leading(R, (dim, "query", "lag"))
+        X, lead, shape = stack_leading(R, (dim, "query", "lag"))
         gamma = np.empty((X.shape[0], len(s), len(q), len(q)))
         with threadpool_limits(1, user_api="blas"):  # many small products: threads contend
             _coherency_loop(X, Phi, s, q, rtol, gamma)
     res = xr.DataArray(
         gamma.reshape(shape + gamma.shape[1:]),
         dims=(*lead, "scale", "query_i", "query_j"),
-        coords={**_lead_coords(R, lead), "scale": s, "query_i": q, "query_j": q},
+        coords={**lead_coords(R, lead), "scale": s, "query_i": q, "query_j": q},
         name="coherency",
         attrs={"omega0": omega0, "averaged_over": dim, "long_name": "cross-coherency gamma_ij(a)"},
     )

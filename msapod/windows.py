@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .fields import _check, _positions, from_lag, to_lag
+from ._labels import positions
+from .fields import check_lazy, from_lag, to_lag
 
 __all__ = ["apply_window", "lag_window", "window_parameters"]
 
@@ -132,7 +133,7 @@ def apply_window(u: xr.DataArray, window: xr.DataArray) -> xr.DataArray:
     ``u`` gives a lazy result (after one pass that detects causality, see
     :func:`msapod.to_lag`).
     """
-    _check(u, name="u", dims=("query", "key"), min_snapshots=None)
+    check_lazy(u, name="u", dims=("query", "key"), min_snapshots=None)
     if not isinstance(window, xr.DataArray) or "lag" not in window.dims:
         raise ValueError("window: expected a DataArray with a 'lag' dim (see lag_window)")
     R = to_lag(u)
@@ -144,7 +145,7 @@ def apply_window(u: xr.DataArray, window: xr.DataArray) -> xr.DataArray:
             f"{need.min()}..{need.max()}"
         )
     w = window.assign_coords(lag=have).sel(lag=need)
-    out = from_lag(R * w, keys=_positions(u, "key", "u"))
+    out = from_lag(R * w, keys=positions(u, "key", "u"))
     out = out.assign_coords(key=u["key"]) if "key" in u.coords else out
     out = out.transpose(*[d for d in w.dims if d not in u.dims and d != "lag"], *u.dims)
     out.attrs = dict(u.attrs, window=str(window.attrs.get("formula", "gaussian")))

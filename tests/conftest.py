@@ -28,6 +28,6 @@ def _private_cache(tmp_path_factory, monkeypatch):
 @pytest.fixture
 def data_dir() -> Path:
     """Folder holding a verified ``tinyshakespeare.txt`` (``$MSAPOD_DATA`` or pooch's)."""
-    from msapod.data import data_path
+    from msapod.models.data import data_path
 
     return data_path().parent

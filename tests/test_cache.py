@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-import msapod.cache as cache_mod
-from msapod.cache import CacheWarning, cache_dir, cached_fields
+import msapod.studies.cache as cache_mod
 from msapod.cli import main
-from msapod.data import SHA256
-from msapod.extract import collect_attention, ensemble_ids
-from msapod.model import GPT, GPTConfig
-from msapod.train import TrainConfig, load_checkpoint, save_checkpoint
+from msapod.models.data import SHA256
+from msapod.models.extract import collect_attention, ensemble_ids
+from msapod.models.gpt import GPT, GPTConfig
+from msapod.models.train import TrainConfig, load_checkpoint, save_checkpoint
+from msapod.studies.cache import CacheWarning, cache_dir, cached_fields
 
 torch.set_num_threads(1)
 
@@ -195,7 +195,7 @@ def test_bad_arguments(model, tmp_path):
 
 
 def test_zoo_load_and_cli_extract(model, tmp_path, monkeypatch, counter, capsys):
-    import msapod.zoo as zoo
+    import msapod.models.zoo as zoo
 
     loaded = []
     monkeypatch.setattr(zoo, "load", lambda name: loaded.append(name) or model)
@@ -216,7 +216,7 @@ def test_zoo_load_and_cli_extract(model, tmp_path, monkeypatch, counter, capsys)
 def test_cached_dataset_roundtrip_tamper_and_key_change(tmp_path):
     import xarray as xr
 
-    from msapod.cache import CacheWarning, cached_dataset
+    from msapod.studies.cache import CacheWarning, cached_dataset
 
     calls = []
 

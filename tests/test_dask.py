@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 
 import msapod
-from msapod.chunked import is_dask
+from msapod.backends import is_dask
 
 
 def planted_u(rank=3, n=48, L=12, seed=0, noise=1e-3):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from msapod import data
-from msapod.data import SHA256, SIZE, data_path, ensemble_offsets, load_corpus, load_text
+from msapod.models import data
+from msapod.models.data import SHA256, SIZE, data_path, ensemble_offsets, load_corpus, load_text
 
 
 def test_real_file_loads_via_env():

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 import msapod
-from msapod.data import SHA256, ensemble_offsets, load_corpus
-from msapod.extract import collect_attention, ensemble_ids, iter_attention
-from msapod.model import GPT, GPTConfig
+from msapod.models.data import SHA256, ensemble_offsets, load_corpus
+from msapod.models.extract import collect_attention, ensemble_ids, iter_attention
+from msapod.models.gpt import GPT, GPTConfig
 
 torch.set_num_threads(1)
 
@@ -200,7 +200,7 @@ def test_bad_model_raises():
 def test_zarr_store_streams_and_reads_back(ens, tmp_path):
     import zarr
 
-    from msapod.chunked import is_dask
+    from msapod.backends import is_dask
 
     ids, offsets = ens
     model = tiny_gpt("ega")

@@ -13,8 +13,8 @@ import pytest
 import xarray as xr
 
 import msapod
-from msapod import llm
-from msapod.data import ensemble_offsets
+from msapod.models.data import ensemble_offsets
+from msapod.studies import llm
 
 
 def chunk_tokenizer(text, add_special_tokens=False, return_offsets_mapping=True):
@@ -133,7 +133,7 @@ def test_smollm2_analysis_streams_resumes_and_caches(tmp_path, monkeypatch):
     monkeypatch.setattr(llm, "BATCH_BUDGET", 2 * per)  # three batches of two snippets
     assert len(llm._batch_plan(n, length)) == 3
 
-    import msapod.extract
+    import msapod.models.extract
 
     real = msapod.extract.collect_attention
     seen = []
@@ -144,11 +144,11 @@ def test_smollm2_analysis_streams_resumes_and_caches(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real(*args, **kw)
 
-    monkeypatch.setattr(msapod.extract, "collect_attention", interrupted)
+    monkeypatch.setattr(msapod.models.extract, "collect_attention", interrupted)
     kw = dict(n=n, length=length, cache_dir=tmp_path, progress=False, n_modes=2)
     with pytest.raises(KeyboardInterrupt):
         llm.smollm2_analysis(**kw)
-    monkeypatch.setattr(msapod.extract, "collect_attention", real)
+    monkeypatch.setattr(msapod.models.extract, "collect_attention", real)
     ds = llm.smollm2_analysis(**kw)  # resumes: loads once more, runs the two other batches
     assert len(loads) == 2
     assert list(ds["layer"].values) == [1, 2, 3]

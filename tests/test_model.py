@@ -7,7 +7,7 @@ import copy
 import pytest
 import torch
 
-from msapod.model import GPT, GPTConfig
+from msapod.models.gpt import GPT, GPTConfig
 
 torch.set_num_threads(1)
 

@@ -9,9 +9,9 @@ import pytest
 import torch
 import xarray as xr
 
-from msapod import prune
-from msapod.model import GPT, GPTConfig
-from msapod.train import evaluate, get_batch
+from msapod.models.gpt import GPT, GPTConfig
+from msapod.models.train import evaluate, get_batch
+from msapod.studies import prune
 
 torch.set_num_threads(1)
 
@@ -188,7 +188,7 @@ def test_head_ranks_small_ensemble():
 
 def test_model_pruning_layout():
     model = tiny()
-    from msapod.data import load_corpus
+    from msapod.models.data import load_corpus
 
     corpus = load_corpus()
     ds = prune.model_pruning(

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from msapod.cli import main
-from msapod.reproduce import STEPS, reproduce
-from msapod.scorecard import classify, combine
+from msapod.studies.reproduce import STEPS, reproduce
+from msapod.studies.scorecard import classify, combine
 
 
 def test_classify_intervals_against_a_range():

@@ -8,11 +8,11 @@ import math
 import pytest
 import torch
 
-import msapod.train as train_mod
+import msapod.models.train as train_mod
 from msapod.cli import main
-from msapod.data import SHA256, load_corpus
-from msapod.model import GPT, GPTConfig
-from msapod.train import TrainConfig, load_checkpoint, save_checkpoint, train
+from msapod.models.data import SHA256, load_corpus
+from msapod.models.gpt import GPT, GPTConfig
+from msapod.models.train import TrainConfig, load_checkpoint, save_checkpoint, train
 
 torch.set_num_threads(1)
 
@@ -227,7 +227,7 @@ def test_cli_train_bad_arguments(tmp_path, capsys):
 
 
 def test_cli_zoo_table(tmp_path, monkeypatch, capsys):
-    import msapod.zoo as zoo
+    import msapod.models.zoo as zoo
 
     monkeypatch.setattr(zoo, "ROOT", tmp_path)
     cfg = zoo.ZOO_CONFIGS["baseline-1"]

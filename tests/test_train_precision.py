@@ -12,10 +12,10 @@ import pytest
 import torch
 from safetensors import safe_open
 
-import msapod.train as train_mod
-from msapod.data import Corpus, load_corpus
-from msapod.model import GPT, GPTConfig
-from msapod.train import (
+import msapod.models.train as train_mod
+from msapod.models.data import Corpus, load_corpus
+from msapod.models.gpt import GPT, GPTConfig
+from msapod.models.train import (
     TrainConfig,
     load_checkpoint,
     read_config,

@@ -29,23 +29,16 @@ finite iff the data are), so a NaN surfaces as the same ``ValueError`` as in mem
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import xarray as xr
 
-__all__ = ["is_dask", "lag_moments_chunked", "project", "window_grams"]
+from .._labels import positions, raise_values
+from .memory import gather_last
+
+__all__ = ["lag_moments_chunked", "project", "window_grams"]
 
 
-def is_dask(A) -> bool:
-    """True if ``A`` is a DataArray (or array) whose data are a ``dask.array.Array``."""
-    mod = sys.modules.get("dask.array")
-    if mod is None:  # dask never imported: nothing can be a dask array
-        return False
-    return isinstance(getattr(A, "data", A), mod.Array)
-
-
-def _whole(x, axes):
+def whole(x, axes):
     """Rechunk ``x`` so that each of ``axes`` is a single chunk (no-op if it already is)."""
     want = {a % x.ndim: -1 for a in axes if len(x.chunks[a % x.ndim]) > 1}
     return x.rechunk(want) if want else x
@@ -66,27 +59,13 @@ def check_values(
         tasks["neg"] = (x < -atol).any()
         tasks["worst"] = abs(x.sum(axis=A.dims.index(key)) - 1.0).max()
     (res,) = dask.compute(tasks)
-    _raise_values(name, res, stochastic, atol)
+    raise_values(name, res, stochastic, atol)
 
 
 def _isfinite(x):
     import dask.array as da
 
     return da.isfinite(x)
-
-
-def _raise_values(name: str, res: dict, stochastic: bool, atol: float) -> None:
-    if int(res["bad"]):
-        raise ValueError(f"{name}: expected finite values, found {int(res['bad'])} NaN/inf entries")
-    if stochastic and "neg" in res:
-        if bool(res["neg"]):
-            raise ValueError(f"{name}: expected attention probabilities >= 0, found negatives")
-        worst = float(res["worst"])
-        if worst > atol:
-            raise ValueError(
-                f"{name}: expected rows summing to 1 over 'key' (attention probabilities), "
-                f"worst row sums to {1.0 + worst:.6g} (|deviation| {worst:.3g} > atol {atol})"
-            )
 
 
 def field_stats(
@@ -110,8 +89,6 @@ def field_stats(
     """
     import dask
 
-    from .fields import _positions
-
     if min_snapshots is not None and A.sizes[dim] < min_snapshots:
         raise ValueError(
             f"{name}: expected at least {min_snapshots} snapshots along {dim!r}, got {A.sizes[dim]}"
@@ -128,15 +105,15 @@ def field_stats(
         tasks["neg"] = (x < -atol).any()
         tasks["worst"] = abs(x.sum(axis=A.dims.index("key")) - 1.0).max()
     (res,) = dask.compute(tasks)
-    _raise_values(name, res, stochastic, atol)
+    raise_values(name, res, stochastic, atol)
     rest = [d for d in A.dims if d != dim]
     mean = xr.DataArray(
         np.asarray(res["mean"]),
         dims=rest,
         coords={c: A.coords[c] for c in A.coords if dim not in A.coords[c].dims},
     )
-    q = _positions(A, "query", name)
-    k = _positions(A, "key", name)
+    q = positions(A, "query", name)
+    k = positions(A, "key", name)
     upper = xr.DataArray(k[None, :] > q[:, None], dims=("query", "key"))
     hi = xr.DataArray(np.asarray(res["max"]), dims=rest)
     lo = xr.DataArray(np.asarray(res["min"]), dims=rest)
@@ -155,10 +132,8 @@ def is_causal_chunked(A: xr.DataArray, atol: float = 0.0) -> bool:
     """:func:`msapod.is_causal` of a dask field (one pass)."""
     import dask.array as da
 
-    from .fields import _positions
-
-    q = _positions(A, "query", "A")
-    k = _positions(A, "key", "A")
+    q = positions(A, "query", "A")
+    k = positions(A, "key", "A")
     upper = k[None, :] > q[:, None]
     if not upper.any():
         return True
@@ -177,11 +152,9 @@ def gather_last_lazy(A: xr.DataArray, src: str, new: str, idx, valid) -> xr.Data
     ``A`` has dims ``(..., "query", src)``; the result has ``(..., "query", new)``; query
     and ``src`` are merged into one chunk (each row needs its whole profile).
     """
-    from .fields import _gather_last
-
-    x = _whole(A.data, (-2, -1))
+    x = whole(A.data, (-2, -1))
     chunks = x.chunks[:-1] + ((idx.shape[1],),)
-    return x.map_blocks(_gather_last, idx, valid, chunks=chunks, dtype=x.dtype)
+    return x.map_blocks(gather_last, idx, valid, chunks=chunks, dtype=x.dtype)
 
 
 # ----------------------------------------------------------------------------- moments
@@ -203,7 +176,7 @@ def lag_moments_chunked(R: xr.DataArray, dims) -> tuple[np.ndarray, tuple, tuple
     memory) and the leading dims ``lead``.
     """
     lead = tuple(d for d in R.dims if d not in (*dims, "lag"))
-    X = _whole(R.transpose(*lead, *dims, "lag").data, (-1,))
+    X = whole(R.transpose(*lead, *dims, "lag").data, (-1,))
     nl, k = len(lead), len(dims)
     n_lag = X.shape[-1]
     chunks = (
@@ -239,7 +212,7 @@ def pack(x, sel: np.ndarray, sub: np.ndarray | None = None):
 
     ``sub`` (``(P,)``) is subtracted from every row (the mean field for a fluctuation).
     """
-    x = _whole(x, tuple(range(1, x.ndim)))
+    x = whole(x, tuple(range(1, x.ndim)))
     return x.map_blocks(
         _pack_block,
         sel,
@@ -301,7 +274,7 @@ def lag_gram_chunked(R) -> np.ndarray:
 
     The result is in memory (``8 L N^2`` bytes): for large N use :func:`window_grams`.
     """
-    R = _whole(R, (1, 2))
+    R = whole(R, (1, 2))
     n, n_lag = R.shape[0], R.shape[2]
     G = np.empty((n_lag, n, n))
     _pairwise(R, _lag_gram_pair, None, G)
@@ -384,7 +357,7 @@ def _coherency_block(x: np.ndarray, Bs: list) -> np.ndarray:
 
 def coherency_sums(R: xr.DataArray, dim: str, Bs: list):
     """Per-scale ``sum_s Y_s Y_s^H`` (scale, query, query) of a dask lag field, no lead dims."""
-    X = _whole(R.transpose(dim, "query", "lag").data, (1, 2))
+    X = whole(R.transpose(dim, "query", "lag").data, (1, 2))
     q = X.shape[1]
     M = X.map_blocks(
         _coherency_block,
@@ -411,7 +384,7 @@ def mean_sq_residual(u: xr.DataArray, dim: str, Bm: np.ndarray, C: np.ndarray | 
     """``(1/N) sum_s ||u_s - c_s Bm||^2`` of a dask field (``C`` None: project onto Bm)."""
     import dask.array as da
 
-    x = _whole(u.transpose(dim, "query", "key").data, (1, 2))
+    x = whole(u.transpose(dim, "query", "key").data, (1, 2))
     parts = []
     offs = np.r_[0, np.cumsum(x.chunks[0])]
     for i, blk in enumerate(x.to_delayed().ravel()):

@@ -8,13 +8,14 @@ copy is verified with the same hash: nothing is trusted without a check.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
+from .._io import sha256_file
 
 FILENAME = "tinyshakespeare.txt"
 SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
@@ -29,17 +30,10 @@ __all__ = [
     "ensemble_offsets",
     "load_corpus",
     "load_text",
+    "check_layers",
+    "ensemble_ids",
     "sha256_file",
 ]
-
-
-def sha256_file(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file, read in 1 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def data_path(data_dir: str | os.PathLike | None = None) -> Path:
@@ -156,3 +150,58 @@ def ensemble_offsets(n_tokens: int, n: int = 150, length: int = 256, seed: int =
         )
     rng = np.random.default_rng(seed)
     return np.sort(rng.choice(slots, size=n, replace=False)) * length
+
+
+def ensemble_ids(
+    corpus: Corpus | None = None,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    split: str = "val",
+) -> tuple[np.ndarray, np.ndarray]:
+    """Token ids of the snippet ensemble.
+
+    Parameters
+    ----------
+    corpus
+        Encoded TinyShakespeare; defaults to :func:`msapod.data.load_corpus`.
+    n, length, seed
+        Number of snippets, characters per snippet and seed of
+        :func:`msapod.data.ensemble_offsets` (deterministic, sorted, non-overlapping).
+    split
+        ``"val"`` (default, the held-out last 10 %) or ``"train"``.
+
+    Returns
+    -------
+    ids : numpy.ndarray
+        ``(n, length)`` ``int64`` token ids, one snippet per row.
+    offsets : numpy.ndarray
+        ``(n,)`` start offsets of the snippets within the split.
+    """
+    if split not in ("val", "train"):
+        raise ValueError(f"split: expected 'val' or 'train', got {split!r}")
+    corpus = corpus if corpus is not None else load_corpus()
+    tokens = corpus.val if split == "val" else corpus.train
+    offsets = ensemble_offsets(len(tokens), n=n, length=length, seed=seed)
+    ids = np.stack([tokens[o : o + length] for o in offsets]).astype(np.int64)
+    return ids, offsets
+
+
+def check_layers(layers, n_layer: int) -> list[int]:
+    """1-based, unique, sorted layer numbers."""
+    if layers is None:
+        return list(range(1, n_layer + 1))
+    if isinstance(layers, int | np.integer):
+        layers = [layers]
+    out = []
+    for layer in layers:
+        if isinstance(layer, bool) or not isinstance(layer, int | np.integer):
+            raise ValueError(f"layers: expected 1-based layer numbers (int), got {layer!r}")
+        if not 1 <= int(layer) <= n_layer:
+            raise ValueError(f"layers: expected numbers in 1..{n_layer}, got {int(layer)}")
+        out.append(int(layer))
+    if not out:
+        raise ValueError("layers: expected at least one layer number, got none")
+    if len(set(out)) != len(out):
+        raise ValueError(f"layers: expected unique layer numbers, got {out}")
+    return sorted(out)

@@ -35,60 +35,11 @@ import numpy as np
 import torch
 import xarray as xr
 
-from .data import Corpus, ensemble_offsets, load_corpus
-from .model import GPT
+from .._io import package_version
+from .data import check_layers, ensemble_ids, load_corpus
+from .gpt import GPT
 
 __all__ = ["collect_attention", "ensemble_ids", "iter_attention", "write_attention_zarr"]
-
-
-def _version() -> str:
-    """Version of msapod: ``msapod.__version__``, else the installed metadata, else 0.1.0."""
-    mod = sys.modules.get("msapod")
-    version = getattr(mod, "__version__", None)
-    if isinstance(version, str):
-        return version
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as _meta_version
-
-    try:
-        return _meta_version("msapod")
-    except PackageNotFoundError:
-        return "0.1.0"
-
-
-def ensemble_ids(
-    corpus: Corpus | None = None,
-    n: int = 150,
-    length: int = 256,
-    seed: int = 0,
-    split: str = "val",
-) -> tuple[np.ndarray, np.ndarray]:
-    """Token ids of the snippet ensemble.
-
-    Parameters
-    ----------
-    corpus
-        Encoded TinyShakespeare; defaults to :func:`msapod.data.load_corpus`.
-    n, length, seed
-        Number of snippets, characters per snippet and seed of
-        :func:`msapod.data.ensemble_offsets` (deterministic, sorted, non-overlapping).
-    split
-        ``"val"`` (default, the held-out last 10 %) or ``"train"``.
-
-    Returns
-    -------
-    ids : numpy.ndarray
-        ``(n, length)`` ``int64`` token ids, one snippet per row.
-    offsets : numpy.ndarray
-        ``(n,)`` start offsets of the snippets within the split.
-    """
-    if split not in ("val", "train"):
-        raise ValueError(f"split: expected 'val' or 'train', got {split!r}")
-    corpus = corpus if corpus is not None else load_corpus()
-    tokens = corpus.val if split == "val" else corpus.train
-    offsets = ensemble_offsets(len(tokens), n=n, length=length, seed=seed)
-    ids = np.stack([tokens[o : o + length] for o in offsets]).astype(np.int64)
-    return ids, offsets
 
 
 # ----------------------------------------------------------------------------- models
@@ -144,26 +95,6 @@ def _model_name(model, name: str | None) -> str:
             return str(path)
         return str(model.config.model_type)
     return type(model).__name__
-
-
-def _check_layers(layers, n_layer: int) -> list[int]:
-    """1-based, unique, sorted layer numbers."""
-    if layers is None:
-        return list(range(1, n_layer + 1))
-    if isinstance(layers, int | np.integer):
-        layers = [layers]
-    out = []
-    for layer in layers:
-        if isinstance(layer, bool) or not isinstance(layer, int | np.integer):
-            raise ValueError(f"layers: expected 1-based layer numbers (int), got {layer!r}")
-        if not 1 <= int(layer) <= n_layer:
-            raise ValueError(f"layers: expected numbers in 1..{n_layer}, got {int(layer)}")
-        out.append(int(layer))
-    if not out:
-        raise ValueError("layers: expected at least one layer number, got none")
-    if len(set(out)) != len(out):
-        raise ValueError(f"layers: expected unique layer numbers, got {out}")
-    return sorted(out)
 
 
 def _as_ids(model, texts_or_ids, info: dict, tokenizer=None) -> np.ndarray:
@@ -368,7 +299,7 @@ def iter_attention(
     """
     info = _model_info(model)
     ids = _as_ids(model, ids, info)
-    layers = _check_layers(layers, info["n_layer"])
+    layers = check_layers(layers, info["n_layer"])
     if isinstance(batch_size, bool) or not isinstance(batch_size, int | np.integer):
         raise ValueError(f"batch_size: expected a positive integer, got {batch_size!r}")
     if batch_size < 1:
@@ -567,7 +498,7 @@ def _prepare_collect(model, texts_or_ids, layers, average_heads, name, offsets, 
         offsets = offsets.astype(np.int64)
     if sha is not None and not isinstance(sha, str):
         raise ValueError(f"data_sha256: expected a hex string, got {sha!r}")
-    layer_list = _check_layers(layers, info["n_layer"])
+    layer_list = check_layers(layers, info["n_layer"])
     attrs = _base_attrs(model, info, name)
     attrs.update(
         n_snapshots=n,
@@ -575,7 +506,7 @@ def _prepare_collect(model, texts_or_ids, layers, average_heads, name, offsets, 
         ids_sha256=hashlib.sha256(np.ascontiguousarray(ids, dtype="<i8").tobytes()).hexdigest(),
         average_heads=int(bool(average_heads)),
         source="msapod.collect_attention",
-        msapod_version=_version(),
+        msapod_version=package_version(),
         description=(
             "attention probabilities A(i, j): row = query position i, column = key "
             "position j; layers and heads numbered from 1"

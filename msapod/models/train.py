@@ -37,8 +37,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .data import Corpus, load_corpus, sha256_file
-from .model import GPT, GPTConfig
+from .._io import atomic_path, sha256_file
+from .data import Corpus, load_corpus
+from .gpt import GPT, GPTConfig
 
 __all__ = [
     "TrainConfig",
@@ -242,9 +243,8 @@ def read_config(run: str | os.PathLike) -> dict:
 
 
 def _write_json(path: Path, obj) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1))
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(obj, indent=1))
 
 
 def save_checkpoint(run: Path, model: GPT, cfg: TrainConfig, extra: dict | None = None) -> str:
@@ -256,9 +256,8 @@ def save_checkpoint(run: Path, model: GPT, cfg: TrainConfig, extra: dict | None 
     dtype = STORAGE[cfg.storage]
     tensors = {k: v.detach().to(dtype).contiguous().clone() for k, v in model.state_dict().items()}
     tensors.pop("lm_head.weight", None)  # tied to wte.weight
-    tmp = run / (WEIGHTS + ".tmp")
-    save_file(tensors, str(tmp), metadata={"format": "pt"})
-    os.replace(tmp, run / WEIGHTS)
+    with atomic_path(run / WEIGHTS) as tmp:
+        save_file(tensors, str(tmp), metadata={"format": "pt"})
     digest = sha256_file(run / WEIGHTS)
     meta = {"train": cfg.to_dict(), "weights_sha256": digest, **(extra or {})}
     write_config(run, meta)
@@ -349,9 +348,8 @@ def _save_state(run: Path, opt: torch.optim.Optimizer, model: GPT, step: int) ->
                 tensors[f"{n}.step"] = torch.as_tensor(st["step"]).reshape(1).float()
     for n, p in model.named_parameters():  # float32 master weights (storage may round)
         tensors[f"master.{n}"] = p.detach().contiguous().clone()
-    tmp = run / (STATE + ".tmp")
-    save_file(tensors, str(tmp), metadata={"step": str(step)})
-    os.replace(tmp, run / STATE)
+    with atomic_path(run / STATE) as tmp:
+        save_file(tensors, str(tmp), metadata={"step": str(step)})
 
 
 def _load_state(run: Path, opt: torch.optim.Optimizer, model: GPT) -> None:

@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import re
-import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -26,8 +25,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .data import load_corpus
-from .extract import _check_layers, _version, ensemble_ids, iter_attention
+from .._io import atomic_path, package_version
+from ..models.data import check_layers, ensemble_ids, load_corpus
 
 __all__ = [
     "CacheWarning",
@@ -56,7 +55,9 @@ def cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "msapod"
 
 
-_default_cache_dir = cache_dir  # ``cached_fields`` has an argument of the same name
+def cache_root(folder: str | os.PathLike | None = None) -> Path:
+    """``folder`` if given, else :func:`cache_dir` (the functions' ``cache_dir`` argument)."""
+    return Path(folder).expanduser() if folder is not None else cache_dir()
 
 
 def _check_int(value, name: str, least: int) -> int:
@@ -68,7 +69,7 @@ def _check_int(value, name: str, least: int) -> int:
 def _zoo_model(name: str, model=None):
     """``(model, weights_sha256)``: ``model`` or ``msapod.zoo.load(name)``, checked."""
     if model is None:
-        from .zoo import load  # at call time, so a patched msapod.zoo.load is honoured
+        from ..models.zoo import load  # at call time, so a patched msapod.zoo.load is honoured
 
         model = load(name)
     sha = getattr(model, "weights_sha256", None)
@@ -80,6 +81,14 @@ def _zoo_model(name: str, model=None):
     return model, sha
 
 
+def iter_attention(*args, **kw):
+    """:func:`msapod.models.extract.iter_attention`, imported when fields are extracted
+    (it needs torch; reading a cached file does not)."""
+    from ..models.extract import iter_attention as extract
+
+    return extract(*args, **kw)
+
+
 def _key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
     return {
         "weights_sha256": weights_sha256,
@@ -89,7 +98,7 @@ def _key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
         "seed": seed,
         "split": "val",
         "layers": ",".join(map(str, layers)),
-        "msapod_version": _version(),
+        "msapod_version": package_version(),
         "cache_format": CACHE_FORMAT,
     }
 
@@ -127,65 +136,59 @@ def _write(path: Path, model, ids, offsets, layers, parts, name, batch_size, pro
     import h5netcdf
 
     n, length = ids.shape
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     h = hashlib.sha256()
-    try:
-        with h5netcdf.File(tmp, "w") as f:
-            f.dimensions = {"layer": len(layers), "snapshot": n, "query": length, "key": length}
-            for dim, vals in (
-                ("layer", np.asarray(layers)),
-                ("snapshot", np.arange(n)),
-                ("query", np.arange(length)),
-                ("key", np.arange(length)),
-            ):
-                f.create_variable(dim, (dim,), dtype="i8", data=vals.astype(np.int64))
-            f.create_variable("offset", ("snapshot",), dtype="i8", data=offsets.astype(np.int64))
-            var = f.create_variable(
-                VAR,
-                DIMS,
-                dtype="f4",
-                chunks=(1, min(n, 8), length, length),
-                compression="gzip",
-                compression_opts=4,
-                shuffle=True,
-            )
-            parts_iter = iter_attention(
-                model,
-                ids,
-                layers=layers,
-                batch_size=batch_size,
-                average_heads=True,
-                dtype=np.float32,
-                progress=progress,
-                name=name,
-            )
-            attention_kind = "unknown"
-            for k, part in enumerate(parts_iter):
-                arr = np.ascontiguousarray(part.values, dtype="<f4")
-                var[k, ...] = arr
-                h.update(arr)
-                attention_kind = part.attrs.get("attention", attention_kind)
-            attrs = {
-                **parts,
-                "values_sha256": h.hexdigest(),
-                "key": _key_hash(parts),
-                "model": name,
-                "attention": attention_kind,
-                "offsets": offsets.astype(np.int64),
-                "average_heads": 1,
-                "source": "msapod.cached_fields",
-                "description": (
-                    "head-averaged attention probabilities A(i, j) (query i, key j) of an "
-                    "ensemble of non-overlapping validation snippets; layers numbered from 1"
-                ),
-                "coordinates": "offset",
-            }
-            for k, v in attrs.items():
-                var.attrs[k] = v
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, h5netcdf.File(tmp, "w") as f:
+        f.dimensions = {"layer": len(layers), "snapshot": n, "query": length, "key": length}
+        for dim, vals in (
+            ("layer", np.asarray(layers)),
+            ("snapshot", np.arange(n)),
+            ("query", np.arange(length)),
+            ("key", np.arange(length)),
+        ):
+            f.create_variable(dim, (dim,), dtype="i8", data=vals.astype(np.int64))
+        f.create_variable("offset", ("snapshot",), dtype="i8", data=offsets.astype(np.int64))
+        var = f.create_variable(
+            VAR,
+            DIMS,
+            dtype="f4",
+            chunks=(1, min(n, 8), length, length),
+            compression="gzip",
+            compression_opts=4,
+            shuffle=True,
+        )
+        parts_iter = iter_attention(
+            model,
+            ids,
+            layers=layers,
+            batch_size=batch_size,
+            average_heads=True,
+            dtype=np.float32,
+            progress=progress,
+            name=name,
+        )
+        attention_kind = "unknown"
+        for k, part in enumerate(parts_iter):
+            arr = np.ascontiguousarray(part.values, dtype="<f4")
+            var[k, ...] = arr
+            h.update(arr)
+            attention_kind = part.attrs.get("attention", attention_kind)
+        attrs = {
+            **parts,
+            "values_sha256": h.hexdigest(),
+            "key": _key_hash(parts),
+            "model": name,
+            "attention": attention_kind,
+            "offsets": offsets.astype(np.int64),
+            "average_heads": 1,
+            "source": "msapod.cached_fields",
+            "description": (
+                "head-averaged attention probabilities A(i, j) (query i, key j) of an "
+                "ensemble of non-overlapping validation snippets; layers numbered from 1"
+            ),
+            "coordinates": "offset",
+        }
+        for k, v in attrs.items():
+            var.attrs[k] = v
 
 
 def cached_fields(
@@ -240,7 +243,7 @@ def cached_fields(
     length = _check_int(length, "length", 2)
     seed = _check_int(seed, "seed", 0)
     model, sha = _zoo_model(name, model)
-    layers = _check_layers(layers, model.config.n_layer)
+    layers = check_layers(layers, model.config.n_layer)
     if length > model.config.block_size:
         raise ValueError(
             f"length: expected at most the model's block_size {model.config.block_size}, "
@@ -248,7 +251,7 @@ def cached_fields(
         )
     corpus = load_corpus()
     parts = _key_parts(sha, corpus.sha256, n, length, seed, layers)
-    folder = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_dir()
+    folder = cache_root(cache_dir)
     folder = folder / "fields"
     folder.mkdir(parents=True, exist_ok=True)
     label = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
@@ -276,7 +279,7 @@ def _dataset_sha256(ds: xr.Dataset) -> str:
     return h.hexdigest()
 
 
-def _netcdf_safe(ds: xr.Dataset) -> xr.Dataset:
+def netcdf_safe(ds: xr.Dataset) -> xr.Dataset:
     """Attrs that netCDF can hold: lists joined to strings, bools to ints."""
 
     def clean(attrs: dict) -> dict:
@@ -317,14 +320,14 @@ def cached_analysis(
     version, and verified (key attrs and a sha256 over every data variable) on load; a
     stale or corrupt file is reported with a :class:`CacheWarning` and rebuilt.
     """
-    from .analyze import analyze
+    from ..pipeline import analyze
 
     n = _check_int(n, "n", 2)
     length = _check_int(length, "length", 2)
     seed = _check_int(seed, "seed", 0)
     model, sha = _zoo_model(name, model)
     # the fields' key is known without reading them: a valid analysis file needs no fields
-    layers = _check_layers(None, model.config.n_layer)
+    layers = check_layers(None, model.config.n_layer)
     fkey = _key_hash(_key_parts(sha, load_corpus().sha256, n, length, seed, layers))
 
     def compute():
@@ -348,7 +351,7 @@ def cached_analysis(
     parts = {
         "fields_key": fkey,
         "params": json.dumps(clean, sort_keys=True, default=str),
-        "msapod_version": _version(),
+        "msapod_version": package_version(),
         "analysis_format": ANALYSIS_FORMAT,
     }
     extra = {
@@ -411,10 +414,10 @@ def cached_dataset(
     """
     if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", kind):
         raise ValueError(f"kind: expected a plain folder name, got {kind!r}")
-    full = {**dict(parts), "kind": kind, "msapod_version": _version()}
+    full = {**dict(parts), "kind": kind, "msapod_version": package_version()}
     full = json.loads(json.dumps(full, sort_keys=True, default=str))
     key = _key_hash(full)
-    folder = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_dir()
+    folder = cache_root(cache_dir)
     folder = folder / kind
     folder.mkdir(parents=True, exist_ok=True)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(label))
@@ -427,17 +430,13 @@ def cached_dataset(
     ds = compute()
     if not isinstance(ds, xr.Dataset):
         raise TypeError(f"compute: expected it to return an xarray.Dataset, got {type(ds)}")
-    ds = _netcdf_safe(ds)
+    ds = netcdf_safe(ds)
     ds.attrs.update({k: str(v) for k, v in (attrs or {}).items()})
     ds.attrs[key_attr] = key
     ds.attrs["cache_key_parts"] = json.dumps(full, sort_keys=True)
     ds.attrs["values_sha256"] = _dataset_sha256(ds)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
+    with atomic_path(path) as tmp:
         ds.to_netcdf(tmp, engine="h5netcdf")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     back, reason = _read_dataset(path, key, key_attr)
     if back is None:
         raise OSError(f"cache file {path}: just written but fails verification: {reason}")
@@ -472,7 +471,7 @@ def zoo_analysis(
     kept (default: everything except the large ``modes``, ``coefficients``, ``gram``
     and ``mean``), so the result stays small.
     """
-    from . import zoo
+    from ..models import zoo
 
     models = list(zoo.models() if models is None else models)
     heavy = {"modes", "coefficients", "gram", "mean", "coherency"}

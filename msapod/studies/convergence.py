@@ -19,8 +19,8 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from .fields import check_field
-from .spectra import effective_rank, spectral_concentration
+from ..fields import check_field
+from ..spectra import effective_rank, spectral_concentration
 from .uncertainty import fractional_rank
 
 __all__ = ["convergence_study", "nested_ensemble", "nested_spectra"]
@@ -35,7 +35,7 @@ def nested_ensemble(n_tokens: int, n: int, length: int, seed: int = 0) -> np.nda
     The first ``N`` offsets form a uniformly random sub-ensemble of size ``N`` for every
     ``N <= n``, so ensembles of increasing size are nested.
     """
-    from .data import ensemble_offsets
+    from ..models.data import ensemble_offsets
 
     offsets = ensemble_offsets(n_tokens, n=n, length=length, seed=seed)
     return offsets[np.random.default_rng(seed + 1).permutation(n)]
@@ -190,11 +190,11 @@ def convergence_study(
     """
     from tqdm import tqdm
 
-    from . import zoo
+    from ..models import zoo
+    from ..models.data import load_corpus
+    from ..models.extract import iter_attention
+    from ..models.zoo import load
     from .cache import cached_dataset, stack_models
-    from .data import load_corpus
-    from .extract import iter_attention
-    from .zoo import load
 
     if split not in ("train", "val"):
         raise ValueError(f"split: expected 'train' or 'val', got {split!r}")

@@ -34,7 +34,6 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError
@@ -44,7 +43,9 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .data import ensemble_offsets, load_corpus, load_text
+from .._io import sha256_file
+from ..models.data import ensemble_offsets, load_corpus, load_text
+from .claims import CLAIMS, flags_verdict, fmt_range, layer_span
 
 __all__ = [
     "GGUF_FILE",
@@ -84,18 +85,10 @@ DROPPED = ("modes", "coefficients", "gram")
 # ----------------------------------------------------------------------------- weights
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _check_gguf(path: Path) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"SmolLM2 weights: {path} is missing; {INSTALL_HINT}")
-    digest = _sha256(path)
+    digest = sha256_file(path)
     if digest != GGUF_SHA256:
         raise ValueError(
             f"SmolLM2 weights: {path} has sha256 {digest}, expected {GGUF_SHA256} (corrupt "
@@ -421,7 +414,7 @@ class _Fields:
         import h5py
         from tqdm import tqdm
 
-        from .extract import collect_attention
+        from ..models.extract import collect_attention
 
         partial = self.path.with_name(self.path.name + ".partial")
         plan = _batch_plan(n, length)
@@ -532,9 +525,9 @@ def _parts(n: int, length: int, seed: int, params: dict) -> dict:
 
 
 def _analyse_layer(fields: _Fields, layer: int, params: dict, ens: dict) -> xr.Dataset:
-    from .analyze import analyze
-    from .spectra import bootstrap_spectrum, effective_rank, jackknife_se
-    from .spectra import spectral_concentration as conc
+    from ..pipeline import analyze
+    from ..spectra import bootstrap_spectrum, effective_rank, jackknife_se
+    from ..spectra import spectral_concentration as conc
 
     values = fields.layer(layer - 1)
     n, length = values.shape[:2]
@@ -616,7 +609,7 @@ def smollm2_analysis(
     """
     from tqdm import tqdm
 
-    from .cache import _default_cache_dir, cached_dataset
+    from .cache import cache_root, cached_dataset
 
     for value, name, least in ((n, "n", 2), (length, "length", 2), (seed, "seed", 0)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
@@ -626,7 +619,7 @@ def smollm2_analysis(
     parts = _parts(n, length, seed, params)
     key = _key(parts)
     label = f"smollm2-n{n}-L{length}-s{seed}"
-    root = Path(cache_dir).expanduser() if cache_dir is not None else _default_cache_dir()
+    root = cache_root(cache_dir)
     folder = root / "llm-fields"
     folder.mkdir(parents=True, exist_ok=True)
     fields = _Fields(folder / f"{label}-{key[:16]}.h5", key)
@@ -720,19 +713,6 @@ def depth_groups(n_layer: int, mapping: str = "literal") -> dict[str, list[int]]
     return {"early": [int(x) for x in early], "late": [int(x) for x in late], "rest": rest}
 
 
-def _verdict(flags) -> str:
-    flags = np.asarray(flags, dtype=bool).ravel()
-    return "holds" if flags.all() else ("partly" if flags.any() else "does not hold")
-
-
-def _span(layers: Sequence[int]) -> str:
-    return f"{layers[0]}–{layers[-1]}" if len(layers) > 1 else f"{layers[0]}"
-
-
-def _rng(da, fmt: str = "{:.1f}") -> str:
-    return f"{fmt.format(float(da.min()))}–{fmt.format(float(da.max()))}"
-
-
 def llm_verdicts(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     """Scorecard rows for C1, C2, C3 and C5 on the LLM, with the zoo's rules.
 
@@ -777,7 +757,7 @@ def llm_verdicts(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
             f"every late one{where}"
         )
     else:
-        c1_verdict = _verdict(c1 <= 7)
+        c1_verdict = flags_verdict(c1 <= 7)
         c1_rule = (
             f"centroid ≤ 7 characters (≤ {7 / cpt:.2f} tokens at {cpt:.2f} "
             f"characters/token) in every early layer{where}"
@@ -785,10 +765,10 @@ def llm_verdicts(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     rows.append(
         dict(
             claim="C1",
-            paper="layers 1–2 put scalogram energy at fine scales, a ≤ 7",
+            paper=CLAIMS["C1"],
             measured=(
-                f"scale centroid of u, layers {_span(early)}: {_rng(c1)} characters "
-                f"({_rng(c1 / cpt, '{:.2f}')} tokens)"
+                f"scale centroid of u, layers {layer_span(early)}: {fmt_range(c1)} characters "
+                f"({fmt_range(c1 / cpt, '{:.2f}')} tokens)"
             ),
             verdict=c1_verdict,
             rule=c1_rule,
@@ -798,12 +778,12 @@ def llm_verdicts(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     rows.append(
         dict(
             claim="C2",
-            paper="layers 5–6 put it at coarse scales, a ≥ 20",
+            paper=CLAIMS["C2"],
             measured=(
-                f"scale centroid of u, layers {_span(late)}: {_rng(c2)} characters "
-                f"({_rng(c2 / cpt, '{:.2f}')} tokens)"
+                f"scale centroid of u, layers {layer_span(late)}: {fmt_range(c2)} characters "
+                f"({fmt_range(c2 / cpt, '{:.2f}')} tokens)"
             ),
-            verdict=_verdict(c2 >= 20),
+            verdict=flags_verdict(c2 >= 20),
             rule=f"centroid ≥ 20 characters (≥ {20 / cpt:.2f} tokens at {cpt:.2f} "
             f"characters/token) in every late layer{where}",
             page=page,
@@ -819,14 +799,14 @@ def llm_verdicts(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     rows.append(
         dict(
             claim="C3",
-            paper="early T_spec ≈ 1.0 (distributed); late layers more concentrated",
+            paper=CLAIMS["C3"],
             measured=(
-                f"T_spec layers {_span(early)}: {_rng(t_early, '{:.2f}')}, layers "
-                f"{_span(late)}: {_rng(t_late, '{:.2f}')}; top-5-mode energy share "
-                f"early: {_rng(top5.sel(layer=early), '{:.2f}')}, late: "
-                f"{_rng(top5.sel(layer=late), '{:.2f}')}"
+                f"T_spec layers {layer_span(early)}: {fmt_range(t_early, '{:.2f}')}, layers "
+                f"{layer_span(late)}: {fmt_range(t_late, '{:.2f}')}; top-5-mode energy share "
+                f"early: {fmt_range(top5.sel(layer=early), '{:.2f}')}, late: "
+                f"{fmt_range(top5.sel(layer=late), '{:.2f}')}"
             ),
-            verdict=_verdict([near_one, conc_late]),
+            verdict=flags_verdict([near_one, conc_late]),
             rule="(a) T_spec within 1 ± 0.25 in every early layer; (b) larger mean top-5 "
             "share in the late than in the early layers" + where,
             page=page,
@@ -837,17 +817,19 @@ def llm_verdicts(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     he, hl = H.sel(layer=early), H.sel(layer=rest)
     testable_150 = n_snap - 1 > 150
     first = (
-        _verdict(he > 150) + " for the early layers" if testable_150 else "not testable as stated"
+        flags_verdict(he > 150) + " for the early layers"
+        if testable_150
+        else "not testable as stated"
     )
     rows.append(
         dict(
             claim="C5",
-            paper="H*(0.10): layers 1–2 need > 150 modes; layers 3–6 about 91",
+            paper=CLAIMS["C5"],
             measured=(
-                f"H*(0.10), layers {_span(early)}: {_rng(he, '{:.0f}')}; layers "
-                f"{_span(rest)}: {_rng(hl, '{:.0f}')} (ceiling N − 1 = {n_snap - 1})"
+                f"H*(0.10), layers {layer_span(early)}: {fmt_range(he, '{:.0f}')}; layers "
+                f"{layer_span(rest)}: {fmt_range(hl, '{:.0f}')} (ceiling N − 1 = {n_snap - 1})"
             ),
-            verdict=f"{first}; {_verdict(abs(hl - 91) <= 0.15 * 91)} for the later layers",
+            verdict=f"{first}; {flags_verdict(abs(hl - 91) <= 0.15 * 91)} for the later layers",
             rule=(
                 f"> 150 modes cannot occur with N = {n_snap} snapshots; 'about 91' read "
                 "as within ±15 % in every later layer" + where

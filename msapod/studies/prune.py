@@ -50,6 +50,8 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from .claims import CLAIMS, combine
+
 __all__ = [
     "PRUNE_FORMAT",
     "RANDOMISED",
@@ -69,7 +71,7 @@ PRUNE_FORMAT = 1
 STRATEGIES = ("low-H*", "high-H*", "H*-allocation", "uniform", "random", "importance")
 #: Strategies that draw at random (several draws in :func:`pruning_study`).
 RANDOMISED = ("H*-allocation", "uniform", "random")
-C6_TEXT = "uniform 8 heads over-specify deep layers, under-specify early ones"
+C6_TEXT = CLAIMS["C6"]
 
 
 def _int(value, name: str, least: int) -> int:
@@ -93,8 +95,8 @@ def _eps_tuple(eps, primary: float) -> tuple[float, ...]:
 
 def _spectrum(A: xr.DataArray) -> np.ndarray:
     """Full POD spectrum (rank) of the plain fluctuation field of ``A`` (snapshot, q, k)."""
-    from .fields import reynolds
-    from .pod import pod
+    from ..decomposition import pod
+    from ..fields import reynolds
 
     u = reynolds(A)["fluctuation"]
     return pod(u, n_modes=1)["spectrum"].values
@@ -148,8 +150,8 @@ def head_ranks(
         head-averaged field: ``H_star_layer(layer, eps)``, ``T_spec_layer(layer)``,
         ``spectrum_layer(layer, rank)``. Layers and heads are numbered from 1.
     """
-    from .extract import iter_attention
-    from .spectra import effective_rank, spectral_concentration
+    from ..models.extract import iter_attention
+    from ..spectra import effective_rank, spectral_concentration
 
     eps = _eps_tuple(eps, primary_eps)
     if criterion not in ("energy", "l2"):
@@ -274,7 +276,7 @@ def head_importance(
     import torch
     from tqdm import tqdm
 
-    from .train import get_batch
+    from ..models.train import get_batch
 
     batches = _int(batches, "batches", 1)
     batch_size = _int(batch_size, "batch_size", 1)
@@ -448,7 +450,7 @@ def ablation_loss(model, mask, tokens, *, batches: int = 20, batch_size: int = 1
     """
     import torch
 
-    from .train import evaluate
+    from ..models.train import evaluate
 
     L, H = model.config.n_layer, model.config.n_head
     m = np.asarray(mask, dtype=np.float64)
@@ -512,8 +514,8 @@ def model_pruning(
     """
     from tqdm import tqdm
 
-    from .data import load_corpus
-    from .extract import ensemble_ids
+    from ..models.data import load_corpus
+    from ..models.extract import ensemble_ids
 
     corpus = load_corpus() if corpus is None else corpus
     n_random = _int(n_random, "n_random", 1)
@@ -671,10 +673,10 @@ def pruning_study(
         The :func:`model_pruning` variables stacked along ``model``, with coords
         ``architecture`` and ``train_seed``.
     """
-    from . import zoo
+    from ..models import zoo
+    from ..models.data import load_corpus
+    from ..models.zoo import MODELS, ZOO_CONFIGS, load
     from .cache import cached_dataset, stack_models
-    from .data import load_corpus
-    from .zoo import MODELS, ZOO_CONFIGS, load
 
     models = list(zoo.models() if models is None else models)
     if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
@@ -706,7 +708,7 @@ def pruning_study(
         }
 
         def ranks_fn(model=model, name=name):
-            from .extract import ensemble_ids
+            from ..models.extract import ensemble_ids
 
             ids, _ = ensemble_ids(corpus, n=n, length=length, seed=0, split="val")
             return head_ranks(
@@ -851,15 +853,8 @@ def c6_verdict(study: xr.Dataset, *, z: float = 2.0) -> dict:
                 "high_H_mean_layer": mean_layer("high-H*"),
             }
         )
-    vs = [r["verdict"] for r in rows]
-    if all(v == "holds" for v in vs):
-        verdict = "holds"
-    elif "holds" in vs:
-        verdict = "partly"
-    elif "does not hold" in vs:
-        verdict = "does not hold"
-    else:
-        verdict = "not significant"
+    cells = {"holds": "yes", "does not hold": "no", "not significant": "ns"}
+    verdict = combine([cells[r["verdict"]] for r in rows])
     n_heads = study.attrs.get("n_heads")
     if n_heads is None and {"layer", "head"} <= set(study.dims):
         n_heads = study.sizes["layer"] * study.sizes["head"]

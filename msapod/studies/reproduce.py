@@ -18,15 +18,16 @@ the scorecard as CSV, with a ``manifest.json`` of sha256 sums::
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
 import xarray as xr
+
+from .._io import atomic_path, package_version, sha256_file
+from .cache import netcdf_safe
 
 __all__ = ["BOOK_ANALYSES", "STEPS", "reproduce"]
 
@@ -43,28 +44,10 @@ BOOK_ANALYSES: tuple[dict, ...] = (
 )
 
 
-def _atomic(path: Path, write) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def _save(ds: xr.Dataset, path: Path) -> None:
-    from .cache import _netcdf_safe
-
-    ds = _netcdf_safe(ds)
-    _atomic(path, lambda p: ds.to_netcdf(p, engine="h5netcdf"))
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+    ds = netcdf_safe(ds)
+    with atomic_path(path) as tmp:
+        ds.to_netcdf(tmp, engine="h5netcdf")
 
 
 def _uncertainty(models, progress):
@@ -147,7 +130,7 @@ def reproduce(
     dict
         The manifest (also written to ``results/manifest.json``).
     """
-    from . import zoo
+    from ..models import zoo
 
     steps = list(STEPS if steps is None else steps)
     unknown = [s for s in steps if s not in STEPS]
@@ -169,14 +152,12 @@ def reproduce(
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     manifest.setdefault("files", {})
     manifest.setdefault("timings_s", {})
-    from .extract import _version
-
-    manifest["msapod_version"] = _version()
+    manifest["msapod_version"] = package_version()
     manifest["models"] = models
     done: dict[str, xr.Dataset] = {}
 
     def record(name: str, path: Path, t0: float) -> None:
-        manifest["files"][path.name] = _sha256(path)
+        manifest["files"][path.name] = sha256_file(path)
         manifest["timings_s"][name] = round(time.perf_counter() - t0, 1)
         log(f"[{name}] {path} ({manifest['timings_s'][name]} s)")
 
@@ -208,7 +189,9 @@ def reproduce(
                 progress=progress,
             )
             path = out / "scorecard.csv"
-            _atomic(path, card.to_csv)
+            with atomic_path(path) as tmp:
+                card.to_csv(tmp)
         record(step, path, t0)
-        _atomic(manifest_path, lambda p: p.write_text(json.dumps(manifest, indent=2) + "\n"))
+        with atomic_path(manifest_path) as tmp:
+            tmp.write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest

@@ -25,59 +25,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .claims import CLAIMS, VERDICTS, Z95, case_counts, classify, combine, fmt_range
+
 __all__ = ["VERDICTS", "classify", "combine", "zoo_scorecard"]
-
-VERDICTS = ("holds", "partly", "not significant", "does not hold", "not testable as stated")
-Z95 = 1.959963984540054
-
-
-def classify(lower, upper, low: float = -np.inf, high: float = np.inf) -> np.ndarray:
-    """Classify intervals ``[lower, upper]`` against the target range ``[low, high]``.
-
-    Returns an array of ``"yes"`` (interval inside the range), ``"no"`` (interval
-    disjoint from it) or ``"ns"`` (overlapping its edge: not significant either way).
-    """
-    lo, up = np.broadcast_arrays(np.asarray(lower, float), np.asarray(upper, float))
-    if np.any(lo > up):
-        raise ValueError("lower, upper: expected lower <= upper")
-    inside = (lo >= low) & (up <= high)
-    outside = (up < low) | (lo > high)
-    return np.where(inside, "yes", np.where(outside, "no", "ns"))
-
-
-def combine(cells) -> str:
-    """Verdict of a set of per-case classifications (see the module docstring)."""
-    cells = np.asarray(cells).ravel()
-    if cells.size == 0:
-        raise ValueError("cells: expected at least one case")
-    bad = set(cells) - {"yes", "no", "ns"}
-    if bad:
-        raise ValueError(f"cells: expected 'yes', 'no' or 'ns', got {sorted(bad)}")
-    n_yes, n_no, n_ns = ((cells == k).sum() for k in ("yes", "no", "ns"))
-    if n_yes == cells.size:
-        return "holds"
-    if n_yes:
-        return "partly"
-    if n_no:
-        return "does not hold"
-    return "not significant"
-
-
-def _rng(da, fmt="{:.1f}") -> str:
-    return f"{fmt.format(float(np.nanmin(da)))}–{fmt.format(float(np.nanmax(da)))}"
-
-
-def _counts(cells) -> str:
-    cells = np.asarray(cells).ravel()
-    parts = [
-        f"{(cells == k).sum()} {label}"
-        for k, label in (("yes", "pass"), ("no", "fail"), ("ns", "n.s."))
-    ]
-    return f"{cells.size} cases: " + ", ".join(parts)
 
 
 def _lag_stats(mode: xr.DataArray) -> tuple[float, int, int]:
-    from .fields import to_lag
+    from ..fields import to_lag
 
     e = to_lag(mode**2).sum("query")
     c = e.cumsum("lag") / e.sum("lag")
@@ -117,10 +71,10 @@ def zoo_scorecard(
         Index ``claim``; columns ``paper``, ``measured``, ``verdict``, ``rule``,
         ``cases``, ``page``, ``llm_measured``, ``llm_verdict``.
     """
-    from . import zoo
+    from ..models import zoo
+    from ..models.zoo import ZOO_CONFIGS, path
     from .cache import cached_analysis, cached_fields, zoo_analysis
     from .uncertainty import arch_difference
-    from .zoo import ZOO_CONFIGS, path
 
     models = list(zoo.models() if models is None else models)
     if uncertainty is None:
@@ -148,17 +102,17 @@ def zoo_scorecard(
     lo, up = cent - Z95 * cse, cent + Z95 * cse
     c1 = classify(lo.sel(layer=[1, 2]), up.sel(layer=[1, 2]), high=7)
     c2 = classify(lo.sel(layer=[5, 6]), up.sel(layer=[5, 6]), low=20)
-    se_txt = _rng(cse, "{:.2f}")
+    se_txt = fmt_range(cse, "{:.2f}")
     rows.append(
         dict(
             claim="C1",
-            paper="layers 1–2 put scalogram energy at fine scales, a ≤ 7",
+            paper=CLAIMS["C1"],
             measured=(
-                f"scale centroid of u, layers 1–2: {_rng(cent.sel(layer=[1, 2]))} characters "
+                f"scale centroid of u, layers 1–2: {fmt_range(cent.sel(layer=[1, 2]))} characters "
                 f"(jackknife SE {se_txt})"
             ),
             verdict=combine(c1),
-            cases=_counts(c1),
+            cases=case_counts(c1),
             rule="95 % interval of the centroid ≤ 7, per model and layer 1–2",
             page="03-scalogram",
         )
@@ -166,10 +120,12 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="C2",
-            paper="layers 5–6 put it at coarse scales, a ≥ 20",
-            measured=f"scale centroid of u, layers 5–6: {_rng(cent.sel(layer=[5, 6]))} characters",
+            paper=CLAIMS["C2"],
+            measured=(
+                f"scale centroid of u, layers 5–6: {fmt_range(cent.sel(layer=[5, 6]))} characters"
+            ),
             verdict=combine(c2),
-            cases=_counts(c2),
+            cases=case_counts(c2),
             rule="95 % interval of the centroid ≥ 20, per model and layer 5–6",
             page="03-scalogram",
         )
@@ -189,17 +145,17 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="C3",
-            paper="early T_spec ≈ 1.0 (distributed); late layers more concentrated",
+            paper=CLAIMS["C3"],
             measured=(
                 f"T_spec (N = {plain.sizes['rank']}) layers 1–2: "
-                f"{_rng(T.sel(layer=[1, 2]), '{:.2f}')}, "
-                f"layers 5–6: {_rng(T.sel(layer=[5, 6]), '{:.2f}')}; top-5-mode share "
-                f"layers 1–2: {_rng(top5.sel(layer=[1, 2]), '{:.2f}')}, 5–6: "
-                f"{_rng(top5.sel(layer=[5, 6]), '{:.2f}')}; layers 1–2 at N = {n_big} "
-                f"(training split): {_rng(conv_T.sel(n=n_big), '{:.2f}')}"
+                f"{fmt_range(T.sel(layer=[1, 2]), '{:.2f}')}, "
+                f"layers 5–6: {fmt_range(T.sel(layer=[5, 6]), '{:.2f}')}; top-5-mode share "
+                f"layers 1–2: {fmt_range(top5.sel(layer=[1, 2]), '{:.2f}')}, 5–6: "
+                f"{fmt_range(top5.sel(layer=[5, 6]), '{:.2f}')}; layers 1–2 at N = {n_big} "
+                f"(training split): {fmt_range(conv_T.sel(n=n_big), '{:.2f}')}"
             ),
             verdict=combine(np.concatenate([ca.ravel(), cb.ravel()])),
-            cases=f"(a) {_counts(ca)}; (b) {_counts(cb)}",
+            cases=f"(a) {case_counts(ca)}; (b) {case_counts(cb)}",
             rule=(
                 "(a) 95 % interval of T_spec inside 1 ± 0.25, layers 1–2 at the paper's N; "
                 "(b) larger top-5 share in layers 5–6 than 1–2, every model"
@@ -219,7 +175,7 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="C8",
-            paper="EGA vs baseline: slightly higher T_spec in layers 3–4, lower in 5–6",
+            paper=CLAIMS["C4"],
             measured="EGA − baseline T_spec, layers 3–6: "
             + ", ".join(
                 f"{float(dT['diff'].sel(layer=l)):+.2f} [{float(dT['lower'].sel(layer=l)):+.2f}, "
@@ -227,7 +183,7 @@ def zoo_scorecard(
                 for l in want
             ),
             verdict=combine(c8),
-            cases=_counts(c8),
+            cases=case_counts(c8),
             rule="sign as stated and the 95 % seed-and-snapshot interval excludes 0, per layer 3–6",
             page="07-spectral-concentration, 09-energy-gated-attention",
         )
@@ -248,15 +204,15 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="C5",
-            paper="H*(0.10): layers 1–2 need > 150 modes; layers 3–6 about 91",
+            paper=CLAIMS["C5"],
             measured=(
-                f"H*(0.10) at N = {n_snap}: layers 1–2 {_rng(H.sel(layer=[1, 2]), '{:.0f}')} "
-                f"(ceiling {n_snap - 1}), layers 3–6 {_rng(hl, '{:.0f}')}; at N = {n_big} "
-                f"(training split): layers 1–2 {_rng(cH.sel(layer=[1, 2]), '{:.0f}')}, layers "
-                f"3–6 {_rng(cH.sel(layer=[3, 4, 5, 6]), '{:.0f}')}"
+                f"H*(0.10) at N = {n_snap}: layers 1–2 {fmt_range(H.sel(layer=[1, 2]), '{:.0f}')} "
+                f"(ceiling {n_snap - 1}), layers 3–6 {fmt_range(hl, '{:.0f}')}; at N = {n_big} "
+                f"(training split): layers 1–2 {fmt_range(cH.sel(layer=[1, 2]), '{:.0f}')}, layers "
+                f"3–6 {fmt_range(cH.sel(layer=[3, 4, 5, 6]), '{:.0f}')}"
             ),
             verdict=f"(a) {combine(c5a)}; (b) {combine(c5b)}",
-            cases=f"(a) {_counts(c5a)}; (b) {_counts(c5b)}",
+            cases=f"(a) {case_counts(c5a)}; (b) {case_counts(c5b)}",
             rule=(
                 f"(a) > 150 modes is untestable at N = {n_snap}; tested at N = {n_big}: 95 % "
                 "interval above 150; (b) 'about 91' = 95 % interval within ±15 % of 91 at the "
@@ -271,9 +227,7 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="C6",
-            paper=c6.get(
-                "paper", "uniform 8 heads over-specify deep layers, under-specify early ones"
-            ),
+            paper=c6.get("paper", CLAIMS["C6"]),
             measured=c6["measured"],
             verdict=c6["verdict"],
             cases=c6.get("cases")
@@ -293,11 +247,11 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="C7",
-            paper="EGA models show systematically higher scalogram energy in every layer",
+            paper=CLAIMS["C7"],
             measured="EGA / baseline scalogram energy, layers 1–6: "
             + ", ".join(f"{float(r):.2f}" for r in ratio.values),
             verdict=combine(c7),
-            cases=_counts(c7),
+            cases=case_counts(c7),
             rule="EGA − baseline energy > 0 with a 95 % seed-and-snapshot interval, every layer",
             page="09-energy-gated-attention",
         )
@@ -320,13 +274,13 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="C4",
-            paper="scale-selective modes: layer 2 at lags 2–10, layer 4 at 10–35, layer 6 at 10–40",
+            paper=CLAIMS["C8"],
             measured="mean lag of the first scale-1 mode (characters): "
             + "; ".join(
                 f"{m}: " + "/".join(c4_text[3 * k : 3 * k + 3]) for k, m in enumerate(models)
             ),
             verdict=combine(c4),
-            cases=_counts(c4),
+            cases=case_counts(c4),
             rule="mean lag inside the paper's range, every model and layer (a point value: "
             "mode shapes carry no interval here)",
             page="05-pod",
@@ -336,14 +290,14 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="C9",
-            paper="plain POD mixes scales; scale-selective POD separates them",
+            paper=CLAIMS["C9"],
             measured=(
                 f"80 % lag range of mode 1: plain {np.median(spread_plain):.0f} characters, "
                 f"scale-1 window {np.median(spread_scale):.0f} (medians over models and "
                 "layers)"
             ),
             verdict=combine(c9),
-            cases=_counts(c9),
+            cases=case_counts(c9),
             rule="scale-selective mode narrower in lag than the plain mode (per model and layer); "
             "the window imposes part of this by construction",
             page="05-pod",
@@ -351,15 +305,15 @@ def zoo_scorecard(
     )
 
     # ---- Theorem 1 (C10)
-    from .fields import reynolds
-    from .pod import basis_error, pod, reconstruction_error
+    from ..decomposition import basis_error, pod, reconstruction_error
+    from ..fields import reynolds
 
     A = cached_fields(models[0], progress=progress).sel(layer=4)
     u = reynolds(A)["fluctuation"]
     res = pod(u, n_modes=20)
     lam = res["spectrum"].values
     worst, beaten = 0.0, 0
-    rng = np.random.default_rng(0)
+    rng = np.random.defaultfmt_range(0)
     mask = np.tril(np.ones((u.sizes["query"], u.sizes["key"]), bool))
     for K in (1, 5, 20):
         err = float(reconstruction_error(u, res, K))
@@ -371,7 +325,7 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="C10",
-            paper="POD modes are the optimal rank-K linear basis (Theorem 1)",
+            paper=CLAIMS["C10"],
             measured=(
                 f"layer 4 of {models[0]}: relative gap between error and tail sum ≤ "
                 f"{worst:.1e} for K = 1, 5, 20; random orthonormal bases beating POD: "
@@ -405,7 +359,7 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="L",
-            paper="EGA lowers validation loss (EGA paper: about −0.10 nats/char)",
+            paper=CLAIMS["loss"],
             measured=(
                 f"EGA − baseline val loss {float(dL['diff']):+.4f} nats/char, 95 % interval "
                 f"[{float(dL['lower']):+.4f}, {float(dL['upper']):+.4f}] (2 seeds each"

@@ -31,14 +31,20 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from .fields import check_field, reynolds, to_lag
-from .scalogram import _check_scales, _wavelet_parts, fourier_period, log_scales
-from .spectra import (
+from ..fields import check_field, reynolds, to_lag
+from ..spectra import (
     bootstrap_spectrum,
     effective_rank,
     jackknife_se,
     spectral_concentration,
     tail_fraction,
+)
+from ..wavelets import (
+    check_scales,
+    fourier_period,
+    log_scales,
+    scale_centroid,
+    scale_spectrum_operator,
 )
 
 __all__ = [
@@ -124,13 +130,8 @@ def scale_jackknife(
     X = np.asarray(R.values, dtype=np.float64)
     n, q, n_lag = X.shape
     lags = R["lag"].values
-    s = _check_scales(log_scales(n_lag) if scales is None else scales, n_lag)
-    Pr, Pi = _wavelet_parts(tuple(map(float, s)), tuple(map(float, lags)), float(omega0))
-    Pr3 = Pr.reshape(len(s), n_lag, n_lag)
-    Pi3 = Pi.reshape(len(s), n_lag, n_lag)
-    # M_a = sum_b (Pr_ab Pr_ab^T + Pi_ab Pi_ab^T), flattened (scale, tau * tau')
-    M = np.matmul(Pr3.transpose(0, 2, 1), Pr3) + np.matmul(Pi3.transpose(0, 2, 1), Pi3)
-    M = M.reshape(len(s), -1)
+    s = check_scales(log_scales(n_lag) if scales is None else scales, n_lag)
+    M = scale_spectrum_operator(s, lags, omega0)
     P = np.empty((n, len(s)))
     for i in range(n):
         Si = X[i].T @ X[i]
@@ -140,10 +141,10 @@ def scale_jackknife(
     rep = (P_tot[None, :] - n / (n - 1) * P) / ((n - 1) * q)  # (N, scale)
     rep = np.maximum(rep, 0.0)
     w = 1.0 / s if bias_correction else np.ones_like(s)
-    loga = np.log(s)
 
     def centroid(spec):
-        return np.exp((spec * loga).sum(-1) / spec.sum(-1))
+        dims = ("jack", "scale")[-spec.ndim :]
+        return scale_centroid(xr.DataArray(spec, dims=dims, coords={"scale": s})).values
 
     spec_full = full * w
     spec_rep = rep * w
@@ -362,7 +363,7 @@ def zoo_uncertainty(
     """
     from tqdm import tqdm
 
-    from . import zoo
+    from ..models import zoo
     from .cache import cached_analysis, cached_dataset, cached_fields, stack_models
 
     models = list(zoo.models() if models is None else models)

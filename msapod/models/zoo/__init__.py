@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model import GPT, GPTConfig
+from ..gpt import GPT, GPTConfig
 from ..train import TrainConfig, load_checkpoint
 
 __all__ = ["D128", "MAIN", "MODELS", "PAPER_SIZE", "ZOOS", "ZOO_CONFIGS", "load", "models", "path"]

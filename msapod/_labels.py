@@ -1,0 +1,103 @@
+"""Labelled-array helpers and validation messages shared by the method modules (private).
+
+Positions of a dim, the lag layout of a field, leading-dim stacking and the checks that
+every public function applies to its inputs, each written once. Imports nothing from the
+rest of the package, so every module (core and backends) may use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+
+import numpy as np
+import xarray as xr
+
+FIELD_DIMS = ("snapshot", "query", "key")
+
+
+def check_meta(A, name: str, dims: Sequence[str]) -> None:
+    """Type, dims and dtype checks (no values read)."""
+    if not isinstance(A, xr.DataArray):
+        raise TypeError(f"{name}: expected an xarray.DataArray, got {type(A).__name__}")
+    missing = [d for d in dims if d not in A.dims]
+    if missing:
+        raise ValueError(
+            f"{name}: expected dims including {tuple(dims)}, missing {missing}; got {A.dims}"
+        )
+    if not np.issubdtype(A.dtype, np.number) or np.issubdtype(A.dtype, np.complexfloating):
+        raise ValueError(f"{name}: expected real numbers, got dtype {A.dtype}")
+
+
+def check_count(A: xr.DataArray, name: str, min_snapshots: int, snapshot_dim: str) -> None:
+    n = A.sizes[snapshot_dim]
+    if n < min_snapshots:
+        raise ValueError(
+            f"{name}: expected at least {min_snapshots} snapshots along {snapshot_dim!r}, got {n}"
+        )
+
+
+def raise_values(name: str, res: dict, stochastic: bool, atol: float) -> None:
+    """The value checks' messages from counts: ``bad`` (NaN/inf entries), ``neg`` (any entry
+    below ``-atol``) and ``worst`` (largest |row sum - 1|), the last two if present."""
+    if int(res["bad"]):
+        raise ValueError(f"{name}: expected finite values, found {int(res['bad'])} NaN/inf entries")
+    if stochastic and "neg" in res:
+        if bool(res["neg"]):
+            raise ValueError(f"{name}: expected attention probabilities >= 0, found negatives")
+        worst = float(res["worst"])
+        if worst > atol:
+            raise ValueError(
+                f"{name}: expected rows summing to 1 over 'key' (attention probabilities), "
+                f"worst row sums to {1.0 + worst:.6g} (|deviation| {worst:.3g} > atol {atol})"
+            )
+
+
+def require_key(A: xr.DataArray, name: str) -> None:
+    """Row-stochasticity is a statement about the ``key`` dim."""
+    if "key" not in A.dims:
+        raise ValueError(f"{name}: row-stochasticity needs a 'key' dim, got {A.dims}")
+
+
+def positions(A: xr.DataArray, dim: str, name: str) -> np.ndarray:
+    """Integer positions of ``dim`` (its coordinate, or 0..n-1 without one)."""
+    if dim in A.coords:
+        pos = np.asarray(A[dim].values)
+        if not np.issubdtype(pos.dtype, np.integer):
+            if not np.allclose(pos, np.round(pos)):
+                raise ValueError(f"{name}: expected integer positions on {dim!r}, got {pos[:5]}")
+            pos = np.round(pos).astype(np.int64)
+        return pos.astype(np.int64)
+    return np.arange(A.sizes[dim], dtype=np.int64)
+
+
+def lag_layout(q: np.ndarray, k: np.ndarray, causal: bool):
+    """Lags of a field and, per (query, lag), the key index and a found-mask."""
+    lo = 0 if causal else int(q.min() - k.max())
+    hi = int(q.max() - k.min())
+    lags = np.arange(lo, hi + 1)
+    # index of key i - tau for every (query, lag)
+    idx, valid = lookup(k, q[:, None] - lags[None, :])
+    return lags, idx, valid
+
+
+def lookup(positions: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index of each ``want`` value in ``positions`` (0 where absent) and a found-mask."""
+    order = np.argsort(positions, kind="stable")
+    srt = positions[order]
+    at = np.clip(np.searchsorted(srt, want), 0, len(srt) - 1)
+    valid = srt[at] == want
+    return np.where(valid, order[at], 0), valid
+
+
+def stack_leading(A: xr.DataArray, core: tuple[Hashable, ...]):
+    """Move ``core`` dims last and flatten the others: returns (array (B, *core), lead)."""
+    lead = tuple(d for d in A.dims if d not in core)
+    At = A.transpose(*lead, *core)
+    shape = tuple(A.sizes[d] for d in lead)
+    arr = At.values.reshape((int(np.prod(shape, dtype=np.int64)),) + At.shape[len(lead) :])
+    return arr, lead, shape
+
+
+def lead_coords(A: xr.DataArray, lead: tuple[Hashable, ...]) -> dict:
+    """Coords of ``A`` that live only on the leading dims (scalars included)."""
+    return {c: A.coords[c] for c in A.coords if set(A.coords[c].dims) <= set(lead)}

@@ -1,0 +1,122 @@
+"""The package layout: the method core runs without torch, and the import rules hold.
+
+* ``import msapod`` and ``msapod.analyze`` of a numpy-backed field import no torch (nor
+  reading a cached netCDF through ``msapod.studies.cache``);
+* the core (``msapod/*.py``) and ``msapod/backends`` import nothing from ``models`` or
+  ``studies``; no module imports a ``_``-prefixed name from another module; the
+  module-level imports form no cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "msapod"
+
+SNIPPET = """
+import sys
+import numpy as np
+import xarray as xr
+import msapod
+rng = np.random.default_rng(0)
+L = 12
+logits = rng.standard_normal((6, L, L))
+logits[:, np.triu_indices(L, 1)[0], np.triu_indices(L, 1)[1]] = -np.inf
+A = np.exp(logits - logits.max(-1, keepdims=True))
+A /= A.sum(-1, keepdims=True)
+A = xr.DataArray(A, dims=("snapshot", "query", "key"))
+out = msapod.analyze(A, max_peaks=2)
+assert np.isfinite(out["T_spec"].sel(window="plain")), out
+import msapod.studies.cache, msapod.studies.scorecard, msapod.models.data
+assert "torch" not in sys.modules, sorted(m for m in sys.modules if "torch" in m)
+print("ok")
+"""
+
+
+def test_core_runs_without_torch():
+    done = subprocess.run(
+        [sys.executable, "-c", SNIPPET], capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, top_level_only: bool):
+    """``(module imported, names, line)`` of every ``from`` import (absolute names)."""
+    tree = ast.parse(path.read_text())
+    mod = _module(path)
+    pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    nodes = tree.body if top_level_only else ast.walk(tree)
+    for node in nodes:
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            yield target, [a.name for a in node.names], node.lineno
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, [], node.lineno
+
+
+FILES = sorted(ROOT.rglob("*.py"))
+
+
+def test_no_private_names_across_modules():
+    bad = []
+    for path in FILES:
+        for target, names, line in _imports(path, top_level_only=False):
+            if not target.startswith("msapod"):
+                continue
+            bad += [f"{_module(path)}:{line} {target}.{n}" for n in names if n.startswith("_")]
+    assert not bad, bad
+
+
+def test_core_imports_neither_models_nor_studies_nor_torch():
+    core = [p for p in FILES if p.parent == ROOT or p.parent.name == "backends"]
+    core = [p for p in core if p.name not in ("__init__.py", "cli.py") or p.parent != ROOT]
+    bad = []
+    for path in core:
+        for target, _, line in _imports(path, top_level_only=False):
+            if target.startswith(("msapod.models", "msapod.studies", "torch")):
+                bad.append(f"{_module(path)}:{line} {target}")
+    assert not bad, bad
+
+
+def test_no_import_cycles():
+    graph = {}
+    for path in FILES:
+        deps = set()
+        for target, names, _ in _imports(path, top_level_only=True):
+            if target.startswith("msapod"):
+                # "from . import x" imports the submodule x when it is one
+                subs = [
+                    f"{target}.{n}"
+                    for n in names
+                    if (ROOT.parent / f"{target}.{n}".replace(".", "/")).with_suffix(".py").exists()
+                ]
+                deps |= set(subs) or {target}
+        graph[_module(path)] = deps - {_module(path)}
+    state: dict[str, int] = {}
+
+    def visit(node, stack):
+        state[node] = 1
+        for dep in graph.get(node, ()):
+            if state.get(dep) == 1:
+                raise AssertionError(f"import cycle: {' -> '.join(stack + [node, dep])}")
+            if dep not in state:
+                visit(dep, stack + [node])
+        state[node] = 2
+
+    for node in graph:
+        if node not in state:
+            visit(node, [])
