@@ -27,11 +27,14 @@ fluctuation ensemble is zero (to rounding), and any effective rank is capped at 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import xarray as xr
 
-from ._labels import lag_layout, lead_coords, lookup, positions, stack_leading
-from .backends import chunked, is_dask, memory
+from ._labels import lag_layout, lead_coords, lookup, positions
+from .backends import kernels
+from .backends.memory import gather_last
 from .fields import check_field, check_lazy, is_causal, to_lag
 
 __all__ = ["basis_error", "lag_gram", "pod", "reconstruct", "reconstruction_error"]
@@ -52,20 +55,17 @@ def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
     """
     check_lazy(u, name="u", dims=(dim, "query", "key"), snapshot_dim=dim)
     R = to_lag(u)
-    if is_dask(R):
-        lead = tuple(d for d in R.dims if d not in (dim, "query", "lag"))
-        shape = tuple(R.sizes[d] for d in lead)
-        G = np.stack(
-            [
-                chunked.lag_gram_chunked(
-                    R.isel(dict(zip(lead, ix, strict=True))).transpose(dim, "query", "lag").data
-                )
-                for ix in np.ndindex(*shape)
-            ]
-        )
-    else:
-        X, lead, shape = stack_leading(R, (dim, "query", "lag"))
-        G = np.stack([memory.lag_gram(x) for x in X])
+    lead = tuple(d for d in R.dims if d not in (dim, "query", "lag"))
+    shape = tuple(R.sizes[d] for d in lead)
+    kern = kernels(R)
+    G = np.stack(
+        [
+            kern.lag_gram(
+                R.isel(dict(zip(lead, ix, strict=True))).transpose(dim, "query", "lag").data
+            )
+            for ix in np.ndindex(*shape)
+        ]
+    )
     n = u.sizes[dim]
     return xr.DataArray(
         G.reshape(shape + G.shape[1:]),
@@ -129,127 +129,151 @@ def pod(
     return decompose(u, dim, n_modes, window, rtol)
 
 
-def decompose(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Dataset:
-    """:func:`pod`; for dask data ``center`` (the mean field, in memory) is subtracted from
-    ``u`` chunk by chunk and ``causal`` skips the causality pass when known."""
+class Layout(NamedTuple):
+    """Where the entries of a field sit in lag form (see :func:`layout`)."""
+
+    lag_form: bool  # u given as (query, lag); else (query, key)
+    qpos: np.ndarray  # query positions
+    kpos: np.ndarray  # key positions
+    lags: np.ndarray  # the lags of the lag form
+    idx: np.ndarray | None  # key index of every (query, lag) (key form only)
+    valid: np.ndarray | None  # which (query, lag) are key positions (key form only)
+    core: tuple  # (dim, "query", "lag" | "key")
+    lead: tuple  # the leading dims, one POD per index
+    shape: tuple  # their sizes
+
+
+def layout(u: xr.DataArray, dim: str, causal: bool | None = None) -> Layout:
+    """The lag-form layout of ``u`` (causality detected unless ``causal`` is given)."""
     lag_form = "lag" in u.dims
-    lazy = is_dask(u)
+    qpos = positions(u, "query", "u")
+    idx = valid = None
+    if lag_form:
+        kpos = np.asarray(u.attrs.get("key_positions", qpos), dtype=np.int64)
+        lags = np.asarray(u["lag"].values)
+    else:
+        kpos = positions(u, "key", "u")
+        if causal is None:
+            causal = is_causal(u)
+        lags, idx, valid = lag_layout(qpos, kpos, causal)
+    core = (dim, "query", "lag" if lag_form else "key")
+    lead = tuple(d for d in u.dims if d not in core)
+    shape = tuple(u.sizes[d] for d in lead)
+    return Layout(lag_form, qpos, kpos, lags, idx, valid, core, lead, shape)
+
+
+def decompose(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Dataset:
+    """:func:`pod` in its steps: check, lay out, align the windows, then per field set
+    Grams -> eigensolve -> project (:func:`decompose_set`), then label.
+
+    ``center`` (the mean field, in memory; chunked data only) is subtracted from ``u``
+    chunk by chunk, and ``causal`` skips the causality pass when known.
+    """
+    n_modes = _check_pod_args(u, dim, n_modes, window)
+    lay = layout(u, dim, causal)
+    window, wdims = _align_window(window, lay)
+    wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
+    n, n_w = u.sizes[dim], int(np.prod(wshape, dtype=np.int64))
+    n_sets = int(np.prod(lay.shape, dtype=np.int64))
+    Q, Kk = len(lay.qpos), len(lay.kpos)
+    out = {
+        "spectrum": np.empty((n_sets, n_w, n)),
+        "gram": np.zeros((n_sets, n_w, n, n)),  # zero pages cost nothing until written
+        "eigenvalues": np.empty((n_sets, n_w, n_modes)),
+        "modes": np.empty((n_sets, n_w, n_modes, Q, Kk)),
+        "coefficients": np.empty((n_sets, n_w, n, n_modes)),
+    }
+    kern = kernels(u)
+    for b, ix in enumerate(np.ndindex(*lay.shape)):
+        pick = dict(zip(lay.lead, ix, strict=True))
+        if window is None:
+            Wv = np.ones((1, len(lay.lags)))
+        else:
+            wb = window.isel({d: i for d, i in pick.items() if d in window.dims})
+            Wv = wb.transpose(*wdims, "lag").values.reshape(n_w, len(lay.lags))
+        sub = None if center is None else center.isel(pick).transpose(*lay.core[1:]).values
+        snaps = kern.Snapshots(u.isel(pick).transpose(*lay.core), lay, sub)
+        parts = decompose_set(snaps, kern.eigensolve, Wv, n_modes, rtol, lay)
+        for name, value in parts.items():
+            out[name][b] = value
+    return _pod_dataset(out, u, dim, lay, window, wdims, n_modes, rtol)
+
+
+def _check_pod_args(u, dim, n_modes, window) -> int:
+    """Validate the arguments of :func:`pod`; returns ``n_modes`` as an int."""
+    lag_form = "lag" in u.dims
     check_lazy(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"), snapshot_dim=dim)
     n = u.sizes[dim]
     if n_modes is None:
         n_modes = n
     if not 1 <= int(n_modes) <= n:
         raise ValueError(f"n_modes: expected 1..{n} (the number of snapshots), got {n_modes}")
-    n_modes = int(n_modes)
     if window is not None:
         if not isinstance(window, xr.DataArray) or "lag" not in window.dims:
             raise ValueError("window: expected a DataArray with a 'lag' dim (see lag_window)")
         if not np.isfinite(window.values).all():
             raise ValueError("window: expected finite values")
-    if lazy:
-        R = u
-        qpos = positions(u, "query", "u")
-        if lag_form:
-            kpos = np.asarray(u.attrs.get("key_positions", qpos), dtype=np.int64)
-            lags = u["lag"].values
-            n_lag = len(lags)
-            # every (query, lag) entry, as the in-memory path uses
-            sel = np.arange(len(qpos) * n_lag)
-            col = np.tile(np.arange(n_lag), len(qpos))
-        else:
-            kpos = positions(u, "key", "u")
-            if causal is None:
-                causal = is_causal(u)
-            lags, idx, valid = lag_layout(qpos, kpos, causal)
-            n_lag = len(lags)
-            qi, col = np.nonzero(valid)  # entries in lag-form order (query-major)
-            sel = qi * len(kpos) + idx[qi, col]
-        core = (dim, "query", "lag" if lag_form else "key")
-        lead = tuple(d for d in u.dims if d not in core)
-        shape = tuple(u.sizes[d] for d in lead)
-        n_sets = int(np.prod(shape, dtype=np.int64))
+    return int(n_modes)
+
+
+def _align_window(window, lay: Layout):
+    """The window on the lags of ``u`` and its own dims (those not shared with ``u``)."""
+    if window is None:
+        return None, ()
+    wdims = tuple(d for d in window.dims if d != "lag" and d not in lay.lead)
+    lags = lay.lags
+    if np.isin(lags, window["lag"].values).all():
+        window = window.sel(lag=lags)
     else:
-        R = u if lag_form else to_lag(u)
-        qpos = positions(R, "query", "u")
-        kpos = np.asarray(R.attrs.get("key_positions", qpos), dtype=np.int64)
-        core = (dim, "query", "lag")
-        X, lead, shape = stack_leading(R, core)
-        n_sets = X.shape[0]
-        lags = R["lag"].values
-    wdims: tuple = ()
-    if window is not None:
-        wdims = tuple(d for d in window.dims if d != "lag" and d not in lead)
-        window = (
-            window.interp(lag=lags)
-            if not np.isin(lags, window["lag"].values).all()
-            else window.sel(lag=lags)
-        )
-        if not np.isfinite(window.values).all():
-            raise ValueError("window: does not cover every lag of u")
-    wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
-    n_w = int(np.prod(wshape, dtype=np.int64))
-    Q, Kk = len(qpos), len(kpos)
-    # index of lag q - k for every (query, key): maps lag-space modes back to (query, key)
-    kidx, kvalid = lookup(np.asarray(lags), qpos[:, None] - kpos[None, :])
-    spectrum = np.empty((n_sets, n_w, n))
-    # lazy: zero pages cost nothing until written (zero windows are never written)
-    grams = (np.zeros if lazy else np.empty)((n_sets, n_w, n, n))
-    eig = np.empty((n_sets, n_w, n_modes))
-    modes = np.empty((n_sets, n_w, n_modes, Q, Kk))
-    coef = np.empty((n_sets, n_w, n, n_modes))
-    lead_index = list(np.ndindex(*shape)) if shape else [()]
-    for b in range(n_sets):
-        if window is None:
-            Wv = np.ones((1, len(lags)))
-        else:
-            wb = window.isel({d: lead_index[b][lead.index(d)] for d in window.dims if d in lead})
-            Wv = wb.transpose(*wdims, "lag").values.reshape(n_w, len(lags))
-        if lazy:
-            pick = dict(zip(lead, lead_index[b], strict=True))
-            one = u.isel(pick).transpose(*core)
-            sub = None
-            if center is not None:
-                sub = center.isel(pick).transpose(*core[1:]).values.reshape(-1)[sel]
-            Xp = chunked.pack(one.data, sel, sub)
-            chunked.window_grams(Xp, Wv[:, col] ** 2, out=grams[b], zeroed=True)
-            grams[b] /= n
-            if not np.isfinite(np.einsum("wii->", grams[b])):
-                raise ValueError("u: expected finite values, found NaN/inf entries")
-            vecs = []
-            for w in range(n_w):
-                if not Wv[w].any():  # zero window: zero Gram, no mode (as eigh of 0 gives)
-                    spectrum[b, w] = 0.0
-                    eig[b, w] = 0.0
-                    vecs.append(np.eye(n, n_modes))
-                    continue
-                lam, Vk = chunked.eig_top(grams[b, w], n_modes)
-                spectrum[b, w] = lam
-                eig[b, w] = lam[:n_modes]
-                vecs.append(Vk)
-            proj = chunked.project(Xp, np.concatenate([v.T for v in vecs]))
-            for w in range(n_w):
-                phi = np.zeros((n_modes, Q * len(lags)))
-                phi[:, sel if lag_form else qi * len(lags) + col] = (
-                    proj[w * n_modes : (w + 1) * n_modes] * Wv[w, col]
-                )
-                lam = spectrum[b, w]
-                modes[b, w], coef[b, w] = _finish(phi, vecs[w], lam, n, rtol, kidx, kvalid)
+        window = window.interp(lag=lags)
+    if not np.isfinite(window.values).all():
+        raise ValueError("window: does not cover every lag of u")
+    return window, wdims
+
+
+def decompose_set(snaps, eigensolve, Wv: np.ndarray, n_modes: int, rtol: float, lay) -> dict:
+    """POD of one field set for every window ``Wv`` (window, lag): Grams, eigensolve,
+    project (modred's method of snapshots), whatever the backend of ``snaps``."""
+    n_w, n = len(Wv), snaps.n
+    Q = len(lay.qpos)
+    grams = np.zeros((n_w, n, n))
+    snaps.grams(Wv**2, grams)
+    if not np.isfinite(np.einsum("wii->", grams)):
+        raise ValueError("u: expected finite values, found NaN/inf entries")
+    spectrum = np.empty((n_w, n))
+    vecs = []
+    for w in range(n_w):
+        if not Wv[w].any():  # zero window: zero Gram, no mode (as eigh of 0 gives)
+            spectrum[w] = 0.0
+            vecs.append(np.eye(n, n_modes))
             continue
-        Xb = np.asarray(X[b], dtype=np.float64)
-        G = memory.lag_gram(Xb)
-        Xb = Xb.reshape(n, -1)
-        for w in range(n_w):
-            K = np.tensordot(Wv[w] ** 2, G, axes=(0, 0)) / n
-            lam, V = memory.eig_desc(K)
-            spectrum[b, w] = lam
-            grams[b, w] = K
-            eig[b, w] = lam[:n_modes]
-            Vk = V[:, :n_modes]
-            # the window multiplies each lag column: V^T (X w) = (V^T X) w
-            phi = (Vk.T @ Xb) * np.tile(Wv[w], Q)[None, :]
-            modes[b, w], coef[b, w] = _finish(phi, Vk, lam, n, rtol, kidx, kvalid)
-    mode = np.arange(1, n_modes + 1)
-    lc = lead_coords(R, lead)
+        spectrum[w], V = eigensolve(grams[w], n_modes)
+        vecs.append(V)
+    phis = snaps.project([V.T for V in vecs])
+    # index of lag q - k for every (query, key): maps lag-space modes back to (query, key)
+    kidx, kvalid = lookup(lay.lags, lay.qpos[:, None] - lay.kpos[None, :])
+    modes = np.empty((n_w, n_modes, Q, len(lay.kpos)))
+    coef = np.empty((n_w, n, n_modes))
+    for w in range(n_w):
+        # the window multiplies each lag column: V^T (X w) = (V^T X) w
+        phi = phis[w] * np.tile(Wv[w], Q)[None, :]
+        modes[w], coef[w] = _finish(phi, vecs[w], spectrum[w], n, rtol, kidx, kvalid)
+    return {
+        "spectrum": spectrum,
+        "gram": grams,
+        "eigenvalues": spectrum[:, :n_modes],
+        "modes": modes,
+        "coefficients": coef,
+    }
+
+
+def _pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Dataset:
+    """Label the arrays of :func:`decompose` as the Dataset :func:`pod` returns."""
+    n = u.sizes[dim]
+    lead = lay.lead
+    wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
+    full = lay.shape + wshape
+    Q, Kk = len(lay.qpos), len(lay.kpos)
     wc = {}
     if window is not None:
         wc = {
@@ -258,31 +282,35 @@ def decompose(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.
             if window.coords[c].dims and set(window.coords[c].dims) <= set(wdims)
         }
     snap = u[dim].values if dim in u.coords else np.arange(n)
-    full = shape + wshape
     ds = xr.Dataset(
         {
-            "spectrum": xr.DataArray(spectrum.reshape(full + (n,)), dims=(*lead, *wdims, "rank")),
+            "spectrum": xr.DataArray(
+                out["spectrum"].reshape(full + (n,)), dims=(*lead, *wdims, "rank")
+            ),
             "eigenvalues": xr.DataArray(
-                eig.reshape(full + (n_modes,)), dims=(*lead, *wdims, "mode")
+                out["eigenvalues"].reshape(full + (n_modes,)), dims=(*lead, *wdims, "mode")
             ),
             "modes": xr.DataArray(
-                modes.reshape(full + (n_modes, Q, Kk)), dims=(*lead, *wdims, "mode", "query", "key")
+                out["modes"].reshape(full + (n_modes, Q, Kk)),
+                dims=(*lead, *wdims, "mode", "query", "key"),
             ),
             "coefficients": xr.DataArray(
-                coef.reshape(full + (n, n_modes)), dims=(*lead, *wdims, dim, "mode")
+                out["coefficients"].reshape(full + (n, n_modes)), dims=(*lead, *wdims, dim, "mode")
             ),
         },
         coords={
-            **lc,
+            **lead_coords(u, lead),
             **wc,
             "rank": np.arange(1, n + 1),
-            "mode": mode,
+            "mode": np.arange(1, n_modes + 1),
             dim: snap,
-            "query": qpos,
-            "key": kpos,
+            "query": lay.qpos,
+            "key": lay.kpos,
         },
     )
-    ds["gram"] = xr.DataArray(grams.reshape(full + (n, n)), dims=(*lead, *wdims, dim, f"{dim}_"))
+    ds["gram"] = xr.DataArray(
+        out["gram"].reshape(full + (n, n)), dims=(*lead, *wdims, dim, f"{dim}_")
+    )
     ds["gram"].attrs = {"long_name": "Gram matrix K = X X^T / N of the (windowed) snapshots"}
     ds["total_energy"] = ds["spectrum"].sum("rank")
     ds["spectrum"].attrs = {"long_name": "POD eigenvalues lambda_k, all N"}
@@ -314,7 +342,7 @@ def _finish(phi, Vk, lam, n, rtol, kidx, kvalid):
     phi *= sgn[:, None]
     phi[~keep] = np.nan
     Q = kidx.shape[0]
-    modes = memory.gather_last(phi.reshape(n_modes, Q, -1), kidx, kvalid)
+    modes = gather_last(phi.reshape(n_modes, Q, -1), kidx, kvalid)
     a = Vk * sgn * np.sqrt(n * lam[:n_modes])
     a[:, ~keep] = 0.0
     return modes, a
@@ -344,19 +372,11 @@ def basis_error(u: xr.DataArray, basis: xr.DataArray, dim: str = "snapshot") -> 
     if np.abs(gram - eye).max() > 1e-8:
         raise ValueError("basis: expected orthonormal fields over (query, key)")
     lead = [d for d in u.dims if d not in (dim, "query", "key")]
-    if not lead and B.ndim == 3 and is_dask(u):  # chunk by chunk
-        return xr.DataArray(chunked.mean_sq_residual(u, dim, Bm, None), name="error")
     if not lead and B.ndim == 3:  # one ensemble, one basis: plain matrix products
-        U = _snapshot_matrix(u, dim)
-        C = U @ Bm.T
-        return xr.DataArray(memory.mean_sq_residual(U, C, Bm), name="error")
+        return xr.DataArray(kernels(u).residual(u, dim, Bm, None), name="error")
     coef = xr.dot(u, basis, dim=("query", "key"))
     resid = u - xr.dot(coef, basis, dim="mode")
     return (resid**2).sum(("query", "key")).mean(dim)
-
-
-def _snapshot_matrix(u: xr.DataArray, dim: str) -> np.ndarray:
-    return u.transpose(dim, "query", "key").values.reshape(u.sizes[dim], -1).astype(np.float64)
 
 
 def reconstruction_error(
@@ -377,10 +397,7 @@ def reconstruction_error(
         sub = result.isel(mode=slice(0, rank))
         C = sub["coefficients"].transpose(dim, "mode").values
         Phi = sub["modes"].fillna(0.0).transpose("mode", "query", "key").values
-        if is_dask(u):  # chunk by chunk
-            err = chunked.mean_sq_residual(u, dim, Phi.reshape(rank, -1), C)
-            return xr.DataArray(err, name="error")
-        U = _snapshot_matrix(u, dim)
-        return xr.DataArray(memory.mean_sq_residual(U, C, Phi.reshape(rank, -1)), name="error")
+        err = kernels(u).residual(u, dim, Phi.reshape(rank, -1), C)
+        return xr.DataArray(err, name="error")
     recon = reconstruct(result, rank)
     return ((u - recon) ** 2).sum(("query", "key")).mean(dim)

@@ -24,11 +24,9 @@ from ._labels import (
     lag_layout,
     lookup,
     positions,
-    raise_values,
     require_key,
 )
-from .backends import chunked, is_dask
-from .backends.memory import gather_last
+from .backends import kernels
 
 __all__ = ["check_field", "from_lag", "is_causal", "reynolds", "to_lag"]
 
@@ -73,24 +71,11 @@ def check_field(
     NaN/inf count, the smallest entry and the worst row sum), never loaded whole.
     """
     check_meta(A, name, dims)
-    if is_dask(A):
-        if min_snapshots is not None and snapshot_dim in A.dims:
-            check_count(A, name, min_snapshots, snapshot_dim)
-        if stochastic:
-            require_key(A, name)
-        chunked.check_values(A, name, stochastic=stochastic, atol=atol)
-        return A
-    values = A.values
-    # a sum is finite iff no NaN/inf entry (barring overflow, which the full check catches)
-    if not np.isfinite(values.sum(dtype=np.float64)) and not np.isfinite(values).all():
-        raise_values(name, {"bad": (~np.isfinite(values)).sum()}, False, atol)
     if min_snapshots is not None and snapshot_dim in A.dims:
         check_count(A, name, min_snapshots, snapshot_dim)
     if stochastic:
         require_key(A, name)
-        sums = A.sum("key").values
-        worst = float(np.abs(sums - 1.0).max()) if sums.size else 0.0
-        raise_values(name, {"bad": 0, "neg": (values < -atol).any(), "worst": worst}, True, atol)
+    kernels(A).check_values(A, name, stochastic=stochastic, atol=atol)
     return A
 
 
@@ -100,7 +85,7 @@ def check_lazy(A, *, name: str = "A", dims: Sequence[str] = FIELD_DIMS, **kw) ->
     The chunked kernels check the values where they reduce them (a NaN makes the mean,
     the lag moments or the Gram diagonal non-finite), so no extra pass is spent here.
     """
-    if is_dask(A):
+    if kernels(A).CHECKS_IN_PASS:
         check_meta(A, name, dims)
         n_min = kw.get("min_snapshots", 2)
         snap = kw.get("snapshot_dim", "snapshot")
@@ -112,15 +97,7 @@ def check_lazy(A, *, name: str = "A", dims: Sequence[str] = FIELD_DIMS, **kw) ->
 
 def is_causal(A: xr.DataArray, atol: float = 0.0) -> bool:
     """True if every entry with key after query (``j > i``) is zero (within ``atol``)."""
-    q = positions(A, "query", "A")
-    k = positions(A, "key", "A")
-    if is_dask(A):
-        return chunked.is_causal_chunked(A, atol)
-    upper = k[None, :] > q[:, None]
-    if not upper.any():
-        return True
-    vals = A.transpose(..., "query", "key").values
-    return bool((np.abs(vals[..., upper]) <= atol).all())
+    return kernels(A).is_causal(A, atol)
 
 
 def reynolds(A: xr.DataArray, dim: str = "snapshot", *, check_stochastic: bool = True):
@@ -150,13 +127,8 @@ def reynolds(A: xr.DataArray, dim: str = "snapshot", *, check_stochastic: bool =
     in memory: one field per leading index); the fluctuation stays lazy, chunked like
     ``A``.
     """
-    if is_dask(A):
-        check_meta(A, "A", (dim, "query", "key"))
-        mean, _, _ = chunked.field_stats(A, dim, stochastic=check_stochastic)
-        return split_from_mean(A, A.astype(np.float64), mean, dim)
-    check_field(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
-    A64 = A.astype(np.float64)
-    mean = A64.mean(dim)
+    check_lazy(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
+    A64, mean, _, _ = kernels(A).field_stats(A, dim, stochastic=check_stochastic, flags=False)
     return split_from_mean(A, A64, mean, dim)
 
 
@@ -214,10 +186,7 @@ def lag_form(A: xr.DataArray, q: np.ndarray, k: np.ndarray, causal: bool) -> xr.
     """:func:`to_lag` with known causality (nothing verified)."""
     lags, idx, valid = lag_layout(q, k, causal)
     Ak = A.transpose(..., "query", "key")
-    if is_dask(Ak):
-        vals = chunked.gather_last_lazy(Ak, "key", "lag", idx, valid)
-    else:
-        vals = gather_last(Ak.values, idx, valid)
+    vals = kernels(Ak).gather(Ak.data, idx, valid)
     dims = (*Ak.dims[:-2], "query", "lag")
     coords = {c: Ak.coords[c] for c in Ak.coords if "key" not in Ak.coords[c].dims}
     coords["lag"] = lags
@@ -241,10 +210,7 @@ def from_lag(R: xr.DataArray, *, keys: Sequence[int] | None = None) -> xr.DataAr
     k = np.asarray(keys, dtype=np.int64)
     idx, valid = lookup(lags, q[:, None] - k[None, :])
     Rl = R.transpose(..., "query", "lag")
-    if is_dask(Rl):
-        vals = chunked.gather_last_lazy(Rl, "lag", "key", idx, valid)
-    else:
-        vals = gather_last(Rl.values, idx, valid)
+    vals = kernels(Rl).gather(Rl.data, idx, valid)
     dims = (*Rl.dims[:-2], "query", "key")
     coords = {c: Rl.coords[c] for c in Rl.coords if "lag" not in Rl.coords[c].dims}
     coords["key"] = k

@@ -15,9 +15,9 @@ import pandas as pd
 import xarray as xr
 
 from ._labels import positions
-from .backends import chunked, is_dask
-from .decomposition import decompose, pod
-from .fields import check_field, check_lazy, lag_form, reynolds, split_from_mean, to_lag
+from .backends import kernels
+from .decomposition import decompose
+from .fields import check_lazy, lag_form, split_from_mean
 from .spectra import effective_rank, spectral_concentration
 from .wavelets import coherency as coherency_of
 from .wavelets import dominant_scales, scale_centroid, scalogram
@@ -90,7 +90,7 @@ def analyze(
     then analysed in four passes over its chunks (checks and mean; lag moments; the
     windowed Gram matrices, block by block over pairs of chunks; the leading modes), with
     memory bounded by a few chunks plus the ``(window, N, N)`` Grams, and the result
-    equals the in-memory one to rounding (see :mod:`msapod.chunked`). It runs unchanged
+    equals the in-memory one to rounding (see :mod:`msapod.backends.chunked`). It runs unchanged
     on a ``dask.distributed`` cluster when a ``Client`` is active.
     """
     if field not in ("fluctuation", "total"):
@@ -99,10 +99,8 @@ def analyze(
     bad = [e for e in eps_list if not 0 < e < 1]
     if bad:
         raise ValueError(f"eps: expected values in (0, 1), got {bad}")
-    if is_dask(A):  # values are checked set by set, in the pass that forms the mean
-        check_lazy(A, dims=(dim, "query", "key"), snapshot_dim=dim)
-    else:
-        check_field(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
+    # dask data: values are checked set by set, in the pass that forms the mean
+    check_lazy(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
     if n_modes is None:
         n_modes = min(10, A.sizes[dim])
     params = dict(
@@ -168,22 +166,16 @@ def _analyze_one(
 ) -> xr.Dataset:
     """analyze() of a single field set (no leading dims)."""
     eps_list = eps
-    lazy = is_dask(A)
-    if lazy:
-        # one pass: checks, mean and causality; then the lag moments, the Gram and the
-        # mode passes, with the fluctuation formed chunk by chunk
-        mean, causal_A, causal_u = chunked.field_stats(A, dim, stochastic=check_stochastic)
-        rey = split_from_mean(A, A.astype(np.float64), mean, dim)
-        u = rey["fluctuation"]
-        q, k = positions(A, "query", "A"), positions(A, "key", "A")
-        R = lag_form(u, q, k, causal_u)
-        At = A if field == "fluctuation" else lag_form(A, q, k, causal_A)
-    else:
-        rey = reynolds(A, dim, check_stochastic=False)
-        u = rey["fluctuation"]
-        R = to_lag(u)  # shared by the scalogram and the POD
-        At = A
-    sc = scalogram(R if field == "fluctuation" else At, scales, omega0, dims=(dim, "query"))
+    kern = kernels(A)
+    # one pass (for dask data): checks, mean and causality; the lag form of the
+    # fluctuation is shared by the scalogram, the POD and the coherency
+    A64, mean, causal_A, causal_u = kern.field_stats(A, dim, stochastic=check_stochastic)
+    rey = split_from_mean(A, A64, mean, dim)
+    u = rey["fluctuation"]
+    q, k = positions(A, "query", "A"), positions(A, "key", "A")
+    R = lag_form(u, q, k, causal_u)
+    At = R if field == "fluctuation" else lag_form(A, q, k, causal_A)
+    sc = scalogram(At, scales, omega0, dims=(dim, "query"))
     peaks = dominant_scales(
         sc["spectrum"].assign_attrs(omega0=omega0), max_peaks, include_edges=include_edges
     )
@@ -194,10 +186,8 @@ def _analyze_one(
     w_scale = w_scale.where(valid, 0.0)
     labels = ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
     windows = _by_window(w_scale, 1.0, labels)
-    if lazy:
-        res = decompose(A, dim, n_modes, windows, 1e-12, center=mean, causal=causal_u)
-    else:
-        res = pod(R, dim, n_modes=n_modes, window=windows)
+    operand, center = kern.pod_operand(A, R, mean)
+    res = decompose(operand, dim, n_modes, windows, 1e-12, center=center, causal=causal_u)
     win_valid = _by_window(valid, True, labels)
     conc = spectral_concentration(res["spectrum"], k_min, k_max)
     eps_da = xr.DataArray(eps_list, dims="eps", name="eps")
@@ -256,7 +246,7 @@ def _analyze_one(
         g = np.full((max_peaks, u.sizes["query"], u.sizes["query"]), np.nan)
         if ok.any():
             order = np.argsort(peaks.values[ok])
-            gam = coherency_of(R if lazy else u, peaks.values[ok][order], omega0, dim=dim).values
+            gam = coherency_of(R, peaks.values[ok][order], omega0, dim=dim).values
             g[np.flatnonzero(ok)[order]] = gam
         out["coherency"] = xr.DataArray(
             g,

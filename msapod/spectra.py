@@ -129,6 +129,12 @@ def tail_fraction(lam: np.ndarray) -> np.ndarray:
         return np.where(total > 0, (total - cums) / total, 0.0)
 
 
+def tail_rank(tail: np.ndarray, tol: float) -> np.ndarray:
+    """``H = min{K : t(K) <= tol}`` along the last axis of tail fractions ``t``
+    (:func:`tail_fraction`), with a relative slack of 1e-12 for rounding."""
+    return np.argmax(tail <= tol * (1 + 1e-12), axis=-1)
+
+
 def effective_rank(
     eigenvalues: xr.DataArray,
     eps: float = 0.10,
@@ -171,7 +177,7 @@ def effective_rank(
     if n_snapshots is None:
         n_snapshots = int(eigenvalues.attrs.get("n_snapshots", n))
     tol = eps if criterion == "energy" else eps**2
-    H = np.argmax(tail_fraction(lam) <= tol * (1 + 1e-12), axis=-1)
+    H = tail_rank(tail_fraction(lam), tol)
     res = xr.DataArray(
         H.reshape(shape), dims=lead, coords=lead_coords(eigenvalues, lead), name="H_star"
     )
@@ -278,10 +284,10 @@ def _replicates(Kb, out, method, n, idx, keep, w) -> None:
     products), then all are diagonalised in one batched ``eigvalsh``.
     """
     if method == "resample":
-        Kr = _centre(Kb[idx[:, :, None], idx[:, None, :]])
+        Kr = double_centre(Kb[idx[:, :, None], idx[:, None, :]])
     elif method == "jackknife":
         # K = X X^T / N; the left-out ensemble's own normalisation is 1 / (N - 1)
-        Kr = _centre(np.stack([Kb[np.ix_(k, k)] for k in keep])) * n / (n - 1)
+        Kr = double_centre(np.stack([Kb[np.ix_(k, k)] for k in keep])) * n / (n - 1)
     else:
         p = w / n  # (boot, N), rows sum to one
         Kp = p @ Kb  # (boot, N): p^T K
@@ -293,7 +299,7 @@ def _replicates(Kb, out, method, n, idx, keep, w) -> None:
     out[:, : lam.shape[-1]] = lam
 
 
-def _centre(K: np.ndarray) -> np.ndarray:
+def double_centre(K: np.ndarray) -> np.ndarray:
     """Double centring ``H K H`` of a stack of Gram matrices, elementwise."""
     row = K.mean(-1, keepdims=True)
     col = K.mean(-2, keepdims=True)

@@ -33,7 +33,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from ._labels import lead_coords, stack_leading
-from .backends import chunked, is_dask
+from .backends import kernels
 from .fields import check_field, check_lazy, to_lag
 
 __all__ = [
@@ -162,17 +162,8 @@ def lag_moments(R: xr.DataArray, dims: Sequence[str] = ("snapshot", "query")) ->
     accumulated chunk by chunk (one pass; ``lag`` is merged into one chunk).
     """
     check_lazy(R, name="R", dims=(*dims, "lag"), min_snapshots=None)
-    if is_dask(R):
-        C, lead, shape = chunked.lag_moments_chunked(R, tuple(dims))
-        n_lag = C.shape[-1]
-    else:
-        X, lead, shape = stack_leading(R, (*dims, "lag"))
-        n_lag = X.shape[-1]
-        X = X.reshape(X.shape[0], -1, n_lag)
-        C = np.empty((X.shape[0], n_lag, n_lag))
-        for b in range(X.shape[0]):
-            xb = np.asarray(X[b], dtype=np.float64)
-            C[b] = (xb.T @ xb) / xb.shape[0]
+    C, lead, shape = kernels(R).lag_moments(R, tuple(dims))
+    n_lag = C.shape[-1]
     lags = R["lag"].values
     out = xr.DataArray(
         C.reshape(shape + (n_lag, n_lag)),
@@ -195,22 +186,7 @@ def cwt(r: xr.DataArray, scales=None, omega0: float = 6.0) -> xr.DataArray:
     lags = r["lag"].values
     s = check_scales(log_scales(len(lags)) if scales is None else scales, len(lags))
     Phi = wavelet_matrix(s, lags, omega0)  # (S, B, T)
-    if is_dask(r):
-        rt = r.transpose(..., "lag")
-        lead = rt.dims[:-1]
-        x = chunked.whole(rt.data, (-1,))
-        W = x.map_blocks(
-            _cwt_block,
-            Phi,
-            chunks=x.chunks[:-1] + ((len(s),), (len(lags),)),
-            new_axis=x.ndim - 1,
-            dtype=np.complex128,
-            meta=np.array((), dtype=np.complex128),
-        )
-    else:
-        X, lead, shape = stack_leading(r, ("lag",))
-        W = np.einsum("sbt,nt->nsb", Phi, X.astype(np.float64), optimize=True)
-        W = W.reshape(shape + W.shape[1:])
+    W, lead = kernels(r).cwt(r, Phi)
     out = xr.DataArray(
         W,
         dims=(*lead, "scale", "lag"),
@@ -218,12 +194,6 @@ def cwt(r: xr.DataArray, scales=None, omega0: float = 6.0) -> xr.DataArray:
         attrs={"omega0": omega0, "long_name": "Morlet transform W(a, b)"},
     )
     return out.assign_coords(period=("scale", fourier_period(s, omega0)))
-
-
-def _cwt_block(x: np.ndarray, Phi: np.ndarray) -> np.ndarray:
-    X = np.asarray(x, dtype=np.float64)
-    W = np.einsum("sbt,nt->nsb", Phi, X.reshape(-1, X.shape[-1]), optimize=True)
-    return W.reshape(X.shape[:-1] + W.shape[1:])
 
 
 def scalogram(
@@ -413,20 +383,16 @@ def coherency(
     s = check_scales(np.sort(np.atleast_1d(scales)), len(lags))
     q = R["query"].values
     Phi = wavelet_matrix(s, lags, omega0)
-    if is_dask(R):
-        lead = tuple(d for d in R.dims if d not in (dim, "query", "lag"))
-        shape = tuple(R.sizes[d] for d in lead)
+    lead = tuple(d for d in R.dims if d not in (dim, "query", "lag"))
+    shape = tuple(R.sizes[d] for d in lead)
+    with threadpool_limits(1, user_api="blas"):  # small eigenproblems: threads contend
         Bs = [_coherency_factor(Phi[k], rtol) for k in range(len(s))]
-        gamma = np.empty((int(np.prod(shape, dtype=np.int64)), len(s), len(q), len(q)))
-        for b, ix in enumerate(np.ndindex(*shape)):
-            one = R.isel(dict(zip(lead, ix, strict=True)))
-            for k, G in enumerate(chunked.coherency_sums(one, dim, Bs)):
-                gamma[b, k] = _gamma(G)
-    else:
-        X, lead, shape = stack_leading(R, (dim, "query", "lag"))
-        gamma = np.empty((X.shape[0], len(s), len(q), len(q)))
-        with threadpool_limits(1, user_api="blas"):  # many small products: threads contend
-            _coherency_loop(X, Phi, s, q, rtol, gamma)
+    gamma = np.empty((int(np.prod(shape, dtype=np.int64)), len(s), len(q), len(q)))
+    kern = kernels(R)
+    for b, ix in enumerate(np.ndindex(*shape)):
+        one = R.isel(dict(zip(lead, ix, strict=True)))
+        for k, G in enumerate(kern.coherency_sums(one, dim, Bs)):
+            gamma[b, k] = _gamma(G)
     res = xr.DataArray(
         gamma.reshape(shape + gamma.shape[1:]),
         dims=(*lead, "scale", "query_i", "query_j"),
@@ -455,18 +421,6 @@ def scale_centroid(spectrum: xr.DataArray) -> xr.DataArray:
     c.name = "scale_centroid"
     c.attrs = {"units": "lag", "long_name": "energy-weighted geometric mean scale"}
     return c
-
-
-def _coherency_loop(X, Phi, s, q, rtol, gamma) -> None:
-    """gamma[b, k] for every field set b and scale k (see :func:`coherency`)."""
-    for k in range(len(s)):
-        B = _coherency_factor(Phi[k], rtol)
-        for b in range(X.shape[0]):
-            G = np.zeros((len(q), len(q)), dtype=np.complex128)
-            for xs in X[b]:
-                Y = np.asarray(xs, dtype=np.float64) @ B  # (query, r)
-                G += Y @ Y.conj().T
-            gamma[b, k] = _gamma(G)
 
 
 def _coherency_factor(Phi_k: np.ndarray, rtol: float) -> np.ndarray:

@@ -1,16 +1,34 @@
 """Array kernels below the labels: numpy (:mod:`.memory`) and dask (:mod:`.chunked`).
 
-The method modules work on ``xarray`` objects and call one kernel per step; which kernel
-runs is decided in one place, :func:`is_dask` (xarray's ``duck_array_ops`` in miniature):
-in-memory data take the numpy kernels, dask-backed data the chunked ones, and both give
-the same numbers to rounding (``tests/test_dask.py``).
+The method modules work on labelled ``xarray`` objects and call one kernel per step;
+which kernel runs is decided in one place, :func:`kernels` (xarray's ``duck_array_ops``
+in miniature): in-memory data take the numpy kernels, dask-backed data the chunked ones.
+Both modules define the same names with the same signatures:
+
+=====================  ===================================================================
+``check_values``       finite values, rows summing to one (one pass for dask)
+``is_causal``          zero above the diagonal
+``field_stats``        the ensemble mean and both causality flags
+``gather``             ``out[..., i, m] = x[..., i, idx[i, m]]`` (the lag re-indexing)
+``lag_moments``        ``C = <r r^T>`` of the lag profiles
+``cwt``                the Morlet transform of every profile
+``coherency_sums``     ``sum_s Y_s Y_s^H`` per scale
+``lag_gram``           the per-lag Gram tensor
+``Snapshots``          the POD's view of one ensemble: ``grams(W2)``, ``project(V^T)``
+``eigensolve``         all eigenvalues and the leading eigenvectors of a Gram
+``pod_operand``        what :func:`msapod.analyze` hands to the POD
+``residual``           ``(1/N) sum_s ||u_s - c_s B||^2``
+=====================  ===================================================================
+
+and give the same numbers to rounding (``tests/test_dask.py``).
 """
 
 from __future__ import annotations
 
 import sys
+from types import ModuleType
 
-__all__ = ["is_dask"]
+__all__ = ["is_dask", "kernels"]
 
 
 def is_dask(A) -> bool:
@@ -19,3 +37,14 @@ def is_dask(A) -> bool:
     if mod is None:  # dask never imported: nothing can be a dask array
         return False
     return isinstance(getattr(A, "data", A), mod.Array)
+
+
+def kernels(A) -> ModuleType:
+    """The kernel module for ``A``: :mod:`.chunked` for dask-backed data, else :mod:`.memory`."""
+    if is_dask(A):
+        from . import chunked
+
+        return chunked
+    from . import memory
+
+    return memory

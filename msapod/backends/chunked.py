@@ -32,16 +32,34 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from .._labels import positions, raise_values
+from .._labels import check_count, positions, raise_values
 from .memory import gather_last
 
-__all__ = ["lag_moments_chunked", "project", "window_grams"]
+__all__ = [
+    "CHECKS_IN_PASS",
+    "Snapshots",
+    "check_values",
+    "coherency_sums",
+    "cwt",
+    "eigensolve",
+    "field_stats",
+    "gather",
+    "is_causal",
+    "lag_gram",
+    "lag_moments",
+    "pod_operand",
+    "residual",
+]
 
 
 def whole(x, axes):
     """Rechunk ``x`` so that each of ``axes`` is a single chunk (no-op if it already is)."""
     want = {a % x.ndim: -1 for a in axes if len(x.chunks[a % x.ndim]) > 1}
     return x.rechunk(want) if want else x
+
+
+#: Whether values are checked in the passes that reduce them (so the entry checks skip them).
+CHECKS_IN_PASS = True
 
 
 # ----------------------------------------------------------------------------- checks
@@ -76,31 +94,34 @@ def field_stats(
     atol: float = 1e-3,
     name: str = "A",
     min_snapshots: int | None = 2,
-) -> tuple[xr.DataArray, bool, bool]:
+    flags: bool = True,
+) -> tuple[xr.DataArray, xr.DataArray, bool | None, bool | None]:
     """One pass over a dask field: value checks, the mean over ``dim`` and causality.
 
     Returns
     -------
+    A64 : xarray.DataArray
+        ``A`` as float64 (lazy).
     mean : xarray.DataArray
         ``A.astype(float64).mean(dim)``, in memory (numpy-backed).
     causal_A, causal_u : bool
         Whether ``A`` and its fluctuation ``A - mean`` are zero above the diagonal (key
-        after query), exactly as :func:`msapod.is_causal` would find.
+        after query), exactly as :func:`msapod.is_causal` would find (None unless
+        ``flags``).
     """
     import dask
 
-    if min_snapshots is not None and A.sizes[dim] < min_snapshots:
-        raise ValueError(
-            f"{name}: expected at least {min_snapshots} snapshots along {dim!r}, got {A.sizes[dim]}"
-        )
+    if min_snapshots is not None:
+        check_count(A, name, min_snapshots, dim)
     x = A.data
     tasks = {
         # float64 accumulation without a float64 copy of each chunk
         "mean": A.mean(dim, dtype=np.float64).data,
-        "max": A.max(dim).data,
-        "min": A.min(dim).data,
         "bad": (~_isfinite(x)).sum(),
     }
+    if flags:
+        tasks["max"] = A.max(dim).data
+        tasks["min"] = A.min(dim).data
     if stochastic and x.size:
         tasks["neg"] = (x < -atol).any()
         tasks["worst"] = abs(x.sum(axis=A.dims.index("key")) - 1.0).max()
@@ -112,6 +133,9 @@ def field_stats(
         dims=rest,
         coords={c: A.coords[c] for c in A.coords if dim not in A.coords[c].dims},
     )
+    A64 = A.astype(np.float64)
+    if not flags:
+        return A64, mean, None, None
     q = positions(A, "query", name)
     k = positions(A, "key", name)
     upper = xr.DataArray(k[None, :] > q[:, None], dims=("query", "key"))
@@ -125,10 +149,10 @@ def field_stats(
         .where(upper.variable, True)
         .all()
     )
-    return mean, causal_A, causal_u
+    return A64, mean, causal_A, causal_u
 
 
-def is_causal_chunked(A: xr.DataArray, atol: float = 0.0) -> bool:
+def is_causal(A: xr.DataArray, atol: float = 0.0) -> bool:
     """:func:`msapod.is_causal` of a dask field (one pass)."""
     import dask.array as da
 
@@ -146,13 +170,13 @@ def is_causal_chunked(A: xr.DataArray, atol: float = 0.0) -> bool:
 # ----------------------------------------------------------------------------- lag form
 
 
-def gather_last_lazy(A: xr.DataArray, src: str, new: str, idx, valid) -> xr.DataArray:
-    """Lazy ``out[..., i, m] = A[..., i, idx[i, m]]`` (0 where not ``valid``).
+def gather(x, idx, valid):
+    """Lazy ``out[..., i, m] = x[..., i, idx[i, m]]`` (0 where not ``valid``).
 
-    ``A`` has dims ``(..., "query", src)``; the result has ``(..., "query", new)``; query
-    and ``src`` are merged into one chunk (each row needs its whole profile).
+    The last two axes (query and the source) are merged into one chunk each: every row
+    needs its whole profile.
     """
-    x = whole(A.data, (-2, -1))
+    x = whole(x, (-2, -1))
     chunks = x.chunks[:-1] + ((idx.shape[1],),)
     return x.map_blocks(gather_last, idx, valid, chunks=chunks, dtype=x.dtype)
 
@@ -169,7 +193,7 @@ def _moment_block(x: np.ndarray, nl: int, k: int) -> np.ndarray:
     return C.reshape(lead + (1,) * k + (n_lag, n_lag))
 
 
-def lag_moments_chunked(R: xr.DataArray, dims) -> tuple[np.ndarray, tuple, tuple]:
+def lag_moments(R: xr.DataArray, dims) -> tuple[np.ndarray, tuple, tuple]:
     """``C = <r r^T>`` over ``dims`` of a dask lag field, summed chunk by chunk.
 
     Returns ``(C, lead, shape)`` with ``C`` of shape ``shape + (lag, lag)`` (float64, in
@@ -191,6 +215,28 @@ def lag_moments_chunked(R: xr.DataArray, dims) -> tuple[np.ndarray, tuple, tuple
     if not np.isfinite(np.trace(C, axis1=-2, axis2=-1).sum()):
         raise ValueError("R: expected finite values, found NaN/inf entries")
     return C, lead, tuple(R.sizes[d] for d in lead)
+
+
+def cwt(r: xr.DataArray, Phi: np.ndarray):
+    """Lazy Morlet transform of every lag profile, chunked like ``r`` (``lag`` whole)."""
+    rt = r.transpose(..., "lag")
+    x = whole(rt.data, (-1,))
+    n_scale, n_lag = Phi.shape[0], Phi.shape[1]
+    W = x.map_blocks(
+        _cwt_block,
+        Phi,
+        chunks=x.chunks[:-1] + ((n_scale,), (n_lag,)),
+        new_axis=x.ndim - 1,
+        dtype=np.complex128,
+        meta=np.array((), dtype=np.complex128),
+    )
+    return W, rt.dims[:-1]
+
+
+def _cwt_block(x: np.ndarray, Phi: np.ndarray) -> np.ndarray:
+    X = np.asarray(x, dtype=np.float64)
+    W = np.einsum("sbt,nt->nsb", Phi, X.reshape(-1, X.shape[-1]), optimize=True)
+    return W.reshape(X.shape[:-1] + W.shape[1:])
 
 
 # ----------------------------------------------------------------------------- Grams
@@ -269,7 +315,7 @@ def _lag_gram_pair(ri: np.ndarray, rj: np.ndarray) -> np.ndarray:
     return np.matmul(ri.transpose(2, 0, 1), rj.transpose(2, 1, 0))
 
 
-def lag_gram_chunked(R) -> np.ndarray:
+def lag_gram(R) -> np.ndarray:
     """Per-lag Gram tensor (lag, N, N) of a dask lag field (N, query, lag), block by block.
 
     The result is in memory (``8 L N^2`` bytes): for large N use :func:`window_grams`.
@@ -322,6 +368,55 @@ def project(X, Vt: np.ndarray) -> np.ndarray:
 
     V = da.from_array(np.ascontiguousarray(Vt), chunks=(Vt.shape[0], X.chunks[0]))
     return np.asarray((V @ X).compute())
+
+
+class Snapshots:
+    """One ensemble of fields as the POD sees it, chunk by chunk (see
+    :class:`msapod.backends.memory.Snapshots` for the in-memory namesake).
+
+    The entries of the lag form are packed straight from the chunks of ``one`` (key or
+    lag form, ``(N, query, key|lag)``), the mean field ``center`` subtracted on the way:
+    no lag-form pass. Grams are formed over pairs of snapshot chunks, only for the
+    windows asked for; all windows' modes come from one more pass.
+    """
+
+    def __init__(self, one: xr.DataArray, layout, center: np.ndarray | None = None) -> None:
+        self.n = one.shape[0]
+        n_lag = len(layout.lags)
+        if layout.lag_form:
+            # every (query, lag) entry, as the in-memory path uses
+            sel = np.arange(len(layout.qpos) * n_lag)
+            self.col = np.tile(np.arange(n_lag), len(layout.qpos))
+            self.pos = sel
+        else:
+            qi, self.col = np.nonzero(layout.valid)  # entries in lag-form order (query-major)
+            sel = qi * len(layout.kpos) + layout.idx[qi, self.col]
+            self.pos = qi * n_lag + self.col
+        self.size = len(layout.qpos) * n_lag
+        sub = None if center is None else center.reshape(-1)[sel]
+        self.X = pack(one.data, sel, sub)
+
+    def grams(self, W2: np.ndarray, out: np.ndarray) -> None:
+        """``out[w] = K_w`` for the squared windows ``W2`` (window, lag); ``out`` zeroed."""
+        window_grams(self.X, W2[:, self.col], out=out, zeroed=True)
+        out /= self.n
+
+    def project(self, Vts: list) -> list:
+        """``V_w^T X`` in lag form (mode, query * lag), one per window, in one pass."""
+        proj = project(self.X, np.concatenate(Vts))
+        out, start = [], 0
+        for Vt in Vts:
+            phi = np.zeros((len(Vt), self.size))
+            phi[:, self.pos] = proj[start : start + len(Vt)]
+            out.append(phi)
+            start += len(Vt)
+        return out
+
+
+def pod_operand(A: xr.DataArray, R: xr.DataArray, mean: xr.DataArray):
+    """What :func:`msapod.analyze` decomposes: ``A`` itself, ``mean`` removed chunk by
+    chunk while packing (no lag-form pass over the fluctuation)."""
+    return A, mean
 
 
 def eig_top(K: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -380,7 +475,7 @@ def _residual_block(u: np.ndarray, Bm: np.ndarray, C) -> np.ndarray:
     return np.atleast_1d(np.einsum("sp,sp->", R, R))
 
 
-def mean_sq_residual(u: xr.DataArray, dim: str, Bm: np.ndarray, C: np.ndarray | None) -> float:
+def residual(u: xr.DataArray, dim: str, Bm: np.ndarray, C: np.ndarray | None) -> float:
     """``(1/N) sum_s ||u_s - c_s Bm||^2`` of a dask field (``C`` None: project onto Bm)."""
     import dask.array as da
 
@@ -397,3 +492,6 @@ def mean_sq_residual(u: xr.DataArray, dim: str, Bm: np.ndarray, C: np.ndarray | 
             )
         )
     return float(da.concatenate(parts).sum().compute()) / u.sizes[dim]
+
+
+eigensolve = eig_top  # the name the dispatch uses (see msapod.backends.kernels)

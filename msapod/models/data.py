@@ -164,10 +164,10 @@ def ensemble_ids(
     Parameters
     ----------
     corpus
-        Encoded TinyShakespeare; defaults to :func:`msapod.data.load_corpus`.
+        Encoded TinyShakespeare; defaults to :func:`msapod.models.data.load_corpus`.
     n, length, seed
         Number of snippets, characters per snippet and seed of
-        :func:`msapod.data.ensemble_offsets` (deterministic, sorted, non-overlapping).
+        :func:`msapod.models.data.ensemble_offsets` (deterministic, sorted, non-overlapping).
     split
         ``"val"`` (default, the held-out last 10 %) or ``"train"``.
 

@@ -8,7 +8,7 @@ into an :class:`xarray.DataArray` with dims ``("head", "snapshot", "query", "key
 from 1, as in the paper.
 
 Memory is bounded by one layer: :func:`iter_attention` yields the layers one at a time.
-For the package's own :class:`~msapod.model.GPT` the hidden states entering the current
+For the package's own :class:`~msapod.models.gpt.GPT` the hidden states entering the current
 layer are kept per batch (``n * length * n_embd`` floats, about 20 MB for the paper's
 setting) and advanced one block per layer, so every block runs once per snippet; the
 probabilities are computed in float64 from exactly the hidden states of the ordinary
@@ -21,7 +21,8 @@ all anyway), so callers can stream batch by batch at the cost of one pass.
 Ensembles larger than memory: ``collect_attention(..., store=path)`` (or
 :func:`write_attention_zarr`) writes each batch of snapshots into a chunked zarr store as
 soon as it is computed (memory: one batch) and returns the store opened lazily, a
-dask-backed array that the analysis functions reduce chunk by chunk (:mod:`msapod.chunked`).
+dask-backed array that the analysis functions reduce chunk by chunk
+(:mod:`msapod.backends.chunked`).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def _model_info(model) -> dict:
             "framework": "transformers",
         }
     raise ValueError(
-        "model: expected an msapod.model.GPT or a transformers.PreTrainedModel, "
+        "model: expected an msapod.models.gpt.GPT or a transformers.PreTrainedModel, "
         f"got {type(model).__name__}"
     )
 
@@ -262,7 +263,7 @@ def iter_attention(
     Parameters
     ----------
     model
-        An :class:`msapod.model.GPT` or a ``transformers.PreTrainedModel`` (loaded with
+        An :class:`msapod.models.gpt.GPT` or a ``transformers.PreTrainedModel`` (loaded with
         ``attn_implementation="eager"`` so that it returns attention probabilities). It
         is run in eval mode without gradients; its mode is restored afterwards.
     ids
@@ -400,7 +401,7 @@ def collect_attention(
     Parameters
     ----------
     model
-        An :class:`msapod.model.GPT` or a ``transformers.PreTrainedModel`` (see
+        An :class:`msapod.models.gpt.GPT` or a ``transformers.PreTrainedModel`` (see
         :func:`iter_attention`).
     texts_or_ids
         ``(N, L)`` integer token ids (numpy array, nested list or torch tensor), or a list
@@ -618,7 +619,7 @@ def write_attention_zarr(
     it, so memory holds one batch (``batch_size x H x L x L`` float64 probabilities), never
     a layer or the ensemble. The result is the store opened lazily with
     ``xarray.open_zarr``: a dask-backed DataArray that every msapod analysis function
-    accepts (see :mod:`msapod.chunked`).
+    accepts (see :mod:`msapod.backends.chunked`).
 
     Parameters
     ----------

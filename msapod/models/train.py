@@ -233,7 +233,7 @@ def read_config(run: str | os.PathLike) -> dict:
     if "config_sha256" not in meta:
         raise ValueError(
             f"{path}: has no config_sha256; the config is not covered by a hash "
-            "(re-save it with msapod.train.write_config after checking it)"
+            "(re-save it with msapod.models.train.write_config after checking it)"
         )
     if config_digest(meta) != meta["config_sha256"]:
         raise ValueError(

@@ -76,7 +76,7 @@ def _zoo_model(name: str, model=None):
     if not isinstance(sha, str):
         raise ValueError(
             "model: expected a checkpoint-loaded GPT with a weights_sha256 attribute "
-            "(msapod.train.load_checkpoint sets it)"
+            "(msapod.models.train.load_checkpoint sets it)"
         )
     return model, sha
 
@@ -211,7 +211,7 @@ def cached_fields(
         Zoo model name (see :data:`msapod.zoo.MODELS`); loaded with
         :func:`msapod.zoo.load` unless ``model`` is given.
     n, length, seed
-        The ensemble of :func:`msapod.extract.ensemble_ids` (validation split).
+        The ensemble of :func:`msapod.models.extract.ensemble_ids` (validation split).
     layers
         1-based layer numbers; default all.
     cache_dir
@@ -219,8 +219,8 @@ def cached_fields(
     progress
         Show a progress bar while extracting.
     model
-        An already loaded :class:`msapod.model.GPT` carrying ``weights_sha256`` (as set by
-        :func:`msapod.train.load_checkpoint`), used instead of ``zoo.load(name)``;
+        An already loaded :class:`msapod.models.gpt.GPT` carrying ``weights_sha256`` (as set by
+        :func:`msapod.models.train.load_checkpoint`), used instead of ``zoo.load(name)``;
         ``name`` then only labels the file.
     batch_size
         Snapshots per forward pass while extracting.

@@ -20,7 +20,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from ..fields import check_field
-from ..spectra import effective_rank, spectral_concentration
+from ..spectra import double_centre, effective_rank, spectral_concentration
 from .uncertainty import fractional_rank
 
 __all__ = ["convergence_study", "nested_ensemble", "nested_spectra"]
@@ -43,9 +43,7 @@ def nested_ensemble(n_tokens: int, n: int, length: int, seed: int = 0) -> np.nda
 
 def _centred_gram(K_raw: np.ndarray, n: int) -> np.ndarray:
     """``H K H / n`` for the leading ``n`` x ``n`` block of a raw Gram matrix."""
-    K = K_raw[:n, :n]
-    row = K.mean(1, keepdims=True)
-    return (K - row - row.T + row.mean()) / n
+    return double_centre(K_raw[:n, :n]) / n
 
 
 def nested_spectra(
@@ -80,7 +78,7 @@ def nested_spectra(
         dims ``n`` (and ``eps``, ``rank`` up to max(ns)): ``spectrum(n, rank)`` (NaN
         beyond N), ``T_spec`` (fit 1..N/2), ``T_spec_fixed`` (fit ``fixed_k``),
         ``H_star(n, eps)``, ``at_rank_limit(n, eps)``, and jackknife ``*_se`` (for H*:
-        of :func:`msapod.uncertainty.fractional_rank`).
+        of :func:`msapod.studies.uncertainty.fractional_rank`).
     """
     check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim)
     ns = [int(x) for x in ns]
@@ -181,7 +179,7 @@ def convergence_study(
 
     One model and one layer at a time: the head-averaged fields of ``max(ns)`` nested
     snippets (:func:`nested_ensemble` of ``split``) are extracted layer by layer
-    (:func:`msapod.extract.iter_attention`) and reduced by :func:`nested_spectra`.
+    (:func:`msapod.models.extract.iter_attention`) and reduced by :func:`nested_spectra`.
 
     Returns
     -------

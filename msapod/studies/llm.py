@@ -9,7 +9,7 @@ vocabulary.
 
 The ensemble is the zoo's, translated to BPE tokens (:func:`token_ensemble`): the
 validation split (last 10 % of the text) is tokenised as a whole and ``n`` non-overlapping
-windows of ``length`` tokens are drawn by :func:`msapod.data.ensemble_offsets` with the
+windows of ``length`` tokens are drawn by :func:`msapod.models.data.ensemble_offsets` with the
 same seed. At 3.10 characters per token (measured on the split), the default
 ``length = 83`` tokens spans about 256 characters, the zoo snippets' span, so the lag
 range 1..L/2 of the scalogram covers about the same text (1..41 tokens, 3..127
@@ -293,8 +293,8 @@ def token_ensemble(tokenizer, n: int = DEFAULT_N, length: int = DEFAULT_LENGTH, 
     """The zoo's snippet ensemble in BPE tokens.
 
     The validation split (the last 10 % of TinyShakespeare, as in
-    :func:`msapod.extract.ensemble_ids`) is tokenised as one text without special tokens;
-    :func:`msapod.data.ensemble_offsets` then draws ``n`` of its aligned, non-overlapping
+    :func:`msapod.models.extract.ensemble_ids`) is tokenised as one text without special tokens;
+    :func:`msapod.models.data.ensemble_offsets` then draws ``n`` of its aligned, non-overlapping
     windows of ``length`` tokens with ``seed`` (sorted, deterministic).
 
     Parameters
@@ -580,7 +580,7 @@ def smollm2_analysis(
         The ensemble of :func:`token_ensemble`: ``n`` snippets of ``length`` tokens
         (default 150 x 83 tokens, about 256 characters each, as in the zoo).
     cache_dir
-        Cache root; default :func:`msapod.cache.cache_dir`.
+        Cache root; default :func:`msapod.studies.cache.cache_dir`.
     progress
         tqdm bars over forward passes and layers.
     keep_fields

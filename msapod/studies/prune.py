@@ -15,7 +15,7 @@ number of heads anywhere else. This module measures it:
 * :func:`prune_masks`: which heads to remove for a budget and a strategy.
 * :func:`ablation_loss`: validation loss with heads zeroed (``GPT.set_head_mask``).
 * :func:`pruning_study`: all of it for the zoo models, cached per model with
-  :func:`msapod.cache.cached_dataset`; :func:`c6_verdict` reads the verdict from it.
+  :func:`msapod.studies.cache.cached_dataset`; :func:`c6_verdict` reads the verdict from it.
 
 Strategies (``budget`` heads removed out of ``n_layer * n_head``):
 
@@ -116,7 +116,7 @@ def head_ranks(
 ) -> xr.Dataset:
     """Effective rank H* and spectral concentration T_spec of every attention head.
 
-    Streams one layer at a time (:func:`msapod.extract.iter_attention` with
+    Streams one layer at a time (:func:`msapod.models.extract.iter_attention` with
     ``average_heads=False``); for each head the plain (unwindowed) fluctuation field
     ``u_s = A_s - Abar`` is decomposed by :func:`msapod.pod` and its full spectrum gives
     H* (:func:`msapod.effective_rank`) and T_spec (:func:`msapod.spectral_concentration`,
@@ -125,10 +125,10 @@ def head_ranks(
     Parameters
     ----------
     model
-        An :class:`msapod.model.GPT` (or a model :func:`msapod.extract.iter_attention`
+        An :class:`msapod.models.gpt.GPT` (or a model :func:`msapod.models.extract.iter_attention`
         accepts).
     ids
-        ``(N, L)`` token ids of the ensemble, e.g. ``msapod.extract.ensemble_ids()[0]``.
+        ``(N, L)`` token ids of the ensemble, e.g. ``msapod.models.data.ensemble_ids()[0]``.
     eps
         Tolerances of H*; ``primary_eps`` (one of them) defines ``rank_score``.
     criterion
@@ -137,7 +137,7 @@ def head_ranks(
     tie_modes
         Modes whose captured energy fraction breaks ties of H* (see ``rank_score``).
     batch_size, progress, name
-        Passed to :func:`msapod.extract.iter_attention`.
+        Passed to :func:`msapod.models.extract.iter_attention`.
 
     Returns
     -------
@@ -246,7 +246,7 @@ def head_importance(
     """Gradient-based head importance of Michel, Levy & Neubig (2019).
 
     ``I_h = mean over batches of |dL/dxi_h|`` at ``xi = 1``, where ``xi_h`` multiplies
-    head h's output (:meth:`msapod.model.GPT.differentiable_head_mask`) and ``L`` is
+    head h's output (:meth:`msapod.models.gpt.GPT.differentiable_head_mask`) and ``L`` is
     the mean next-character cross-entropy of a batch (the absolute value is taken per
     batch, as in their code). With ``normalise`` each layer's scores are divided by
     their l2 norm over the heads (their ``exponent = 2`` layer normalisation), which
@@ -255,13 +255,13 @@ def head_importance(
     Parameters
     ----------
     model
-        An :class:`msapod.model.GPT`; run in eval mode, its mode is restored.
+        An :class:`msapod.models.gpt.GPT`; run in eval mode, its mode is restored.
     tokens
         1-D token stream to draw windows of ``block_size + 1`` tokens from. Use the
         *training* split, so that the heads are not selected on the validation batches
         the loss is measured on.
     batches, batch_size, seed
-        Windows drawn as in :func:`msapod.train.get_batch` with
+        Windows drawn as in :func:`msapod.models.train.get_batch` with
         ``numpy.random.default_rng(seed)``.
     normalise
         Divide by the per-layer l2 norm.
@@ -428,20 +428,20 @@ def prune_masks(scores, budget: int, strategy: str, rng=None) -> np.ndarray:
 def ablation_loss(model, mask, tokens, *, batches: int = 20, batch_size: int = 16) -> float:
     """Validation loss with the heads where ``mask == 0`` zeroed.
 
-    Installs ``mask`` with :meth:`msapod.model.GPT.set_head_mask`, runs
-    :func:`msapod.train.evaluate` (fixed, seeded batches: every mask sees the same
+    Installs ``mask`` with :meth:`msapod.models.gpt.GPT.set_head_mask`, runs
+    :func:`msapod.models.train.evaluate` (fixed, seeded batches: every mask sees the same
     windows, so differences between masks are paired) and restores the previous mask.
 
     Parameters
     ----------
     model
-        An :class:`msapod.model.GPT`.
+        An :class:`msapod.models.gpt.GPT`.
     mask
         ``(n_layer, n_head)`` of 0/1 (1 = keep).
     tokens
         1-D token stream, normally ``load_corpus().val``.
     batches, batch_size
-        Passed to :func:`msapod.train.evaluate`.
+        Passed to :func:`msapod.models.train.evaluate`.
 
     Returns
     -------
@@ -644,7 +644,7 @@ def pruning_study(
     One model at a time: its per-head H* (:func:`head_ranks`, cached under
     ``<cache>/head-ranks``) and its pruning results (:func:`model_pruning`, cached
     under ``<cache>/pruning``), each keyed by the weights' and the data's sha256, every
-    parameter and :data:`PRUNE_FORMAT` (see :func:`msapod.cache.cached_dataset`).
+    parameter and :data:`PRUNE_FORMAT` (see :func:`msapod.studies.cache.cached_dataset`).
 
     Parameters
     ----------
@@ -663,7 +663,7 @@ def pruning_study(
     importance_batches, importance_batch_size
         Training batches of :func:`head_importance`.
     cache_dir
-        Cache root; default :func:`msapod.cache.cache_dir`.
+        Cache root; default :func:`msapod.studies.cache.cache_dir`.
     progress
         Show progress bars (one model and one layer at a time).
 

@@ -1,7 +1,7 @@
 """``msapod reproduce``: (re)compute every number the book shows, in one command.
 
 Each step calls the same cached functions the book's pages call, so a step whose cache
-is present and verified (keys and sha256 checks of :mod:`msapod.cache`) is skipped in
+is present and verified (keys and sha256 checks of :mod:`msapod.studies.cache`) is skipped in
 seconds, an interrupted run resumes where it stopped, and a book build after
 ``msapod reproduce`` only reads. The results folder receives light copies as netCDF and
 the scorecard as CSV, with a ``manifest.json`` of sha256 sums::
@@ -34,7 +34,7 @@ __all__ = ["BOOK_ANALYSES", "STEPS", "reproduce"]
 #: Steps in order; each may be run alone (later steps read earlier caches).
 STEPS = ("zoo", "uncertainty", "convergence", "pruning", "llm", "scorecard")
 
-#: Parameter sets of :func:`msapod.cache.cached_analysis` that the book's pages read
+#: Parameter sets of :func:`msapod.studies.cache.cached_analysis` that the book's pages read
 #: (page 04's window-rule sensitivity, page 05's centroid-centred windows).
 BOOK_ANALYSES: tuple[dict, ...] = (
     {},

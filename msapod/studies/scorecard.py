@@ -11,9 +11,9 @@ Verdicts:
 * **not testable as stated** -- the setting cannot support the claim (said why).
 
 Intervals: per model and layer, 1.96 jackknife standard errors over snapshots
-(:mod:`msapod.uncertainty`); architecture differences (C7, C8, the loss) use the
+(:mod:`msapod.studies.uncertainty`); architecture differences (C7, C8, the loss) use the
 Student-t interval over the two training seeds per architecture of
-:func:`msapod.uncertainty.arch_difference`.
+:func:`msapod.studies.uncertainty.arch_difference`.
 """
 
 from __future__ import annotations
@@ -57,11 +57,11 @@ def zoo_scorecard(
     models
         Zoo models (default all four: two seeds per architecture).
     uncertainty, convergence, pruning
-        Results of :func:`msapod.uncertainty.zoo_uncertainty`,
-        :func:`msapod.convergence.convergence_study` and
-        :func:`msapod.prune.pruning_study`; computed (or read from the cache) when None.
+        Results of :func:`msapod.studies.uncertainty.zoo_uncertainty`,
+        :func:`msapod.studies.convergence.convergence_study` and
+        :func:`msapod.studies.prune.pruning_study`; computed (or read from the cache) when None.
     llm
-        Result of :func:`msapod.llm.smollm2_analysis`; None computes it when the
+        Result of :func:`msapod.studies.llm.smollm2_analysis`; None computes it when the
         optional ``llm`` extra is installed, False skips it (the LLM columns then say
         so).
 
@@ -71,10 +71,27 @@ def zoo_scorecard(
         Index ``claim``; columns ``paper``, ``measured``, ``verdict``, ``rule``,
         ``cases``, ``page``, ``llm_measured``, ``llm_verdict``.
     """
+    models, studies = _studies(models, uncertainty, convergence, pruning, progress)
+    unc, conv, ds = studies["uncertainty"], studies["convergence"], studies["analysis"]
+    rows = [
+        *_scale_rows(unc),
+        *_concentration_rows(ds, unc, conv, models),
+        *_rank_rows(ds, unc, conv, models),
+        *_pruning_rows(studies["pruning"]),
+        *_energy_rows(unc),
+        *_mode_rows(models, progress),
+        *_theorem1_rows(models, progress),
+        *_loss_rows(models, ds),
+    ]
+    card = pd.DataFrame(rows).set_index("claim")
+    card = card.loc[[f"C{i}" for i in range(1, 11)] + ["L"]]
+    return _merge_llm(card, llm, progress)
+
+
+def _studies(models, uncertainty, convergence, pruning, progress) -> tuple[list, dict]:
+    """The zoo's models and the studies the claims read (computed or cached when None)."""
     from ..models import zoo
-    from ..models.zoo import ZOO_CONFIGS, path
-    from .cache import cached_analysis, cached_fields, zoo_analysis
-    from .uncertainty import arch_difference
+    from .cache import zoo_analysis
 
     models = list(zoo.models() if models is None else models)
     if uncertainty is None:
@@ -94,10 +111,17 @@ def zoo_scorecard(
         variables=["scale_centroid", "spectrum", "T_spec", "H_star", "energy", "total_energy"],
         progress=progress,
     )
-    unc = uncertainty.sel(model=models)
-    rows = []
+    return models, {
+        "uncertainty": uncertainty.sel(model=models),
+        "convergence": convergence,
+        "pruning": pruning,
+        "analysis": ds,
+    }
 
-    # ---- scales (C1, C2)
+
+def _scale_rows(unc) -> list[dict]:
+    """C1, C2: the scale centroid's interval against a ≤ 7 and a ≥ 20."""
+    rows = []
     cent, cse = unc["scale_centroid"], unc["scale_centroid_se"]
     lo, up = cent - Z95 * cse, cent + Z95 * cse
     c1 = classify(lo.sel(layer=[1, 2]), up.sel(layer=[1, 2]), high=7)
@@ -130,8 +154,14 @@ def zoo_scorecard(
             page="03-scalogram",
         )
     )
+    return rows
 
-    # ---- spectral concentration (C3, C8)
+
+def _concentration_rows(ds, unc, conv, models) -> list[dict]:
+    """C3, C8: T_spec near 1 early, concentration late; EGA − baseline T_spec."""
+    rows = []
+    from .uncertainty import arch_difference
+
     plain = ds.sel(window="plain")
     T = plain["T_spec"]
     Tse = unc["T_spec_se"].sel(window="plain")
@@ -140,8 +170,8 @@ def zoo_scorecard(
     cb = np.where(
         top5.sel(layer=[5, 6]).mean("layer") > top5.sel(layer=[1, 2]).mean("layer"), "yes", "no"
     )
-    conv_T = convergence["T_spec"].sel(model=models, layer=[1, 2])
-    n_big = int(convergence["n"].max())
+    conv_T = conv["T_spec"].sel(model=models, layer=[1, 2])
+    n_big = int(conv["n"].max())
     rows.append(
         dict(
             claim="C3",
@@ -175,7 +205,7 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="C8",
-            paper=CLAIMS["C4"],
+            paper=CLAIMS["C8"],
             measured="EGA − baseline T_spec, layers 3–6: "
             + ", ".join(
                 f"{float(dT['diff'].sel(layer=l)):+.2f} [{float(dT['lower'].sel(layer=l)):+.2f}, "
@@ -188,13 +218,19 @@ def zoo_scorecard(
             page="07-spectral-concentration, 09-energy-gated-attention",
         )
     )
+    return rows
 
-    # ---- effective rank (C5) and heads (C6)
+
+def _rank_rows(ds, unc, conv, models) -> list[dict]:
+    """C5: H*(0.10) above 150 early (at the largest N), about 91 later."""
+    rows = []
+    plain = ds.sel(window="plain")
+    n_big = int(conv["n"].max())
     H = plain["H_star"].sel(eps=0.10)
     Hse = unc["H_star_frac_se"].sel(window="plain", eps=0.10)
     n_snap = plain.sizes["rank"]
-    cH = convergence["H_star"].sel(model=models, eps=0.10, n=n_big)
-    cHse = convergence["H_star_se"].sel(model=models, eps=0.10, n=n_big)
+    cH = conv["H_star"].sel(model=models, eps=0.10, n=n_big)
+    cHse = conv["H_star_se"].sel(model=models, eps=0.10, n=n_big)
     c5a = classify(
         (cH - Z95 * cHse).sel(layer=[1, 2]), (cH + Z95 * cHse).sel(layer=[1, 2]), low=150.5
     )
@@ -221,6 +257,12 @@ def zoo_scorecard(
             page="08-effective-rank, 11-uncertainty-convergence",
         )
     )
+    return rows
+
+
+def _pruning_rows(pruning) -> list[dict]:
+    """C6: head pruning guided by H* (see :func:`msapod.studies.prune.c6_verdict`)."""
+    rows = []
     from .prune import c6_verdict
 
     c6 = c6_verdict(pruning)
@@ -236,8 +278,14 @@ def zoo_scorecard(
             page="12-head-pruning",
         )
     )
+    return rows
 
-    # ---- energy (C7)
+
+def _energy_rows(unc) -> list[dict]:
+    """C7: EGA − baseline scalogram energy, every layer."""
+    rows = []
+    from .uncertainty import arch_difference
+
     E = unc["energy"]
     dE = arch_difference(E, unc["energy_se"])
     c7 = np.where(dE["significant"], np.where(dE["diff"] > 0, "yes", "no"), "ns")
@@ -256,8 +304,14 @@ def zoo_scorecard(
             page="09-energy-gated-attention",
         )
     )
+    return rows
 
-    # ---- modes (C4, C9)
+
+def _mode_rows(models, progress) -> list[dict]:
+    """C4, C9: lags of the first scale-selective mode; plain vs windowed spread."""
+    rows = []
+    from .cache import cached_analysis
+
     paper_lags = {2: (2, 10), 4: (10, 35), 6: (10, 40)}
     c4, c4_text, spread_plain, spread_scale = [], [], [], []
     for m in models:
@@ -274,7 +328,7 @@ def zoo_scorecard(
     rows.append(
         dict(
             claim="C4",
-            paper=CLAIMS["C8"],
+            paper=CLAIMS["C4"],
             measured="mean lag of the first scale-1 mode (characters): "
             + "; ".join(
                 f"{m}: " + "/".join(c4_text[3 * k : 3 * k + 3]) for k, m in enumerate(models)
@@ -303,17 +357,22 @@ def zoo_scorecard(
             page="05-pod",
         )
     )
+    return rows
 
-    # ---- Theorem 1 (C10)
+
+def _theorem1_rows(models, progress) -> list[dict]:
+    """C10: Theorem 1 on layer 4 of the first model (error = tail sum; random bases)."""
+    rows = []
     from ..decomposition import basis_error, pod, reconstruction_error
     from ..fields import reynolds
+    from .cache import cached_fields
 
     A = cached_fields(models[0], progress=progress).sel(layer=4)
     u = reynolds(A)["fluctuation"]
     res = pod(u, n_modes=20)
     lam = res["spectrum"].values
     worst, beaten = 0.0, 0
-    rng = np.random.defaultfmt_range(0)
+    rng = np.random.default_rng(0)
     mask = np.tril(np.ones((u.sizes["query"], u.sizes["key"]), bool))
     for K in (1, 5, 20):
         err = float(reconstruction_error(u, res, K))
@@ -337,8 +396,15 @@ def zoo_scorecard(
             page="05-pod",
         )
     )
+    return rows
 
-    # ---- the EGA loss (the EGA paper's headline, not a C-claim of this paper)
+
+def _loss_rows(models, ds) -> list[dict]:
+    """L: the EGA paper's loss claim (not a C-claim of this paper)."""
+    rows = []
+    from ..models.zoo import ZOO_CONFIGS, path
+    from .uncertainty import arch_difference
+
     losses = xr.DataArray(
         [json.loads((path(m) / "config.json").read_text())["val_loss"] for m in models],
         dims="model",
@@ -372,14 +438,15 @@ def zoo_scorecard(
             page="10-training",
         )
     )
+    return rows
 
-    card = pd.DataFrame(rows).set_index("claim")
-    card = card.loc[[f"C{i}" for i in range(1, 11)] + ["L"]]
+
+def _merge_llm(card: pd.DataFrame, llm, progress: bool) -> pd.DataFrame:
+    """Add the LLM columns (``llm`` False: a dash in each)."""
     card["llm_measured"] = "—"
     card["llm_verdict"] = "—"
     if llm is not False:
-        llm_rows = _llm_rows(llm, progress)
-        for r in llm_rows:
+        for r in _llm_rows(llm, progress):
             if r["claim"] in card.index:
                 card.loc[r["claim"], "llm_measured"] = r["measured"]
                 card.loc[r["claim"], "llm_verdict"] = r["verdict"]

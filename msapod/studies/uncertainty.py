@@ -38,6 +38,7 @@ from ..spectra import (
     jackknife_se,
     spectral_concentration,
     tail_fraction,
+    tail_rank,
 )
 from ..wavelets import (
     check_scales,
@@ -71,7 +72,7 @@ def fractional_rank(lam: np.ndarray, eps: float) -> np.ndarray:
     non-increasing.
     """
     tail = tail_fraction(lam)
-    H = np.argmax(tail <= eps * (1 + 1e-12), axis=-1)
+    H = tail_rank(tail, eps)
     Hm = np.maximum(H - 1, 0)
     t0 = np.take_along_axis(tail, Hm[..., None], -1)[..., 0]
     t1 = np.take_along_axis(tail, H[..., None], -1)[..., 0]
@@ -351,8 +352,8 @@ def zoo_uncertainty(
     """Jackknife standard errors of the zoo's per-layer numbers (cached).
 
     For every zoo model and layer (head-averaged fields of
-    :func:`msapod.cache.cached_fields`, default analysis of
-    :func:`msapod.cache.cached_analysis`): the scale centroid and scalogram energy of u
+    :func:`msapod.studies.cache.cached_fields`, default analysis of
+    :func:`msapod.studies.cache.cached_analysis`): the scale centroid and scalogram energy of u
     (:func:`scale_jackknife`), and T_spec and H*(eps) of every window
     (:func:`pod_jackknife`). One model is processed at a time.
 
