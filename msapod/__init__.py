@@ -9,7 +9,8 @@ from ._io import package_version
 from .decomposition import basis_error, lag_gram, pod, reconstruct, reconstruction_error
 from .fields import check_field, from_lag, is_causal, reynolds, to_lag
 from .pipeline import analyze
-from .spectra import bootstrap_spectrum, effective_rank, jackknife_se, spectral_concentration
+from .resampling import bootstrap_spectrum, jackknife_se
+from .spectra import effective_rank, spectral_concentration
 from .wavelets import (
     coherency,
     cwt,

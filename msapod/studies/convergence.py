@@ -20,7 +20,8 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from ..fields import check_field
-from ..spectra import double_centre, effective_rank, spectral_concentration
+from ..resampling import double_centre
+from ..spectra import effective_rank, spectral_concentration
 from .uncertainty import fractional_rank
 
 __all__ = ["convergence_study", "nested_ensemble", "nested_spectra"]

@@ -526,7 +526,8 @@ def _parts(n: int, length: int, seed: int, params: dict) -> dict:
 
 def _analyse_layer(fields: _Fields, layer: int, params: dict, ens: dict) -> xr.Dataset:
     from ..pipeline import analyze
-    from ..spectra import bootstrap_spectrum, effective_rank, jackknife_se
+    from ..resampling import bootstrap_spectrum, jackknife_se
+    from ..spectra import effective_rank
     from ..spectra import spectral_concentration as conc
 
     values = fields.layer(layer - 1)

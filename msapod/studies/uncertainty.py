@@ -32,14 +32,8 @@ import numpy as np
 import xarray as xr
 
 from ..fields import check_field, reynolds, to_lag
-from ..spectra import (
-    bootstrap_spectrum,
-    effective_rank,
-    jackknife_se,
-    spectral_concentration,
-    tail_fraction,
-    tail_rank,
-)
+from ..resampling import bootstrap_spectrum, jackknife_se
+from ..spectra import effective_rank, spectral_concentration, tail_fraction, tail_rank
 from ..wavelets import (
     check_scales,
     fourier_period,
