@@ -179,21 +179,13 @@ def _analyze_one(
     peaks = dominant_scales(
         sc["spectrum"].assign_attrs(omega0=omega0), max_peaks, include_edges=include_edges
     )
-    wp = window_parameters(sc["energy"], peaks, centre=centre, width=width)
+    wp, windows, labels = _windows(sc, peaks, centre, width, max_peaks)
     valid = np.isfinite(peaks)
-    lags = sc["lag"].values
-    w_scale = lag_window(lags, wp["centre"].fillna(0.0), wp["width"].fillna(1.0))
-    w_scale = w_scale.where(valid, 0.0)
-    labels = ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
-    windows = _by_window(w_scale, 1.0, labels)
     operand, center = kern.pod_operand(A, R, mean)
     res = decompose(operand, dim, n_modes, windows, 1e-12, center=center, causal=causal_u)
     win_valid = _by_window(valid, True, labels)
     conc = spectral_concentration(res["spectrum"], k_min, k_max)
-    eps_da = xr.DataArray(eps_list, dims="eps", name="eps")
-    Hs = [effective_rank(res["spectrum"], e, criterion, n_snapshots=u.sizes[dim]) for e in eps_list]
-    H = xr.concat([h.reset_coords(drop=True) for h in Hs], dim=eps_da)
-    at_limit = xr.concat([h["at_rank_limit"].reset_coords(drop=True) for h in Hs], dim=eps_da)
+    H, at_limit = _ranks(res["spectrum"], eps_list, criterion, u.sizes[dim])
     out = xr.Dataset(
         {
             "mean": rey["mean"],
@@ -242,17 +234,7 @@ def _analyze_one(
             continue
         out[name] = out[name].where(win_valid)
     if coherency:
-        ok = np.isfinite(peaks.values)
-        g = np.full((max_peaks, u.sizes["query"], u.sizes["query"]), np.nan)
-        if ok.any():
-            order = np.argsort(peaks.values[ok])
-            gam = coherency_of(R, peaks.values[ok][order], omega0, dim=dim).values
-            g[np.flatnonzero(ok)[order]] = gam
-        out["coherency"] = xr.DataArray(
-            g,
-            dims=("peak", "query_i", "query_j"),
-            coords={"query_i": u["query"].values, "query_j": u["query"].values},
-        )
+        out["coherency"] = _coherency_at_peaks(R, peaks, omega0, dim, max_peaks)
     for name, da in (
         ("mean", rey["mean"]),
         ("energy", sc["energy"]),
@@ -280,6 +262,37 @@ def _analyze_one(
         "pod_normalisation": res.attrs["normalisation"],
     }
     return out
+
+
+def _coherency_at_peaks(R, peaks, omega0, dim, max_peaks) -> xr.DataArray:
+    """gamma(peak, query_i, query_j) at the dominant scales (NaN for missing peaks)."""
+    ok = np.isfinite(peaks.values)
+    q = R["query"].values
+    g = np.full((max_peaks, len(q), len(q)), np.nan)
+    if ok.any():
+        order = np.argsort(peaks.values[ok])
+        gam = coherency_of(R, peaks.values[ok][order], omega0, dim=dim).values
+        g[np.flatnonzero(ok)[order]] = gam
+    return xr.DataArray(g, dims=("peak", "query_i", "query_j"), coords={"query_i": q, "query_j": q})
+
+
+def _ranks(spectrum, eps_list, criterion, n) -> tuple[xr.DataArray, xr.DataArray]:
+    """H*(eps) and its at_rank_limit flag along a new ``eps`` dim."""
+    eps_da = xr.DataArray(eps_list, dims="eps", name="eps")
+    Hs = [effective_rank(spectrum, e, criterion, n_snapshots=n) for e in eps_list]
+    H = xr.concat([h.reset_coords(drop=True) for h in Hs], dim=eps_da)
+    at_limit = xr.concat([h["at_rank_limit"].reset_coords(drop=True) for h in Hs], dim=eps_da)
+    return H, at_limit
+
+
+def _windows(sc, peaks, centre, width, max_peaks):
+    """Window parameters, the windows ("plain" = 1, then one per peak; zero where a peak
+    is missing) and their labels."""
+    wp = window_parameters(sc["energy"], peaks, centre=centre, width=width)
+    w_scale = lag_window(sc["lag"].values, wp["centre"].fillna(0.0), wp["width"].fillna(1.0))
+    w_scale = w_scale.where(np.isfinite(peaks), 0.0)
+    labels = ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
+    return wp, _by_window(w_scale, 1.0, labels), labels
 
 
 def _by_window(da: xr.DataArray, plain, labels: list[str]) -> xr.DataArray:
