@@ -26,6 +26,41 @@ def check_meta(A, name: str, dims: Sequence[str]) -> None:
         )
     if not np.issubdtype(A.dtype, np.number) or np.issubdtype(A.dtype, np.complexfloating):
         raise ValueError(f"{name}: expected real numbers, got dtype {A.dtype}")
+    for d in dims:
+        if A.sizes[d] == 0:
+            raise ValueError(f"{name}: dim {d!r} has length 0; expected a non-empty field")
+    check_unique(A, name)
+
+
+def check_unique(A: xr.DataArray, name: str) -> None:
+    """Every dim coordinate labels its positions once (a repeated label would silently
+    drop or merge rows, columns or snapshots)."""
+    for d in A.dims:
+        if d in A.indexes and not A.indexes[d].is_unique:
+            values = np.asarray(A[d].values)
+            uniq, counts = np.unique(values, return_counts=True)
+            raise ValueError(
+                f"{name}: coordinate {d!r} has duplicate labels {uniq[counts > 1][:5].tolist()}; "
+                "expected unique labels"
+            )
+
+
+def check_omega0(omega0) -> float:
+    """The Morlet centre frequency: a finite number > 0 (6 by convention)."""
+    if isinstance(omega0, bool) or not isinstance(omega0, int | float | np.number):
+        raise ValueError(f"omega0: expected a positive number, got {omega0!r}")
+    if not np.isfinite(omega0) or omega0 <= 0:
+        raise ValueError(f"omega0: expected a finite number > 0 (6 by convention), got {omega0}")
+    return float(omega0)
+
+
+def check_eps(eps) -> float:
+    """One tolerance in (0, 1); numpy scalars are accepted."""
+    if isinstance(eps, bool) or not isinstance(eps, int | float | np.integer | np.floating):
+        raise ValueError(f"eps: expected a number in (0, 1), got {eps!r}")
+    if not 0 < float(eps) < 1:
+        raise ValueError(f"eps: expected a number in (0, 1), got {eps!r}")
+    return float(eps)
 
 
 def check_count(A: xr.DataArray, name: str, min_snapshots: int, snapshot_dim: str) -> None:

@@ -224,6 +224,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="msapod", description="Multiscale POD of transformer attention fields"
     )
     p.add_argument("--version", action="version", version=f"msapod {package_version()}")
+    p.add_argument(
+        "--debug", action="store_true", help="let errors raise with their Python traceback"
+    )
     sub = p.add_subparsers(dest="command", required=True)
 
     t = sub.add_parser("train", help="train or resume a zoo model or a configured run")
@@ -273,15 +276,19 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``msapod`` command line; returns the exit status.
 
-    Bad arguments or data (ValueError, FileNotFoundError) print ``msapod: error: ...``
-    and return 2.
+    Bad arguments, data or files (ValueError, TypeError, OSError, RuntimeError) print one
+    line ``msapod: error: ...`` naming what was wrong and return 2; ``--debug`` lets the
+    exception raise with its traceback instead.
     """
     parser = _parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (ValueError, FileNotFoundError) as err:
-        print(f"msapod: error: {err}", file=sys.stderr)
+    except (ValueError, TypeError, OSError, RuntimeError) as err:
+        if args.debug:
+            raise
+        msg = " ".join(str(err).split())  # one line
+        print(f"msapod: error: {msg}", file=sys.stderr)
         return 2
 
 

@@ -66,6 +66,8 @@ def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
             for ix in np.ndindex(*shape)
         ]
     )
+    if not np.isfinite(G).all():  # dask input is checked here, in the pass that reduces it
+        raise ValueError("u: expected finite values, got NaN or inf entries")
     n = u.sizes[dim]
     return xr.DataArray(
         G.reshape(shape + G.shape[1:]),
@@ -201,11 +203,15 @@ def decompose(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.
 
 def _check_pod_args(u, dim, n_modes, window) -> int:
     """Validate the arguments of :func:`pod`; returns ``n_modes`` as an int."""
+    if not isinstance(u, xr.DataArray):
+        raise TypeError(f"u: expected an xarray.DataArray, got {type(u).__name__}")
     lag_form = "lag" in u.dims
     check_lazy(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"), snapshot_dim=dim)
     n = u.sizes[dim]
     if n_modes is None:
         n_modes = n
+    if isinstance(n_modes, bool) or not isinstance(n_modes, int | np.integer):
+        raise ValueError(f"n_modes: expected an integer 1..{n} or None, got {n_modes!r}")
     if not 1 <= int(n_modes) <= n:
         raise ValueError(f"n_modes: expected 1..{n} (the number of snapshots), got {n_modes}")
     if window is not None:
@@ -389,8 +395,17 @@ def reconstruction_error(
     Dask-backed ``u`` is reduced chunk by chunk (with leading dims the result is lazy).
     """
     n_avail = result.sizes["mode"]
+    if isinstance(rank, bool) or not isinstance(rank, int | np.integer):
+        raise ValueError(f"rank: expected an integer 0..{n_avail}, got {rank!r}")
     if not 0 <= rank <= n_avail:
         raise ValueError(f"rank: expected 0..{n_avail} (modes available), got {rank}")
+    check_field(u, name="u", dims=(dim, "query", "key"), snapshot_dim=dim)
+    n_pod = result["coefficients"].sizes.get(dim)
+    if n_pod is not None and u.sizes[dim] != n_pod:
+        raise ValueError(
+            f"u: has {u.sizes[dim]} snapshots along {dim!r} but the POD result was computed "
+            f"from {n_pod}; pass the ensemble the POD was computed from"
+        )
     lead = [d for d in u.dims if d not in (dim, "query", "key")]
     extra = [d for d in result["modes"].dims if d not in ("mode", "query", "key")]
     if not lead and not extra:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._labels import positions
+from ._labels import check_eps, positions
 from .backends import kernels
 from .decomposition import decompose
 from .fields import check_lazy, lag_form, split_from_mean
@@ -95,10 +95,10 @@ def analyze(
     """
     if field not in ("fluctuation", "total"):
         raise ValueError(f"field: expected 'fluctuation' or 'total', got {field!r}")
-    eps_list = [float(e) for e in np.atleast_1d(eps)]
-    bad = [e for e in eps_list if not 0 < e < 1]
-    if bad:
-        raise ValueError(f"eps: expected values in (0, 1), got {bad}")
+    eps_arr = np.atleast_1d(np.asarray(eps, dtype=object))
+    if eps_arr.ndim != 1 or eps_arr.size == 0:
+        raise ValueError(f"eps: expected one number or a non-empty sequence in (0, 1), got {eps!r}")
+    eps_list = [check_eps(e) for e in eps_arr]
     # dask data: values are checked set by set, in the pass that forms the mean
     check_lazy(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
     if n_modes is None:

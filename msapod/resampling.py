@@ -64,6 +64,11 @@ def bootstrap_spectrum(
     other = f"{dim}_"
     if not isinstance(gram, xr.DataArray) or not {dim, other} <= set(gram.dims):
         raise ValueError(f"gram: expected a DataArray with dims {dim!r} and {other!r}")
+    if gram.sizes[dim] != gram.sizes[other]:
+        raise ValueError(
+            f"gram: expected a square Gram matrix over ({dim!r}, {other!r}), got "
+            f"{gram.sizes[dim]} x {gram.sizes[other]}"
+        )
     if not (isinstance(n_boot, int) and n_boot >= 1):
         raise ValueError(f"n_boot: expected an integer >= 1, got {n_boot!r}")
     if method not in ("bayesian", "resample", "jackknife"):

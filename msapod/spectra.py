@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ._labels import lead_coords, stack_leading
+from ._labels import check_eps, lead_coords, stack_leading
 
 __all__ = ["effective_rank", "spectral_concentration", "tail_fraction", "tail_rank"]
 
@@ -164,8 +164,7 @@ def effective_rank(
     xarray.DataArray
         Integer H* with a boolean coordinate ``at_rank_limit``; 0 for a zero spectrum.
     """
-    if not (isinstance(eps, int | float) and 0 < eps < 1):
-        raise ValueError(f"eps: expected a number in (0, 1), got {eps!r}")
+    eps = check_eps(eps)
     if criterion not in ("energy", "l2"):
         raise ValueError(f"criterion: expected 'energy' or 'l2', got {criterion!r}")
     d = _spectrum_dim(eigenvalues, dim)

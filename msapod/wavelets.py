@@ -32,7 +32,7 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from ._labels import lead_coords, stack_leading
+from ._labels import check_omega0, lead_coords, stack_leading
 from .backends import kernels
 from .fields import check_field, check_lazy, to_lag
 
@@ -61,6 +61,7 @@ def morlet(eta: np.ndarray, omega0: float = 6.0) -> np.ndarray:
 
 def fourier_period(scale, omega0: float = 6.0):
     """Equivalent Fourier period ``4 pi a / (omega0 + sqrt(2 + omega0^2))`` of scale ``a``."""
+    omega0 = check_omega0(omega0)
     return 4 * np.pi * np.asarray(scale, dtype=np.float64) / (omega0 + np.sqrt(2 + omega0**2))
 
 
@@ -81,6 +82,18 @@ def log_scales(
     if num < 2:
         raise ValueError(f"num: expected at least 2 scales, got {num}")
     return np.geomspace(smin, smax, num)
+
+
+def default_scales(n_lag: int) -> np.ndarray:
+    """The default grid of a field with ``n_lag`` lags, with an error about the field (not
+    about ``smin``/``smax``) when it is too short for the default lower scale."""
+    if n_lag / 2 <= DEFAULT_MIN_SCALE:
+        raise ValueError(
+            f"field: {n_lag} lags are too few for the default scales (from "
+            f"{DEFAULT_MIN_SCALE:g} to n_lag / 2 = {n_lag / 2:g}); use a field of more than "
+            f"{int(2 * DEFAULT_MIN_SCALE)} lags or pass scales= explicitly"
+        )
+    return log_scales(n_lag)
 
 
 def check_scales(scales, n_lag: int) -> np.ndarray:
@@ -107,7 +120,7 @@ def wavelet_matrix(scales, lags, omega0: float = 6.0) -> np.ndarray:
     """
     s = tuple(float(v) for v in np.atleast_1d(scales))
     lag = tuple(float(v) for v in np.atleast_1d(lags))
-    return _wavelet_matrix(s, lag, float(omega0))
+    return _wavelet_matrix(s, lag, check_omega0(omega0))
 
 
 @lru_cache(maxsize=8)
@@ -184,7 +197,8 @@ def cwt(r: xr.DataArray, scales=None, omega0: float = 6.0) -> xr.DataArray:
     """
     check_lazy(r, name="r", dims=("lag",), min_snapshots=None)
     lags = r["lag"].values
-    s = check_scales(log_scales(len(lags)) if scales is None else scales, len(lags))
+    omega0 = check_omega0(omega0)
+    s = check_scales(default_scales(len(lags)) if scales is None else scales, len(lags))
     Phi = wavelet_matrix(s, lags, omega0)  # (S, B, T)
     W, lead = kernels(r).cwt(r, Phi)
     out = xr.DataArray(
@@ -239,7 +253,8 @@ def scalogram(
             raise ValueError(f"dims: {d!r} is not a dim of A {R.dims}")
     lags = R["lag"].values
     n_lag = len(lags)
-    s = check_scales(log_scales(n_lag) if scales is None else scales, n_lag)
+    omega0 = check_omega0(omega0)
+    s = check_scales(default_scales(n_lag) if scales is None else scales, n_lag)
     C = lag_moments(R, dims)
     Cv, lead, shape = stack_leading(C, ("lag", "lag_"))
     Pr, Pi = wavelet_parts(tuple(map(float, s)), tuple(map(float, lags)), float(omega0))
@@ -319,6 +334,8 @@ def dominant_scales(
         peak = (e > left) & (e >= right)
         if not include_edges:
             peak[[0, n - 1]] = False
+        if not np.ptp(e) > 0:  # a flat spectrum (e.g. no energy at all): no dominant scale
+            peak[:] = False
         idx = np.flatnonzero(peak)
         idx = idx[np.argsort(-e[idx], kind="stable")][:max_count]
         out[b, : len(idx)] = s[idx]
@@ -379,6 +396,8 @@ def coherency(
     R = _lag_field(A, "A")
     if dim not in R.dims:
         raise ValueError(f"dim: {dim!r} is not a dim of A {R.dims}")
+    # a NaN would only show as a NaN coherency, which also means "no energy": check first
+    kernels(R).check_values(R, "A", stochastic=False, atol=0.0)
     lags = R["lag"].values
     s = check_scales(np.sort(np.atleast_1d(scales)), len(lags))
     q = R["query"].values

@@ -40,6 +40,9 @@ __all__ = [
 
 #: Version of the file layout; part of the key.
 CACHE_FORMAT = 1
+#: Format of every :func:`cached_dataset` file: 2 = the checksum covers coordinates and
+#: attrs too (1 covered the data variables only).
+DATASET_FORMAT = 2
 ANALYSIS_FORMAT = 2
 DIMS = ("layer", "snapshot", "query", "key")
 VAR = "attention"
@@ -56,8 +59,15 @@ def cache_dir() -> Path:
 
 
 def cache_root(folder: str | os.PathLike | None = None) -> Path:
-    """``folder`` if given, else :func:`cache_dir` (the functions' ``cache_dir`` argument)."""
-    return Path(folder).expanduser() if folder is not None else cache_dir()
+    """``folder`` if given, else :func:`cache_dir` (the functions' ``cache_dir`` argument).
+
+    Raises ``ValueError`` naming ``cache_dir`` if the path exists and is not a folder.
+    """
+    path = Path(folder).expanduser() if folder is not None else cache_dir()
+    if path.exists() and not path.is_dir():
+        src = "cache_dir (--cache-dir)" if folder is not None else "$MSAPOD_CACHE"
+        raise ValueError(f"{src}: {path} is a file; expected a folder")
+    return path
 
 
 def _check_int(value, name: str, least: int) -> int:
@@ -127,6 +137,17 @@ def _read(path: Path, parts: dict, shape: tuple[int, ...]) -> tuple[xr.DataArray
     digest = _values_sha256(da.values)
     if digest != da.attrs.get("values_sha256"):
         return None, f"values sha256 {digest} differs from the recorded checksum"
+    # the coordinates are part of what is served: they must be the ones the key implies
+    expected = {
+        "layer": np.asarray([int(v) for v in str(parts["layers"]).split(",")], dtype=np.int64),
+        "snapshot": np.arange(shape[1]),
+        "query": np.arange(shape[2]),
+        "key": np.arange(shape[3]),
+    }
+    for dim, want in expected.items():
+        got = np.asarray(da[dim].values) if dim in da.coords else None
+        if got is None or got.shape != want.shape or not np.array_equal(got, want):
+            return None, f"coordinate {dim} differs from the one its key implies"
     da.encoding["source"] = str(path)
     return da, ""
 
@@ -270,12 +291,38 @@ def cached_fields(
     return da
 
 
+def _attr_text(attrs: dict) -> bytes:
+    """Attrs as canonical text (numpy scalars and arrays as Python values)."""
+
+    def plain(v):
+        if isinstance(v, np.ndarray):
+            return v.tolist()
+        if isinstance(v, np.generic):
+            return v.item()
+        return v
+
+    body = {str(k): plain(v) for k, v in attrs.items() if k != "values_sha256"}
+    return json.dumps(body, sort_keys=True, default=str).encode()
+
+
 def _dataset_sha256(ds: xr.Dataset) -> str:
+    """sha256 over everything a cached Dataset serves: every variable's values,
+    coordinates included, and every attr (the dataset's and the variables') that records
+    how it was made, less the checksum itself."""
     h = hashlib.sha256()
-    for name in sorted(ds.data_vars):
-        v = ds[name].values
+    h.update(_attr_text(ds.attrs))
+    for name in sorted(map(str, ds.variables)):
+        var = ds[name].variable
         h.update(name.encode())
-        h.update(np.ascontiguousarray(v.astype(np.float64) if v.dtype != bool else v))
+        h.update(repr(var.dims).encode())
+        v = np.asarray(var.values)
+        if v.dtype.kind in "OUS":
+            h.update("\x1f".join(map(str, v.ravel().tolist())).encode())
+        elif v.dtype.kind == "M":
+            h.update(np.ascontiguousarray(v.astype("datetime64[ns]").astype(np.int64)))
+        else:
+            h.update(np.ascontiguousarray(v.astype(np.float64) if v.dtype != bool else v))
+        h.update(_attr_text(var.attrs))
     return h.hexdigest()
 
 
@@ -414,7 +461,12 @@ def cached_dataset(
     """
     if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", kind):
         raise ValueError(f"kind: expected a plain folder name, got {kind!r}")
-    full = {**dict(parts), "kind": kind, "msapod_version": package_version()}
+    full = {
+        **dict(parts),
+        "kind": kind,
+        "msapod_version": package_version(),
+        "dataset_format": DATASET_FORMAT,
+    }
     full = json.loads(json.dumps(full, sort_keys=True, default=str))
     key = _key_hash(full)
     folder = cache_root(cache_dir)

@@ -97,6 +97,28 @@ def _llm_available() -> str:
     return ""
 
 
+def _read_manifest(path: Path) -> dict:
+    """The manifest of an earlier run (empty if none); a corrupt one is an error, not
+    silently replaced, since it records what the results folder holds."""
+    if not path.exists():
+        return {}
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(
+            f"{path}: not a readable JSON manifest ({err}); remove it to start afresh"
+        ) from None
+    if not isinstance(manifest, dict):
+        raise ValueError(
+            f"{path}: expected a JSON object (files, sha256, timings), got "
+            f"{type(manifest).__name__}; remove it to start afresh"
+        )
+    for key in ("files", "timings_s"):
+        if not isinstance(manifest.get(key, {}), dict):
+            raise ValueError(f"{path}: expected {key!r} to be a JSON object")
+    return manifest
+
+
 def reproduce(
     results: str | os.PathLike = "results",
     *,
@@ -147,9 +169,11 @@ def reproduce(
             )
     models = list(zoo.models() if models is None else models)
     out = Path(results)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--results: {out} is a file; expected a folder (or a new path)")
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / "manifest.json"
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    manifest = _read_manifest(manifest_path)
     manifest.setdefault("files", {})
     manifest.setdefault("timings_s", {})
     manifest["msapod_version"] = package_version()
