@@ -196,7 +196,9 @@ def _cmd_reproduce(args) -> int:
     import os
 
     from .studies.reproduce import reproduce
+    from .studies.results import results_dir
 
+    args.results = results_dir(args.results)
     if args.cache_dir:
         os.environ["MSAPOD_CACHE"] = str(Path(args.cache_dir).expanduser().resolve())
     if args.threads is not None:
@@ -206,6 +208,22 @@ def _cmd_reproduce(args) -> int:
 
         torch.set_num_threads(args.threads)
     try:
+        if args.check:
+            from .studies.reproduce import check
+
+            if args.steps or args.models:
+                raise ValueError("--check: recomputes every step and model; drop --steps/--models")
+            report = check(args.results, llm=not args.no_llm, progress=not args.quiet)
+            bad = {f: p for f, p in report.items() if p}
+            if bad:
+                print(
+                    f"msapod: error: {len(bad)} of {len(report)} shipped results are not "
+                    f"reproduced: {', '.join(bad)}",
+                    file=sys.stderr,
+                )
+                return 1
+            print(f"reproduce --check: all {len(report)} shipped results reproduced")
+            return 0
         reproduce(
             args.results,
             steps=args.steps,
@@ -258,11 +276,22 @@ def _parser() -> argparse.ArgumentParser:
         "reproduce",
         help="compute every number the book shows into a results folder (resumable)",
     )
-    r.add_argument("--results", default="results", help="output folder (default ./results)")
+    r.add_argument(
+        "--results",
+        default=None,
+        help="results folder (default: the repository's results/, or $MSAPOD_RESULTS)",
+    )
+    r.add_argument(
+        "--check",
+        action="store_true",
+        help="recompute everything into a temporary folder and compare with the results "
+        "folder (numbers within tolerance, verdicts identical); exit 1 if they differ",
+    )
     r.add_argument(
         "--steps",
         nargs="+",
-        help="subset of: zoo uncertainty convergence pruning llm scorecard (default all)",
+        help="subset of: zoo uncertainty convergence pruning llm multiverse scorecard "
+        "(default all)",
     )
     r.add_argument("--models", nargs="+", help="zoo models (default all four)")
     r.add_argument("--no-llm", action="store_true", help="skip the SmolLM2-135M step")

@@ -12,8 +12,14 @@ the scorecard as CSV, with a ``manifest.json`` of sha256 sums::
       convergence.nc       H*(eps) and T_spec against the ensemble size N
       pruning.nc           head-pruning study (test of C6)
       llm.nc               SmolLM2-135M analysis (optional ``llm`` extra)
+      multiverse.nc        every claim over the specification curve (C1-C10, L)
       scorecard.csv        claims C1-C10 (+ the EGA loss), verdicts, rules, LLM columns
-      manifest.json        files, sha256, msapod version, timings
+      manifest.json        files, sha256, provenance (weights and data sha256), timings
+
+plus ``zoo_analysis-<variant>.nc`` for the other analysis settings the pages show
+(:data:`BOOK_ANALYSES`). The repository ships this folder; the pages read it through
+:func:`msapod.studies.results.load_result`, and :func:`check` (``msapod reproduce
+--check``) recomputes it into a temporary folder and compares.
 """
 
 from __future__ import annotations
@@ -29,10 +35,10 @@ import xarray as xr
 from .._io import atomic_path, package_version, sha256_file
 from .cache import netcdf_safe
 
-__all__ = ["BOOK_ANALYSES", "STEPS", "reproduce"]
+__all__ = ["BOOK_ANALYSES", "STEPS", "analysis_file", "check", "read_manifest", "reproduce"]
 
 #: Steps in order; each may be run alone (later steps read earlier caches).
-STEPS = ("zoo", "uncertainty", "convergence", "pruning", "llm", "scorecard")
+STEPS = ("zoo", "uncertainty", "convergence", "pruning", "llm", "multiverse", "scorecard")
 
 #: Parameter sets of :func:`msapod.studies.cache.cached_analysis` that the book's pages read
 #: (page 04's window-rule sensitivity, page 05's centroid-centred windows).
@@ -42,6 +48,15 @@ BOOK_ANALYSES: tuple[dict, ...] = (
     {"width": 2.0},
     {"centre": "centroid"},
 )
+
+
+def analysis_file(params: dict) -> str:
+    """File name of the zoo analysis with ``params``: ``zoo_analysis.nc`` for the default,
+    e.g. ``zoo_analysis-width-0.5.nc`` or ``zoo_analysis-centre-centroid.nc`` otherwise."""
+    if not params:
+        return "zoo_analysis.nc"
+    tag = "_".join(f"{k}-{v}" for k, v in sorted(params.items()))
+    return f"zoo_analysis-{tag}.nc"
 
 
 def _save(ds: xr.Dataset, path: Path) -> None:
@@ -74,8 +89,15 @@ def _llm(models, progress):
     return smollm2_analysis(progress=progress)
 
 
+def _multiverse(models, progress):
+    from .multiverse import multiverse_study
+
+    return multiverse_study(progress=progress)
+
+
 #: The cached study behind each results file ``<step>.nc``.
 _STUDIES = {
+    "multiverse": _multiverse,
     "uncertainty": _uncertainty,
     "convergence": _convergence,
     "pruning": _pruning,
@@ -97,7 +119,7 @@ def _llm_available() -> str:
     return ""
 
 
-def _read_manifest(path: Path) -> dict:
+def read_manifest(path: Path) -> dict:
     """The manifest of an earlier run (empty if none); a corrupt one is an error, not
     silently replaced, since it records what the results folder holds."""
     if not path.exists():
@@ -173,11 +195,16 @@ def reproduce(
         raise ValueError(f"--results: {out} is a file; expected a folder (or a new path)")
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / "manifest.json"
-    manifest = _read_manifest(manifest_path)
+    manifest = read_manifest(manifest_path)
+    provenance = _provenance(models)
+    if manifest.get("provenance") not in (None, provenance):
+        log(f"[reproduce] {manifest_path}: other models or data than before; starting afresh")
+        manifest = {}
     manifest.setdefault("files", {})
     manifest.setdefault("timings_s", {})
     manifest["msapod_version"] = package_version()
     manifest["models"] = models
+    manifest["provenance"] = provenance
     done: dict[str, xr.Dataset] = {}
 
     def record(name: str, path: Path, t0: float) -> None:
@@ -188,15 +215,17 @@ def reproduce(
     for step in steps:
         t0 = time.perf_counter()
         if step == "zoo":
-            from .cache import cached_analysis, zoo_analysis
+            from .cache import zoo_analysis
 
-            for name in models:
-                for params in BOOK_ANALYSES:
-                    if params:  # the default analysis is read by zoo_analysis below
-                        cached_analysis(name, progress=progress, **params).close()
-            ds = zoo_analysis(models, progress=progress)
-            path = out / "zoo_analysis.nc"
-            _save(ds, path)
+            for params in (*[p for p in BOOK_ANALYSES if p], {}):  # default last: the record
+                path = out / analysis_file(params)
+                ds = zoo_analysis(models, progress=progress, **params)
+                if not params:  # the plain-window Gram: pages 07-08 resample the spectrum
+                    gram = zoo_analysis(models, variables=["gram"], progress=progress)["gram"]
+                    ds["gram"] = gram.sel(window="plain", drop=True)
+                _save(ds, path)
+                if params:
+                    manifest["files"][path.name] = sha256_file(path)
         elif step != "scorecard":
             ds = done[step] = _STUDIES[step](models, progress)
             path = out / f"{step}.nc"
@@ -219,3 +248,58 @@ def reproduce(
         with atomic_path(manifest_path) as tmp:
             tmp.write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def _provenance(models: Sequence[str]) -> dict:
+    """What the results were computed from: each model's weights sha256 (from its
+    ``config.json``) and the data's sha256."""
+    from ..models import zoo
+    from ..models.data import SHA256
+
+    weights = {}
+    for name in models:
+        cfg = json.loads((zoo.path(name) / "config.json").read_text())
+        weights[name] = cfg["weights_sha256"]
+    return {"weights_sha256": weights, "data_sha256": SHA256}
+
+
+def check(
+    shipped: str | os.PathLike | None = None,
+    *,
+    scratch: str | os.PathLike | None = None,
+    llm: bool = True,
+    progress: bool = True,
+    log=print,
+) -> dict[str, list[str]]:
+    """Recompute every result into a temporary folder and compare with the shipped ones.
+
+    The recomputation is a full :func:`reproduce` with the shipped manifest's models into
+    ``scratch`` (default a new temporary folder, removed afterwards); it reads the field and
+    analysis cache like any run (``$MSAPOD_CACHE``: point it at an empty folder to
+    recompute from the checkpoints, as CI does). The comparison is
+    :func:`msapod.studies.results.check_results`: same files, variables and coordinates,
+    numbers within its tolerances, verdicts identical.
+
+    Returns
+    -------
+    dict
+        File name -> list of problems; every list empty means the shipped results are
+        reproduced.
+    """
+    import shutil
+    import tempfile
+
+    from .results import check_results, manifest, results_dir
+
+    shipped = results_dir(shipped)
+    man = manifest(shipped)  # verified provenance before spending the time
+    tmp = Path(scratch) if scratch is not None else Path(tempfile.mkdtemp(prefix="msapod-check-"))
+    try:
+        reproduce(tmp, models=man["models"], llm=llm, progress=progress, log=log)
+        report = check_results(tmp, shipped)
+    finally:
+        if scratch is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    for fname, problems in report.items():
+        log(f"[check] {fname}: " + ("agrees" if not problems else "; ".join(problems[:5])))
+    return report

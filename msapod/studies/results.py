@@ -1,0 +1,269 @@
+"""The shipped results: ``results/`` read back, verified, and checked against a recomputation.
+
+``msapod reproduce`` writes every number the book shows into a results folder (see
+:mod:`msapod.studies.reproduce`) with a ``manifest.json`` that records, for each file, its
+sha256, and for the whole folder its provenance: the zoo models with their weights'
+sha256, the data's sha256 and the msapod version. The repository ships that folder, so
+the book builds without recomputing anything; the pages read it through
+:func:`load_result`, which refuses a file whose bytes or provenance do not match:
+
+* the file's sha256 must equal the manifest's entry;
+* every model of the manifest must still have the weights it was computed from (the
+  ``weights_sha256`` of its ``config.json`` in the zoo);
+* the data hash must be the TinyShakespeare hash the library uses.
+
+:func:`check_results` compares a fresh recomputation (``msapod reproduce --check``) with the
+shipped folder: same files, same variables and coordinates, numbers within
+:data:`RTOL` / :data:`ATOL`, verdicts identical.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .._io import sha256_file
+
+__all__ = [
+    "ATOL",
+    "RTOL",
+    "ResultsError",
+    "check_results",
+    "load_result",
+    "manifest",
+    "results_dir",
+]
+
+#: Relative and absolute tolerance of :func:`check_results` for numbers (BLAS summation
+#: order and thread count change the last digits of eigenvalues and fits between machines).
+RTOL = 1e-5
+ATOL = 1e-9
+
+#: Variables compared exactly (words, not numbers).
+_EXACT_KINDS = ("U", "S", "O", "b")
+
+
+class ResultsError(ValueError):
+    """The results folder is missing, incomplete, corrupt or stale."""
+
+
+def results_dir(folder: str | os.PathLike | None = None) -> Path:
+    """The results folder: ``folder``, else ``$MSAPOD_RESULTS``, else the repository's
+    ``results/`` (beside the ``msapod`` package)."""
+    if folder is not None:
+        return Path(folder).expanduser()
+    env = os.environ.get("MSAPOD_RESULTS")
+    if env:
+        return Path(env).expanduser()
+    return Path(__file__).resolve().parents[2] / "results"
+
+
+def manifest(folder: str | os.PathLike | None = None) -> dict:
+    """The manifest of a results folder, with its provenance checked (see module docs).
+
+    Raises
+    ------
+    ResultsError
+        If the folder or its manifest is missing or unreadable, or the provenance does not
+        match the zoo's current checkpoints or the data hash.
+    """
+    from .reproduce import read_manifest
+
+    root = results_dir(folder)
+    path = root / "manifest.json"
+    if not path.exists():
+        raise ResultsError(
+            f"{path}: no results manifest; run `msapod reproduce --results {root}` to create it"
+        )
+    try:
+        man = read_manifest(path)
+    except ValueError as err:
+        raise ResultsError(str(err)) from None
+    _check_provenance(man, path)
+    return man
+
+
+def _check_provenance(man: dict, path: Path) -> None:
+    from ..models import zoo
+    from ..models.data import SHA256 as DATA_SHA256
+
+    prov = man.get("provenance")
+    if not isinstance(prov, dict):
+        raise ResultsError(f"{path}: no 'provenance' (models, data); rerun `msapod reproduce`")
+    if prov.get("data_sha256") != DATA_SHA256:
+        raise ResultsError(
+            f"{path}: computed from data sha256 {prov.get('data_sha256')!r}, expected "
+            f"{DATA_SHA256!r}; rerun `msapod reproduce`"
+        )
+    models = prov.get("weights_sha256")
+    if not isinstance(models, dict) or not models:
+        raise ResultsError(f"{path}: provenance lists no models; rerun `msapod reproduce`")
+    for name, sha in models.items():
+        if name not in zoo.MODELS:
+            raise ResultsError(f"{path}: model {name!r} is not a zoo model ({list(zoo.MODELS)})")
+        cfg = json.loads((zoo.path(name) / "config.json").read_text())
+        if cfg.get("weights_sha256") != sha:
+            raise ResultsError(
+                f"{path}: results of {name} were computed from weights {sha[:12]}…, the zoo "
+                f"has {str(cfg.get('weights_sha256'))[:12]}…; rerun `msapod reproduce`"
+            )
+
+
+def load_result(name: str, folder: str | os.PathLike | None = None):
+    """One shipped result, verified: ``"uncertainty"`` -> ``results/uncertainty.nc``.
+
+    Parameters
+    ----------
+    name
+        File stem (``zoo_analysis``, ``uncertainty``, ``convergence``, ``pruning``, ``llm``,
+        ``field_summaries``, ``multiverse``, ...) or ``"scorecard"`` (the CSV).
+    folder
+        Results folder (default :func:`results_dir`).
+
+    Returns
+    -------
+    xarray.Dataset or pandas.DataFrame
+        The netCDF file loaded into memory (``attrs["source"]`` is its path), or for
+        ``"scorecard"`` the table indexed by ``claim``.
+
+    Raises
+    ------
+    ResultsError
+        If the file is not in the manifest, its sha256 differs, or the folder's provenance
+        is stale (see :func:`manifest`).
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        raise ValueError(f"name: expected a result name such as 'uncertainty', got {name!r}")
+    root = results_dir(folder)
+    man = manifest(root)
+    fname = name if "." in name else (f"{name}.csv" if name == "scorecard" else f"{name}.nc")
+    want = man.get("files", {}).get(fname)
+    if want is None:
+        raise ResultsError(
+            f"{root / 'manifest.json'}: no entry for {fname!r} (has {sorted(man['files'])}); "
+            "rerun `msapod reproduce`"
+        )
+    path = root / fname
+    if not path.exists():
+        raise ResultsError(f"{path}: listed in the manifest but missing; rerun `msapod reproduce`")
+    got = sha256_file(path)
+    if got != want:
+        raise ResultsError(
+            f"{path}: sha256 {got[:16]}… differs from the manifest's {want[:16]}… (the file was "
+            "changed after `msapod reproduce` wrote it)"
+        )
+    if fname.endswith(".csv"):
+        import pandas as pd
+
+        return pd.read_csv(path, index_col=0, keep_default_na=False)
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        ds = ds.load()
+    ds.attrs["source"] = str(path)
+    return ds
+
+
+# -- comparison of a recomputation with the shipped folder ---------------------------------
+
+_NUM = re.compile(r"[-+−]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def _numbers(text: str) -> list[str]:
+    return _NUM.findall(str(text).replace("−", "-"))
+
+
+def _close_text(a: str, b: str) -> bool:
+    """Two formatted texts agree: same words, numbers equal up to one unit in their last
+    printed digit (a recomputation may round the other way)."""
+    if _NUM.sub("#", str(a)) != _NUM.sub("#", str(b)):
+        return False
+    na, nb = _numbers(a), _numbers(b)
+    for x, y in zip(na, nb, strict=True):
+        decimals = len(x.split(".")[1]) if "." in x and "e" not in x else 0
+        unit = 10.0**-decimals
+        if "e" in x.lower():
+            if not math.isclose(float(x), float(y), rel_tol=1e-2):
+                return False
+        elif abs(float(x) - float(y)) > unit * 1.000001 + 1e-12:
+            return False
+    return True
+
+
+def _compare_netcdf(new: Path, old: Path) -> list[str]:
+    problems = []
+    with xr.open_dataset(new, engine="h5netcdf") as a, xr.open_dataset(old, engine="h5netcdf") as b:
+        a, b = a.load(), b.load()
+    if set(a.variables) != set(b.variables):
+        return [f"variables differ: {sorted(set(a.variables) ^ set(b.variables))}"]
+    if dict(a.sizes) != dict(b.sizes):
+        return [f"sizes differ: {dict(a.sizes)} vs {dict(b.sizes)}"]
+    for v in a.variables:
+        x, y = a[v].values, b[v].values
+        if x.dtype.kind in _EXACT_KINDS or y.dtype.kind in _EXACT_KINDS:
+            diff = int((x.astype(str) != y.astype(str)).sum())
+            if diff:
+                problems.append(f"{v}: differs ({diff} cells)")
+            continue
+        x, y = x.astype(float), y.astype(float)
+        nan_x, nan_y = np.isnan(x), np.isnan(y)
+        if not np.array_equal(nan_x, nan_y):
+            problems.append(f"{v}: NaN pattern differs")
+            continue
+        scale = np.nanmax(np.abs(y)) if np.any(~nan_y) else 0.0
+        ok = np.isclose(x, y, rtol=RTOL, atol=ATOL + RTOL * 1e-3 * scale, equal_nan=True)
+        if not ok.all():
+            err = np.nanmax(np.abs(x - y)[~ok])
+            problems.append(f"{v}: {int((~ok).sum())} values differ (largest |diff| {err:.3g})")
+    return problems
+
+
+def _compare_csv(new: Path, old: Path) -> list[str]:
+    import pandas as pd
+
+    a = pd.read_csv(new, index_col=0, keep_default_na=False)
+    b = pd.read_csv(old, index_col=0, keep_default_na=False)
+    if list(a.index) != list(b.index) or list(a.columns) != list(b.columns):
+        return ["rows or columns differ"]
+    problems = []
+    for col in a.columns:
+        for idx in a.index:
+            x, y = a.at[idx, col], b.at[idx, col]
+            exact = "verdict" in col or col in ("rule", "paper", "page", "cases")
+            if (x != y) if exact else not _close_text(x, y):
+                problems.append(f"{idx}/{col}: {str(x)[:80]!r} vs shipped {str(y)[:80]!r}")
+    return problems
+
+
+def check_results(
+    new: str | os.PathLike, shipped: str | os.PathLike | None = None
+) -> dict[str, list[str]]:
+    """Compare a recomputed results folder ``new`` with the shipped one.
+
+    Every file of the shipped manifest must exist in ``new``; netCDF files must have the
+    same variables, sizes and words, and numbers within :data:`RTOL` (relative) and
+    :data:`ATOL` plus ``RTOL * 1e-3`` of the variable's largest magnitude (absolute);
+    the scorecard CSV must have identical verdicts, rules and case counts, and its
+    "measured" texts the same words with numbers equal up to one unit in the last digit.
+
+    Returns
+    -------
+    dict
+        File name -> list of problems (empty lists: the file agrees).
+    """
+    old_root, new_root = results_dir(shipped), Path(new)
+    old_man = manifest(old_root)
+    out: dict[str, list[str]] = {}
+    for fname in sorted(old_man["files"]):
+        a, b = new_root / fname, old_root / fname
+        if not a.exists():
+            out[fname] = ["not produced by the recomputation"]
+        elif fname.endswith(".csv"):
+            out[fname] = _compare_csv(a, b)
+        else:
+            out[fname] = _compare_netcdf(a, b)
+    return out

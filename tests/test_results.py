@@ -1,0 +1,140 @@
+"""The shipped results: verified loading (bytes and provenance) and the reproduction check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from msapod._io import sha256_file
+from msapod.models import zoo
+from msapod.models.data import SHA256
+from msapod.studies.reproduce import _provenance, analysis_file
+from msapod.studies.results import (
+    RTOL,
+    ResultsError,
+    _close_text,
+    check_results,
+    load_result,
+    manifest,
+)
+
+
+def _folder(tmp_path, name="shipped"):
+    root = tmp_path / name
+    root.mkdir()
+    ds = xr.Dataset(
+        {
+            "T_spec": (("model", "layer"), np.array([[1.0, 0.5], [0.9, 0.25]])),
+            "verdict": (("layer",), np.array(["holds", "partly"])),
+        },
+        coords={"model": ["baseline-1", "ega-1"], "layer": [1, 2]},
+    )
+    ds.to_netcdf(root / "uncertainty.nc", engine="h5netcdf")
+    card = pd.DataFrame(
+        {
+            "measured": ["centroid 5.2–6.9 characters", "T_spec 0.81"],
+            "verdict": ["holds", "partly"],
+        },
+        index=pd.Index(["C1", "C3"], name="claim"),
+    )
+    card.to_csv(root / "scorecard.csv")
+    man = {
+        "files": {f: sha256_file(root / f) for f in ("uncertainty.nc", "scorecard.csv")},
+        "models": ["baseline-1", "ega-1"],
+        "provenance": _provenance(["baseline-1", "ega-1"]),
+    }
+    (root / "manifest.json").write_text(json.dumps(man))
+    return root
+
+
+def test_load_result_verifies_bytes(tmp_path):
+    root = _folder(tmp_path)
+    ds = load_result("uncertainty", root)
+    assert ds["T_spec"].sel(model="ega-1", layer=2) == 0.25
+    assert ds.attrs["source"].endswith("uncertainty.nc")
+    card = load_result("scorecard", root)
+    assert card.loc["C3", "verdict"] == "partly"
+    with pytest.raises(ResultsError, match="no entry for 'pruning.nc'"):
+        load_result("pruning", root)
+    with open(root / "scorecard.csv", "a") as f:
+        f.write("C9,x,holds\n")
+    with pytest.raises(ResultsError, match="differs from the manifest"):
+        load_result("scorecard", root)
+    with pytest.raises(ValueError, match="name"):
+        load_result("../secrets", root)
+
+
+def test_provenance_is_checked(tmp_path):
+    root = _folder(tmp_path)
+    man = json.loads((root / "manifest.json").read_text())
+    assert man["provenance"]["data_sha256"] == SHA256
+    stale = json.loads(json.dumps(man))
+    stale["provenance"]["weights_sha256"]["ega-1"] = "0" * 64
+    (root / "manifest.json").write_text(json.dumps(stale))
+    with pytest.raises(ResultsError, match="ega-1 were computed from weights 000000000000"):
+        load_result("uncertainty", root)
+    stale = json.loads(json.dumps(man))
+    stale["provenance"]["data_sha256"] = "f" * 64
+    (root / "manifest.json").write_text(json.dumps(stale))
+    with pytest.raises(ResultsError, match="data sha256"):
+        manifest(root)
+    del man["provenance"]
+    (root / "manifest.json").write_text(json.dumps(man))
+    with pytest.raises(ResultsError, match="provenance"):
+        manifest(root)
+    (root / "manifest.json").unlink()
+    with pytest.raises(ResultsError, match="no results manifest"):
+        manifest(root)
+
+
+def test_provenance_reads_the_zoo():
+    prov = _provenance(["baseline-1"])
+    cfg = json.loads((zoo.path("baseline-1") / "config.json").read_text())
+    assert prov["weights_sha256"] == {"baseline-1": cfg["weights_sha256"]}
+
+
+def test_check_results_tolerances(tmp_path):
+    shipped = _folder(tmp_path)
+    new = tmp_path / "new"
+    shutil.copytree(shipped, new)
+    assert check_results(new, shipped) == {"scorecard.csv": [], "uncertainty.nc": []}
+
+    def rewrite(t_spec_scale, verdicts, measured):
+        ds = xr.open_dataset(shipped / "uncertainty.nc", engine="h5netcdf").load()
+        ds["T_spec"] = ds["T_spec"] * t_spec_scale
+        ds["verdict"] = ("layer", np.array(verdicts))
+        ds.to_netcdf(new / "uncertainty.nc", engine="h5netcdf")
+        card = pd.read_csv(shipped / "scorecard.csv", index_col=0)
+        card.loc["C1", "measured"] = measured
+        card.to_csv(new / "scorecard.csv")
+        return check_results(new, shipped)
+
+    # within tolerance: numbers a hair apart, the last printed digit rounded the other way
+    ok = rewrite(1 + RTOL / 10, ["holds", "partly"], "centroid 5.3–6.9 characters")
+    assert ok == {"scorecard.csv": [], "uncertainty.nc": []}
+    # beyond tolerance, a verdict changed, a number two units apart
+    bad = rewrite(1 + 100 * RTOL, ["holds", "holds"], "centroid 5.4–6.9 characters")
+    assert any("T_spec: 4 values differ" in p for p in bad["uncertainty.nc"])
+    assert any(p.startswith("verdict: differs (1 cells)") for p in bad["uncertainty.nc"])
+    assert len(bad["scorecard.csv"]) == 1 and "C1/measured" in bad["scorecard.csv"][0]
+    (new / "scorecard.csv").unlink()
+    assert check_results(new, shipped)["scorecard.csv"] == ["not produced by the recomputation"]
+
+
+def test_close_text():
+    assert _close_text("a 1.23 [0.5, 2]", "a 1.24 [0.5, 2]")
+    assert not _close_text("a 1.23", "a 1.25")
+    assert not _close_text("holds 3 of 4", "holds 3 in 4")
+    assert _close_text("SE 1.0e-08", "SE 1.0e-08")
+    assert _close_text("−0.0123", "-0.0124")
+
+
+def test_analysis_file_names():
+    assert analysis_file({}) == "zoo_analysis.nc"
+    assert analysis_file({"width": 0.5}) == "zoo_analysis-width-0.5.nc"
+    assert analysis_file({"centre": "centroid"}) == "zoo_analysis-centre-centroid.nc"
