@@ -8,6 +8,9 @@ the scorecard as CSV, with a ``manifest.json`` of sha256 sums::
 
     results/
       zoo_analysis.nc      per model and layer: scale spectra, centroids, T_spec, H*, ...
+      fieldstats.nc        per model: field summaries the method pages show (mean lags,
+                           energies, mean fields, the scalogram of A, ...)
+      modestats.nc         per model: POD-mode and coherency summaries (pages 04-06)
       uncertainty.nc       jackknife standard errors (scale centroid, energy, T_spec, H*)
       convergence.nc       H*(eps) and T_spec against the ensemble size N
       pruning.nc           head-pruning study (test of C6)
@@ -38,7 +41,17 @@ from .cache import netcdf_safe
 __all__ = ["BOOK_ANALYSES", "STEPS", "analysis_file", "check", "read_manifest", "reproduce"]
 
 #: Steps in order; each may be run alone (later steps read earlier caches).
-STEPS = ("zoo", "uncertainty", "convergence", "pruning", "llm", "multiverse", "scorecard")
+STEPS = (
+    "zoo",
+    "fieldstats",
+    "modestats",
+    "uncertainty",
+    "convergence",
+    "pruning",
+    "llm",
+    "multiverse",
+    "scorecard",
+)
 
 #: Parameter sets of :func:`msapod.studies.cache.cached_analysis` that the book's pages read
 #: (page 04's window-rule sensitivity, page 05's centroid-centred windows).
@@ -89,6 +102,18 @@ def _llm(models, progress):
     return smollm2_analysis(progress=progress)
 
 
+def _fieldstats(models, progress):
+    from .fieldstats import zoo_field_statistics
+
+    return zoo_field_statistics(models, progress=progress)
+
+
+def _modestats(models, progress):
+    from .modestats import zoo_mode_statistics
+
+    return zoo_mode_statistics(models, progress=progress)
+
+
 def _multiverse(models, progress):
     from .multiverse import multiverse_study
 
@@ -97,6 +122,8 @@ def _multiverse(models, progress):
 
 #: The cached study behind each results file ``<step>.nc``.
 _STUDIES = {
+    "fieldstats": _fieldstats,
+    "modestats": _modestats,
     "multiverse": _multiverse,
     "uncertainty": _uncertainty,
     "convergence": _convergence,
