@@ -274,12 +274,19 @@ def arch_difference(
     jackknife standard errors ``s`` (optional), the difference of means
     ``d = mean_t(x) - mean_c(x)`` gets the variance
 
-        var(d) = v_t / m_t + v_c / m_c,   v = var_seed(x) + mean(s^2),
+        var(d) = v_t / m_t + v_c / m_c,   v = max(var_seed(x), mean(s^2)),
 
-    (the between-seed sample variance plus the within-model sampling variance) and a
-    Student-t interval with ``m_t + m_c - 2`` degrees of freedom. With two seeds per
+    and a Student-t interval with ``m_t + m_c - 2`` degrees of freedom. With two seeds per
     architecture that is 2 degrees of freedom (t = 4.30 at 95 %): an honest, wide
     interval. ``significant`` is true where the interval excludes zero.
+
+    Why the maximum and not the sum: each model's value is ``x_m = mu + e_seed + e_snap``
+    (training seed and snapshot ensemble), so the between-seed sample variance
+    ``var_seed(x)`` already estimates ``var(e_seed) + var(e_snap)``; adding the mean
+    jackknife variance ``mean(s^2)`` (an estimate of ``var(e_snap)``) would count the
+    snapshot noise twice. ``mean(s^2)`` is used only as a floor: the true variance cannot
+    be below the snapshot part, and with two seeds the sample variance is often far below
+    it by chance.
 
     Parameters
     ----------
@@ -306,8 +313,8 @@ def arch_difference(
             )
         x = value.where(sel, drop=True)
         v = x.var("model", ddof=1)
-        if se is not None:
-            v = v + (se.where(sel, drop=True) ** 2).mean("model")
+        if se is not None:  # floor, not a sum: var_seed already holds the snapshot noise
+            v = np.maximum(v, (se.where(sel, drop=True) ** 2).mean("model"))
         parts[label] = (x.mean("model"), v, m)
     (mt, vt, nt), (mc, vc, nc) = parts[treatment], parts[control]
     diff = mt - mc
@@ -327,7 +334,7 @@ def arch_difference(
         "df": df,
         "level": level,
         "t": t,
-        "method": "Student-t over seeds; variance = seed variance + mean jackknife variance",
+        "method": "Student-t over seeds; variance = max(seed variance, mean jackknife variance)",
         "contrast": f"{treatment} - {control}",
     }
     return out
