@@ -6,7 +6,10 @@ Usage: ``python .ci/site_check.py _build/html``. Exit status 1 with one line per
 * no cell output holds a traceback, an error or a warning (stderr outputs included);
 * the sidebar and the page titles hold no raw LaTeX (``\\(``, ``$``);
 * every exercise (sphinx-exercise) has a solution that refers to it;
-* every internal link resolves: the file exists and so does the ``#anchor`` in it.
+* every internal link resolves: the file exists and so does the ``#anchor`` in it;
+* every verdict admonition (CSS classes ``verdict`` and ``claim-<id>``) starts with one of
+  the five verdict words, and that word is the scorecard's verdict for the claim
+  (``results/scorecard.csv``), so no page can disagree with the scorecard.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from urllib.parse import unquote, urlsplit
 
 from bs4 import BeautifulSoup
 
+VERDICTS = ("not testable as stated", "not significant", "does not hold", "partly", "holds")
 DRAWS = re.compile(r"\b(plt\.|ax\.|axes\[|fig\.|\.plot\(|imshow|pcolormesh|subplots)")
 BAD_OUTPUT = re.compile(r"Traceback \(most recent call last\)|\w+Error: |\w*Warning: |warn\(")
 
@@ -66,6 +70,19 @@ def check_page(root: Path, page: Path, soups: dict[Path, BeautifulSoup]) -> list
     for ex in exercises:
         if ex not in solved:
             problems.append(f"{name}: exercise {ex!r} has no solution")
+    # verdict admonitions agree with the scorecard
+    for div in soup.select("div.verdict"):
+        claim = [c[len("claim-") :] for c in div.get("class", []) if c.startswith("claim-")]
+        text = " ".join(div.get_text(" ").split()).lower()
+        word = next((v for v in VERDICTS if text.startswith(v)), None)
+        if not claim:
+            problems.append(f"{name}: verdict admonition without a claim-<id> class")
+        elif word is None:
+            problems.append(f"{name}: verdict of {claim[0]} does not start with a verdict word")
+        elif CARD and CARD.get(claim[0]) is not None and not CARD[claim[0]].startswith(word):
+            problems.append(
+                f"{name}: {claim[0]} is {word!r} here but {CARD[claim[0]]!r} on the scorecard"
+            )
     # internal links
     for a in soup.select("a[href]"):
         href = a["href"]
@@ -90,7 +107,22 @@ def check_page(root: Path, page: Path, soups: dict[Path, BeautifulSoup]) -> list
     return problems
 
 
+#: claim id (lower case) -> scorecard verdict (lower case), from results/scorecard.csv
+CARD: dict[str, str] = {}
+
+
+def _scorecard() -> dict[str, str]:
+    import csv
+
+    path = Path(__file__).resolve().parents[1] / "results" / "scorecard.csv"
+    if not path.exists():
+        return {}
+    with path.open(newline="", encoding="utf-8") as f:
+        return {r["claim"].lower(): r["verdict"].lower() for r in csv.DictReader(f)}
+
+
 def main(argv: list[str]) -> int:
+    CARD.update(_scorecard())
     if len(argv) != 1:
         print("usage: python .ci/site_check.py BUILD_HTML_DIR", file=sys.stderr)
         return 2
@@ -103,16 +135,17 @@ def main(argv: list[str]) -> int:
         p.resolve(): BeautifulSoup(p.read_text(encoding="utf-8"), "html.parser") for p in pages
     }
     problems = []
-    n_ex = n_fig = 0
+    n_ex = n_fig = n_verdict = 0
     for page in pages:
         problems += check_page(root, page.resolve(), soups)
+        n_verdict += len(soups[page.resolve()].select("div.verdict"))
         n_ex += len(soups[page.resolve()].select("div.exercise"))
         n_fig += len(soups[page.resolve()].select("div.cell_output img"))
     for p in problems:
         print(p)
     print(
         f"site check: {len(pages)} pages, {n_fig} figures, {n_ex} exercises, "
-        f"{len(problems)} problem(s)"
+        f"{n_verdict} verdict admonitions, {len(problems)} problem(s)"
     )
     return 1 if problems else 0
 
