@@ -290,8 +290,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--steps",
         nargs="+",
-        help="subset of: zoo uncertainty convergence pruning llm multiverse scorecard "
-        "(default all)",
+        help="subset of: zoo fieldstats modestats uncertainty convergence pruning llm "
+        "multiverse scorecard (default all)",
     )
     r.add_argument("--models", nargs="+", help="zoo models (default all four)")
     r.add_argument("--no-llm", action="store_true", help="skip the SmolLM2-135M step")
