@@ -1,0 +1,911 @@
+"""The specification curve: every claim under every reasonable reading of the paper.
+
+The paper leaves many choices open (PAPER.md). Following the specification-curve
+analysis of Simonsohn, Simmons & Nelson (2020) and the multiverse analysis of Steegen et
+al. (2016), each claim is decided by its rule (:mod:`msapod.studies.rules`) under every
+combination of the readings that affect it, and the share of specifications giving each
+verdict is reported next to the verdict of the **main specification**.
+
+Axes (readings; the main specification's first) and the claims each affects:
+
+* ``zoo``: every trained zoo of :data:`msapod.models.zoo.ZOOS` -- all claims;
+* ``field``: ``u`` (fluctuation), ``A`` (attention, mean included) -- C1, C2, C4, C7, C9;
+* ``normalisation``: ``rectified`` (E(a) / a), ``raw`` (sum_b E(a, b)) -- same;
+* ``scale_min``: 1, 2, 3 (lower end of the log-spaced scale grid, top L/2) -- same;
+* ``scale_stat``: ``peak`` (interior dominant scale), ``centroid`` -- C1, C2, C4, C9;
+* ``centre``: ``energy-max`` (argmax_b E(a*, b)), ``period`` (lambda(a*)) -- C4, C9;
+* ``width``: 1, 0.5, 2 (sigma = k a*) -- C4, C9;
+* ``criterion``: ``energy``, ``l2`` (H* criterion) -- C5;
+* ``n``: 150, 600 (N; 600 from the convergence study's nested ensembles) -- C3, C5, C8;
+* ``fit``: ``default`` (T_spec fit k = 1..N/2), ``fixed`` (k = 1..20) -- C3, C8.
+
+C6, C10 and L have one reading per zoo. The scale claims are evaluated at N = 150 only
+(the N = 600 ensembles are reduced to POD spectra by the convergence study).
+
+**Main specification = the paper's literal reading**: the scalogram of the fluctuation u
+("split off the mean field, find at which scales the energy sits"), the 1/a-rectified
+scale spectrum ("with the usual 1/a bias correction"), scales log-spaced from 1 to L/2
+("scales log-spaced from 1 to L/2"), the dominant scale as an interior local maximum
+("local maxima at the dominant scales a*_m"), the window centred where the energy of
+a* sits and sigma = a* (the paper gives no formula; the book's default), H* by the
+energy criterion ("eps = 0.10 with 90 % of the energy"), N = 150 and the default T_spec
+fit range. Each claim is evaluated on its sub-grid: the axes that affect it vary, the
+others stay at the main value; so a claim's specifications are the rows of ``spec``
+where ``applicable`` is true.
+
+Speed: per model and layer the lag profiles are formed once; from them the per-snapshot
+lag second-moment matrices ``S_s = sum_i r_{s,i} r_{s,i}^T`` (of u and of A) and the
+per-lag Gram tensor ``G(tau)[s, t] = sum_i u_s(i, i - tau) u_t(i, i - tau)``. Every scale
+grid and normalisation is a quadratic form of the moments with the Morlet operator
+(:func:`msapod.wavelets.scale_spectrum_operator`; its leave-one-out replicates give the
+jackknife), every window's Gram matrix is ``sum_tau w(tau)^2 G(tau) / N`` (eigenvalues:
+T_spec and H*; mode k's lag energy ``w(tau)^2 v_k^T G(tau) v_k / (N lambda_k)``). One
+model and layer is held in memory at a time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from threadpoolctl import threadpool_limits
+
+from .claims import CLAIMS, Z95
+from .rules import (
+    PAPER_LAGS,
+    RULES,
+    THRESHOLDS,
+    Outcome,
+    interior_peak,
+)
+
+__all__ = [
+    "AXES",
+    "CLAIM_AXES",
+    "MAIN_SPEC",
+    "layer_evidence",
+    "main_outcomes",
+    "model_evidence",
+    "multiverse_study",
+    "specifications",
+    "trained_zoos",
+]
+
+#: Version of :func:`model_evidence`'s output; part of its cache key.
+EVIDENCE_FORMAT = 1
+#: Scales per grid (log-spaced from ``scale_min`` to L/2).
+NUM_SCALES = 48
+#: Fixed T_spec fit range (the convergence study's ``fixed_k``).
+FIXED_K = (1, 20)
+EPS = 0.10
+
+#: Readings per axis (the main specification's value first).
+AXES: dict[str, tuple] = {
+    "field": ("u", "A"),
+    "normalisation": ("rectified", "raw"),
+    "scale_min": (1, 2, 3),
+    "scale_stat": ("peak", "centroid"),
+    "centre": ("energy-max", "period"),
+    "width": (1.0, 0.5, 2.0),
+    "criterion": ("energy", "l2"),
+    "n": (150, 600),
+    "fit": ("default", "fixed"),
+}
+#: The paper's literal reading (see the module docstring).
+MAIN_SPEC = {axis: values[0] for axis, values in AXES.items()}
+_SCALE = ("field", "normalisation", "scale_min")
+#: The axes that affect each claim.
+CLAIM_AXES: dict[str, tuple[str, ...]] = {
+    "C1": (*_SCALE, "scale_stat"),
+    "C2": (*_SCALE, "scale_stat"),
+    "C3": ("n", "fit"),
+    "C4": (*_SCALE, "scale_stat", "centre", "width"),
+    "C5": ("n", "criterion"),
+    "C6": (),
+    "C7": _SCALE,
+    "C8": ("n", "fit"),
+    "C9": (*_SCALE, "scale_stat", "centre", "width"),
+    "C10": (),
+    "L": (),
+}
+CLAIM_IDS = tuple(CLAIM_AXES)
+
+
+# ---------------------------------------------------------------------------------------
+# per layer: moments, Gram tensor, everything derived from them
+
+
+def _grid(scale_min: float, n_lag: int) -> np.ndarray:
+    from ..wavelets import log_scales
+
+    return log_scales(n_lag, float(scale_min), n_lag / 2, NUM_SCALES)
+
+
+_OPERATORS: dict = {}
+
+
+def _operator(scale_min: float, lags: np.ndarray, omega0: float) -> np.ndarray:
+    """Morlet scale-spectrum operator ``M (scale, lag * lag)`` of one grid (memoised)."""
+    from ..wavelets import scale_spectrum_operator
+
+    key = (float(scale_min), len(lags), float(lags[0]), float(omega0))
+    if key not in _OPERATORS:
+        if len(_OPERATORS) > 6:
+            _OPERATORS.clear()
+        _OPERATORS[key] = scale_spectrum_operator(_grid(scale_min, len(lags)), lags, omega0)
+    return _OPERATORS[key]
+
+
+def _jack_se(rep: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Jackknife SE over ``axis`` ignoring NaN replicates."""
+    n = np.sum(np.isfinite(rep), axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = np.nanmean(rep, axis=axis, keepdims=True)
+        v = np.nansum((rep - m) ** 2, axis=axis)
+        return np.where(n >= 2, np.sqrt((n - 1) / np.maximum(n, 1) * v), np.nan)
+
+
+def _centroid(spec: np.ndarray, s: np.ndarray) -> np.ndarray:
+    w = np.maximum(spec, 0.0)
+    return np.exp((w * np.log(s)).sum(-1) / w.sum(-1))
+
+
+def _interior_peaks(spec: np.ndarray, s: np.ndarray, k: int = 3) -> list[float]:
+    """Up to ``k`` interior local maxima of one spectrum, strongest first (refined)."""
+    mid = spec[1:-1]
+    idx = np.flatnonzero((mid > spec[:-2]) & (mid >= spec[2:])) + 1
+    idx = idx[np.argsort(-spec[idx], kind="stable")][:k]
+    out = []
+    for i in idx:
+        one = np.full_like(spec, -np.inf)
+        one[i - 1 : i + 2] = spec[i - 1 : i + 2]
+        out.append(float(interior_peak(np.where(np.isfinite(one), one, 0.0), s)))
+    return out
+
+
+def _spread(spec: np.ndarray, s: np.ndarray) -> float:
+    """Standard deviation of log a under a (non-negative) scale spectrum."""
+    w = np.maximum(spec, 0.0)
+    if not w.sum() > 0:
+        return np.nan
+    la = np.log(s)
+    m = (w * la).sum() / w.sum()
+    return float(np.sqrt((w * (la - m) ** 2).sum() / w.sum()))
+
+
+def _count_peaks(e: np.ndarray, lags: np.ndarray, lo: float, hi: float) -> int:
+    """Local maxima of a lag-energy profile inside ``[lo, hi]`` above 10 % of its top."""
+    inside = (lags >= lo) & (lags <= hi)
+    x = e[inside]
+    if x.size < 3 or not x.max() > 0:
+        return 0
+    mid = x[1:-1]
+    pk = (mid > x[:-2]) & (mid >= x[2:]) & (mid >= 0.1 * x.max())
+    return int(pk.sum())
+
+
+def lag_gram_tensor(Xu: np.ndarray) -> np.ndarray:
+    """Per-lag Gram tensor ``G(tau)[s, t] = sum_i u_s(i, tau) u_t(i, tau)`` (lag, N, N) of
+    lag-form fluctuations ``Xu`` (N, query, lag)."""
+    Xt = np.ascontiguousarray(np.asarray(Xu, dtype=np.float64).transpose(2, 0, 1))
+    return np.matmul(Xt, Xt.transpose(0, 2, 1))
+
+
+def window_gram(G: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Gram matrix ``sum_tau w(tau)^2 G(tau) / N`` of the windowed ensemble ``w u``: its
+    eigenvalues are the scale-selective POD spectrum (:func:`msapod.pod` with the window)."""
+    n = G.shape[1]
+    return np.tensordot(np.asarray(w, dtype=np.float64) ** 2, G, axes=(0, 0)) / n
+
+
+def mode_lag_energy(G: np.ndarray, w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Lag-energy profile of the windowed mode with temporal eigenvector ``v``:
+    ``w(tau)^2 v^T G(tau) v``, normalised to sum to one (the mode's squared amplitude
+    summed over queries, per lag)."""
+    n_lag, n, _ = G.shape
+    e = np.asarray(w, float) ** 2 * ((G.reshape(n_lag * n, n) @ v).reshape(n_lag, n) @ v)
+    total = e.sum()
+    return e / total if total > 0 else e
+
+
+def layer_evidence(
+    A: xr.DataArray,
+    *,
+    dim: str = "snapshot",
+    omega0: float = 6.0,
+    theorem1: bool = False,
+) -> xr.Dataset:
+    """Every number the claims need from one layer's ensemble, under every reading.
+
+    Parameters
+    ----------
+    A
+        Attention fields of one layer ``(dim, "query", "key")``, causal, N >= 3.
+    omega0
+        Morlet centre frequency.
+    theorem1
+        Also run the Theorem 1 check (C10) on this layer's fluctuations.
+
+    Returns
+    -------
+    xarray.Dataset
+        With dims ``field``, ``normalisation``, ``scale_min``, ``scale_stat``,
+        ``centre``, ``width``, ``fit``, ``criterion``, ``peak``: ``scale_stat_value`` and
+        ``scale_stat_se`` (C1, C2); ``energy``, ``energy_se`` (C7); ``T_spec``,
+        ``T_spec_se`` (fit), ``H_star``, ``H_star_se`` (criterion) of the plain POD at
+        this N (C3, C5, C8); ``a_star(..., peak)``, ``c4_share``, ``c4_reach``,
+        ``c4_peaks`` (C4); ``c9_ratio`` (C9); ``spectrum`` (plain POD); optionally
+        ``t1_gap``, ``t1_beaten``.
+    """
+    from ..fields import check_field, to_lag
+    from ..resampling import bootstrap_spectrum
+    from ..spectra import effective_rank, spectral_concentration
+    from .uncertainty import fractional_rank
+
+    check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim, min_snapshots=3)
+    extra = [d for d in A.dims if d not in (dim, "query", "key")]
+    if extra:
+        raise ValueError(f"A: expected one layer (dims {dim}, query, key), got extra {extra}")
+    A = A.transpose(dim, "query", "key").astype(np.float64)
+    n = A.sizes[dim]
+    RA = to_lag(A)
+    lags = RA["lag"].values
+    XA = np.ascontiguousarray(RA.values)  # (N, Q, L)
+    q = XA.shape[1]
+    Xu = XA - XA.mean(0, keepdims=True)
+    n_lag = len(lags)
+    grids = {g: _grid(g, n_lag) for g in AXES["scale_min"]}
+    Ms = {g: _operator(g, lags, omega0) for g in AXES["scale_min"]}
+    M_all = np.concatenate([Ms[g] for g in AXES["scale_min"]])
+    nS = NUM_SCALES
+    shape_stat = tuple(len(AXES[a]) for a in ("field", "normalisation", "scale_min", "scale_stat"))
+    sstat = np.full(shape_stat, np.nan)
+    sstat_se = np.full(shape_stat, np.nan)
+    energy = np.full(shape_stat[:3], np.nan)
+    energy_se = np.full(shape_stat[:3], np.nan)
+    C_full = {}
+    spectra_full = {}
+    for fi, f in enumerate(AXES["field"]):
+        X = Xu if f == "u" else XA
+        S = np.matmul(X.transpose(0, 2, 1), X)  # (N, L, L) per-snapshot moments
+        P = S.reshape(n, -1) @ M_all.T  # (N, grids * scales)
+        C_full[f] = S.sum(0) / (n * q)
+        del S
+        P_tot = P.sum(0)
+        full = P_tot / (n * q)
+        if f == "u":  # the Reynolds mean re-estimated without snapshot i
+            rep = (P_tot[None] - n / (n - 1) * P) / ((n - 1) * q)
+        else:
+            rep = (P_tot[None] - P) / ((n - 1) * q)
+        rep = np.maximum(rep, 0.0)
+        for gi, g in enumerate(AXES["scale_min"]):
+            s = grids[g]
+            sl = slice(gi * nS, (gi + 1) * nS)
+            for ni, norm in enumerate(AXES["normalisation"]):
+                w = 1.0 / s if norm == "rectified" else np.ones_like(s)
+                sp, sp_rep = full[sl] * w, rep[:, sl] * w
+                spectra_full[f, norm, g] = sp
+                for ti, st in enumerate(AXES["scale_stat"]):
+                    if st == "centroid":
+                        v, vr = _centroid(sp, s), _centroid(sp_rep, s)
+                    else:
+                        v, vr = interior_peak(sp, s), interior_peak(sp_rep, s)
+                    sstat[fi, ni, gi, ti] = v
+                    sstat_se[fi, ni, gi, ti] = _jack_se(vr) if np.isfinite(v) else np.nan
+                energy[fi, ni, gi] = sp.sum()
+                energy_se[fi, ni, gi] = _jack_se(sp_rep.sum(-1))
+    del XA
+    # per-lag Gram tensor of u and the plain POD
+    G = lag_gram_tensor(Xu)  # (L, N, N)
+    K = G.sum(0) / n
+    lam, V = np.linalg.eigh(K)
+    lam, V = np.clip(lam[::-1], 0, None), V[:, ::-1]
+    spec_da = xr.DataArray(lam, dims="rank", coords={"rank": np.arange(1, n + 1)})
+    fixed = (FIXED_K[0], min(FIXED_K[1], (n - 1) // 2))  # small test ensembles: clipped
+    T = np.array(
+        [
+            float(spectral_concentration(spec_da)["T_spec"]),
+            float(spectral_concentration(spec_da, *fixed)["T_spec"]),
+        ]
+    )
+    H = np.array([float(effective_rank(spec_da, EPS, c, n_snapshots=n)) for c in AXES["criterion"]])
+    jk = bootstrap_spectrum(
+        xr.DataArray(K, dims=(dim, f"{dim}_")), method="jackknife", dim=dim
+    ).transpose("boot", "rank")
+    T_rep = np.stack(
+        [
+            spectral_concentration(jk)["T_spec"].values,
+            spectral_concentration(jk, *fixed)["T_spec"].values,
+        ],
+        -1,
+    )
+    H_rep = np.stack([fractional_rank(jk.values, EPS), fractional_rank(jk.values, EPS**2)], -1)
+    T_se, H_se = _jack_se(T_rep), _jack_se(H_rep)
+    # windows: one per dominant scale of every (field, normalisation, grid, statistic)
+    mode_cache: dict = {}
+
+    def phi_spectra(v: np.ndarray, w2: np.ndarray | None) -> np.ndarray:
+        phi = np.tensordot(v, Xu, axes=(0, 0))  # (Q, L)
+        if w2 is not None:
+            phi = phi * np.sqrt(w2)[None, :]
+        Cp = phi.T @ phi
+        return M_all @ Cp.ravel()  # (grids * scales)
+
+    plain_spec = phi_spectra(V[:, 0], None)
+
+    def window_mode(c: float, sigma: float, need_spectrum: bool):
+        key = (round(c, 9), round(sigma, 9))
+        if key not in mode_cache:
+            w = np.exp(-((lags - c) ** 2) / (2 * sigma**2))
+            lam_w, vecs = np.linalg.eigh(window_gram(G, w))
+            v = vecs[:, -1]
+            mode_cache[key] = [mode_lag_energy(G, w, v), None, float(lam_w[-1]), v, w**2]
+        got = mode_cache[key]
+        if need_spectrum and got[1] is None:
+            got[1] = phi_spectra(got[3], got[4])
+        return got[0], got[1], got[2]
+
+    from ..wavelets import fourier_period, morlet
+
+    def energy_max_lag(f: str, a: float) -> float:
+        eta = (lags[None, :] - lags[:, None]) / a  # (b, tau)
+        Phi = np.conj(morlet(eta, omega0)) / np.sqrt(a)
+        Pr, Pi = np.ascontiguousarray(Phi.real), np.ascontiguousarray(Phi.imag)
+        C = C_full[f]
+        E_b = ((Pr @ C) * Pr).sum(-1) + ((Pi @ C) * Pi).sum(-1)
+        return float(lags[int(np.argmax(E_b))])
+
+    dims_w = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
+    shape_w = tuple(len(AXES[a]) for a in dims_w)
+    share = np.full(shape_w + (3,), np.nan)
+    reach = np.zeros(shape_w + (3,), dtype=bool)
+    c4_peaks = np.full(shape_w + (3,), np.nan)
+    c9 = np.full(shape_w, np.nan)
+    a_star = np.full(shape_stat + (3,), np.nan)
+    layer_ranges = list(PAPER_LAGS.values())
+    with threadpool_limits(1, user_api="blas"):  # small eigenproblems: threads contend
+        for fi, f in enumerate(AXES["field"]):
+            for ni, norm in enumerate(AXES["normalisation"]):
+                for gi, g in enumerate(AXES["scale_min"]):
+                    s = grids[g]
+                    sp = spectra_full[f, norm, g]
+                    wgt = 1.0 / s if norm == "rectified" else np.ones_like(s)
+                    sl = slice(gi * nS, (gi + 1) * nS)
+                    plain_spread = _spread(plain_spec[sl] * wgt, s)
+                    for ti, st in enumerate(AXES["scale_stat"]):
+                        stars = (
+                            [float(_centroid(sp, s))]
+                            if st == "centroid"
+                            else _interior_peaks(sp, s)
+                        )
+                        a_star[fi, ni, gi, ti, : len(stars)] = stars
+                        for ci, cr in enumerate(AXES["centre"]):
+                            cs = [
+                                energy_max_lag(f, a)
+                                if cr == "energy-max"
+                                else float(fourier_period(a, omega0))
+                                for a in stars
+                            ]
+                            for wi, k in enumerate(AXES["width"]):
+                                ix = (fi, ni, gi, ti, ci, wi)
+                                for m, (a, c) in enumerate(zip(stars, cs, strict=True)):
+                                    e, mspec, _ = window_mode(c, k * a, m == 0)
+                                    if m == 0:
+                                        c9[ix] = _spread(mspec[sl] * wgt, s) / plain_spread
+                                    for r, (lo, hi) in enumerate(layer_ranges):
+                                        inside = (lags >= lo) & (lags <= hi)
+                                        sh = float(e[inside].sum())
+                                        wmax = np.exp(
+                                            -((lags[inside] - c) ** 2) / (2 * (k * a) ** 2)
+                                        ).max()
+                                        ok = wmax >= np.exp(-2.0)
+                                        better = (ok and not reach[ix + (r,)]) or (
+                                            ok == reach[ix + (r,)]
+                                            and not (np.nan_to_num(share[ix + (r,)], nan=-1) >= sh)
+                                        )
+                                        if better:
+                                            share[ix + (r,)] = sh
+                                            reach[ix + (r,)] = ok
+                                            c4_peaks[ix + (r,)] = _count_peaks(e, lags, lo, hi)
+    coords = {a: list(AXES[a]) for a in (*dims_w, "criterion", "fit")}
+    coords["paper_layer"] = sorted(PAPER_LAGS)
+    coords["peak"] = [0, 1, 2]
+    ds = xr.Dataset(
+        {
+            "scale_stat_value": (dims_w[:4], sstat),
+            "scale_stat_se": (dims_w[:4], sstat_se),
+            "energy": (dims_w[:3], energy),
+            "energy_se": (dims_w[:3], energy_se),
+            "a_star": ((*dims_w[:4], "peak"), a_star),
+            "T_spec": ("fit", T),
+            "T_spec_se": ("fit", T_se),
+            "H_star": ("criterion", H),
+            "H_star_se": ("criterion", H_se),
+            "c4_share": ((*dims_w, "paper_layer"), share),
+            "c4_reach": ((*dims_w, "paper_layer"), reach),
+            "c4_peaks": ((*dims_w, "paper_layer"), c4_peaks),
+            "c9_ratio": (dims_w, c9),
+            "spectrum": ("rank", lam),
+        },
+        coords={k: np.asarray(v) for k, v in coords.items()} | {"rank": np.arange(1, n + 1)},
+    )
+    gap, beaten, trials = np.nan, np.nan, np.nan
+    if theorem1:
+        gap, beaten, trials = theorem1_check(A - A.mean(dim), dim=dim)
+    ds["t1_gap"] = gap
+    ds["t1_beaten"] = float(beaten)
+    ds["t1_trials"] = float(trials)
+    ds.attrs = {"n_snapshots": n, "omega0": omega0, "n_windows": len(mode_cache)}
+    return ds
+
+
+def theorem1_check(u: xr.DataArray, *, dim: str = "snapshot", seed: int = 0):
+    """Theorem 1 on one ensemble: ``(max relative gap between the rank-K error and the
+    eigenvalue tail for K = 1, 5, 20, random orthonormal bases beating POD, trials)``."""
+    from ..decomposition import basis_error, pod, reconstruction_error
+
+    n = u.sizes[dim]
+    ranks = [k for k in (1, 5, 20) if k < n - 1] or [1]
+    res = pod(u, dim, n_modes=max(ranks))
+    lam = res["spectrum"].values
+    worst, beaten, trials = 0.0, 0, 0
+    rng = np.random.default_rng(seed)
+    nq, nk = u.sizes["query"], u.sizes["key"]
+    mask = np.tril(np.ones((nq, nk), bool))
+    for K in ranks:
+        err = float(reconstruction_error(u, res, K))
+        worst = max(worst, abs(err - lam[K:].sum()) / lam[K:].sum())
+        for _ in range(5):
+            B = np.zeros((K, nq, nk))
+            B[:, mask] = np.linalg.qr(rng.standard_normal((mask.sum(), K)))[0].T
+            basis = xr.DataArray(B, dims=("mode", "query", "key"))
+            beaten += float(basis_error(u, basis, dim)) < err
+            trials += 1
+    return float(worst), int(beaten), int(trials)
+
+
+def fields_evidence(F: xr.DataArray, *, theorem1_layer: int = 0) -> xr.Dataset:
+    """:func:`layer_evidence` of every layer of ``F (layer, snapshot, query, key)``, one
+    layer in memory at a time."""
+    layers = []
+    for layer in F["layer"].values:
+        one = F.sel(layer=layer).load()
+        layers.append(layer_evidence(one, theorem1=int(layer) == theorem1_layer))
+    return xr.concat(layers, dim=xr.DataArray(F["layer"].values, dims="layer", name="layer"))
+
+
+def model_evidence(
+    name: str,
+    *,
+    cache_dir=None,
+    progress: bool = False,
+    theorem1_layer: int = 0,
+) -> xr.Dataset:
+    """:func:`layer_evidence` of every layer of zoo model ``name`` (cached).
+
+    Streams one layer of :func:`msapod.studies.cache.cached_fields` at a time. The cache
+    key holds the fields' key (weights and data sha256, ensemble) and the weights'
+    sha256.
+    """
+    from .cache import cached_dataset, cached_fields
+
+    F = cached_fields(name, progress=progress, cache_dir=cache_dir)
+    parts = {
+        "fields_key": F.attrs.get("key"),
+        "weights_sha256": F.attrs.get("weights_sha256"),
+        "axes": json.dumps({k: list(v) for k, v in AXES.items()}, default=str),
+        "num_scales": NUM_SCALES,
+        "fixed_k": list(FIXED_K),
+        "theorem1_layer": theorem1_layer,
+        "format": EVIDENCE_FORMAT,
+    }
+
+    def compute():
+        out = fields_evidence(F, theorem1_layer=theorem1_layer)
+        out.attrs = {"model": name}
+        return out
+
+    return cached_dataset("multiverse-evidence", name, parts, compute, cache_dir=cache_dir)
+
+
+# ---------------------------------------------------------------------------------------
+# specifications and the study
+
+
+def trained_zoos(zoos: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
+    """``(trained, not_trained)`` among ``zoos`` (default: every zoo, main first)."""
+    from ..models import zoo
+
+    names = list(zoo.ZOOS) if zoos is None else list(zoos)
+    for z in names:
+        if z not in zoo.ZOOS:
+            raise ValueError(f"zoos: expected names from {list(zoo.ZOOS)}, got {z!r}")
+    names = sorted(names, key=lambda z: z != zoo.MAIN)
+    ok = [
+        z for z in names if all((zoo.path(m) / "model.safetensors").is_file() for m in zoo.ZOOS[z])
+    ]
+    return ok, [z for z in names if z not in ok]
+
+
+def specifications(zoos: Sequence[str]) -> list[dict]:
+    """The union of every claim's sub-grid, per zoo (main specification first)."""
+    specs: list[dict] = []
+    seen = set()
+    for z in zoos:
+        for claim in CLAIM_IDS:
+            axes = CLAIM_AXES[claim]
+            for values in itertools.product(*(AXES[a] for a in axes)):
+                spec = {"zoo": z, **MAIN_SPEC, **dict(zip(axes, values, strict=True))}
+                key = tuple(spec.values())
+                if key not in seen:
+                    seen.add(key)
+                    specs.append(spec)
+    return specs
+
+
+def _applies(claim: str, spec: dict) -> bool:
+    return all(spec[a] == MAIN_SPEC[a] for a in AXES if a not in CLAIM_AXES[claim])
+
+
+def _where(claim: str, spec: dict) -> str:
+    words = {
+        "field": lambda v: f"field {v}",
+        "normalisation": lambda v: "E(a)/a" if v == "rectified" else "raw E(a)",
+        "scale_min": lambda v: f"scales from {v}",
+        "scale_stat": lambda v: "interior peak" if v == "peak" else "centroid",
+        "centre": lambda v: f"centre {v}",
+        "width": lambda v: f"σ = {v:g} a*",
+        "criterion": lambda v: f"{v} criterion",
+        "n": lambda v: f"N = {v}",
+        "fit": lambda v: "fit 1..N/2" if v == "default" else f"fit {FIXED_K[0]}..{FIXED_K[1]}",
+    }
+    return ", ".join(words[a](spec[a]) for a in CLAIM_AXES[claim]) or "one reading"
+
+
+class ZooData:
+    """Everything the rules read for one zoo (models stacked along ``model``)."""
+
+    def __init__(self, models, evidence, convergence=None, c6=None, losses=None):
+        self.models = list(models)
+        self.ev = evidence
+        self.conv = convergence
+        self.c6 = c6
+        self.losses = losses
+        self._c4 = None
+
+    def c4(self) -> xr.Dataset:
+        """C4's numbers of layer L measured against layer L's own paper range."""
+        if self._c4 is None:
+            ev = self.ev
+            diag = [
+                ev[["c4_share", "c4_reach", "c4_peaks"]].sel(layer=L, paper_layer=L, drop=True)
+                for L in PAPER_LAGS
+            ]
+            self._c4 = xr.concat(
+                diag, dim=xr.DataArray(list(PAPER_LAGS), dims="layer", name="layer")
+            )
+        return self._c4
+
+    def pod(self, n: int, quantity: str, which: str):
+        """``(value, se)`` per (model, layer) of T_spec (``which`` = fit) or H*
+        (``which`` = criterion) at ensemble size ``n``; None if unavailable."""
+        if n == int(self.ev.attrs.get("n_snapshots", 150)):
+            sel = {"fit": which} if quantity == "T_spec" else {"criterion": which}
+            return self.ev[quantity].sel(sel), self.ev[f"{quantity}_se"].sel(sel)
+        conv = self.conv
+        if conv is None or n not in conv["n"].values:
+            return None
+        c = conv.sel(n=n)
+        if quantity == "T_spec":
+            name = "T_spec" if which == "default" else "T_spec_fixed"
+            return c[name], c[f"{name}_se"]
+        if which == "energy":
+            return c["H_star"].sel(eps=EPS), c["H_star_se"].sel(eps=EPS)
+        from ..spectra import effective_rank
+
+        lam = c["spectrum"].sel(rank=slice(1, n))
+        H = effective_rank(lam.fillna(0.0), EPS, "l2", n_snapshots=n).reset_coords(drop=True)
+        return H.astype(float), None  # no interval for the L2 criterion at this N
+
+
+def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
+    """The claim's :data:`~msapod.studies.rules.RULES` function under ``spec``."""
+    from .rules import NOT_TESTABLE
+
+    where = _where(claim, spec)
+    ev = data.ev
+    rule = RULES[claim]
+    sel_scale = {a: spec[a] for a in _SCALE}
+    if claim in ("C1", "C2"):
+        sel = {**sel_scale, "scale_stat": spec["scale_stat"]}
+        v = ev["scale_stat_value"].sel(sel)
+        return rule(v, ev["scale_stat_se"].sel(sel), statistic=spec["scale_stat"], where=where)
+    if claim == "C7":
+        return rule(ev["energy"].sel(sel_scale), ev["energy_se"].sel(sel_scale), where=where)
+    if claim in ("C3", "C5", "C8"):
+        quantity, which = (
+            ("H_star", spec["criterion"]) if claim == "C5" else ("T_spec", spec["fit"])
+        )
+        got = data.pod(spec["n"], quantity, which)
+        if got is None:
+            return Outcome(
+                claim,
+                NOT_TESTABLE,
+                f"no ensemble of N = {spec['n']}",
+                "",
+                "0 cases",
+                reason=f"the convergence study (N = {spec['n']}) is not available",
+            )
+        value, se = got
+        if claim == "C3":
+            return rule(value, se, n=spec["n"], where=where)
+        if claim == "C5":
+            return rule(value, se, n=spec["n"], criterion=spec["criterion"], where=where)
+        return rule(value, se, where=where)
+    if claim in ("C4", "C9"):
+        sel = {a: spec[a] for a in CLAIM_AXES["C4"]}
+        if claim == "C9":
+            return rule(ev["c9_ratio"].sel(sel), where=where)
+        d4 = data.c4().sel(sel)
+        template = xr.full_like(ev["T_spec"].isel(fit=0, drop=True), np.nan)
+        share = d4["c4_share"].transpose("model", "layer").combine_first(template)
+        reach = d4["c4_reach"].astype(bool).transpose("model", "layer")
+        peaks6 = d4["c4_peaks"].sel(layer=6).values
+        return rule(share, reach, peaks6, where=where)
+    if claim == "C6":
+        return rule(data.c6)
+    if claim == "C10":
+        if "t1_gap" not in ev:
+            return Outcome("C10", NOT_TESTABLE, "not run", "", "0 cases", reason="no check run")
+        gap = ev["t1_gap"].max()
+        out = rule(
+            float(gap),
+            int(ev["t1_beaten"].sum()),
+            int(ev["t1_trials"].sum()),
+            label=f"layer 4 of {data.models[0]}: ",
+        )
+        return out
+    if claim == "L":
+        if data.losses is None:
+            return Outcome("L", NOT_TESTABLE, "no losses", "", "0 cases", reason="no losses")
+        loss, unfinished = data.losses
+        return rule(loss, unfinished=unfinished)
+    raise ValueError(f"claim: expected one of {CLAIM_IDS}, got {claim!r}")
+
+
+def _losses(models):
+    from ..models.zoo import ZOO_CONFIGS, path
+
+    cfg = [json.loads((path(m) / "config.json").read_text()) for m in models]
+    loss = xr.DataArray(
+        [c["val_loss"] for c in cfg],
+        dims="model",
+        coords={
+            "model": models,
+            "architecture": (
+                "model",
+                ["ega" if m.startswith("ega") else "baseline" for m in models],
+            ),
+        },
+    )
+    unfinished = any(c["step"] < ZOO_CONFIGS[m].steps for c, m in zip(cfg, models, strict=True))
+    return loss, unfinished
+
+
+def zoo_data(
+    models: Sequence[str],
+    *,
+    convergence: xr.Dataset | None | bool = None,
+    pruning: xr.Dataset | None | bool = None,
+    progress: bool = False,
+    cache_dir=None,
+) -> ZooData:
+    """Gather the evidence of one zoo's models (computed or read from the cache).
+
+    ``convergence`` / ``pruning``: a study result, None (compute or read it from the
+    cache) or False (skip: N = 600 and C6 are then not testable).
+    """
+    from .cache import stack_models
+    from .prune import c6_verdict
+
+    models = list(models)
+    ev = stack_models(
+        [
+            model_evidence(
+                m, progress=progress, cache_dir=cache_dir, theorem1_layer=4 if i == 0 else 0
+            )
+            for i, m in enumerate(models)
+        ],
+        models,
+    )
+    ev.attrs["n_snapshots"] = int(ev.sizes["rank"])
+    if convergence is None:
+        from .convergence import convergence_study
+
+        convergence = convergence_study(models, progress=progress, cache_dir=cache_dir)
+    conv = convergence.sel(model=models) if convergence is not False else None
+    if pruning is None:
+        from .prune import pruning_study
+
+        pruning = pruning_study(models, progress=progress, cache_dir=cache_dir)
+    c6 = c6_verdict(pruning, z=Z95) if pruning is not False else None
+    return ZooData(models, ev, conv, c6, _losses(models))
+
+
+def main_outcomes(data: ZooData) -> dict[str, Outcome]:
+    """The main specification's outcome of every claim (what the scorecard shows)."""
+    spec = {"zoo": "", **MAIN_SPEC}
+    return {c: evaluate(c, spec, data) for c in CLAIM_IDS}
+
+
+def _source_hash() -> str:
+    h = hashlib.sha256()
+    for mod in ("rules.py", "multiverse.py", "claims.py"):
+        h.update((Path(__file__).parent / mod).read_bytes())
+    return h.hexdigest()
+
+
+def multiverse_study(
+    zoos: Sequence[str] | None = None,
+    *,
+    progress: bool = False,
+    convergence: dict | None = None,
+    pruning: dict | None = None,
+    cache_dir=None,
+    data: dict | None = None,
+) -> xr.Dataset:
+    """Every claim under every specification of its sub-grid, on every trained zoo.
+
+    Parameters
+    ----------
+    zoos
+        Zoo names (default every zoo of :data:`msapod.models.zoo.ZOOS`); zoos whose
+        models are not all trained are skipped and listed in the attr ``not_trained``.
+    progress
+        Progress bars.
+    convergence, pruning
+        Optional ``{zoo: study result or False}`` (default: read or compute the cached
+        studies; False skips, making N = 600 or C6 not testable).
+    data
+        Optional ``{zoo: ZooData}`` (tests: synthetic evidence; not cached then).
+
+    Returns
+    -------
+    xarray.Dataset
+        dims ``claim``, ``spec``, ``model``, ``layer``. Coordinates along ``spec``: one
+        per axis (``zoo``, ``field``, ``normalisation``, ``scale_min``, ``scale_stat``,
+        ``centre``, ``width``, ``criterion``, ``n``, ``fit``) and the boolean ``main``.
+        Variables: ``verdict(claim, spec)`` (a verdict word; "" where the claim does not
+        apply), ``applicable``, ``measured``, ``rule``, ``cases``, ``reason``;
+        ``stat``, ``lower``, ``upper`` (claim, spec, model, layer: the key statistic and
+        its 95 % interval, NaN where not applicable); ``contrast*`` (claim, spec, model:
+        C3, C5) and ``diff*`` (claim, spec, layer: C7, C8, L); per claim ``claim_text``,
+        ``axes``, ``threshold_low``, ``threshold_high``.
+    """
+    if data is not None:
+        trained, untrained = list(data), []
+        return _assemble(trained, untrained, data)
+    from ..models import zoo as zoo_mod
+
+    trained, untrained = trained_zoos(zoos)
+    parts = {"source": _source_hash(), "zoos": trained, "format": EVIDENCE_FORMAT}
+    weights = {}
+    for z in trained:
+        for m in zoo_mod.ZOOS[z]:
+            weights[m] = json.loads((zoo_mod.path(m) / "config.json").read_text()).get(
+                "weights_sha256", ""
+            )
+    parts["weights_sha256"] = weights
+    if convergence is not None or pruning is not None:
+        parts["external"] = "studies passed in"
+
+    def compute():
+        got = {
+            z: zoo_data(
+                zoo_mod.ZOOS[z],
+                convergence=(convergence or {}).get(z),
+                pruning=(pruning or {}).get(z),
+                progress=progress,
+                cache_dir=cache_dir,
+            )
+            for z in trained
+        }
+        return _assemble(trained, untrained, got)
+
+    if convergence is not None or pruning is not None:
+        return compute()
+    from .cache import cached_dataset
+
+    return cached_dataset(
+        "multiverse", "study-" + "+".join(trained), parts, compute, cache_dir=cache_dir
+    )
+
+
+def _assemble(trained, untrained, data: dict) -> xr.Dataset:
+    specs = specifications(trained)
+    models = [m for z in trained for m in data[z].models]
+    layers = sorted({int(v) for z in trained for v in data[z].ev["layer"].values})
+    nc, ns, nm, nl = len(CLAIM_IDS), len(specs), len(models), len(layers)
+    verdict = np.full((nc, ns), "", dtype=object)
+    text = {k: np.full((nc, ns), "", dtype=object) for k in ("measured", "rule", "cases", "reason")}
+    stat = {k: np.full((nc, ns, nm, nl), np.nan) for k in ("stat", "lower", "upper")}
+    contrast = {k: np.full((nc, ns, nm), np.nan) for k in ("value", "lower", "upper")}
+    diff = {k: np.full((nc, ns, nl), np.nan) for k in ("value", "lower", "upper")}
+    applicable = np.zeros((nc, ns), bool)
+    m_index = {m: i for i, m in enumerate(models)}
+    l_index = {v: i for i, v in enumerate(layers)}
+    for j, spec in enumerate(specs):
+        d = data[spec["zoo"]]
+        for i, claim in enumerate(CLAIM_IDS):
+            if not _applies(claim, spec):
+                continue
+            out = evaluate(claim, spec, d)
+            applicable[i, j] = True
+            verdict[i, j] = out.verdict
+            for k in text:
+                text[k][i, j] = getattr(out, k)
+            if out.stat is not None:
+                for k in ("stat", "lower", "upper"):
+                    da = getattr(out, k).transpose("model", "layer")
+                    mi = [m_index[m] for m in da["model"].values]
+                    li = [l_index[int(v)] for v in da["layer"].values]
+                    stat[k][i, j][np.ix_(mi, li)] = da.values
+            if out.contrast is not None:
+                mi = [m_index[m] for m in out.contrast["model"].values]
+                for k in contrast:
+                    contrast[k][i, j, mi] = out.contrast[k].values
+            if out.diff is not None:
+                for k in diff:
+                    da = out.diff[k]
+                    if "layer" in da.dims:
+                        li = [l_index[int(v)] for v in da["layer"].values]
+                        diff[k][i, j, li] = da.values
+    spec_coords = {a: ("spec", np.asarray([s[a] for s in specs])) for a in ("zoo", *AXES)}
+    main = [all(s[a] == MAIN_SPEC[a] for a in AXES) for s in specs]
+    spec_coords["main"] = ("spec", np.asarray(main, dtype=bool))
+    arch = ["ega" if m.startswith("ega") else "baseline" for m in models]
+    model_zoo = [z for z in trained for _ in data[z].models]
+    ds = xr.Dataset(
+        {
+            "verdict": (("claim", "spec"), verdict.astype(str)),
+            "applicable": (("claim", "spec"), applicable),
+            **{k: (("claim", "spec"), v.astype(str)) for k, v in text.items()},
+            **{k: (("claim", "spec", "model", "layer"), v) for k, v in stat.items()},
+            "contrast": (("claim", "spec", "model"), contrast["value"]),
+            "contrast_lower": (("claim", "spec", "model"), contrast["lower"]),
+            "contrast_upper": (("claim", "spec", "model"), contrast["upper"]),
+            "diff": (("claim", "spec", "layer"), diff["value"]),
+            "diff_lower": (("claim", "spec", "layer"), diff["lower"]),
+            "diff_upper": (("claim", "spec", "layer"), diff["upper"]),
+            "claim_text": ("claim", [CLAIMS["loss" if c == "L" else c] for c in CLAIM_IDS]),
+            "axes": ("claim", [",".join(CLAIM_AXES[c]) for c in CLAIM_IDS]),
+            "threshold_low": ("claim", [THRESHOLDS.get(c, (np.nan, np.nan))[0] for c in CLAIM_IDS]),
+            "threshold_high": (
+                "claim",
+                [THRESHOLDS.get(c, (np.nan, np.nan))[1] for c in CLAIM_IDS],
+            ),
+        },
+        coords={
+            "claim": list(CLAIM_IDS),
+            "spec": np.arange(ns),
+            "model": models,
+            "layer": layers,
+            "architecture": ("model", arch),
+            "model_zoo": ("model", model_zoo),
+            **spec_coords,
+        },
+    )
+    ds.attrs = {
+        "title": "specification curve of the paper's claims",
+        "main_specification": json.dumps(MAIN_SPEC),
+        "interval": "95 %",
+        "not_trained": ",".join(untrained),
+        "zoos": ",".join(trained),
+        "main_zoo": trained[0] if trained else "",
+    }
+    return ds

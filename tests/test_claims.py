@@ -1,0 +1,145 @@
+"""Per-claim rules (msapod.studies.rules) and the verdict admonitions (claims.py):
+planted answers on small synthetic numbers."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from msapod.studies.claims import VERDICTS, classify, combine
+from msapod.studies.rules import (
+    combine_core,
+    interior_peak,
+    rule_c1,
+    rule_c2,
+    rule_c3,
+    rule_c4,
+    rule_c5,
+    rule_c7,
+    rule_c8,
+    rule_c9,
+    rule_c10,
+    rule_loss,
+)
+
+MODELS = ["baseline-1", "baseline-2", "ega-1", "ega-2"]
+ARCH = ["baseline", "baseline", "ega", "ega"]
+
+
+def per_layer(values, se=None):
+    """(model, layer) DataArray from a per-layer list (same in every model) or a 4 x 6."""
+    v = np.broadcast_to(np.asarray(values, float), (4, 6)).copy()
+    da = xr.DataArray(
+        v,
+        dims=("model", "layer"),
+        coords={"model": MODELS, "layer": np.arange(1, 7), "architecture": ("model", ARCH)},
+    )
+    return da, (None if se is None else xr.full_like(da, se))
+
+
+def test_interior_peak_inside_vs_edge():
+    s = np.geomspace(1, 128, 48)
+    inside = np.exp(-0.5 * ((np.log(s) - np.log(12.0)) / 0.4) ** 2)
+    got = interior_peak(inside, s)
+    assert got == pytest.approx(12.0, rel=0.03)  # refined between grid points
+    rising = s**0.5  # maximum at the last scale: an edge, not a dominant scale
+    falling = 1 / s  # maximum at the first scale
+    assert np.isnan(interior_peak(rising, s)) and np.isnan(interior_peak(falling, s))
+    both = np.stack([inside, rising])
+    out = interior_peak(both, s)
+    assert np.isfinite(out[0]) and np.isnan(out[1])
+
+
+def test_c1_edge_only_is_not_testable_not_partly():
+    stat, se = per_layer([np.nan] * 6, 0.1)
+    out = rule_c1(stat, se, statistic="peak", where="grid from 1")
+    assert out.verdict == "not testable as stated"
+    assert "under this reading" in out.reason
+    # some early cases with an interior peak: those decide, the others are counted
+    stat, se = per_layer([3.0, np.nan, 9, 9, 9, 9], 0.1)
+    out = rule_c1(stat, se)
+    assert out.verdict == "holds" and "grid edge" in out.cases
+
+
+@pytest.mark.parametrize(
+    ("values", "verdict"),
+    [([3, 4, 10, 20, 25, 30], "holds"), ([9, 10, 10, 20, 25, 30], "does not hold")],
+)
+def test_c1_c2_thresholds(values, verdict):
+    stat, se = per_layer(values, 0.2)
+    assert rule_c1(stat, se, statistic="centroid").verdict == verdict
+    assert rule_c2(stat, se, statistic="centroid").verdict == "holds"
+    wide, se_wide = per_layer(values, 5.0)  # an interval across 7: not significant
+    assert rule_c1(wide, se_wide).verdict in ("not significant", "partly")
+
+
+def test_c3_contrast_and_level():
+    T, se = per_layer([1.0, 1.05, 0.9, 0.8, 0.5, 0.45], 0.02)
+    assert rule_c3(T, se).verdict == "holds"
+    # late layers LESS concentrated (larger T_spec) in every model: reversed contrast
+    T, se = per_layer([1.0, 1.05, 1.2, 1.3, 1.6, 1.7], 0.02)
+    out = rule_c3(T, se)
+    assert out.verdict == "does not hold"
+    assert (out.contrast["lower"] > 0).all()
+    # contrast right, early T_spec far from 1: partly
+    T, se = per_layer([2.0, 2.1, 1.5, 1.4, 0.5, 0.45], 0.02)
+    assert rule_c3(T, se).verdict == "partly"
+
+
+def test_c5_reversed_contrast_does_not_hold_even_if_thresholds_pass():
+    # N = 600: layers 1-2 above 150 (passes), layers 3-6 at 91 (passes) would be
+    # "holds"; here layers 3-6 need MORE modes than 1-2: the claim's contrast is reversed
+    H, se = per_layer([170, 223, 300, 350, 400, 436], 3.0)
+    out = rule_c5(H, se, n=600)
+    assert out.verdict == "does not hold"
+    H, se = per_layer([170, 180, 91, 90, 92, 93], 2.0)
+    assert rule_c5(H, se, n=600).verdict == "holds"
+    # at N = 150 "> 150" cannot occur: left out, said why, the rest decides
+    H, se = per_layer([140, 145, 91, 90, 92, 93], 2.0)
+    out = rule_c5(H, se, n=150)
+    assert out.verdict == "holds" and "150" in out.reason
+
+
+def test_c4_unreachable_or_missing_windows_are_not_testable():
+    share, _ = per_layer([np.nan] * 6)
+    reach = xr.zeros_like(share, dtype=bool)
+    assert rule_c4(share, reach).verdict == "not testable as stated"
+    share, _ = per_layer([0.1, 0.1, 0.1, 0.1, 0.1, 0.1])
+    out = rule_c4(share, reach)  # windows exist but cannot reach the paper's lags
+    assert out.verdict == "not testable as stated" and "reach" in out.reason
+    share, _ = per_layer([0.0, 0.8, 0.0, 0.7, 0.0, 0.6])
+    reach = xr.ones_like(share, dtype=bool)
+    assert rule_c4(share, reach, np.array([2, 3, 2, 2])).verdict == "holds"
+    assert rule_c4(share, reach, np.array([1, 1, 1, 1])).verdict == "partly"
+
+
+def test_arch_rules_c7_c8_loss():
+    E, se = per_layer([[1, 1, 1, 1, 1, 1], [1.01] * 6, [2] * 6, [2.01] * 6], 0.001)
+    assert rule_c7(E, se).verdict == "holds"
+    T, se = per_layer([[1, 1, 1, 1, 1, 1], [1.01] * 6, [1, 1, 2, 2, 0.5, 0.5], [1.01] * 6], 1e-3)
+    T[3] = T[2] + 0.01
+    assert rule_c8(T, se).verdict == "holds"
+    T2 = T.copy()
+    T2[2:] = T[:2].values[::-1] * 1.0 - [[0, 0, 0.5, 0.5, -0.5, -0.5]]
+    assert rule_c8(T2, se).verdict == "does not hold"
+    loss = xr.DataArray(
+        [1.5, 1.51, 1.40, 1.41],
+        dims="model",
+        coords={"model": MODELS, "architecture": ("model", ARCH)},
+    )
+    assert rule_loss(loss).verdict == "holds"
+
+
+def test_c9_c10():
+    r, _ = per_layer([0.8, 0.9, 0.7, 0.9, 0.95, 0.6])
+    assert rule_c9(r).verdict == "holds"
+    r, _ = per_layer([np.nan] * 6)
+    assert rule_c9(r).verdict == "not testable as stated"
+    assert rule_c10(1e-14, 0, 15).verdict == "holds"
+    assert rule_c10(1e-3, 0, 15).verdict == "does not hold"
+
+
+def test_combine_core_and_verdict_words():
+    assert combine_core(["no", "no"], ["yes", "yes"]) == "does not hold"
+    assert combine_core(["yes"], ["no"]) == "partly"
+    assert combine(classify([1.0], [2.0], 0, 3)) == "holds"
+    assert len(VERDICTS) == 5

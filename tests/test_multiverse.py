@@ -1,0 +1,176 @@
+"""The specification curve (msapod.studies.multiverse) on small synthetic fields: the
+moment/Gram shortcuts equal the library's direct computations, and the main
+specification's verdicts equal the scorecard's."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import msapod
+from msapod.fields import reynolds, to_lag
+from msapod.studies.claims import VERDICTS, main_verdict, verdict_markdown, verdict_shares
+from msapod.studies.multiverse import (
+    AXES,
+    CLAIM_AXES,
+    MAIN_SPEC,
+    ZooData,
+    _grid,
+    fields_evidence,
+    lag_gram_tensor,
+    layer_evidence,
+    main_outcomes,
+    mode_lag_energy,
+    multiverse_study,
+    specifications,
+    window_gram,
+)
+from msapod.studies.scorecard import scorecard_from_outcomes
+
+MODELS = ["baseline-1", "baseline-2", "ega-1", "ega-2"]
+
+
+def attention(n=10, length=24, seed=0, scale=3.0, layers=None):
+    """Causal row-stochastic fields with a lag preference of width ``scale``."""
+    rng = np.random.default_rng(seed)
+    i, j = np.meshgrid(np.arange(length), np.arange(length), indexing="ij")
+    lag = i - j
+    shape = (n, length, length) if layers is None else (layers, n, length, length)
+    logits = rng.normal(0, 1.0, shape) - lag / scale
+    logits = np.where(lag >= 0, logits, -np.inf)
+    A = np.exp(logits - logits.max(-1, keepdims=True))
+    A /= A.sum(-1, keepdims=True)
+    dims = ("snapshot", "query", "key") if layers is None else ("layer", "snapshot", "query", "key")
+    coords = {"query": np.arange(length), "key": np.arange(length)}
+    if layers is not None:
+        coords["layer"] = np.arange(1, layers + 1)
+    return xr.DataArray(A, dims=dims, coords=coords)
+
+
+@pytest.fixture(scope="module")
+def field():
+    return attention()
+
+
+@pytest.fixture(scope="module")
+def evidence(field):
+    return layer_evidence(field, theorem1=False)
+
+
+def test_windowed_gram_eigenvalues_equal_pod(field):
+    u = reynolds(field)["fluctuation"]
+    R = to_lag(u)
+    G = lag_gram_tensor(R.transpose("snapshot", "query", "lag").values)
+    lags = R["lag"].values
+    for c, sigma in ((0.0, 1.0), (5.0, 2.5), (12.0, 6.0)):
+        w = msapod.lag_window(lags, c, sigma)
+        lam = np.linalg.eigvalsh(window_gram(G, w.values))[::-1]
+        ref = msapod.pod(u, window=w)["spectrum"].values
+        np.testing.assert_allclose(lam, ref, rtol=0, atol=1e-10 * ref[0])
+        # the mode's lag energy from G equals the lag energy of the POD mode itself
+        vals, vecs = np.linalg.eigh(window_gram(G, w.values))
+        e = mode_lag_energy(G, w.values, vecs[:, -1])
+        mode = msapod.pod(u, n_modes=1, window=w)["modes"].isel(mode=0)
+        e_ref = (to_lag(mode**2)).sum("query").values
+        np.testing.assert_allclose(e, e_ref / e_ref.sum(), atol=1e-10)
+    # plain POD (w = 1) as stored in the evidence
+    ev = layer_evidence(field)
+    np.testing.assert_allclose(ev["spectrum"].values, msapod.pod(u)["spectrum"].values, atol=1e-12)
+
+
+def test_scale_statistics_equal_the_scalogram(field, evidence):
+    u = reynolds(field)["fluctuation"]
+    for field_name, data in (("u", u), ("A", field)):
+        for smin in (1, 3):
+            s = _grid(smin, 24)
+            for norm in ("rectified", "raw"):
+                spec = msapod.scalogram(data, scales=s, bias_correction=norm == "rectified")
+                cent = float(msapod.scale_centroid(spec["spectrum"]))
+                got = evidence["scale_stat_value"].sel(
+                    field=field_name, normalisation=norm, scale_min=smin, scale_stat="centroid"
+                )
+                assert float(got) == pytest.approx(cent, rel=1e-9)
+    # energy (raw) equals the sum of the scalogram of u
+    spec = msapod.scalogram(u, scales=_grid(2, 24), bias_correction=False)
+    e = evidence["energy"].sel(field="u", normalisation="raw", scale_min=2)
+    assert float(e) == pytest.approx(float(spec["spectrum"].sum()), rel=1e-9)
+
+
+def test_scale_jackknife_matches_the_uncertainty_study(field, evidence):
+    from msapod.studies.uncertainty import scale_jackknife
+
+    sj = scale_jackknife(field, scales=_grid(3, 24))
+    se = evidence["scale_stat_se"].sel(
+        field="u", normalisation="rectified", scale_min=3, scale_stat="centroid"
+    )
+    assert float(se) == pytest.approx(float(sj["scale_centroid_se"]), rel=1e-6)
+
+
+def test_specifications_cover_every_claims_subgrid():
+    specs = specifications(["z"])
+    assert len(specs) >= 64
+    assert specs[0] == {"zoo": "z", **MAIN_SPEC}
+    for claim, axes in CLAIM_AXES.items():
+        n = int(np.prod([len(AXES[a]) for a in axes])) if axes else 1
+        got = [s for s in specs if all(s[a] == MAIN_SPEC[a] for a in AXES if a not in axes)]
+        assert len(got) == n, claim
+
+
+@pytest.fixture(scope="module")
+def zoo():
+    """Four synthetic "models" of 6 layers; the window axes are cut to one reading each
+    (the full grid is exercised on the zoo by the benchmark) so the test stays fast."""
+    import msapod.studies.multiverse as mvmod
+
+    small = {**mvmod.AXES, "centre": ("energy-max",), "width": (1.0,), "scale_min": (1, 3)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mvmod, "AXES", small)
+        ev = xr.concat(
+            [
+                fields_evidence(
+                    attention(n=8, length=16, seed=k, scale=2 + k, layers=6),
+                    theorem1_layer=4 if k == 0 else 0,
+                )
+                for k in range(4)
+            ],
+            dim=xr.DataArray(MODELS, dims="model", name="model"),
+        )
+        ev = ev.assign_coords(architecture=("model", ["baseline", "baseline", "ega", "ega"]))
+        ev.attrs["n_snapshots"] = 8
+        loss = xr.DataArray(
+            [1.5, 1.52, 1.45, 1.46],
+            dims="model",
+            coords={"model": MODELS, "architecture": ("model", ["baseline"] * 2 + ["ega"] * 2)},
+        )
+        data = ZooData(MODELS, ev, None, None, (loss, False))
+        mv = multiverse_study(data={"d128": data})
+        yield data, mv
+
+
+def test_main_specification_equals_scorecard(zoo):
+    zoo, mv = zoo
+    assert set(mv.dims) >= {"claim", "spec", "model", "layer"}
+    assert mv["main"].sum() == 1 and "zoo" in mv.coords
+    assert set(np.unique(mv["verdict"].values)) <= {*VERDICTS, ""}
+    card = scorecard_from_outcomes(main_outcomes(zoo), llm=False)
+    for claim in mv["claim"].values:
+        assert main_verdict(str(claim), mv, "d128") == card.loc[str(claim), "verdict"], claim
+    # every applicable spec has a verdict; N = 600 without the convergence study is
+    # "not testable as stated", never an error
+    assert (mv["verdict"].values[mv["applicable"].values] != "").all()
+    c5 = mv.sel(claim="C5")
+    at600 = c5["verdict"].values[(c5["n"] == 600).values & c5["applicable"].values]
+    assert set(at600) == {"not testable as stated"}
+    shares = verdict_shares("C1", mv, "d128")
+    assert sum(shares.values()) == 2 * 2 * 2 * 2  # field, normalisation, 2 grids, statistic
+
+
+def test_verdict_markdown_starts_with_the_main_verdict(zoo):
+    _, mv = zoo
+    text = verdict_markdown("C4", mv, "d128")
+    lines = text.splitlines()
+    assert lines[0].startswith("```{admonition} C4:")
+    assert lines[1] == ":class: verdict claim-C4"
+    assert lines[2].startswith(f"**{main_verdict('C4', mv, 'd128')}**")
+    assert text.endswith("```")
+    other = verdict_markdown("C1", mv, "paper-size")
+    assert "not in this study" in other or "not trained" in other
