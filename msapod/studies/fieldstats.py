@@ -1,0 +1,360 @@
+"""Field statistics of the zoo: the plain summaries the method pages 01-03 show.
+
+For one zoo model, every statistic below is computed from the head-averaged fields
+:math:`A_s^l(i, j)` of :func:`msapod.studies.cache.cached_fields` (the paper's ensemble:
+N = 150 snapshots of L = 256 characters, all six layers) in one pass, one layer at a
+time, and cached as verified netCDF. The book's pages read the stacked result of
+:func:`zoo_field_statistics` from the shipped ``results/fieldstats.nc`` and never extract
+the full ensemble themselves.
+
+Per layer :math:`l` (float64 arithmetic on the float32 fields; lags :math:`\\tau = i - j`):
+
+========================  ========================================================
+variable                  definition
+========================  ========================================================
+``mean_lag``              :math:`\\langle\\tau\\rangle_s = \\frac1L \\sum_i \\sum_{j \\le i}
+                          (i - j) A_s(i, j)` per snapshot
+``median_lag``            per snapshot, the mean over rows of the lag below which half
+                          of the row's probability lies
+``row_sum_deviation``     :math:`\\max_{s,i} |\\sum_j A_s(i, j) - 1|`
+``min_entry``             :math:`\\min_{s,i,j} A_s(i, j)`
+``acausal_max``           :math:`\\max_{s,\\,j > i} |A_s(i, j)|` (0: causal)
+``mean_field``            :math:`\\bar A(i, j) = \\frac1N \\sum_s A_s(i, j)` (float32)
+``total_energy``          :math:`\\frac1N \\sum_s \\lVert A_s \\rVert^2`
+``mean_energy``           :math:`\\lVert \\bar A \\rVert^2`
+``fluctuation_energy``    :math:`\\mathcal{E}_u = \\frac1N \\sum_s \\lVert u_s \\rVert^2`,
+                          :math:`u_s = A_s - \\bar A`
+``row_energy``            :math:`\\mathcal{E}_u(i) = \\frac1N \\sum_s \\sum_j u_s(i, j)^2`
+``lag_energy``            :math:`\\mathcal{E}(\\tau) = \\frac1N \\sum_s \\sum_i
+                          u_s(i, i - \\tau)^2`
+``split_half_gap``        :math:`\\lVert \\bar A_{(1)} - \\bar A_{(2)} \\rVert^2`, the means
+                          of snapshots ``0 .. N//2 - 1`` and ``N//2 .. N - 1``
+``scale_spectrum_A``      :math:`E(a)` of the mean-inclusive field :math:`A`
+                          (:func:`msapod.scalogram`, default scales, omega0 = 6, 1/a)
+========================  ========================================================
+
+``total_energy = mean_energy + fluctuation_energy`` (Pythagoras) holds to rounding; the
+three are computed independently so that the identity is a check, not a definition.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+
+__all__ = [
+    "FIELDSTATS_FORMAT",
+    "field_statistics",
+    "summarise_fields",
+    "zoo_field_statistics",
+]
+
+#: Version of the output of :func:`field_statistics`; part of its cache key.
+FIELDSTATS_FORMAT = 1
+
+#: Probability slack of the median: a row's median lag is the smallest tau with at least
+#: ``1/2 - MEDIAN_SLACK`` of the row's probability at lags <= tau (float32 rows sum to
+#: one only to ~1e-7).
+MEDIAN_SLACK = 1e-6
+
+#: Compression of the (query, key) mean field on disk: its causal zeros cost nothing.
+_COMPRESS = {"zlib": True, "complevel": 4, "shuffle": True}
+
+_DESCRIPTIONS = {
+    "mean_lag": (
+        "mean attention lag <tau>_s = (1/L) sum_i sum_j (i - j) A_s(i, j) of each snapshot",
+        "characters",
+    ),
+    "median_lag": (
+        "median attention lag of each snapshot: mean over query rows of the smallest tau "
+        "with at least half the row's probability at lags <= tau",
+        "characters",
+    ),
+    "row_sum_deviation": ("max over snapshots and rows of |sum_j A_s(i, j) - 1|", "1"),
+    "min_entry": ("smallest entry of A_s(i, j) (negative: not a probability)", "1"),
+    "acausal_max": ("largest |A_s(i, j)| with key after query, j > i (0: causal)", "1"),
+    "mean_field": ("mean field Abar(i, j) = (1/N) sum_s A_s(i, j) (float32)", "1"),
+    "total_energy": ("(1/N) sum_s ||A_s||^2 (Frobenius norm)", "probability^2"),
+    "mean_energy": ("mean-field energy ||Abar||^2", "probability^2"),
+    "fluctuation_energy": (
+        "fluctuation energy E_u = (1/N) sum_s ||u_s||^2, u_s = A_s - Abar",
+        "probability^2",
+    ),
+    "row_energy": (
+        "fluctuation energy per query row E_u(i) = (1/N) sum_s sum_j u_s(i, j)^2",
+        "probability^2",
+    ),
+    "lag_energy": (
+        "fluctuation energy per lag E(tau) = (1/N) sum_s sum_i u_s(i, i - tau)^2",
+        "probability^2",
+    ),
+    "split_half_gap": (
+        "||Abar_(1) - Abar_(2)||^2, means of the first N//2 and the remaining snapshots",
+        "probability^2",
+    ),
+    "scale_spectrum_A": (
+        "scale spectrum E(a) = (1/a) sum_b E(a, b) of the mean-inclusive field A "
+        "(msapod.scalogram, omega0 = 6, default scales)",
+        "probability^2",
+    ),
+}
+
+
+def _layer_statistics(a: np.ndarray, omega0: float) -> dict[str, tuple]:
+    """Every statistic of one layer's ensemble ``a`` ``(N, L, L)`` (float64)."""
+    from ..wavelets import scalogram
+
+    n, length, _ = a.shape
+    pos = np.arange(length)
+    lag_w = np.clip(pos[:, None] - pos[None, :], 0, None).astype(np.float64)
+    above = pos[None, :] > pos[:, None]
+
+    mean_lag = np.einsum("sij,ij->s", a, lag_w) / length
+    tail = np.flip(np.cumsum(np.flip(a, -1), -1), -1)  # probability on keys >= j
+    j_med = (tail >= 0.5 - MEDIAN_SLACK).sum(-1) - 1
+    del tail
+    median_lag = (pos[None, :] - j_med).mean(-1)
+    row_dev = float(np.abs(a.sum(-1) - 1.0).max())
+    acausal = float(np.abs(a[:, above]).max()) if above.any() else 0.0
+
+    mean = a.mean(0)
+    half = n // 2
+    gap = a[:half].mean(0) - a[half:].mean(0)
+    u = a - mean
+    q = (u**2).mean(0)  # (query, key): (1/N) sum_s u_s(i, j)^2
+    del u
+    lag_energy = np.array([np.trace(q, offset=-t) for t in range(length)])
+    field = xr.DataArray(a, dims=("snapshot", "query", "key"), coords={"query": pos, "key": pos})
+    spec = scalogram(field, omega0=omega0)["spectrum"]
+    return {
+        "mean_lag": (("snapshot",), mean_lag),
+        "median_lag": (("snapshot",), median_lag),
+        "row_sum_deviation": ((), row_dev),
+        "min_entry": ((), float(a.min())),
+        "acausal_max": ((), acausal),
+        "mean_field": (("query", "key"), mean.astype(np.float32)),
+        "total_energy": ((), float((a**2).sum((1, 2)).mean())),
+        "mean_energy": ((), float((mean**2).sum())),
+        "fluctuation_energy": ((), float(q.sum())),
+        "row_energy": (("query",), q.sum(-1)),
+        "lag_energy": (("lag",), lag_energy),
+        "split_half_gap": ((), float((gap**2).sum())),
+        "scale_spectrum_A": (("scale",), spec.values, spec["scale"].values),
+    }
+
+
+def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
+    """Field statistics of an ensemble of attention fields, one layer at a time.
+
+    Parameters
+    ----------
+    A
+        Attention probabilities :math:`A_s^l(i, j)`, dims ``("layer", "snapshot",
+        "query", "key")`` with query and key positions ``0 .. L-1`` (as returned by
+        :func:`msapod.studies.cache.cached_fields`); at least two snapshots. Each layer
+        is converted to float64 on its own, so memory peaks at a few copies of one layer.
+    omega0
+        Morlet centre frequency of ``scale_spectrum_A``.
+
+    Returns
+    -------
+    xarray.Dataset
+        The variables of the module table, dims ``layer``, ``snapshot``, ``query``,
+        ``key``, ``lag`` (``0 .. L-1``) and ``scale`` (coord ``period``); the
+        ``snapshot`` coords of ``A`` (e.g. ``offset``) are kept. Each variable's attrs
+        say how it was made (``long_name``, ``units``).
+    """
+    from ..fields import check_field
+    from ..wavelets import fourier_period
+
+    check_field(A, name="A", dims=("layer", "snapshot", "query", "key"), min_snapshots=2)
+    A = A.transpose("layer", "snapshot", "query", "key")
+    length = A.sizes["query"]
+    if A.sizes["key"] != length:
+        raise ValueError(f"A: expected square fields (query = key), got {dict(A.sizes)}")
+    for dim in ("query", "key"):
+        if not np.array_equal(np.asarray(A[dim].values), np.arange(length)):
+            raise ValueError(f"A: expected {dim} positions 0 .. {length - 1}")
+    per_layer = [
+        _layer_statistics(np.asarray(A.sel(layer=layer).values, dtype=np.float64), omega0)
+        for layer in A["layer"].values
+    ]
+    scales = per_layer[0]["scale_spectrum_A"][2]
+    data = {}
+    for var in per_layer[0]:
+        dims = ("layer", *per_layer[0][var][0])
+        values = np.stack([np.asarray(stats[var][1]) for stats in per_layer])
+        data[var] = (dims, values)
+    snap_coords = {c: A.coords[c] for c in A.coords if A.coords[c].dims == ("snapshot",)}
+    ds = xr.Dataset(
+        data,
+        coords={
+            "layer": A["layer"].values,
+            "snapshot": A["snapshot"].values,
+            "query": np.arange(length),
+            "key": np.arange(length),
+            "lag": np.arange(length),
+            "scale": scales,
+            "period": ("scale", fourier_period(scales, omega0)),
+            **snap_coords,
+        },
+    )
+    for var, (text, units) in _DESCRIPTIONS.items():
+        ds[var].attrs = {"long_name": text, "units": units}
+    ds["mean_field"].encoding.update(_COMPRESS)
+    ds["lag"].attrs = {"long_name": "lag tau = i - j", "units": "characters"}
+    ds["scale"].attrs = {"long_name": "Morlet scale a", "units": "characters"}
+    ds["period"].attrs = {"long_name": "equivalent Fourier period p", "units": "characters"}
+    ds.attrs = {
+        "n_snapshots": A.sizes["snapshot"],
+        "length": length,
+        "omega0": omega0,
+        "split_half": f"snapshots 0..{A.sizes['snapshot'] // 2 - 1} vs the rest",
+        "median_slack": MEDIAN_SLACK,
+        "method": "msapod.studies.fieldstats.summarise_fields, float64, one layer at a time",
+    }
+    return ds
+
+
+def field_statistics(
+    name: str,
+    *,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    progress: bool = False,
+    cache_dir: str | os.PathLike | None = None,
+    model=None,
+) -> xr.Dataset:
+    """Field statistics (:func:`summarise_fields`) of zoo model ``name``, cached.
+
+    Parameters
+    ----------
+    name
+        Zoo model name (:data:`msapod.zoo.MODELS`).
+    n, length, seed
+        The ensemble of :func:`msapod.studies.cache.cached_fields` (N snapshots of L
+        characters of the validation split).
+    progress
+        Progress bar while the fields are extracted (only on a cold field cache).
+    cache_dir
+        Cache root (default ``$MSAPOD_CACHE`` or ``~/.cache/msapod``).
+    model
+        An already loaded checkpoint with ``weights_sha256`` instead of
+        ``msapod.zoo.load(name)`` (as in :func:`~msapod.studies.cache.cached_fields`).
+
+    Returns
+    -------
+    xarray.Dataset
+        As :func:`summarise_fields`, with attrs ``model``, ``fields_key`` (the key of the
+        fields it was computed from) and ``weights_sha256``. Cached under
+        ``<cache>/fieldstats/``, keyed by the fields' key (computed without reading the
+        fields) and :data:`FIELDSTATS_FORMAT`; a valid cache file needs no fields at all.
+    """
+    from ..models.data import check_layers, load_corpus
+    from .cache import (
+        _check_int,
+        _key_hash,
+        _key_parts,
+        _zoo_model,
+        cached_dataset,
+        cached_fields,
+    )
+
+    n = _check_int(n, "n", 2)
+    length = _check_int(length, "length", 2)
+    seed = _check_int(seed, "seed", 0)
+    model, sha = _zoo_model(name, model)
+    layers = check_layers(None, model.config.n_layer)
+    fkey = _key_hash(_key_parts(sha, load_corpus().sha256, n, length, seed, layers))
+
+    def compute():
+        fields = cached_fields(
+            name,
+            n=n,
+            length=length,
+            seed=seed,
+            cache_dir=cache_dir,
+            progress=progress,
+            model=model,
+        )
+        if fields.attrs.get("key") != fkey:
+            raise OSError(f"fields of {name}: key {fields.attrs.get('key')!r}, expected {fkey!r}")
+        ds = summarise_fields(fields)
+        ds.attrs["description"] = (
+            f"field statistics of {name}: head-averaged attention of {n} validation "
+            f"snippets of {length} characters (seed {seed}), every layer"
+        )
+        return ds
+
+    parts = {"fields_key": fkey, "fieldstats_format": FIELDSTATS_FORMAT}
+    extra = {"model": name, "fields_key": fkey, "weights_sha256": sha}
+    return cached_dataset(
+        "fieldstats",
+        name,
+        parts,
+        compute,
+        cache_dir=cache_dir,
+        attrs=extra,
+        key_attr="fieldstats_key",
+    )
+
+
+def zoo_field_statistics(
+    models: Sequence[str] | None = None,
+    *,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+) -> xr.Dataset:
+    """:func:`field_statistics` of several zoo models stacked along a ``model`` dim.
+
+    Parameters
+    ----------
+    models
+        Zoo model names (default :func:`msapod.zoo.models`, the main zoo).
+    n, length, seed, cache_dir, progress
+        As in :func:`field_statistics`.
+
+    Returns
+    -------
+    xarray.Dataset
+        dims ``model``, ``layer``, ``snapshot``, ``query``, ``key``, ``lag``, ``scale``;
+        coord ``architecture`` on ``model`` (:func:`~msapod.studies.cache.stack_models`);
+        the per-model ``fields_key`` and ``weights_sha256`` become variables on
+        ``model``. ``mean_field`` is float32 and compressed on disk.
+    """
+    from tqdm import tqdm
+
+    from ..models import zoo
+    from .cache import stack_models
+
+    models = list(zoo.models() if models is None else models)
+    parts = []
+    for name in tqdm(models, desc="fieldstats", disable=not progress):
+        ds = field_statistics(
+            name, n=n, length=length, seed=seed, progress=progress, cache_dir=cache_dir
+        )
+        keys = {k: ds.attrs.get(k, "") for k in ("fields_key", "weights_sha256")}
+        ds = ds.assign({k: ((), str(v)) for k, v in keys.items()})
+        ds.attrs = {k: v for k, v in ds.attrs.items() if k not in ("model", *keys)}
+        parts.append(ds)
+    out = stack_models(parts, models)
+    for var in out.data_vars:
+        out[var].encoding = {}
+    out["mean_field"].encoding.update(_COMPRESS)
+    out.attrs = {
+        k: v
+        for k, v in out.attrs.items()
+        if k not in ("fieldstats_key", "cache_key_parts", "values_sha256", "description")
+    }
+    out.attrs["description"] = (
+        "field statistics of the zoo (msapod.studies.fieldstats): head-averaged attention "
+        f"of {n} validation snippets of {length} characters (seed {seed}), every layer"
+    )
+    return out
