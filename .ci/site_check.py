@@ -7,8 +7,8 @@ Usage: ``python .ci/site_check.py _build/html``. Exit status 1 with one line per
 * the sidebar and the page titles hold no raw LaTeX (``\\(``, ``$``);
 * every exercise (sphinx-exercise) has a solution that refers to it;
 * every internal link resolves: the file exists and so does the ``#anchor`` in it;
-* every verdict admonition (CSS classes ``verdict`` and ``claim-<id>``) starts with one of
-  the five verdict words, and that word is the scorecard's verdict for the claim
+* every verdict admonition (CSS classes ``verdict`` and ``claim-<id>``) starts (its title
+  or its text) with one of the five verdict words, and that word is the scorecard's verdict for the claim
   (``results/scorecard.csv``), so no page can disagree with the scorecard.
 """
 
@@ -73,8 +73,10 @@ def check_page(root: Path, page: Path, soups: dict[Path, BeautifulSoup]) -> list
     # verdict admonitions agree with the scorecard
     for div in soup.select("div.verdict"):
         claim = [c[len("claim-") :] for c in div.get("class", []) if c.startswith("claim-")]
-        text = " ".join(div.get_text(" ").split()).lower()
-        word = next((v for v in VERDICTS if text.startswith(v)), None)
+        title = div.select_one(".admonition-title")
+        head = " ".join((title.get_text(" ") if title else "").split()).lower()
+        body = " ".join(div.get_text(" ").split()).lower()[len(head) :].strip()
+        word = next((v for v in VERDICTS if head.startswith(v) or body.startswith(v)), None)
         if not claim:
             problems.append(f"{name}: verdict admonition without a claim-<id> class")
         elif word is None:
