@@ -8,8 +8,8 @@ Usage: ``python .ci/site_check.py _build/html``. Exit status 1 with one line per
 * every exercise (sphinx-exercise) has a solution that refers to it;
 * every internal link resolves: the file exists and so does the ``#anchor`` in it;
 * every verdict admonition (CSS classes ``verdict`` and ``claim-<id>``) starts (its title
-  or its text) with one of the five verdict words, and that word is the scorecard's verdict for the claim
-  (``results/scorecard.csv``), so no page can disagree with the scorecard.
+  or its text) with one of the five verdict words, and that word is the scorecard's
+  verdict for the claim (``results/scorecard.csv``): no page can disagree with it.
 """
 
 from __future__ import annotations
