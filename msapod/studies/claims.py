@@ -35,6 +35,7 @@ __all__ = [
     "flags_verdict",
     "fmt_range",
     "layer_span",
+    "axis_flips",
     "main_verdict",
     "robustness",
     "show_verdict",
@@ -166,6 +167,32 @@ def robustness(claim: str, mv, zoo: str | None = None) -> tuple[str, float]:
     if total < 2:
         return "single", share
     return ("robust" if share >= ROBUST_SHARE else "fragile"), share
+
+
+def axis_flips(claim: str, mv, zoo: str | None = None) -> dict[str, float]:
+    """Per axis of the claim's sub-grid: the share of pairs of specifications that differ
+    only in that axis and give different verdicts (0: the axis never flips the claim)."""
+    sub, _ = _claim_specs(claim, mv, zoo)
+    axes = [a for a in str(sub["axes"].values).split(",") if a]
+    table = {a: sub[a].values for a in axes}
+    verdicts = sub["verdict"].values
+    out = {}
+    for a in axes:
+        others = [b for b in axes if b != a]
+        keys = (
+            list(zip(*(table[b] for b in others), strict=True)) if others else [()] * len(verdicts)
+        )
+        groups: dict = {}
+        for k, v in zip(keys, verdicts, strict=True):
+            groups.setdefault(k, []).append(v)
+        pairs = flips = 0
+        for vs in groups.values():
+            for i in range(len(vs)):
+                for j in range(i + 1, len(vs)):
+                    pairs += 1
+                    flips += vs[i] != vs[j]
+        out[a] = flips / pairs if pairs else 0.0
+    return out
 
 
 def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
