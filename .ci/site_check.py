@@ -81,7 +81,9 @@ def check_page(root: Path, page: Path, soups: dict[Path, BeautifulSoup]) -> list
             problems.append(f"{name}: verdict admonition without a claim-<id> class")
         elif word is None:
             problems.append(f"{name}: verdict of {claim[0]} does not start with a verdict word")
-        elif CARD and CARD.get(claim[0]) is not None and not CARD[claim[0]].startswith(word):
+        elif CARD and claim[0] not in CARD:
+            problems.append(f"{name}: {claim[0]} has a verdict here but no scorecard row")
+        elif CARD and not CARD[claim[0]].startswith(word):
             problems.append(
                 f"{name}: {claim[0]} is {word!r} here but {CARD[claim[0]]!r} on the scorecard"
             )
@@ -143,6 +145,8 @@ def main(argv: list[str]) -> int:
         n_verdict += len(soups[page.resolve()].select("div.verdict"))
         n_ex += len(soups[page.resolve()].select("div.exercise"))
         n_fig += len(soups[page.resolve()].select("div.cell_output img"))
+    if n_verdict and not CARD:
+        problems.append("verdict admonitions found but no results/scorecard.csv to compare")
     for p in problems:
         print(p)
     print(
