@@ -160,3 +160,9 @@ def test_zoo_stacks_models(monkeypatch, tmp_path):
     ds.to_netcdf(path, engine="h5netcdf")
     back = xr.load_dataset(path, engine="h5netcdf")
     xr.testing.assert_allclose(back["lag_energy"], ds["lag_energy"])
+
+
+def test_field_statistics_rejects_bad_ensemble(tiny, tmp_path):
+    for bad in ({"n": 1}, {"length": True}, {"seed": -1}):
+        with pytest.raises(ValueError):
+            field_statistics("tiny", model=tiny, cache_dir=tmp_path, **bad)

@@ -39,6 +39,8 @@ three are computed independently so that the identity is a check, not a definiti
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 from collections.abc import Sequence
 
@@ -48,6 +50,7 @@ import xarray as xr
 __all__ = [
     "FIELDSTATS_FORMAT",
     "field_statistics",
+    "fields_key",
     "summarise_fields",
     "zoo_field_statistics",
 ]
@@ -219,6 +222,33 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
     return ds
 
 
+def fields_key(weights_sha256: str, *, n: int, length: int, seed: int, n_layer: int) -> str:
+    """Key of the fields :func:`msapod.studies.cache.cached_fields` serves for all
+    ``n_layer`` layers of the checkpoint ``weights_sha256``, computed without reading them.
+
+    The same recipe as the cache (sha256 of the sorted JSON of the weights and data
+    hashes, ``n``, ``length``, ``seed``, split, layers, msapod version and cache format);
+    :func:`field_statistics` checks it against the key stored in the fields it reads, so a
+    drift between the two raises instead of mislabelling a result.
+    """
+    from .._io import package_version
+    from ..models.data import load_corpus
+    from .cache import CACHE_FORMAT
+
+    parts = {
+        "weights_sha256": weights_sha256,
+        "data_sha256": load_corpus().sha256,
+        "n_snapshots": n,
+        "length": length,
+        "seed": seed,
+        "split": "val",
+        "layers": ",".join(map(str, range(1, n_layer + 1))),
+        "msapod_version": package_version(),
+        "cache_format": CACHE_FORMAT,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
 def field_statistics(
     name: str,
     *,
@@ -254,22 +284,20 @@ def field_statistics(
         ``<cache>/fieldstats/``, keyed by the fields' key (computed without reading the
         fields) and :data:`FIELDSTATS_FORMAT`; a valid cache file needs no fields at all.
     """
-    from ..models.data import check_layers, load_corpus
-    from .cache import (
-        _check_int,
-        _key_hash,
-        _key_parts,
-        _zoo_model,
-        cached_dataset,
-        cached_fields,
-    )
+    from .cache import cached_dataset, cached_fields
 
-    n = _check_int(n, "n", 2)
-    length = _check_int(length, "length", 2)
-    seed = _check_int(seed, "seed", 0)
-    model, sha = _zoo_model(name, model)
-    layers = check_layers(None, model.config.n_layer)
-    fkey = _key_hash(_key_parts(sha, load_corpus().sha256, n, length, seed, layers))
+    for value, label, least in ((n, "n", 2), (length, "length", 2), (seed, "seed", 0)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise ValueError(f"{label}: expected an integer >= {least}, got {value!r}")
+    n, length, seed = int(n), int(length), int(seed)
+    if model is None:
+        from ..models.zoo import load
+
+        model = load(name)
+    sha = getattr(model, "weights_sha256", None)
+    if not isinstance(sha, str):
+        raise ValueError("model: expected a checkpoint-loaded GPT with a weights_sha256 attribute")
+    fkey = fields_key(sha, n=n, length=length, seed=seed, n_layer=model.config.n_layer)
 
     def compute():
         fields = cached_fields(
@@ -282,7 +310,10 @@ def field_statistics(
             model=model,
         )
         if fields.attrs.get("key") != fkey:
-            raise OSError(f"fields of {name}: key {fields.attrs.get('key')!r}, expected {fkey!r}")
+            raise OSError(
+                f"fields of {name}: key {fields.attrs.get('key')!r}, expected {fkey!r} "
+                "(fieldstats.fields_key no longer matches msapod.studies.cache)"
+            )
         ds = summarise_fields(fields)
         ds.attrs["description"] = (
             f"field statistics of {name}: head-averaged attention of {n} validation "
