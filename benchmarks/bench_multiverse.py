@@ -39,11 +39,11 @@ def main() -> None:
     from msapod.studies.cache import cached_fields, stack_models
     from msapod.studies.multiverse import (
         ZooData,
-        _assemble,
-        _losses,
+        assemble_study,
         fields_evidence,
         specifications,
         trained_zoos,
+        zoo_losses,
     )
 
     trained, untrained = trained_zoos(args.zoos)
@@ -79,9 +79,9 @@ def main() -> None:
 
             conv = convergence_study(models, progress=False).sel(model=models)
             c6 = c6_verdict(pruning_study(models, progress=False), z=Z95)
-        data[z] = ZooData(models, ev, conv, c6, _losses(models))
+        data[z] = ZooData(models, ev, conv, c6, zoo_losses(models))
     t0 = time.perf_counter()
-    mv = _assemble(trained, untrained, data)
+    mv = assemble_study(trained, untrained, data)
     t_rules = time.perf_counter() - t0
     n_specs = len(specifications(trained))
     total = t_load + t_evidence + t_rules

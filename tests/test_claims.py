@@ -143,3 +143,26 @@ def test_combine_core_and_verdict_words():
     assert combine_core(["yes"], ["no"]) == "partly"
     assert combine(classify([1.0], [2.0], 0, 3)) == "holds"
     assert len(VERDICTS) == 5
+
+
+def test_llm_rows_use_the_same_rules():
+    """The SmolLM2 rows come from the same rule functions (depth groups, tokens ->
+    characters), on any analyze() result with a layer dim."""
+    import msapod
+    from msapod.studies.scorecard import llm_rows
+
+    rng = np.random.default_rng(0)
+    L, n = 16, 8
+    i, j = np.meshgrid(np.arange(L), np.arange(L), indexing="ij")
+    logits = rng.normal(0, 1, (6, n, L, L)) - (i - j) / 3
+    logits = np.where(i >= j, logits, -np.inf)
+    A = np.exp(logits - logits.max(-1, keepdims=True))
+    A /= A.sum(-1, keepdims=True)
+    A = xr.DataArray(
+        A, dims=("layer", "snapshot", "query", "key"), coords={"layer": np.arange(1, 7)}
+    )
+    ds = msapod.analyze(A, eps=[0.10])
+    ds.attrs.update(ensemble_chars_per_token=3.0, n_snapshots=n)
+    rows = llm_rows(ds)
+    assert [r["claim"] for r in rows] == ["C1", "C2", "C3", "C5"]
+    assert all(r["verdict"] in VERDICTS for r in rows)

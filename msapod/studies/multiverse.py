@@ -68,12 +68,22 @@ __all__ = [
     "AXES",
     "CLAIM_AXES",
     "MAIN_SPEC",
+    "ZooData",
+    "assemble_study",
+    "evaluate",
+    "fields_evidence",
+    "lag_gram_tensor",
     "layer_evidence",
     "main_outcomes",
+    "mode_lag_energy",
     "model_evidence",
     "multiverse_study",
     "specifications",
+    "theorem1_check",
     "trained_zoos",
+    "window_gram",
+    "zoo_data",
+    "zoo_losses",
 ]
 
 #: Version of :func:`model_evidence`'s output; part of its cache key.
@@ -678,7 +688,9 @@ def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
     raise ValueError(f"claim: expected one of {CLAIM_IDS}, got {claim!r}")
 
 
-def _losses(models):
+def zoo_losses(models) -> tuple[xr.DataArray, bool]:
+    """Validation losses of ``models`` (from their ``config.json``) and whether any
+    model stopped before its planned steps."""
     from ..models.zoo import ZOO_CONFIGS, path
 
     cfg = [json.loads((path(m) / "config.json").read_text()) for m in models]
@@ -734,7 +746,7 @@ def zoo_data(
 
         pruning = pruning_study(models, progress=progress, cache_dir=cache_dir)
     c6 = c6_verdict(pruning, z=Z95) if pruning is not False else None
-    return ZooData(models, ev, conv, c6, _losses(models))
+    return ZooData(models, ev, conv, c6, zoo_losses(models))
 
 
 def main_outcomes(data: ZooData) -> dict[str, Outcome]:
@@ -785,11 +797,12 @@ def multiverse_study(
         ``stat``, ``lower``, ``upper`` (claim, spec, model, layer: the key statistic and
         its 95 % interval, NaN where not applicable); ``contrast*`` (claim, spec, model:
         C3, C5) and ``diff*`` (claim, spec, layer: C7, C8, L); per claim ``claim_text``,
-        ``axes``, ``threshold_low``, ``threshold_high``.
+        ``axes``, ``threshold_low``, ``threshold_high``. Attrs: ``zoos`` (analysed, the
+        main zoo first), ``main_zoo``, ``not_trained``, ``main_specification`` (JSON).
     """
     if data is not None:
         trained, untrained = list(data), []
-        return _assemble(trained, untrained, data)
+        return assemble_study(trained, untrained, data)
     from ..models import zoo as zoo_mod
 
     trained, untrained = trained_zoos(zoos)
@@ -815,7 +828,7 @@ def multiverse_study(
             )
             for z in trained
         }
-        return _assemble(trained, untrained, got)
+        return assemble_study(trained, untrained, got)
 
     if convergence is not None or pruning is not None:
         return compute()
@@ -826,7 +839,9 @@ def multiverse_study(
     )
 
 
-def _assemble(trained, untrained, data: dict) -> xr.Dataset:
+def assemble_study(trained, untrained, data: dict) -> xr.Dataset:
+    """Evaluate every claim under every specification of its sub-grid on ``data``
+    (``{zoo: ZooData}``) and collect the :func:`multiverse_study` Dataset."""
     specs = specifications(trained)
     models = [m for z in trained for m in data[z].models]
     layers = sorted({int(v) for z in trained for v in data[z].ev["layer"].values})
