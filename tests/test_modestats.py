@@ -103,7 +103,7 @@ def test_coherency_summary_identical_rows_and_null():
     assert list(d["probe"].values) == list(ms.PROBES)
     np.testing.assert_allclose(d["probe_scale"].values[[0, 3, 4]], [6.0, 4.0, 24.0])
     assert np.isnan(d["probe_scale"].sel(probe="dominant-2"))
-    assert d["coherency_matrix"].dtype == np.float32
+    assert d["coherency_matrix"].dtype == np.float64
     assert np.isnan(d["coherency_matrix"].sel(probe="dominant-3")).all()
     ok = d["coherency_curve"].sel(probe=["dominant-1", "fixed-4", "fixed-24"])
     np.testing.assert_allclose(ok, 1.0, atol=1e-6)  # identical rows up to a factor
@@ -168,3 +168,47 @@ def test_zoo_mode_statistics_stacks_models(monkeypatch):
     assert list(z["architecture"].values) == ["baseline", "ega"]
     assert z["mean_lag"].dims == ("model", "centre", "layer", "window", "mode")
     assert z["mode_lag"].encoding.get("zlib") is True
+
+
+def _fake_fields(L=24, n=12, layers=(1, 2, 3, 4, 5, 6), seed=0):
+    """Row-stochastic causal attention fields (layer, snapshot, query, key)."""
+    rng = np.random.default_rng(seed)
+    a = rng.random((len(layers), n, L, L)) * np.tril(np.ones((L, L)))
+    a /= a.sum(-1, keepdims=True)
+    return xr.DataArray(
+        a.astype(np.float32),
+        dims=("layer", "snapshot", "query", "key"),
+        coords={
+            "layer": list(layers),
+            "snapshot": np.arange(n),
+            "query": np.arange(L),
+            "key": np.arange(L),
+        },
+    )
+
+
+def test_mode_statistics_end_to_end_on_fakes(monkeypatch, tmp_path):
+    from msapod.studies import cache
+
+    ana = _fake_analysis(L=48)  # the fixed scale a = 24 needs at least 48 lags
+    ana["dominant_scale"] = (("layer", "peak"), np.tile([6.0, np.nan, np.nan], (6, 1)))
+    calls = []
+
+    def fake_analysis(name, centre="peak", **kw):
+        calls.append(centre)
+        return ana.assign_attrs(analysis_key=f"{name}-{centre}")
+
+    monkeypatch.setattr(cache, "cached_analysis", fake_analysis)
+    monkeypatch.setattr(cache, "cached_fields", lambda name, **kw: _fake_fields(L=48))
+    monkeypatch.setattr(ms, "CHECK_PAIR", (4, 12))
+    d = ms.mode_statistics("baseline-1", cache_dir=tmp_path)
+    assert set(calls) == {"peak", "centroid"}
+    assert d.attrs["model"] == "baseline-1"
+    for var in ("mean_lag", "scale_spread", "mode_lag", "coherency_curve", "subsample_gap"):
+        assert d[var].attrs.get("description"), var
+    assert d["coherency_matrix"].dtype == np.float32
+    assert d["coherency_curve"].dims == ("layer", "probe", "separation")
+    assert float(d["subsample_gap"]) < 1e-10  # subsampled rows give the exact pair values
+    again = ms.mode_statistics("baseline-1", cache_dir=tmp_path)  # from the cache file
+    assert again.encoding["source"].startswith(str(tmp_path))
+    np.testing.assert_array_equal(again["mean_lag"], d["mean_lag"])

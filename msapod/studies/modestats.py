@@ -75,7 +75,7 @@ __all__ = [
 ]
 
 #: Version of the output of :func:`mode_statistics`; part of its cache key.
-MODESTATS_FORMAT = 1
+MODESTATS_FORMAT = 3
 #: POD modes summarised (1-based, as in the analysis).
 MODES = (1, 2)
 #: Layers whose leading modes are stored in lag form (``mode_lag``).
@@ -325,7 +325,7 @@ def coherency_summary(
     Returns
     -------
     xarray.Dataset
-        ``probe_scale(probe)``, ``coherency_matrix(probe, query_i, query_j)``,
+        ``probe_scale(probe)``, ``coherency_matrix(probe, query_i, query_j)`` (float64),
         ``coherency_curve(probe, separation)``, ``coherency_null_curve(probe, separation)``.
     """
     from ..wavelets import coherency
@@ -358,7 +358,7 @@ def coherency_summary(
     return xr.Dataset(
         {
             "probe_scale": ("probe", probe_a),
-            "coherency_matrix": (("probe", "query_i", "query_j"), mat.astype(np.float32)),
+            "coherency_matrix": (("probe", "query_i", "query_j"), mat),
             "coherency_curve": (("probe", "separation"), curve),
             "coherency_null_curve": (("probe", "separation"), null),
         },
@@ -387,6 +387,7 @@ def _coherency_of_fields(F: xr.DataArray, dominant: xr.DataArray) -> xr.Dataset:
         layers.append(d)
         del R_full, R
     out = xr.concat(layers, dim=F["layer"], coords="minimal", compat="override")
+    out["coherency_matrix"] = out["coherency_matrix"].astype(np.float32)  # after the check
     out["subsample_gap"] = xr.DataArray(gap)
     out["coherency_matrix"].encoding.update(_COMPRESS)
     desc = {
@@ -463,7 +464,8 @@ def mode_statistics(
         F = cached_fields(name, **kw)
         coh = _coherency_of_fields(F, analyses["peak"]["dominant_scale"].load())
         del F
-        out = xr.merge([out, coh], compat="override", join="outer", combine_attrs="drop")
+        # "override" keeps every variable's description (the dataset attrs are set below)
+        out = xr.merge([out, coh], compat="override", join="outer", combine_attrs="override")
         out.attrs = {
             "model": name,
             "source": "msapod.studies.modestats.mode_statistics",
