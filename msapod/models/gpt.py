@@ -137,14 +137,13 @@ class CausalSelfAttention(nn.Module):
         s = s.masked_fill(~causal, float("-inf"))
         return torch.softmax(s, dim=-1)
 
-    def forward(self, x: torch.Tensor, return_attention: bool = False):
-        B, T, C = x.shape
+    def head_outputs(self, x: torch.Tensor) -> torch.Tensor:
+        """Per-head attention outputs ``(B, H, T, head_dim)``: what :meth:`forward`
+        multiplies by ``head_mask`` before the output projection ``c_proj`` (the fused
+        kernels; dropout on the attention weights in training mode)."""
         q, k, v = self._qkv(x)
         p_drop = self.dropout if self.training else 0.0
-        if return_attention:
-            att = self.probabilities(x)
-            y = att.to(v.dtype) @ v
-        elif self.ega:
+        if self.ega:
             # log g_j enters as one extra query/key channel: q'.k'_j = q.k_j + log g_j / scale
             scale = 1.0 / math.sqrt(self.head_dim)
             log_g = self.log_gate(x)[..., None]  # (B, H, T, 1)
@@ -157,10 +156,17 @@ class CausalSelfAttention(nn.Module):
                 dropout_p=p_drop,
                 scale=scale,
             )
-            y = out[..., :-1]
-            att = None
+            return out[..., :-1]
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p_drop)
+
+    def forward(self, x: torch.Tensor, return_attention: bool = False):
+        B, T, C = x.shape
+        if return_attention:
+            _, _, v = self._qkv(x)
+            att = self.probabilities(x)
+            y = att.to(v.dtype) @ v
         else:
-            y = F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=p_drop)
+            y = self.head_outputs(x)
             att = None
         y = y * self.head_mask.to(y.dtype)[None, :, None, None]
         y = y.transpose(1, 2).contiguous().view(B, T, C)

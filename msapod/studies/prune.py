@@ -7,13 +7,17 @@ number of heads anywhere else. This module measures it:
 
 * :func:`head_ranks`: H*(eps), T_spec and the POD spectrum of every head's *plain*
   (unwindowed) fluctuation field ``u = A - Abar`` over the paper ensemble, streamed one
-  layer at a time; also the head-averaged field of each layer (the paper's H*).
+  layer at a time; also the head-averaged field of each layer (the paper's H*). The
+  spectra are the eigenvalues of the N x N snapshot Gram matrix, computed directly
+  (the spectrum of :func:`msapod.pod` up to float round-off, without its modes).
 * :func:`head_importance`: the gradient-based head importance of Michel, Levy & Neubig
   (2019, "Are sixteen heads really better than one?"): ``I_h = E_x |dL/dxi_h|`` at
   ``xi = 1``, where ``xi_h`` multiplies head h's output, normalised per layer by its l2
   norm over heads as in their code, on *training*-split batches.
 * :func:`prune_masks`: which heads to remove for a budget and a strategy.
-* :func:`ablation_loss`: validation loss with heads zeroed (``GPT.set_head_mask``).
+* :func:`ablation_loss`: validation loss with heads zeroed (``GPT.set_head_mask``);
+  :func:`ablation_losses`: the same for many masks at once, sharing the forward pass of
+  common mask prefixes (what :func:`model_pruning` uses; equal up to float round-off).
 * :func:`pruning_study`: all of it for the zoo models, cached per model with
   :func:`msapod.studies.cache.cached_dataset`; :func:`c6_verdict` reads the verdict from it.
 
@@ -57,6 +61,7 @@ __all__ = [
     "RANDOMISED",
     "STRATEGIES",
     "ablation_loss",
+    "ablation_losses",
     "c6_verdict",
     "head_importance",
     "head_ranks",
@@ -93,13 +98,24 @@ def _eps_tuple(eps, primary: float) -> tuple[float, ...]:
 # ----------------------------------------------------------------------- per-head H*
 
 
-def _spectrum(A: xr.DataArray) -> np.ndarray:
-    """Full POD spectrum (rank) of the plain fluctuation field of ``A`` (snapshot, q, k)."""
-    from ..decomposition import pod
-    from ..fields import reynolds
+def _spectrum(A) -> np.ndarray:
+    """Full POD spectrum (all N eigenvalues, descending) of the plain fluctuation field of
+    ``A`` (snapshot, query, key): the eigenvalues of ``K = U U^T / N`` with ``U`` the
+    snapshots of ``u = A - Abar`` flattened, in float64.
 
-    u = reynolds(A)["fluctuation"]
-    return pod(u, n_modes=1)["spectrum"].values
+    This is the ``spectrum`` of ``msapod.pod(msapod.reynolds(A)["fluctuation"])`` up to
+    float round-off (the test compares them), without what the spectrum does not need:
+    the lag-form layout, per-lag Grams, modes and coefficients.
+    """
+    X = np.asarray(A.values if isinstance(A, xr.DataArray) else A)
+    n = X.shape[0]
+    U = X.reshape(n, -1).astype(np.float64)
+    U -= U.mean(axis=0)
+    K = (U @ U.T) / n
+    if not np.isfinite(np.trace(K)):
+        raise ValueError("attention: expected finite values, found NaN/inf entries")
+    lam = np.linalg.eigvalsh(K)[::-1]
+    return np.clip(lam, 0.0, None)
 
 
 def head_ranks(
@@ -120,7 +136,9 @@ def head_ranks(
     ``average_heads=False``); for each head the plain (unwindowed) fluctuation field
     ``u_s = A_s - Abar`` is decomposed by :func:`msapod.pod` and its full spectrum gives
     H* (:func:`msapod.effective_rank`) and T_spec (:func:`msapod.spectral_concentration`,
-    default fit range). The head-averaged field of the layer is decomposed too.
+    default fit range). The head-averaged field of the layer is decomposed too. Only the
+    spectra are needed, so they come straight from the Gram matrix ``K = U U^T / N`` of
+    the flattened snapshots (the ``spectrum`` of ``msapod.pod`` up to round-off).
 
     Parameters
     ----------
@@ -170,7 +188,8 @@ def head_ranks(
     ):
         n = field.sizes["snapshot"]
         layers.append(int(field["layer"]))
-        heads.append(np.stack([_spectrum(field.sel(head=h)) for h in field["head"].values]))
+        values = field.transpose("head", "snapshot", "query", "key").values
+        heads.append(np.stack([_spectrum(v) for v in values]))
         layer_specs.append(_spectrum(field.mean("head")))
         del field
     H = heads[0].shape[0]
@@ -468,6 +487,151 @@ def ablation_loss(model, mask, tokens, *, batches: int = 20, batch_size: int = 1
         model.set_head_mask(saved)
 
 
+def ablation_losses(
+    model,
+    masks,
+    tokens,
+    *,
+    batches: int = 20,
+    batch_size: int = 16,
+    max_batch: int = 64,
+    progress: bool = False,
+    name: str | None = None,
+) -> np.ndarray:
+    """Validation losses of many head masks at once: ``ablation_loss`` of each mask.
+
+    Every mask sees the same fixed, seeded windows as :func:`ablation_loss` (those of
+    :func:`msapod.models.train.evaluate`), and the result equals
+    ``[ablation_loss(model, m, tokens, ...) for m in masks]`` up to float round-off
+    (the tests assert 1e-5 relative; on CPU they agree bit for bit). The work the masks share
+    is done once: the masks form a tree by their layer rows (masks with the same first
+    ``l`` rows share the residual stream entering layer ``l + 1``), each distinct prefix
+    runs the attention of the next layer once (a head mask acts only after it, on the
+    per-head outputs), and only the distinct (prefix, row) pairs run the output
+    projection and the MLP. Forward passes stack up to ``max_batch`` sequences of
+    several prefixes along the batch dimension.
+
+    Parameters
+    ----------
+    model
+        An :class:`msapod.models.gpt.GPT` (run in eval mode, its mode restored; its
+        installed ``head_mask`` is ignored, as :func:`ablation_loss` replaces it).
+    masks
+        ``(n_masks, n_layer, n_head)`` of 0/1 (1 = keep).
+    tokens
+        1-D token stream, normally ``load_corpus().val``.
+    batches, batch_size
+        As in :func:`msapod.models.train.evaluate`.
+    max_batch
+        Most sequences in one forward call (at least ``batch_size`` are used).
+    progress, name
+        Show a progress bar over the batches, labelled with ``name``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n_masks,)`` mean cross-entropy in nats per character.
+    """
+    import torch
+    from tqdm import tqdm
+
+    from ..models.train import get_batch
+
+    L, H = model.config.n_layer, model.config.n_head
+    m = np.asarray(masks, dtype=np.float64)
+    if m.ndim != 3 or m.shape[1:] != (L, H) or m.shape[0] == 0:
+        raise ValueError(f"masks: expected shape (n_masks, {L}, {H}), got {m.shape}")
+    if not np.isin(m, (0.0, 1.0)).all():
+        raise ValueError("masks: expected only 0 (remove) and 1 (keep)")
+    batches = _int(batches, "batches", 1)
+    batch_size = _int(batch_size, "batch_size", 1)
+    per_call = max(1, _int(max_batch, "max_batch", 1) // batch_size)
+    tokens = np.asarray(tokens)
+    block = model.config.block_size
+    p = next(model.parameters())
+    losses = np.empty((len(m), batches))
+    was_training = model.training
+    model.eval()
+    try:
+        # the same windows as msapod.models.train.evaluate: default_rng(1234)
+        rng = np.random.default_rng(1234)
+        with torch.no_grad():
+            for b in tqdm(
+                range(batches), desc=f"ablation {name or ''}".strip(), disable=not progress
+            ):
+                x, y = get_batch(tokens, block, batch_size, rng)
+                losses[:, b] = _tree_losses(model, m, x.to(p.device), y.to(p.device), per_call)
+    finally:
+        model.train(was_training)
+    # np.mean of each mask's per-batch losses, as evaluate() averages them
+    return np.array([float(np.mean(row)) for row in losses])
+
+
+def _tree_losses(model, masks: np.ndarray, x, y, per_call: int) -> np.ndarray:
+    """Loss of every mask on one batch ``(x, y)``, sharing the common prefixes.
+
+    Layer by layer, the masks are split by their rows: each *prefix* (the masks sharing
+    all rows so far) holds its residual stream; the attention of the next layer runs once
+    per prefix and each distinct (prefix, row) pair, a child, runs the masking, output
+    projection and MLP. Up to ``per_call`` prefixes or children share one forward call.
+    The operations are those of :class:`msapod.models.gpt.GPT` in eval mode, in the same
+    order (the head mask multiplies the per-head outputs before ``c_proj``).
+    """
+    import torch
+    import torch.nn.functional as F
+
+    B, T = x.shape
+    C, H = model.config.n_embd, model.config.n_head
+    pos = torch.arange(T, device=x.device)
+    states = model.drop(model.wte(x) + model.wpe(pos))[None]  # (prefixes, B, T, C)
+    groups = [np.arange(len(masks))]  # the masks behind each prefix
+    for li, block in enumerate(model.blocks):
+        attn = block.attn
+        parents, rows, children = [], [], []
+        for s, g in enumerate(groups):
+            uniq, inv = np.unique(masks[g, li], axis=0, return_inverse=True)
+            for u, row in enumerate(uniq):
+                parents.append(s)
+                rows.append(row)
+                children.append(g[inv.ravel() == u])
+        parents = np.asarray(parents)
+        rows_t = torch.as_tensor(np.array(rows), dtype=states.dtype, device=x.device)
+        rows_t = rows_t[:, None, None, :, None]  # (children, 1, 1, H, 1)
+        out = torch.empty((len(rows), B, T, C), dtype=states.dtype, device=x.device)
+        c0 = 0
+        for p0 in range(0, len(states), per_call):
+            p1 = min(len(states), p0 + per_call)
+            # the attention of this layer, once per prefix: (prefixes, B, H, T, hd)
+            heads = attn.head_outputs(block.ln_1(states[p0:p1].reshape(-1, T, C)))
+            heads = heads.view(p1 - p0, B, *heads.shape[1:])
+            c_end = int(np.searchsorted(parents, p1))
+            for c in range(c0, c_end, per_call):
+                r = min(c_end, c + per_call) - c
+                par = parents[c : c + r] - p0
+                if (par == par[0]).all():  # one prefix: broadcast, no copy
+                    hp, sp = heads[par[0]][None], states[p0 + par[0]][None]
+                else:
+                    idx = torch.as_tensor(par, device=x.device)
+                    hp, sp = heads[idx], states[p0 + idx]
+                # as CausalSelfAttention.forward: y * mask, (B, T, H, hd) layout, c_proj
+                o = torch.empty((r, B, T, H, hp.shape[-1]), dtype=hp.dtype, device=x.device)
+                torch.mul(hp.transpose(2, 3), rows_t[c : c + r], out=o)
+                a = attn.resid_drop(attn.c_proj(o.view(r * B, T, C)))
+                z = out[c : c + r]
+                torch.add(sp, a.view(r, B, T, C), out=z)
+                z += block.mlp(block.ln_2(z.view(r * B, T, C))).view(r, B, T, C)
+            c0 = c_end
+            del heads
+        states, groups = out, children
+    losses = np.empty(len(masks))
+    for p0 in range(0, len(states), per_call):
+        logits = model.lm_head(model.ln_f(states[p0 : p0 + per_call]))
+        for s in range(len(logits)):
+            loss = F.cross_entropy(logits[s].view(-1, logits.size(-1)), y.reshape(-1))
+            losses[groups[p0 + s]] = loss.item()
+    return losses
+
+
 # --------------------------------------------------------------------- the study
 
 
@@ -499,7 +663,8 @@ def model_pruning(
 
     Computes :func:`head_ranks` on the paper ensemble (``ensemble_ids(n, length, seed=0,
     split="val")``) unless ``ranks`` is given, :func:`head_importance` on the training
-    split, and the validation loss (:func:`ablation_loss` on ``corpus.val``) of the
+    split, and the validation loss (:func:`ablation_loss` on ``corpus.val``, all masks in
+    one :func:`ablation_losses` pass) of the
     unpruned model and of every strategy's mask for every budget: one draw for the
     deterministic strategies, ``n_random`` for :data:`RANDOMISED` ones (draw ``d`` of
     budget ``b`` uses ``default_rng([seed, b, strategy index, d])``).
@@ -512,8 +677,6 @@ def model_pruning(
         draw, layer, head)`` int8 (1 keep, 0 removed, -1 no such draw); ``importance``
         and ``importance_raw`` ``(layer, head)``; and the :func:`head_ranks` variables.
     """
-    from tqdm import tqdm
-
     from ..models.data import load_corpus
     from ..models.extract import ensemble_ids
 
@@ -554,17 +717,25 @@ def model_pruning(
         for j in range(len(budgets))
         for d in range(n_random if st in RANDOMISED else 1)
     ]
-    ev = dict(batches=eval_batches, batch_size=eval_batch_size)
-    bar = tqdm(total=len(jobs) + 1, desc=f"ablation {name or ''}".strip(), disable=not progress)
-    base = ablation_loss(model, np.ones((L, H)), corpus.val, **ev)
-    bar.update(1)
     for i, j, d in jobs:
         st, b = STRATEGIES[i], budgets[j]
         rng = _draw_rng(seed, b, st, d) if st in RANDOMISED else None
         masks[i, j, d] = prune_masks(scores[st], b, st, rng)
-        loss[i, j, d] = ablation_loss(model, masks[i, j, d], corpus.val, **ev)
-        bar.update(1)
-    bar.close()
+    # the unpruned model and every mask on the same batches, in one pass (ablation_loss
+    # of each, up to float round-off)
+    every = np.stack([np.ones((L, H), dtype=np.int8)] + [masks[job] for job in jobs])
+    losses = ablation_losses(
+        model,
+        every,
+        corpus.val,
+        batches=eval_batches,
+        batch_size=eval_batch_size,
+        progress=progress,
+        name=name,
+    )
+    base = float(losses[0])
+    for job, value in zip(jobs, losses[1:], strict=True):
+        loss[job] = value
     coords = {
         "strategy": list(STRATEGIES),
         "budget": list(budgets),
