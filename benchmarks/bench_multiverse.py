@@ -52,6 +52,7 @@ def main() -> None:
     if not trained:
         raise SystemExit("no trained zoo")
     t_load = t_evidence = 0.0
+    cpu0 = time.process_time()
     data = {}
     n_layers = 0
     for z in trained:
@@ -83,6 +84,7 @@ def main() -> None:
     t0 = time.perf_counter()
     mv = assemble_study(trained, untrained, data)
     t_rules = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
     n_specs = len(specifications(trained))
     total = t_load + t_evidence + t_rules
     print(
@@ -93,6 +95,17 @@ def main() -> None:
         f"  fields from cache {t_load:6.1f} s | evidence {t_evidence:6.1f} s | rules "
         f"{t_rules:5.1f} s | total {total:6.1f} s ({total / 60:.1f} min; target <= 3 min)"
     )
+    try:
+        import os
+
+        load = os.getloadavg()[0]
+    except OSError:
+        load = float("nan")
+    print(
+        f"  CPU time of this process {cpu:6.1f} s (load average {load:.1f} on "
+        f"{os.cpu_count()} cores: on a busy machine the wall time overstates the cost; "
+        f"an idle 2-core machine needs between CPU/2 = {cpu / 2:.0f} s and CPU = {cpu:.0f} s)"
+    )
 
     # re-running analyze once per specification: a few timed calls on one layer
     F = cached_fields(zoo_mod.ZOOS[trained[0]][0], progress=False).isel(layer=3).load()
@@ -102,11 +115,12 @@ def main() -> None:
         dict(scales=np.geomspace(3, n_lag / 2, 48), width=0.5),
         dict(scales=np.geomspace(2, n_lag / 2, 48), width=2.0, centre="scale"),
     ][: max(1, args.analyze_calls)]
-    times = []
+    times, cpus = [], []
     for kw in variants:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         msapod.analyze(xr.DataArray(F.values, dims=F.dims), **kw)
         times.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
     per_layer = float(np.mean(times))
     estimate = per_layer * n_layers * n_specs / len(trained)
     print(
@@ -114,7 +128,9 @@ def main() -> None:
         f"x {n_layers} layers x {n_specs // len(trained)} specifications per zoo = "
         f"{estimate:7.0f} s ({estimate / 60:.0f} min, no jackknife)"
     )
-    print(f"ratio analyze-per-specification / specification grid: {estimate / total:.0f}x")
+    print(f"ratio analyze-per-specification / specification grid: {estimate / total:.0f}x (wall)")
+    est_cpu = float(np.mean(cpus)) * n_layers * n_specs / len(trained)
+    print(f"ratio in CPU time: {est_cpu / cpu:.0f}x")
 
 
 if __name__ == "__main__":

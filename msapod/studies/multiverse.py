@@ -199,11 +199,38 @@ def _count_peaks(e: np.ndarray, lags: np.ndarray, lo: float, hi: float) -> int:
     return int(pk.sum())
 
 
-def lag_gram_tensor(Xu: np.ndarray) -> np.ndarray:
+def lag_gram_tensor(Xu: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
     """Per-lag Gram tensor ``G(tau)[s, t] = sum_i u_s(i, tau) u_t(i, tau)`` (lag, N, N) of
-    lag-form fluctuations ``Xu`` (N, query, lag)."""
-    Xt = np.ascontiguousarray(np.asarray(Xu, dtype=np.float64).transpose(2, 0, 1))
-    return np.matmul(Xt, Xt.transpose(0, 2, 1))
+    lag-form fluctuations ``Xu`` (N, query, lag).
+
+    ``causal_rows``: the queries are ``0..Q-1`` and lag tau exists only for queries
+    ``>= tau`` (a causal field in lag form), so each lag's product skips the zero rows
+    (half the work)."""
+    X = np.asarray(Xu, dtype=np.float64)
+    n, q, n_lag = X.shape
+    if not causal_rows:
+        Xt = np.ascontiguousarray(X.transpose(2, 0, 1))
+        return np.matmul(Xt, Xt.transpose(0, 2, 1))
+    G = np.empty((n_lag, n, n))
+    for t in range(n_lag):
+        Xt = X[:, t:, t] if t < q else X[:, :0, t]
+        G[t] = Xt @ Xt.T
+    return G
+
+
+def _upper_operator(M: np.ndarray, n_lag: int) -> tuple[np.ndarray, tuple]:
+    """``M (k, lag * lag)`` restricted to the upper triangle of the symmetric moment
+    matrix, off-diagonal terms doubled: ``M . vec(S) = M_up . S[iu]``."""
+    iu = np.triu_indices(n_lag)
+    w = np.where(iu[0] == iu[1], 1.0, 2.0)
+    return np.ascontiguousarray(M.reshape(-1, n_lag, n_lag)[:, iu[0], iu[1]] * w), iu
+
+
+def _moments_upper(X: np.ndarray, iu) -> np.ndarray:
+    """Upper triangles of ``S_s = X_s^T X_s`` per snapshot, ``(N, L (L + 1) / 2)``."""
+    S = np.matmul(X.transpose(0, 2, 1), X)
+    flat = iu[0] * X.shape[2] + iu[1]
+    return S.reshape(X.shape[0], -1)[:, flat]
 
 
 def window_gram(G: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -272,6 +299,7 @@ def layer_evidence(
     grids = {g: _grid(g, n_lag) for g in AXES["scale_min"]}
     Ms = {g: _operator(g, lags, omega0) for g in AXES["scale_min"]}
     M_all = np.concatenate([Ms[g] for g in AXES["scale_min"]])
+    M_up, iu = _upper_operator(M_all, n_lag)
     nS = NUM_SCALES
     shape_stat = tuple(len(AXES[a]) for a in ("field", "normalisation", "scale_min", "scale_stat"))
     sstat = np.full(shape_stat, np.nan)
@@ -282,9 +310,11 @@ def layer_evidence(
     spectra_full = {}
     for fi, f in enumerate(AXES["field"]):
         X = Xu if f == "u" else XA
-        S = np.matmul(X.transpose(0, 2, 1), X)  # (N, L, L) per-snapshot moments
-        P = S.reshape(n, -1) @ M_all.T  # (N, grids * scales)
-        C_full[f] = S.sum(0) / (n * q)
+        S = _moments_upper(X, iu)  # per-snapshot lag moments (upper triangles)
+        P = S @ M_up.T  # (N, grids * scales)
+        C = np.zeros((n_lag, n_lag))
+        C[iu] = S.sum(0) / (n * q)
+        C_full[f] = C + np.triu(C, 1).T
         del S
         P_tot = P.sum(0)
         full = P_tot / (n * q)
@@ -311,7 +341,14 @@ def layer_evidence(
                 energy_se[fi, ni, gi] = _jack_se(sp_rep.sum(-1))
     del XA
     # per-lag Gram tensor of u and the plain POD
-    G = lag_gram_tensor(Xu)  # (L, N, N)
+    qpos, kpos = A["query"].values, A["key"].values
+    square = (
+        lags[0] == 0
+        and len(lags) == q
+        and np.array_equal(qpos, kpos)
+        and np.array_equal(qpos, np.arange(q))
+    )
+    G = lag_gram_tensor(Xu, causal_rows=square)  # (L, N, N)
     K = G.sum(0) / n
     lam, V = np.linalg.eigh(K)
     lam, V = np.clip(lam[::-1], 0, None), V[:, ::-1]
@@ -344,7 +381,7 @@ def layer_evidence(
         if w2 is not None:
             phi = phi * np.sqrt(w2)[None, :]
         Cp = phi.T @ phi
-        return M_all @ Cp.ravel()  # (grids * scales)
+        return M_up @ Cp[iu]  # (grids * scales)
 
     plain_spec = phi_spectra(V[:, 0], None)
 
