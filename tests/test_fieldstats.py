@@ -49,9 +49,10 @@ def random_fields(n_layer: int = 2, n: int = 6, length: int = L, seed: int = 0) 
 def test_uniform_causal_field():
     ds = summarise_fields(field(uniform()))
     i = np.arange(L)
-    # row i: lags 0..i equally likely -> mean i/2, median floor(i/2)
+    # row i: lags 0..i equally likely -> mean i/2 and (interpolated) median i/2
     np.testing.assert_allclose(ds["mean_lag"], (L - 1) / 4, rtol=1e-6)
-    np.testing.assert_allclose(ds["median_lag"], np.mean(i // 2), rtol=1e-12)
+    np.testing.assert_allclose(ds["median_lag"], (L - 1) / 4, rtol=1e-6)
+    np.testing.assert_allclose(fs.median_lags(uniform()[0, 0]), i / 2, rtol=1e-6, atol=1e-6)
     assert float(ds["acausal_max"].max()) == 0.0 and float(ds["min_entry"].min()) == 0.0
     assert float(ds["row_sum_deviation"].max()) < 1e-6
     # identical snapshots: no fluctuation at all
@@ -71,6 +72,21 @@ def test_point_mass_lag():
     want = np.minimum(i, d).mean()
     np.testing.assert_allclose(ds["mean_lag"], want, rtol=1e-12)
     np.testing.assert_allclose(ds["median_lag"], want, rtol=1e-12)
+
+
+def test_median_is_continuous():
+    """Row 7 puts 0.45, 0.05, 0.05, 0.45 on lags 0..3: its cumulative probability reaches
+    1/2 exactly at the end of lag 1, so the median is 1.5. Moving 1e-9 from lag 1 to lag 2
+    flips the integer median from 1 to 2 but moves this one by about 1e-8."""
+    full = np.tri(8)[:7] / np.tri(8)[:7].sum(-1, keepdims=True)
+    row = np.zeros((1, 8))
+    row[0, [7, 6, 5, 4]] = [0.45, 0.05, 0.05, 0.45]  # lags 0, 1, 2, 3 of query 7
+    a = np.concatenate([full, row])
+    assert fs.median_lags(a)[-1] == pytest.approx(1.5, abs=1e-12)
+    b = a.copy()
+    b[-1, 6] -= 1e-9
+    b[-1, 5] += 1e-9
+    assert fs.median_lags(b)[-1] == pytest.approx(1.5, abs=1e-6)
 
 
 def test_energies_match_numpy():

@@ -14,8 +14,9 @@ variable                  definition
 ========================  ========================================================
 ``mean_lag``              :math:`\\langle\\tau\\rangle_s = \\frac1L \\sum_i \\sum_{j \\le i}
                           (i - j) A_s(i, j)` per snapshot
-``median_lag``            per snapshot, the mean over rows of the lag below which half
-                          of the row's probability lies
+``median_lag``            per snapshot, the mean over rows of the row's median lag
+                          (interpolated: each lag's probability spread evenly over
+                          :math:`[\\tau - \\frac12, \\tau + \\frac12]`)
 ``row_sum_deviation``     :math:`\\max_{s,i} |\\sum_j A_s(i, j) - 1|`
 ``min_entry``             :math:`\\min_{s,i,j} A_s(i, j)`
 ``acausal_max``           :math:`\\max_{s,\\,j > i} |A_s(i, j)|` (0: causal)
@@ -51,17 +52,14 @@ __all__ = [
     "FIELDSTATS_FORMAT",
     "field_statistics",
     "fields_key",
+    "median_lags",
     "summarise_fields",
     "zoo_field_statistics",
 ]
 
-#: Version of the output of :func:`field_statistics`; part of its cache key.
-FIELDSTATS_FORMAT = 1
-
-#: Probability slack of the median: a row's median lag is the smallest tau with at least
-#: ``1/2 - MEDIAN_SLACK`` of the row's probability at lags <= tau (float32 rows sum to
-#: one only to ~1e-7).
-MEDIAN_SLACK = 1e-6
+#: Version of the output of :func:`field_statistics`; part of its cache key
+#: (2: interpolated median lag).
+FIELDSTATS_FORMAT = 2
 
 #: Compression of the (query, key) mean field on disk: its causal zeros cost nothing.
 _COMPRESS = {"zlib": True, "complevel": 4, "shuffle": True}
@@ -72,8 +70,9 @@ _DESCRIPTIONS = {
         "characters",
     ),
     "median_lag": (
-        "median attention lag of each snapshot: mean over query rows of the smallest tau "
-        "with at least half the row's probability at lags <= tau",
+        "median attention lag of each snapshot: mean over query rows of the lag where the "
+        "row's cumulative probability reaches 1/2, each lag's probability spread evenly "
+        "over [tau - 1/2, tau + 1/2] (so the median moves continuously with A)",
         "characters",
     ),
     "row_sum_deviation": ("max over snapshots and rows of |sum_j A_s(i, j) - 1|", "1"),
@@ -106,6 +105,30 @@ _DESCRIPTIONS = {
 }
 
 
+def median_lags(a: np.ndarray) -> np.ndarray:
+    r"""Median lag of every row of causal fields ``a`` ``(..., query, key)``.
+
+    The lag :math:`\tau = i - j` of row :math:`i` has probability :math:`a(i, i - \tau)`;
+    spreading it evenly over :math:`[\tau - \frac12, \tau + \frac12]` makes the
+    cumulative probability piecewise linear, and the median is where it reaches 1/2:
+    :math:`\tau^* - \frac12 + (\frac12 - F(\tau^* - 1)) / a(i, i - \tau^*)`, with
+    :math:`\tau^*` the smallest lag with :math:`F(\tau^*) \ge \frac12`. A point mass
+    at lag :math:`d` gives :math:`d`; a uniform row over lags :math:`0..i` gives
+    :math:`i/2`. Unlike the integer median it moves continuously with ``a``, so float32
+    rounding cannot flip it by a whole lag. Returns ``(..., query)``.
+    """
+    a = np.asarray(a, dtype=np.float64)
+    length = a.shape[-1]
+    tail = np.flip(np.cumsum(np.flip(a, -1), -1), -1)  # probability on keys >= j
+    j_star = np.clip((tail >= 0.5).sum(-1) - 1, 0, length - 1)  # lag tau* = i - j*
+    t_j = np.take_along_axis(tail, j_star[..., None], -1)[..., 0]  # F(tau*)
+    a_j = np.take_along_axis(a, j_star[..., None], -1)[..., 0]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        frac = np.where(a_j > 0, (0.5 - (t_j - a_j)) / a_j, 0.5)
+    i = np.arange(a.shape[-2])
+    return i - j_star - 0.5 + np.clip(frac, 0.0, 1.0)
+
+
 def _layer_statistics(a: np.ndarray, omega0: float) -> dict[str, tuple]:
     """Every statistic of one layer's ensemble ``a`` ``(N, L, L)`` (float64)."""
     from ..wavelets import scalogram
@@ -116,10 +139,7 @@ def _layer_statistics(a: np.ndarray, omega0: float) -> dict[str, tuple]:
     above = pos[None, :] > pos[:, None]
 
     mean_lag = np.einsum("sij,ij->s", a, lag_w) / length
-    tail = np.flip(np.cumsum(np.flip(a, -1), -1), -1)  # probability on keys >= j
-    j_med = (tail >= 0.5 - MEDIAN_SLACK).sum(-1) - 1
-    del tail
-    median_lag = (pos[None, :] - j_med).mean(-1)
+    median_lag = median_lags(a).mean(-1)
     row_dev = float(np.abs(a.sum(-1) - 1.0).max())
     acausal = float(np.abs(a[:, above]).max()) if above.any() else 0.0
 
@@ -216,7 +236,6 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
         "length": length,
         "omega0": omega0,
         "split_half": f"snapshots 0..{A.sizes['snapshot'] // 2 - 1} vs the rest",
-        "median_slack": MEDIAN_SLACK,
         "method": "msapod.studies.fieldstats.summarise_fields, float64, one layer at a time",
     }
     return ds
