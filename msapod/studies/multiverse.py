@@ -211,10 +211,11 @@ def lag_gram_tensor(Xu: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
     if not causal_rows:
         Xt = np.ascontiguousarray(X.transpose(2, 0, 1))
         return np.matmul(Xt, Xt.transpose(0, 2, 1))
+    Xt = np.ascontiguousarray(X.transpose(2, 0, 1))  # (L, N, Q)
     G = np.empty((n_lag, n, n))
     for t in range(n_lag):
-        Xt = X[:, t:, t] if t < q else X[:, :0, t]
-        G[t] = Xt @ Xt.T
+        x = Xt[t, :, t:]
+        G[t] = x @ x.T
     return G
 
 
@@ -248,6 +249,38 @@ def mode_lag_energy(G: np.ndarray, w: np.ndarray, v: np.ndarray) -> np.ndarray:
     e = np.asarray(w, float) ** 2 * ((G.reshape(n_lag * n, n) @ v).reshape(n_lag, n) @ v)
     total = e.sum()
     return e / total if total > 0 else e
+
+
+def _window_modes(G, Xu, lags, keys, need, M_up, iu) -> dict:
+    """Leading mode of every window ``(centre, sigma)`` in ``keys``, batched: one product
+    with the Gram tensor gives every windowed Gram matrix, one more every mode's lag
+    energy, one more (for the windows in ``need``) the modes themselves, whose scale
+    spectra (``M_up`` on the upper triangle of ``phi^T phi``) C9 reads."""
+    n_lag, n, _ = G.shape
+    c = np.array([k[0] for k in keys], dtype=np.float64)
+    sig = np.array([k[1] for k in keys], dtype=np.float64)
+    W = np.exp(-((lags[None, :] - c[:, None]) ** 2) / (2 * sig[:, None] ** 2))  # (nw, L)
+    W2 = W**2
+    K = (W2 @ G.reshape(n_lag, n * n)).reshape(len(keys), n, n) / n
+    V = np.empty((n, len(keys)))
+    lam1 = np.empty(len(keys))
+    with threadpool_limits(1, user_api="blas"):  # small eigenproblems: threads contend
+        for i in range(len(keys)):
+            vals, vecs = np.linalg.eigh(K[i])
+            V[:, i], lam1[i] = vecs[:, -1], vals[-1]
+    del K
+    Y = (G.reshape(n_lag * n, n) @ V).reshape(n_lag, n, len(keys))
+    E = W2 * np.einsum("tsw,sw->wt", Y, V)
+    tot = E.sum(1, keepdims=True)
+    E = np.divide(E, tot, out=np.zeros_like(E), where=tot > 0)
+    spectra = {}
+    if need:
+        q = Xu.shape[1]
+        Phi = V[:, need].T @ Xu.reshape(n, -1)  # (k, Q * L)
+        for j, i in enumerate(need):
+            phi = Phi[j].reshape(q, n_lag) * W[i][None, :]
+            spectra[i] = M_up @ (phi.T @ phi)[iu]
+    return {"energy": E, "lambda": lam1, "spectra": spectra}
 
 
 def layer_evidence(
@@ -298,8 +331,11 @@ def layer_evidence(
     n_lag = len(lags)
     grids = {g: _grid(g, n_lag) for g in AXES["scale_min"]}
     Ms = {g: _operator(g, lags, omega0) for g in AXES["scale_min"]}
-    M_all = np.concatenate([Ms[g] for g in AXES["scale_min"]])
-    M_up, iu = _upper_operator(M_all, n_lag)
+    okey = ("up", tuple(AXES["scale_min"]), n_lag, float(lags[0]), float(omega0))
+    if okey not in _OPERATORS:
+        M_all = np.concatenate([Ms[g] for g in AXES["scale_min"]])
+        _OPERATORS[okey] = _upper_operator(M_all, n_lag)
+    M_up, iu = _OPERATORS[okey]
     nS = NUM_SCALES
     shape_stat = tuple(len(AXES[a]) for a in ("field", "normalisation", "scale_min", "scale_stat"))
     sstat = np.full(shape_stat, np.nan)
@@ -373,9 +409,8 @@ def layer_evidence(
     )
     H_rep = np.stack([fractional_rank(jk.values, EPS), fractional_rank(jk.values, EPS**2)], -1)
     T_se, H_se = _jack_se(T_rep), _jack_se(H_rep)
-    # windows: one per dominant scale of every (field, normalisation, grid, statistic)
-    mode_cache: dict = {}
 
+    # windows: one per dominant scale of every (field, normalisation, grid, statistic)
     def phi_spectra(v: np.ndarray, w2: np.ndarray | None) -> np.ndarray:
         phi = np.tensordot(v, Xu, axes=(0, 0))  # (Q, L)
         if w2 is not None:
@@ -384,18 +419,6 @@ def layer_evidence(
         return M_up @ Cp[iu]  # (grids * scales)
 
     plain_spec = phi_spectra(V[:, 0], None)
-
-    def window_mode(c: float, sigma: float, need_spectrum: bool):
-        key = (round(c, 9), round(sigma, 9))
-        if key not in mode_cache:
-            w = np.exp(-((lags - c) ** 2) / (2 * sigma**2))
-            lam_w, vecs = np.linalg.eigh(window_gram(G, w))
-            v = vecs[:, -1]
-            mode_cache[key] = [mode_lag_energy(G, w, v), None, float(lam_w[-1]), v, w**2]
-        got = mode_cache[key]
-        if need_spectrum and got[1] is None:
-            got[1] = phi_spectra(got[3], got[4])
-        return got[0], got[1], got[2]
 
     from ..wavelets import fourier_period, morlet
 
@@ -415,50 +438,62 @@ def layer_evidence(
     c9 = np.full(shape_w, np.nan)
     a_star = np.full(shape_stat + (3,), np.nan)
     layer_ranges = list(PAPER_LAGS.values())
-    with threadpool_limits(1, user_api="blas"):  # small eigenproblems: threads contend
-        for fi, f in enumerate(AXES["field"]):
-            for ni, norm in enumerate(AXES["normalisation"]):
-                for gi, g in enumerate(AXES["scale_min"]):
-                    s = grids[g]
-                    sp = spectra_full[f, norm, g]
-                    wgt = 1.0 / s if norm == "rectified" else np.ones_like(s)
-                    sl = slice(gi * nS, (gi + 1) * nS)
-                    plain_spread = _spread(plain_spec[sl] * wgt, s)
-                    for ti, st in enumerate(AXES["scale_stat"]):
-                        stars = (
-                            [float(_centroid(sp, s))]
-                            if st == "centroid"
-                            else _interior_peaks(sp, s)
-                        )
-                        a_star[fi, ni, gi, ti, : len(stars)] = stars
-                        for ci, cr in enumerate(AXES["centre"]):
-                            cs = [
-                                energy_max_lag(f, a)
-                                if cr == "energy-max"
-                                else float(fourier_period(a, omega0))
-                                for a in stars
-                            ]
-                            for wi, k in enumerate(AXES["width"]):
-                                ix = (fi, ni, gi, ti, ci, wi)
-                                for m, (a, c) in enumerate(zip(stars, cs, strict=True)):
-                                    e, mspec, _ = window_mode(c, k * a, m == 0)
-                                    if m == 0:
-                                        c9[ix] = _spread(mspec[sl] * wgt, s) / plain_spread
-                                    for r, (lo, hi) in enumerate(layer_ranges):
-                                        inside = (lags >= lo) & (lags <= hi)
-                                        sh = float(e[inside].sum())
-                                        wmax = np.exp(
-                                            -((lags[inside] - c) ** 2) / (2 * (k * a) ** 2)
-                                        ).max()
-                                        ok = wmax >= np.exp(-2.0)
-                                        better = (ok and not reach[ix + (r,)]) or (
-                                            ok == reach[ix + (r,)]
-                                            and not (np.nan_to_num(share[ix + (r,)], nan=-1) >= sh)
-                                        )
-                                        if better:
-                                            share[ix + (r,)] = sh
-                                            reach[ix + (r,)] = ok
-                                            c4_peaks[ix + (r,)] = _count_peaks(e, lags, lo, hi)
+    # pass 1: every window (c, sigma) of every reading; pass 2 (batched): their modes
+    plan = []  # (ix, m, a, c, key)
+    for fi, f in enumerate(AXES["field"]):
+        for ni, norm in enumerate(AXES["normalisation"]):
+            for gi, g in enumerate(AXES["scale_min"]):
+                s = grids[g]
+                sp = spectra_full[f, norm, g]
+                for ti, st in enumerate(AXES["scale_stat"]):
+                    stars = (
+                        [float(_centroid(sp, s))] if st == "centroid" else _interior_peaks(sp, s)
+                    )
+                    a_star[fi, ni, gi, ti, : len(stars)] = stars
+                    for ci, cr in enumerate(AXES["centre"]):
+                        cs = [
+                            energy_max_lag(f, a)
+                            if cr == "energy-max"
+                            else float(fourier_period(a, omega0))
+                            for a in stars
+                        ]
+                        for wi, k in enumerate(AXES["width"]):
+                            for m, (a, c) in enumerate(zip(stars, cs, strict=True)):
+                                key = (round(c, 9), round(k * a, 9))
+                                plan.append(((fi, ni, gi, ti, ci, wi), m, a, c, key))
+    keys = list(dict.fromkeys(p[-1] for p in plan))
+    index = {key: i for i, key in enumerate(keys)}
+    need = sorted({index[p[-1]] for p in plan if p[1] == 0})
+    modes = _window_modes(G, Xu, lags, keys, need, M_up, iu)
+    plain_spread = {}
+    for gi, g in enumerate(AXES["scale_min"]):
+        sl = slice(gi * nS, (gi + 1) * nS)
+        for norm in AXES["normalisation"]:
+            wgt = 1.0 / grids[g] if norm == "rectified" else np.ones(nS)
+            plain_spread[gi, norm] = _spread(plain_spec[sl] * wgt, grids[g])
+    for ix, m, _a, c, key in plan:
+        fi, ni, gi, ti, ci, wi = ix
+        j = index[key]
+        e = modes["energy"][j]
+        sigma = key[1]
+        if m == 0:
+            norm = AXES["normalisation"][ni]
+            s = grids[AXES["scale_min"][gi]]
+            wgt = 1.0 / s if norm == "rectified" else np.ones_like(s)
+            mspec = modes["spectra"][j][gi * nS : (gi + 1) * nS]
+            c9[ix] = _spread(mspec * wgt, s) / plain_spread[gi, norm]
+        for r, (lo, hi) in enumerate(layer_ranges):
+            inside = (lags >= lo) & (lags <= hi)
+            sh = float(e[inside].sum())
+            ok = np.exp(-((lags[inside] - c) ** 2) / (2 * sigma**2)).max() >= np.exp(-2.0)
+            better = (ok and not reach[ix + (r,)]) or (
+                ok == reach[ix + (r,)] and not (np.nan_to_num(share[ix + (r,)], nan=-1) >= sh)
+            )
+            if better:
+                share[ix + (r,)] = sh
+                reach[ix + (r,)] = ok
+                c4_peaks[ix + (r,)] = _count_peaks(e, lags, lo, hi)
+    n_windows = len(keys)
     coords = {a: list(AXES[a]) for a in (*dims_w, "criterion", "fit")}
     coords["paper_layer"] = sorted(PAPER_LAGS)
     coords["peak"] = [0, 1, 2]
@@ -487,7 +522,7 @@ def layer_evidence(
     ds["t1_gap"] = gap
     ds["t1_beaten"] = float(beaten)
     ds["t1_trials"] = float(trials)
-    ds.attrs = {"n_snapshots": n, "omega0": omega0, "n_windows": len(mode_cache)}
+    ds.attrs = {"n_snapshots": n, "omega0": omega0, "n_windows": n_windows}
     return ds
 
 
