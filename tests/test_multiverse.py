@@ -127,7 +127,7 @@ def zoo():
         ev = xr.concat(
             [
                 fields_evidence(
-                    attention(n=8, length=16, seed=k, scale=2 + k, layers=6),
+                    attention(n=6, length=12, seed=k, scale=2 + k, layers=6),
                     theorem1_layer=4 if k == 0 else 0,
                 )
                 for k in range(4)
@@ -135,7 +135,7 @@ def zoo():
             dim=xr.DataArray(MODELS, dims="model", name="model"),
         )
         ev = ev.assign_coords(architecture=("model", ["baseline", "baseline", "ega", "ega"]))
-        ev.attrs["n_snapshots"] = 8
+        ev.attrs["n_snapshots"] = 6
         loss = xr.DataArray(
             [1.5, 1.52, 1.45, 1.46],
             dims="model",

@@ -153,8 +153,11 @@ def _operator(scale_min: float, lags: np.ndarray, omega0: float) -> np.ndarray:
 
 def _jack_se(rep: np.ndarray, axis: int = 0) -> np.ndarray:
     """Jackknife SE over ``axis`` ignoring NaN replicates."""
+    import warnings
+
     n = np.sum(np.isfinite(rep), axis=axis)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN replicates: NaN
         m = np.nanmean(rep, axis=axis, keepdims=True)
         v = np.nansum((rep - m) ** 2, axis=axis)
         return np.where(n >= 2, np.sqrt((n - 1) / np.maximum(n, 1) * v), np.nan)
