@@ -281,9 +281,10 @@ def scalogram(
     ds = ds.assign_coords(period=("scale", fourier_period(s, omega0)))
     ds["scale"].attrs = {"units": "lag (characters or tokens)", "long_name": "Morlet scale a"}
     ds["period"].attrs = {"units": "lag", "long_name": "equivalent Fourier period lambda"}
-    ds["energy"].attrs = {"long_name": "scalogram E(a, b) = <|W(a, b)|^2>"}
+    ds["energy"].attrs = {"long_name": "scalogram E(a, b) = <|W(a, b)|^2>", "omega0": omega0}
     ds["spectrum"].attrs = {
-        "long_name": "scale spectrum E(a) = sum_b E(a, b)" + (" / a" if bias_correction else "")
+        "long_name": "scale spectrum E(a) = sum_b E(a, b)" + (" / a" if bias_correction else ""),
+        "omega0": omega0,
     }
     ds.attrs.update(
         omega0=omega0,
@@ -323,7 +324,11 @@ def dominant_scales(
     check_field(spectrum, name="spectrum", dims=("scale",), min_snapshots=None)
     E, lead, shape = stack_leading(spectrum, ("scale",))
     s = spectrum["scale"].values.astype(np.float64)
-    omega0 = spectrum.attrs.get("omega0", 6.0)
+    if "period" in spectrum.coords and spectrum["period"].dims == ("scale",) and s[0] > 0:
+        # the spectrum's own period coordinate knows its omega0 (lambda / a is a constant)
+        ratio = float(spectrum["period"].values[0]) / s[0]
+    else:
+        ratio = float(fourier_period(1.0, spectrum.attrs.get("omega0", 6.0)))
     out = np.full((E.shape[0], max_count), np.nan)
     energy = np.full_like(out, np.nan)
     edge = np.zeros(out.shape, dtype=bool)
@@ -349,7 +354,7 @@ def dominant_scales(
         name="dominant_scale",
     )
     res = res.assign_coords(
-        period=(dims, fourier_period(out, omega0).reshape(res.shape)),
+        period=(dims, (out * ratio).reshape(res.shape)),
         peak_energy=(dims, energy.reshape(res.shape)),
         edge=(dims, edge.reshape(res.shape)),
     )

@@ -132,3 +132,22 @@ def test_scalogram_broadcasts_leading_dims(noise_field):
     ds = msapod.scalogram(stacked, [2.0, 4.0])
     assert ds["energy"].dims == ("layer", "scale", "lag")
     np.testing.assert_allclose(ds["energy"][1], 4 * ds["energy"][0], rtol=1e-12)
+
+
+def test_dominant_period_follows_the_spectrum_omega0():
+    """The period of a dominant scale uses the scalogram's omega0 (not a default of 6)."""
+    from msapod.wavelets import fourier_period
+
+    rng = np.random.default_rng(0)
+    lag = np.arange(64)
+    x = np.sin(2 * np.pi * lag / 12)[None, None, :] + 0.1 * rng.standard_normal((20, 4, 64))
+    r = xr.DataArray(x, dims=("snapshot", "query", "lag"), coords={"lag": lag})
+    for omega0 in (6.0, 10.0):
+        spec = msapod.scalogram(r, omega0=omega0)["spectrum"]
+        assert spec.attrs["omega0"] == omega0
+        d = msapod.dominant_scales(spec, 1)
+        a = float(d.isel(peak=0))
+        np.testing.assert_allclose(float(d["period"].isel(peak=0)), fourier_period(a, omega0))
+        # without the period coordinate the attrs still carry omega0
+        d2 = msapod.dominant_scales(spec.drop_vars("period"), 1)
+        np.testing.assert_allclose(float(d2["period"].isel(peak=0)), fourier_period(a, omega0))
