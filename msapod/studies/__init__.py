@@ -1,11 +1,17 @@
 """The paper's studies built on the method core and the model zoo.
 
 * :mod:`.cache` -- cached fields and analyses (netCDF, keyed by inputs and version),
+* :mod:`.fieldstats` -- per-model field summaries the method pages show (mean lags,
+  energies, mean fields, the scalogram of A),
+* :mod:`.modestats` -- per-model POD-mode lag/scale summaries and coherency curves,
 * :mod:`.uncertainty` -- jackknife intervals of T_spec, H* and the scale centroid,
 * :mod:`.convergence` -- nested-ensemble convergence of the spectra,
 * :mod:`.prune` -- head pruning guided by the POD spectra (claim C6),
 * :mod:`.llm` -- the same analysis on a real LLM (SmolLM2-135M),
-* :mod:`.claims` -- the one home of claim texts, verdict rules and interval formatting,
-* :mod:`.scorecard` -- the claims checked against the zoo,
-* :mod:`.reproduce` -- every cached study in one command.
+* :mod:`.claims` -- claim texts, verdict words, interval formatting and verdict admonitions,
+* :mod:`.rules` -- one rule per claim (95 % intervals, contrasts, edge-aware scales),
+* :mod:`.multiverse` -- every claim over the specification curve of reasonable readings,
+* :mod:`.scorecard` -- the claims checked against the zoo (the main specification),
+* :mod:`.reproduce` -- every cached study in one command, and ``--check``,
+* :mod:`.results` -- the shipped ``results/``: verified loading and comparison.
 """
