@@ -14,6 +14,9 @@ specification curve and every page's verdict admonition
   claimed early-vs-late contrast is reversed);
 * **not testable as stated** -- the setting cannot support the claim (said why).
 
+The LLM columns (SmolLM2-135M) are decided by the same rule functions
+(:func:`llm_rows`).
+
 Intervals: per model and layer, 1.96 jackknife standard errors over snapshots;
 architecture differences (C7, C8, the loss) use the Student-t interval over the training
 seeds of :func:`msapod.studies.uncertainty.arch_difference`.
