@@ -174,3 +174,19 @@ def test_verdict_markdown_starts_with_the_main_verdict(zoo):
     assert text.endswith("```")
     other = verdict_markdown("C1", mv, "paper-size")
     assert "not in this study" in other or "not trained" in other
+
+
+def test_flips_and_robustness(zoo):
+    from msapod.studies.claims import ROBUST_SHARE, axis_flips, robustness
+
+    _, mv = zoo
+    for claim in ("C1", "C4", "C10"):
+        flips = axis_flips(claim, mv, "d128")
+        assert list(flips) == list(CLAIM_AXES[claim])
+        assert all(0.0 <= v <= 1.0 for v in flips.values())
+        label, share = robustness(claim, mv, "d128")
+        total = sum(verdict_shares(claim, mv, "d128").values())
+        if total == 1:
+            assert label == "single"
+        else:
+            assert label == ("robust" if share >= ROBUST_SHARE else "fragile")
