@@ -190,3 +190,20 @@ def test_flips_and_robustness(zoo):
             assert label == "single"
         else:
             assert label == ("robust" if share >= ROBUST_SHARE else "fragile")
+
+
+def test_theorem1_check_matches_basis_error(field):
+    from msapod.studies.multiverse import theorem1_check
+
+    u = reynolds(field)["fluctuation"]
+    gap, beaten, trials = theorem1_check(u)
+    assert gap < 1e-10 and beaten == 0 and trials == 10  # ranks 1 and 5 (N = 10)
+    rng = np.random.default_rng(3)
+    mask = np.tril(np.ones((24, 24), bool))
+    Q = np.linalg.qr(rng.standard_normal((mask.sum(), 2)))[0]
+    B = np.zeros((2, 24, 24))
+    B[:, mask] = Q.T
+    U = u.values[:, mask]
+    mine = (U**2).sum(1).mean() - ((U @ Q) ** 2).sum(1).mean()
+    ref = float(msapod.basis_error(u, xr.DataArray(B, dims=("mode", "query", "key"))))
+    assert mine == pytest.approx(ref, rel=1e-12)
