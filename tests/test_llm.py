@@ -179,29 +179,25 @@ def test_smollm2_analysis_streams_resumes_and_caches(tmp_path, monkeypatch):
 # ----------------------------------------------------------------------------- verdicts
 
 
-def synthetic(centroid_tokens, T, top5_late, H_late, cpt=3.1, n_snap=150, n_layer=30):
+def synthetic(peak_tokens, T, H, cpt=3.1, n_snap=150, n_layer=30, flat=()):
+    """An LLM-like analysis: per layer a scale spectrum with one interior bump at
+    ``peak_tokens`` (a monotone spectrum, maximum at the grid edge, for layers in
+    ``flat``), T_spec and H*(0.10) per layer."""
     layers = np.arange(1, n_layer + 1)
-    rank = np.arange(1, n_snap + 1)
-    spec = np.empty((n_layer, 2, n_snap))
-    for i, layer in enumerate(layers):
-        share = top5_late if layer > 20 else 0.3
-        spec[i, :, :5] = share / 5
-        spec[i, :, 5:] = (1 - share) / (n_snap - 5)
-    H = np.broadcast_to(np.where(layers <= 2, n_snap - 1, H_late)[:, None, None], (30, 2, 1))
+    scale = np.geomspace(1, 41.5, 48)
+    spec = np.exp(
+        -0.5 * (np.log(scale[None, :] / np.asarray(peak_tokens, float)[:, None]) / 0.3) ** 2
+    )
+    for layer in flat:
+        spec[layer - 1] = scale / scale.max()
+    H = np.broadcast_to(np.asarray(H, float)[:, None, None], (n_layer, 2, 1))
     return xr.Dataset(
         {
-            "scale_centroid": ("layer", np.asarray(centroid_tokens, float)),
-            "spectrum": (("layer", "window", "rank"), spec),
+            "scale_spectrum": (("layer", "scale"), spec),
             "T_spec": (("layer", "window"), np.repeat(np.asarray(T, float)[:, None], 2, 1)),
-            "H_star": (("layer", "window", "eps"), H.astype(float)),
+            "H_star": (("layer", "window", "eps"), H.copy()),
         },
-        coords={
-            "layer": layers,
-            "window": ["plain", "scale-1"],
-            "rank": rank,
-            "eps": [0.10],
-            "scale": np.geomspace(3, 41.5, 48),
-        },
+        coords={"layer": layers, "window": ["plain", "scale-1"], "eps": [0.10], "scale": scale},
         attrs={"ensemble_chars_per_token": cpt, "n_snapshots": n_snap},
     )
 
@@ -217,29 +213,36 @@ def test_depth_groups():
 
 
 def test_llm_verdict_rules():
-    rising = np.linspace(3.2, 9.0, 30)  # tokens; late layers >= 20 / 3.1 = 6.45 tokens
-    T = np.where(np.arange(1, 31) <= 2, 1.1, 0.6)
-    rows = {r["claim"]: r for r in llm.llm_verdicts(synthetic(rising, T, 0.8, 91))}
+    """The LLM rows are the scorecard's rules (one function), on planted answers."""
+    from msapod.studies.scorecard import llm_rows
+
+    layers = np.arange(1, 31)
+    # early layers: 2 tokens = 6.2 characters (<= 7); late: 8 tokens = 24.8 (>= 20)
+    peak = np.where(layers <= 2, 2.0, np.where(layers > 20, 8.0, 4.0))
+    T = np.where(layers <= 2, 1.0, 0.6)  # early about 1, later more concentrated
+    H = np.where(layers <= 2, 140.0, 60.0)  # early layers need more modes
+    ds = synthetic(peak, T, H)
+    rows = {r["claim"]: r for r in llm.llm_verdicts(ds)}
+    assert rows == {r["claim"]: r for r in llm_rows(ds)}
     assert set(rows) == {"C1", "C2", "C3", "C5"}
     for r in rows.values():
-        assert set(r) == {"claim", "paper", "measured", "verdict", "rule", "page"}
-    # 7 characters = 2.26 tokens lies below the finest scale (3 tokens)
-    assert rows["C1"]["verdict"].startswith("not testable as stated; holds")
+        assert {"claim", "paper", "measured", "verdict", "rule", "page"} <= set(r)
+    assert rows["C1"]["verdict"] == "holds"
     assert rows["C2"]["verdict"] == "holds"
     assert rows["C3"]["verdict"] == "holds"
-    assert rows["C5"]["verdict"] == "not testable as stated; holds for the later layers"
-    flat = np.full(30, 5.0)
-    bad = {r["claim"]: r for r in llm.llm_verdicts(synthetic(flat, T + 1, 0.2, 40))}
-    assert bad["C1"]["verdict"].endswith("does not hold as 'finer than the late layers'")
+    # the reversed contrasts and coarse early scales fail
+    bad = {r["claim"]: r for r in llm.llm_verdicts(synthetic(peak[::-1], T[::-1], H[::-1]))}
+    assert bad["C1"]["verdict"] == "does not hold"
     assert bad["C2"]["verdict"] == "does not hold"
     assert bad["C3"]["verdict"] == "does not hold"
-    assert bad["C5"]["verdict"].endswith("does not hold for the later layers")
-    # in characters (1 character per token) C1 is testable: centroid <= 7
-    chars = {r["claim"]: r for r in llm.llm_verdicts(synthetic(rising * 3.1, T, 0.8, 91, 1.0))}
-    assert chars["C1"]["verdict"] == "does not hold"  # 9.9 characters > 7
-    assert (
-        "proportional" in llm.llm_verdicts(synthetic(rising, T, 0.8, 91), "proportional")[0]["rule"]
-    )
+    assert bad["C5"]["verdict"] == "does not hold"
+    # a maximum at the edge of the scale grid is no dominant scale: not testable
+    edge = {r["claim"]: r for r in llm.llm_verdicts(synthetic(peak, T, H, flat=(1, 2)))}
+    assert edge["C1"]["verdict"] == "not testable as stated"
+    # the depth mapping changes which layers count as early
+    prop = {r["claim"]: r for r in llm.llm_verdicts(ds, "proportional")}
+    # early = layers 1-10: layers 1-2 pass (6.2 characters), 3-10 fail (12.4)
+    assert prop["C1"]["verdict"] == "partly"
 
 
 # ----------------------------------------------------------------------------- real model

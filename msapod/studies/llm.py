@@ -45,7 +45,6 @@ import xarray as xr
 
 from .._io import sha256_file
 from ..models.data import ensemble_offsets, load_corpus, load_text
-from .claims import CLAIMS, flags_verdict, fmt_range, layer_span
 
 __all__ = [
     "GGUF_FILE",
@@ -715,129 +714,29 @@ def depth_groups(n_layer: int, mapping: str = "literal") -> dict[str, list[int]]
 
 
 def llm_verdicts(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
-    """Scorecard rows for C1, C2, C3 and C5 on the LLM, with the zoo's rules.
+    """Scorecard rows for C1, C2, C3 and C5 on the LLM: the zoo's rules, applied once.
+
+    The same function as the scorecard's LLM columns,
+    :func:`msapod.studies.scorecard.llm_rows` (one rule per claim, :mod:`.rules`), so the
+    LLM page and the scorecard cannot disagree.
 
     Parameters
     ----------
     ds
-        :func:`smollm2_analysis` output (needs ``scale_centroid``, ``spectrum``,
-        ``T_spec``, ``H_star`` with ``window`` and ``eps``, and the attr
-        ``ensemble_chars_per_token``; ``chars_per_token`` is used if that is absent).
+        :func:`smollm2_analysis` output (``scale_spectrum``, ``T_spec``, ``H_star`` with
+        ``window`` and ``eps``, and the attr ``ensemble_chars_per_token``).
     mapping
         Depth mapping of :func:`depth_groups`.
 
     Returns
     -------
     list of dict
-        ``claim``, ``paper``, ``measured``, ``verdict``, ``rule`` and ``page`` per claim.
-        Scales are converted from tokens to characters with the measured characters per
-        token ``c``: the zoo's thresholds a <= 7 and a >= 20 characters become
-        a <= 7 / c and a >= 20 / c tokens.
+        ``claim``, ``paper``, ``measured``, ``verdict``, ``rule``, ``cases`` and ``page``
+        per claim. Scales are converted from tokens to characters with the measured
+        characters per token.
     """
-    cpt = float(ds.attrs.get("ensemble_chars_per_token", ds.attrs.get("chars_per_token", 1.0)))
-    layers = [int(x) for x in ds["layer"].values]
-    g = depth_groups(len(layers), mapping)
-    g = {k: [layers[i - 1] for i in v] for k, v in g.items()}
-    early, late, rest = g["early"], g["late"], g["rest"]
-    where = f" ({mapping} depth mapping, {len(layers)} layers)"
-    page = "[LLM](13-llm.md)"
-    rows = []
-    cent = ds["scale_centroid"] * cpt  # characters
-    c1, c2 = cent.sel(layer=early), cent.sel(layer=late)
-    finest = float(ds["scale"].min())  # tokens
-    order = c1.max() < c2.min()  # fine-to-coarse: every early centroid below every late one
-    if 7 / cpt < finest:  # the threshold lies below the finest analysed scale
-        c1_verdict = (
-            f"not testable as stated; {'holds' if order else 'does not hold'} "
-            "as 'finer than the late layers'"
-        )
-        c1_rule = (
-            f"centroid ≤ 7 characters = {7 / cpt:.2f} tokens at {cpt:.2f} characters/token "
-            f"lies below the finest resolvable scale, {finest:g} tokens = "
-            f"{finest * cpt:.1f} characters; read instead as: every early centroid below "
-            f"every late one{where}"
-        )
-    else:
-        c1_verdict = flags_verdict(c1 <= 7)
-        c1_rule = (
-            f"centroid ≤ 7 characters (≤ {7 / cpt:.2f} tokens at {cpt:.2f} "
-            f"characters/token) in every early layer{where}"
-        )
-    rows.append(
-        dict(
-            claim="C1",
-            paper=CLAIMS["C1"],
-            measured=(
-                f"scale centroid of u, layers {layer_span(early)}: {fmt_range(c1)} characters "
-                f"({fmt_range(c1 / cpt, '{:.2f}')} tokens)"
-            ),
-            verdict=c1_verdict,
-            rule=c1_rule,
-            page=page,
-        )
-    )
-    rows.append(
-        dict(
-            claim="C2",
-            paper=CLAIMS["C2"],
-            measured=(
-                f"scale centroid of u, layers {layer_span(late)}: {fmt_range(c2)} characters "
-                f"({fmt_range(c2 / cpt, '{:.2f}')} tokens)"
-            ),
-            verdict=flags_verdict(c2 >= 20),
-            rule=f"centroid ≥ 20 characters (≥ {20 / cpt:.2f} tokens at {cpt:.2f} "
-            f"characters/token) in every late layer{where}",
-            page=page,
-        )
-    )
-    plain = ds.sel(window="plain")
-    T = plain["T_spec"]
-    spec = plain["spectrum"]
-    top5 = spec.sel(rank=slice(1, 5)).sum("rank") / spec.sum("rank")
-    t_early, t_late = T.sel(layer=early), T.sel(layer=late)
-    near_one = bool((abs(t_early - 1.0) <= 0.25).all())
-    conc_late = bool(top5.sel(layer=late).mean() > top5.sel(layer=early).mean())
-    rows.append(
-        dict(
-            claim="C3",
-            paper=CLAIMS["C3"],
-            measured=(
-                f"T_spec layers {layer_span(early)}: {fmt_range(t_early, '{:.2f}')}, layers "
-                f"{layer_span(late)}: {fmt_range(t_late, '{:.2f}')}; top-5-mode energy share "
-                f"early: {fmt_range(top5.sel(layer=early), '{:.2f}')}, late: "
-                f"{fmt_range(top5.sel(layer=late), '{:.2f}')}"
-            ),
-            verdict=flags_verdict([near_one, conc_late]),
-            rule="(a) T_spec within 1 ± 0.25 in every early layer; (b) larger mean top-5 "
-            "share in the late than in the early layers" + where,
-            page=page,
-        )
-    )
-    H = plain["H_star"].sel(eps=0.10)
-    n_snap = int(ds.attrs.get("n_snapshots", spec.sizes["rank"]))
-    he, hl = H.sel(layer=early), H.sel(layer=rest)
-    testable_150 = n_snap - 1 > 150
-    first = (
-        flags_verdict(he > 150) + " for the early layers"
-        if testable_150
-        else "not testable as stated"
-    )
-    rows.append(
-        dict(
-            claim="C5",
-            paper=CLAIMS["C5"],
-            measured=(
-                f"H*(0.10), layers {layer_span(early)}: {fmt_range(he, '{:.0f}')}; layers "
-                f"{layer_span(rest)}: {fmt_range(hl, '{:.0f}')} (ceiling N − 1 = {n_snap - 1})"
-            ),
-            verdict=f"{first}; {flags_verdict(abs(hl - 91) <= 0.15 * 91)} for the later layers",
-            rule=(
-                f"> 150 modes cannot occur with N = {n_snap} snapshots; 'about 91' read "
-                "as within ±15 % in every later layer" + where
-                if not testable_150
-                else "early H* > 150; later layers within 91 ± 15 %" + where
-            ),
-            page=page,
-        )
-    )
-    return rows
+    from .scorecard import llm_rows
+
+    return llm_rows(ds, mapping)
+
+

@@ -175,4 +175,15 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
             rest=g["rest"],
         ),
     ]
-    return [dict(claim=o.claim, measured=o.measured, verdict=o.verdict) for o in outs]
+    return [
+        dict(
+            claim=o.claim,
+            paper=CLAIMS[o.claim],
+            measured=o.measured,
+            verdict=o.verdict,
+            rule=o.rule,
+            cases=o.cases,
+            page="[LLM](13-llm.md)",
+        )
+        for o in outs
+    ]
