@@ -268,3 +268,26 @@ def test_smollm2_real_model():
     assert A.shape == (2, 2, 24, 24)
     np.testing.assert_allclose(A.values.sum(-1), 1.0, atol=1e-5)
     assert np.all(np.triu(A.values, 1) == 0)
+
+
+def test_token_layout_with_a_planted_tokenizer():
+    """Three characters per token: token k of the split starts at character 3k."""
+
+    class Every3:
+        bos_token, bos_token_id = "<s>", 1
+
+        def __call__(self, text, add_special_tokens=False, return_offsets_mapping=True):
+            return {"offset_mapping": [(i, min(i + 3, len(text))) for i in range(0, len(text), 3)]}
+
+    ds = xr.Dataset(
+        {"token_offset": ("snapshot", np.array([0, 5, 40]))},
+        coords={"snapshot": [0, 1, 2], "query": np.arange(4)},
+    )
+    out = llm.token_layout(ds, tokenizer=Every3())
+    want = 3 * (np.array([0, 5, 40])[:, None] + np.arange(4))
+    np.testing.assert_array_equal(out["token_char_start"].values, want)
+    assert set(np.unique(out["token_length"].values)) == {3}
+    assert out.attrs["bos_token_id"] == 1
+    far = ds.assign(token_offset=("snapshot", np.array([0, 5, 10**9])))
+    with pytest.raises(ValueError, match="token offsets"):
+        llm.token_layout(far, tokenizer=Every3())

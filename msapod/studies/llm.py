@@ -52,6 +52,7 @@ __all__ = [
     "TokenEnsemble",
     "depth_groups",
     "llm_verdicts",
+    "token_layout",
     "load_smollm2",
     "load_tokenizer",
     "smollm2_analysis",
@@ -713,6 +714,38 @@ def depth_groups(n_layer: int, mapping: str = "literal") -> dict[str, list[int]]
     return {"early": [int(x) for x in early], "late": [int(x) for x in late], "rest": rest}
 
 
+def token_layout(ds: xr.Dataset, tokenizer=None) -> xr.Dataset:
+    """Where the tokens of an LLM ensemble sit in the text, for the book's token-lag page.
+
+    Tokenises the validation split once (with character offsets) and returns
+    ``token_char_start`` (``snapshot``, ``position``): the character at which each token of
+    each snippet starts, and ``token_length`` (``token``): the length in characters of
+    every token of the split; attrs ``bos_token`` and ``bos_token_id``. ``ds`` is a
+    :func:`smollm2_analysis` result (its ``token_offset`` and ``query`` length fix the
+    snippets).
+    """
+    tok = load_tokenizer() if tokenizer is None else tokenizer
+    enc = tok(_val_text(), add_special_tokens=False, return_offsets_mapping=True)
+    starts = np.array([a for a, _ in enc["offset_mapping"]], dtype=np.int64)
+    length = ds.sizes["query"]
+    rows = ds["token_offset"].values[:, None] + np.arange(length)
+    if rows.max() >= len(starts):
+        raise ValueError("ds: token offsets beyond the tokenised validation split")
+    return xr.Dataset(
+        {
+            "token_char_start": (("snapshot", "position"), starts[rows].astype(np.int32)),
+            "token_length": ("token", np.diff(starts).astype(np.int16)),
+        },
+        coords={"snapshot": ds["snapshot"].values, "position": np.arange(length)},
+        attrs={
+            "tokenizer": "SmolLM2-135M (GGUF)",
+            "text": "validation split",
+            "bos_token": str(tok.bos_token),
+            "bos_token_id": int(tok.bos_token_id),
+        },
+    )
+
+
 def llm_verdicts(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     """Scorecard rows for C1, C2, C3 and C5 on the LLM: the zoo's rules, applied once.
 
@@ -738,5 +771,3 @@ def llm_verdicts(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     from .scorecard import llm_rows
 
     return llm_rows(ds, mapping)
-
-

@@ -73,9 +73,15 @@ def analysis_file(params: dict) -> str:
 
 
 def _save(ds: xr.Dataset, path: Path) -> None:
+    """Write ``ds`` as netCDF, numeric variables gzip-compressed (shipped in the repo)."""
     ds = netcdf_safe(ds)
+    enc = {
+        v: {"zlib": True, "complevel": 4, "shuffle": True}
+        for v in ds.data_vars
+        if ds[v].dtype.kind in "fiub" and ds[v].ndim
+    }
     with atomic_path(path) as tmp:
-        ds.to_netcdf(tmp, engine="h5netcdf")
+        ds.to_netcdf(tmp, engine="h5netcdf", encoding=enc)
 
 
 def _uncertainty(models, progress):
@@ -97,9 +103,10 @@ def _pruning(models, progress):
 
 
 def _llm(models, progress):
-    from .llm import smollm2_analysis  # the LLM step does not depend on the zoo models
+    from .llm import smollm2_analysis, token_layout  # the LLM step needs no zoo model
 
-    return smollm2_analysis(progress=progress)
+    ds = smollm2_analysis(progress=progress)
+    return xr.merge([ds, token_layout(ds)], combine_attrs="drop_conflicts")
 
 
 def _fieldstats(models, progress):
@@ -247,6 +254,8 @@ def reproduce(
             for params in (*[p for p in BOOK_ANALYSES if p], {}):  # default last: the record
                 path = out / analysis_file(params)
                 ds = zoo_analysis(models, progress=progress, **params)
+                if params:  # the window rules change no scalogram: keep it once, in the default
+                    ds = ds.drop_vars(["energy"])
                 if not params:  # the plain-window Gram: pages 07-08 resample the spectrum
                     gram = zoo_analysis(models, variables=["gram"], progress=progress)["gram"]
                     ds["gram"] = gram.sel(window="plain", drop=True)
