@@ -34,6 +34,7 @@ __all__ = [
     "cached_analysis",
     "cached_dataset",
     "cached_fields",
+    "fields_key",
     "stack_models",
     "zoo_analysis",
 ]
@@ -115,6 +116,20 @@ def _key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
 
 def _key_hash(parts: dict) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+
+
+def fields_key(
+    weights_sha256: str,
+    *,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    layers: Sequence[int],
+) -> str:
+    """Key of the fields :func:`cached_fields` serves for checkpoint ``weights_sha256``
+    and this ensemble and layer list, computed without extracting or reading them (the
+    one recipe: studies that depend on the fields key their caches with it)."""
+    return _key_hash(_key_parts(weights_sha256, load_corpus().sha256, n, length, seed, layers))
 
 
 def _values_sha256(values: np.ndarray) -> str:
@@ -375,7 +390,7 @@ def cached_analysis(
     model, sha = _zoo_model(name, model)
     # the fields' key is known without reading them: a valid analysis file needs no fields
     layers = check_layers(None, model.config.n_layer)
-    fkey = _key_hash(_key_parts(sha, load_corpus().sha256, n, length, seed, layers))
+    fkey = fields_key(sha, n=n, length=length, seed=seed, layers=layers)
 
     def compute():
         fields = cached_fields(

@@ -40,8 +40,6 @@ three are computed independently so that the identity is a check, not a definiti
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 from collections.abc import Sequence
 
@@ -51,7 +49,6 @@ import xarray as xr
 __all__ = [
     "FIELDSTATS_FORMAT",
     "field_statistics",
-    "fields_key",
     "median_lags",
     "summarise_fields",
     "zoo_field_statistics",
@@ -241,33 +238,6 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
     return ds
 
 
-def fields_key(weights_sha256: str, *, n: int, length: int, seed: int, n_layer: int) -> str:
-    """Key of the fields :func:`msapod.studies.cache.cached_fields` serves for all
-    ``n_layer`` layers of the checkpoint ``weights_sha256``, computed without reading them.
-
-    The same recipe as the cache (sha256 of the sorted JSON of the weights and data
-    hashes, ``n``, ``length``, ``seed``, split, layers, msapod version and cache format);
-    :func:`field_statistics` checks it against the key stored in the fields it reads, so a
-    drift between the two raises instead of mislabelling a result.
-    """
-    from .._io import package_version
-    from ..models.data import load_corpus
-    from .cache import CACHE_FORMAT
-
-    parts = {
-        "weights_sha256": weights_sha256,
-        "data_sha256": load_corpus().sha256,
-        "n_snapshots": n,
-        "length": length,
-        "seed": seed,
-        "split": "val",
-        "layers": ",".join(map(str, range(1, n_layer + 1))),
-        "msapod_version": package_version(),
-        "cache_format": CACHE_FORMAT,
-    }
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
 def field_statistics(
     name: str,
     *,
@@ -303,7 +273,7 @@ def field_statistics(
         ``<cache>/fieldstats/``, keyed by the fields' key (computed without reading the
         fields) and :data:`FIELDSTATS_FORMAT`; a valid cache file needs no fields at all.
     """
-    from .cache import cached_dataset, cached_fields
+    from .cache import cached_dataset, cached_fields, fields_key
 
     for value, label, least in ((n, "n", 2), (length, "length", 2), (seed, "seed", 0)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
@@ -316,7 +286,8 @@ def field_statistics(
     sha = getattr(model, "weights_sha256", None)
     if not isinstance(sha, str):
         raise ValueError("model: expected a checkpoint-loaded GPT with a weights_sha256 attribute")
-    fkey = fields_key(sha, n=n, length=length, seed=seed, n_layer=model.config.n_layer)
+    layers = list(range(1, model.config.n_layer + 1))
+    fkey = fields_key(sha, n=n, length=length, seed=seed, layers=layers)
 
     def compute():
         fields = cached_fields(
@@ -331,7 +302,7 @@ def field_statistics(
         if fields.attrs.get("key") != fkey:
             raise OSError(
                 f"fields of {name}: key {fields.attrs.get('key')!r}, expected {fkey!r} "
-                "(fieldstats.fields_key no longer matches msapod.studies.cache)"
+                "(cache.fields_key no longer matches the fields it serves)"
             )
         ds = summarise_fields(fields)
         ds.attrs["description"] = (
