@@ -1,8 +1,8 @@
 """The paper's claims, the verdict rules and the interval formatting: each written once.
 
 Every study that judges a claim (the zoo scorecard, the LLM rows, head pruning) takes
-the claim's text from :data:`CLAIMS`, classifies its cases with :func:`classify` (or
-:func:`flags_verdict` for plain pass/fail cases) and combines them with :func:`combine`:
+the claim's text from :data:`CLAIMS`, classifies its cases with :func:`classify` and
+combines them with :func:`combine` (the rules themselves: :mod:`.rules`):
 
 * **holds** -- every case passes;
 * **partly** -- some pass, others do not or are not significant;
@@ -32,7 +32,6 @@ __all__ = [
     "case_counts",
     "classify",
     "combine",
-    "flags_verdict",
     "fmt_range",
     "layer_span",
     "axis_flips",
@@ -95,12 +94,6 @@ def combine(cells) -> str:
     if n_no:
         return "does not hold"
     return "not significant"
-
-
-def flags_verdict(flags) -> str:
-    """:func:`combine` of pass/fail cases without intervals (True passes, False fails)."""
-    flags = np.asarray(flags, dtype=bool).ravel()
-    return combine(np.where(flags, "yes", "no"))
 
 
 def fmt_range(values, fmt: str = "{:.1f}") -> str:
