@@ -44,11 +44,15 @@ __all__ = [
     "fourier_period",
     "lag_moments",
     "log_scales",
+    "min_valid_scale",
     "morlet",
     "scalogram",
     "wavelet_matrix",
 ]
 
+#: The default lower end of a scale grid (lags): about 1.5 times the sampling limit
+#: :func:`min_valid_scale` at omega0 = 6 (1.94), so the finest scale spans three lags per
+#: period and its spectrum is not shaped by the discrete sampling (the book's choice).
 DEFAULT_MIN_SCALE = 3.0
 DEFAULT_NUM_SCALES = 48
 
@@ -65,6 +69,18 @@ def fourier_period(scale, omega0: float = 6.0):
     return 4 * np.pi * np.asarray(scale, dtype=np.float64) / (omega0 + np.sqrt(2 + omega0**2))
 
 
+def min_valid_scale(omega0: float = 6.0) -> float:
+    """Smallest Morlet scale that the unit lag step resolves: ``a_min = 2 / (lambda / a)``.
+
+    A scale whose equivalent Fourier period ``lambda(a)`` (:func:`fourier_period`) is
+    shorter than two lags oscillates faster than the Nyquist limit of a unit lag step: its
+    wavelet coefficients alias finer and coarser structure alike and carry no information
+    about the scale. ``lambda(a) >= 2`` gives ``a >= 2 (omega0 + sqrt(2 + omega0^2)) /
+    (4 pi)``, about 1.94 lags at omega0 = 6.
+    """
+    return float(2.0 / fourier_period(1.0, omega0))
+
+
 def log_scales(
     n_lag: int,
     smin: float = DEFAULT_MIN_SCALE,
@@ -73,8 +89,8 @@ def log_scales(
 ) -> np.ndarray:
     """``num`` log-spaced scales from ``smin`` (default 3) to ``smax`` (default n_lag / 2).
 
-    Scales below about 3 lags sit at the Nyquist limit of a unit lag step (their
-    wavelet is sampled by fewer than two points per period) and are meaningless.
+    Scales below :func:`min_valid_scale` (about 1.94 lags at omega0 = 6) have a period
+    shorter than two lags and resolve nothing; :func:`scalogram` warns about them.
     """
     smax = n_lag / 2 if smax is None else smax
     if not 0 < smin < smax:
@@ -110,6 +126,23 @@ def check_scales(scales, n_lag: int) -> np.ndarray:
     if (np.diff(s) <= 0).any():
         raise ValueError("scales: expected strictly increasing values")
     return s
+
+
+def warn_unresolved(scales, omega0: float = 6.0) -> None:
+    """``UserWarning`` if any scale is below :func:`min_valid_scale` (``omega0``)."""
+    import warnings
+
+    a_min = min_valid_scale(omega0)
+    s = np.asarray(scales, dtype=np.float64)
+    if (s < a_min - 1e-12).any():
+        n_bad = int((s < a_min - 1e-12).sum())
+        warnings.warn(
+            f"scales: {n_bad} scale(s) below {a_min:.3g} lags (from {s.min():g}), whose Morlet "
+            f"period at omega0 = {omega0:g} is under two lags: they resolve nothing at a unit "
+            "lag step (see msapod.wavelets.min_valid_scale)",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def wavelet_matrix(scales, lags, omega0: float = 6.0) -> np.ndarray:
@@ -228,6 +261,8 @@ def scalogram(
         Usually the fluctuation ``u``; the mean-inclusive field ``A`` works too.
     scales
         Scales ``a`` in lags; default 48 log-spaced scales from 3 to ``n_lag / 2``.
+        Scales below :func:`min_valid_scale` (period under two lags) are computed but
+        raise a ``UserWarning``: their energy is aliased, so a maximum there means nothing.
     omega0
         Morlet centre frequency (6: the wavelet is admissible to machine precision and
         its period is 1.03 a).
@@ -255,6 +290,7 @@ def scalogram(
     n_lag = len(lags)
     omega0 = check_omega0(omega0)
     s = check_scales(default_scales(n_lag) if scales is None else scales, n_lag)
+    warn_unresolved(s, omega0)
     C = lag_moments(R, dims)
     Cv, lead, shape = stack_leading(C, ("lag", "lag_"))
     Pr, Pi = wavelet_parts(tuple(map(float, s)), tuple(map(float, lags)), float(omega0))

@@ -67,7 +67,7 @@ def test_dask_input_with_nan_raises_like_numpy():
     u = _u()
     bad = u.copy()
     bad[2, 5, 3] = np.nan
-    for f in (msapod.lag_gram, lambda x: msapod.coherency(x, scales=[1.5, 3.0])):
+    for f in (msapod.lag_gram, lambda x: msapod.coherency(x, scales=[2.0, 3.0])):
         with pytest.raises(ValueError, match="NaN|finite"):
             f(bad)
         with pytest.raises(ValueError, match="NaN|finite"):
@@ -89,7 +89,7 @@ def test_duplicated_coordinates_raise(dim):
 @pytest.mark.parametrize("omega0", [0.0, -6.0, np.nan])
 def test_bad_omega0_raises(omega0):
     with pytest.raises(ValueError, match="omega0"):
-        msapod.scalogram(_u(), scales=[1.5, 3.0], omega0=omega0)
+        msapod.scalogram(_u(), scales=[2.0, 3.0], omega0=omega0)
     with pytest.raises(ValueError, match="omega0"):
         msapod.fourier_period(3.0, omega0=omega0)
 
@@ -111,7 +111,7 @@ def test_reconstruction_error_with_nan_raises():
 
 def test_all_zero_fluctuation_has_no_dominant_scale():
     u = xr.zeros_like(_field())  # a fluctuation without energy
-    sg = msapod.scalogram(u, scales=[1.5, 2.0, 3.0, 4.0])
+    sg = msapod.scalogram(u, scales=[2.0, 2.5, 3.0, 4.0])
     dom = msapod.dominant_scales(sg["spectrum"])
     assert np.isnan(dom.values).all()
 
@@ -128,7 +128,7 @@ def test_zero_length_field_raises():
 @pytest.mark.parametrize("eps", [[], (), np.array([])])
 def test_empty_eps_raises(eps):
     with pytest.raises(ValueError, match="eps"):
-        msapod.analyze(_field(), scales=[1.5, 3.0], eps=eps)
+        msapod.analyze(_field(), scales=[2.0, 3.0], eps=eps)
 
 
 def test_numpy_scalar_eps_is_accepted():
@@ -136,17 +136,17 @@ def test_numpy_scalar_eps_is_accepted():
     assert int(msapod.effective_rank(spectrum, eps=np.float32(0.1))) == int(
         msapod.effective_rank(spectrum, eps=0.1)
     )
-    ds = msapod.analyze(_field(), scales=[1.5, 3.0], eps=np.float64(0.1))
+    ds = msapod.analyze(_field(), scales=[2.0, 3.0], eps=np.float64(0.1))
     assert "H_star" in ds
 
 
 def test_duplicated_or_string_layer_coordinates():
     A = xr.concat([_field(seed=1), _field(seed=2)], "layer")
     named = A.assign_coords(layer=["early", "late"])  # labels are labels: fine
-    ds = msapod.analyze(named, scales=[1.5, 3.0])
+    ds = msapod.analyze(named, scales=[2.0, 3.0])
     assert ds["layer"].values.tolist() == ["early", "late"]
     with pytest.raises(ValueError, match="layer.*(duplicate|unique)"):
-        msapod.analyze(A.assign_coords(layer=[2, 2]), scales=[1.5, 3.0])
+        msapod.analyze(A.assign_coords(layer=[2, 2]), scales=[2.0, 3.0])
 
 
 def test_bootstrap_needs_a_square_gram():

@@ -26,7 +26,7 @@ def noise_field():
 
 
 def test_scalogram_matches_direct_sum(noise_field):
-    scales = np.geomspace(1.5, 10, 7)
+    scales = np.geomspace(2.0, 10, 7)
     ds = msapod.scalogram(noise_field, scales)
     R = msapod.to_lag(noise_field).values
     E = np.zeros((len(scales), R.shape[-1]))
@@ -151,3 +151,22 @@ def test_dominant_period_follows_the_spectrum_omega0():
         # without the period coordinate the attrs still carry omega0
         d2 = msapod.dominant_scales(spec.drop_vars("period"), 1)
         np.testing.assert_allclose(float(d2["period"].isel(peak=0)), fourier_period(a, omega0))
+
+
+@pytest.mark.parametrize("omega0", [4.0, 6.0, 10.0])
+def test_min_valid_scale_has_a_period_of_two_lags(omega0):
+    a = msapod.min_valid_scale(omega0)
+    assert msapod.fourier_period(a, omega0) == pytest.approx(2.0, rel=1e-12)
+    if omega0 == 6.0:
+        assert a == pytest.approx(1.936, abs=1e-3)
+
+
+def test_scalogram_warns_below_the_sampling_limit(noise_field):
+    with pytest.warns(UserWarning, match="under two lags"):
+        msapod.scalogram(noise_field, [1.5, 3.0])
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        msapod.scalogram(noise_field, [msapod.min_valid_scale(), 3.0])
+        msapod.scalogram(noise_field)  # the default grid starts at a valid scale
