@@ -3,7 +3,8 @@
 * :func:`package_version` -- the msapod version recorded in every cache key and file,
 * :func:`sha256_file` -- the hex sha256 of a file, read in 1 MiB blocks,
 * :func:`atomic_path` -- write to a temporary name, move into place with ``os.replace``
-  (a crash never leaves a half-written file under the final name).
+  (a crash never leaves a half-written file under the final name),
+* :func:`cache_dir` -- the root of every cache (fields, analyses, training state).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "package_version", "sha256_file"]
+__all__ = ["atomic_path", "cache_dir", "package_version", "sha256_file"]
 
 #: The version used when the package is run from a source tree without metadata.
 FALLBACK_VERSION = "0.1.0"
@@ -29,6 +30,12 @@ def package_version() -> str:
         return version("msapod")
     except PackageNotFoundError:
         return FALLBACK_VERSION
+
+
+def cache_dir() -> Path:
+    """Root of the cache: ``$MSAPOD_CACHE`` if set, else ``~/.cache/msapod``."""
+    env = os.environ.get("MSAPOD_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "msapod"
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -144,6 +144,8 @@ def test_resume_is_bit_identical(tmp_path, monkeypatch, trained, corpus):
     ref_run, ref_log = trained
     assert log["steps"] == ref_log["steps"]
     assert log["val_loss"] == ref_log["val_loss"]
+    # stopped after the step-20 log but before that step's state: resumed from step 10
+    assert log["resumed"] == [10] and ref_log["resumed"] == []
     ref, got = load_checkpoint(ref_run).state_dict(), load_checkpoint(run).state_dict()
     for k in ref:
         assert torch.equal(ref[k], got[k]), k
@@ -151,6 +153,88 @@ def test_resume_is_bit_identical(tmp_path, monkeypatch, trained, corpus):
     assert train(TINY, run, corpus=corpus, progress=False)["steps"] == ref_log["steps"]
     with pytest.raises(ValueError, match="different config"):
         train(TrainConfig(**{**TINY.__dict__, "lr": 1e-3}), run, corpus=corpus, progress=False)
+
+
+#: Dropout on the residual stream and on the attention weights: a resume must restore the
+#: torch RNG state, not only the weights and the data position.
+DROP = TrainConfig(
+    **{
+        **TINY.__dict__,
+        "name": "drop",
+        "steps": 30,
+        "eval_interval": 15,
+        "model": GPTConfig(
+            n_layer=2, n_head=2, n_embd=32, block_size=32, dropout=0.2, attention="ega"
+        ),
+    }
+)
+
+
+def test_resume_between_evaluations_with_dropout_is_bit_identical(tmp_path, monkeypatch, corpus):
+    """Stopped at step 23 (state saved every 4 steps, so at 20), the run resumes from its
+    cached state at step 20 and ends equal to the uninterrupted run: weights, optimizer
+    path, the training loss of the interrupted interval and the validation losses."""
+    ref_run = tmp_path / "ref"
+    ref_log = train(DROP, ref_run, corpus=corpus, progress=False, save_every=4)
+    state = train_mod.state_file(DROP, corpus.sha256)
+    assert not state.exists()  # removed once the run is finished
+
+    real_step = train_mod._step
+
+    def stop_at_23(model, opt, cfg, corp, step, *args):
+        if step == 23:
+            raise KeyboardInterrupt
+        return real_step(model, opt, cfg, corp, step, *args)
+
+    run = tmp_path / "run"
+    monkeypatch.setattr(train_mod, "_step", stop_at_23)
+    with pytest.raises(KeyboardInterrupt):
+        train(DROP, run, corpus=corpus, progress=False, save_every=4)
+    monkeypatch.setattr(train_mod, "_step", real_step)
+    assert state.is_file()
+    assert "train-state" in state.parts and str(run) not in str(state)  # under the cache
+    log = train(DROP, run, corpus=corpus, progress=False, save_every=4)
+    assert log["resumed"] == [20]
+    assert log["train_loss"] == ref_log["train_loss"]
+    assert log["val_loss"] == ref_log["val_loss"]
+    ref, got = load_checkpoint(ref_run).state_dict(), load_checkpoint(run).state_dict()
+    for k in ref:
+        assert torch.equal(ref[k], got[k]), k
+    # without the saved state (another machine) the run restarts from step 0
+    run2 = tmp_path / "run2"
+    monkeypatch.setattr(train_mod, "_step", stop_at_23)
+    with pytest.raises(KeyboardInterrupt):
+        train(DROP, run2, corpus=corpus, progress=False, save_every=4)
+    monkeypatch.setattr(train_mod, "_step", real_step)
+    state.unlink()
+    log2 = train(DROP, run2, corpus=corpus, progress=False, save_every=4)
+    assert log2["resumed"] == [] and log2["val_loss"] == ref_log["val_loss"]
+
+
+def test_train_checks_save_every_and_device(tmp_path, corpus):
+    for bad in (0, 101, 2.5, True):
+        with pytest.raises(ValueError, match="save_every"):
+            train(TINY, tmp_path / "x", corpus=corpus, progress=False, save_every=bad)
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="device"):
+            train(TINY, tmp_path / "x", corpus=corpus, progress=False, device="cuda")
+
+
+def test_state_key_names_config_and_data():
+    a = train_mod.state_key(TINY, "0" * 64)
+    assert a == train_mod.state_key(TrainConfig(**TINY.__dict__), "0" * 64)
+    assert a != train_mod.state_key(TINY, "1" * 64)
+    assert a != train_mod.state_key(TrainConfig(**{**TINY.__dict__, "lr": 1e-3}), "0" * 64)
+
+
+def test_attention_dropout_is_separate():
+    cfg = GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=16, dropout=0.1)
+    assert GPT(cfg).blocks[0].attn.dropout == 0.1  # None: the same as dropout
+    sep = GPTConfig(**{**cfg.__dict__, "attention_dropout": 0.0})
+    m = GPT(sep)
+    assert m.blocks[0].attn.dropout == 0.0 and m.blocks[0].attn.resid_drop.p == 0.1
+    with pytest.raises(ValueError, match="attention_dropout"):
+        GPTConfig(attention_dropout=1.5)
 
 
 def test_train_rejects_wrong_vocab(tmp_path, corpus):

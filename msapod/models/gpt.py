@@ -43,6 +43,12 @@ class GPTConfig:
 
     ``attention`` is ``"standard"`` or ``"ega"``; ``standardize`` (EGA only) is
     ``"causal"`` (mean/std of the energies over the key's prefix) or ``"none"``.
+
+    ``dropout`` acts on the embeddings, the residual branches and the MLP;
+    ``attention_dropout`` on the attention weights (``None``: the same as ``dropout``).
+    Attention-weight dropout leaves PyTorch's fused attention kernel for a slower one
+    (``benchmarks/bench_train.py`` measures it), so the zoo's regularised configs set it
+    to 0 and regularise the residual stream only.
     """
 
     vocab_size: int = 65
@@ -52,6 +58,7 @@ class GPTConfig:
     n_embd: int = 128
     dropout: float = 0.0
     attention: str = "standard"
+    attention_dropout: float | None = None
     standardize: str = "causal"
 
     def __post_init__(self) -> None:
@@ -59,9 +66,12 @@ class GPTConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-        d = self.dropout
-        if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
-            raise ValueError(f"dropout: expected a number in [0, 1), got {d!r}")
+        for name in ("dropout", "attention_dropout"):
+            d = getattr(self, name)
+            if name == "attention_dropout" and d is None:
+                continue
+            if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
+                raise ValueError(f"{name}: expected a number in [0, 1), got {d!r}")
         if self.attention not in ("standard", "ega"):
             raise ValueError(f"attention: expected 'standard' or 'ega', got {self.attention!r}")
         if self.standardize not in ("causal", "none"):
@@ -92,7 +102,7 @@ class CausalSelfAttention(nn.Module):
         self.head_dim = cfg.n_embd // cfg.n_head
         self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
         self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd)
-        self.dropout = cfg.dropout
+        self.dropout = cfg.dropout if cfg.attention_dropout is None else cfg.attention_dropout
         self.resid_drop = nn.Dropout(cfg.dropout)
         self.ega = cfg.attention == "ega"
         self.standardize = cfg.standardize

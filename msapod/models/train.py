@@ -4,15 +4,18 @@ A run lives in one folder::
 
     <run>/config.json        model + training config, data sha256, weights sha256
     <run>/model.safetensors  weights, stored in ``TrainConfig.storage`` (float32 or float16)
-    <run>/log.json           train/val loss history, wall time per step, machine
-    <run>/state.safetensors  float32 master weights and optimizer moments for resuming
-                             (not needed for analysis)
+    <run>/log.json           train/val loss history, wall time per step, load, machine
 
-Batches are drawn from ``numpy.random.default_rng([seed, step])``, so a resumed run sees
-exactly the batches an uninterrupted one would have.
+The resumable state (float32 master weights, optimizer moments, RNG states, step, log)
+lives under the cache, never in the repository: ``$MSAPOD_CACHE/train-state/<name>-<key>/``
+(:func:`state_file`), keyed by the sha256 of the config and the data, replaced atomically
+every :data:`SAVE_EVERY` steps or less. Batches are drawn from
+``numpy.random.default_rng([seed, step])`` and dropout from the saved torch RNG state, so
+a resumed run equals an uninterrupted one bit for bit.
 
-``precision="bf16"`` runs the forward and backward passes under CPU bf16 autocast with
-float32 master weights (about 1.7x faster at d_model = 256 on 2 cores).
+``precision="bf16"`` runs the forward and backward passes under bf16 autocast with
+float32 master weights: for GPUs and CPUs with native bf16 (:func:`cpu_has_native_bf16`);
+elsewhere it is emulated and far slower than fp32, and :func:`train` warns.
 ``storage="float16"`` rounds the stored weights to float16: the stored model *is* the
 model, evaluated and analysed everywhere (the master weights stay float32 in the state
 file while a run can still resume).
@@ -31,13 +34,14 @@ import math
 import os
 import platform
 import time
+import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .._io import atomic_path, sha256_file
+from .._io import atomic_path, cache_dir, sha256_file
 from .data import Corpus, load_corpus
 from .gpt import GPT, GPTConfig
 
@@ -46,7 +50,10 @@ __all__ = [
     "evaluate",
     "load_checkpoint",
     "save_checkpoint",
+    "state_file",
+    "state_key",
     "config_digest",
+    "cpu_has_native_bf16",
     "read_config",
     "train",
     "validation_loss",
@@ -323,17 +330,64 @@ def load_checkpoint(run: str | os.PathLike, expect: GPTConfig | None = None) -> 
     return model
 
 
-def _machine() -> dict:
-    """Where the wall times of a log were measured."""
-    return {
+def _machine(device: str = "cpu") -> dict:
+    """Where the wall times of a log were measured (the load average at the start)."""
+    info = {
         "processor": platform.processor() or platform.machine(),
         "cpu_count": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,
+        "device": device,
+        "native_bf16": cpu_has_native_bf16(),
+        "load_average": _load(),
     }
+    if device.startswith("cuda"):
+        info["gpu"] = torch.cuda.get_device_name(torch.device(device))
+    return info
 
 
-def _save_state(run: Path, opt: torch.optim.Optimizer, model: GPT, step: int) -> None:
+def _load() -> float | None:
+    """One-minute load average of the machine (``None`` where the OS has none)."""
+    return float(os.getloadavg()[0]) if hasattr(os, "getloadavg") else None
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX-BF16 on x86, BF16 on
+    Arm). Without it bf16 autocast is emulated and much slower than float32 (measured
+    with ``benchmarks/bench_train.py``)."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(f in flags.split() for f in ("avx512_bf16", "amx_bf16", "bf16"))
+
+
+#: Training state is saved at least this often (steps), and at every evaluation.
+SAVE_EVERY = 100
+#: Version of the state file's layout.
+STATE_FORMAT = 1
+
+
+def state_key(cfg: TrainConfig, data_sha256: str) -> str:
+    """sha256 naming a run's resumable state: the whole training config, the data's
+    sha256 and :data:`STATE_FORMAT` (canonical JSON)."""
+    body = {"train": cfg.to_dict(), "data_sha256": data_sha256, "format": STATE_FORMAT}
+    blob = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()
+
+
+def state_file(cfg: TrainConfig, data_sha256: str, root: str | os.PathLike | None = None) -> Path:
+    """Where the resumable state of ``cfg`` lives: ``<root>/<name>-<key[:16]>/state.safetensors``
+    with ``root`` defaulting to ``$MSAPOD_CACHE/train-state`` (never the repository)."""
+    root = Path(root) if root is not None else cache_dir() / "train-state"
+    return root / f"{cfg.name}-{state_key(cfg, data_sha256)[:16]}" / STATE
+
+
+def _save_state(path: Path, key: str, model: GPT, opt, step: int, log: dict, running) -> None:
+    """Everything a bit-exact resume needs, in one atomically replaced safetensors file:
+    float32 master weights, AdamW moments and step counts, the torch RNG states (dropout),
+    the step (the data position: batch ``s`` is drawn from ``default_rng([seed, s])``),
+    the log so far and the losses of the current evaluation interval."""
     from safetensors.torch import save_file
 
     names = {id(p): n for n, p in model.named_parameters()}
@@ -343,31 +397,58 @@ def _save_state(run: Path, opt: torch.optim.Optimizer, model: GPT, step: int) ->
             st = opt.state.get(p)
             if st:
                 n = names[id(p)]
-                tensors[f"{n}.exp_avg"] = st["exp_avg"].contiguous()
-                tensors[f"{n}.exp_avg_sq"] = st["exp_avg_sq"].contiguous()
-                tensors[f"{n}.step"] = torch.as_tensor(st["step"]).reshape(1).float()
-    for n, p in model.named_parameters():  # float32 master weights (storage may round)
-        tensors[f"master.{n}"] = p.detach().contiguous().clone()
-    with atomic_path(run / STATE) as tmp:
-        save_file(tensors, str(tmp), metadata={"step": str(step)})
+                tensors[f"{n}.exp_avg"] = st["exp_avg"].detach().cpu().contiguous()
+                tensors[f"{n}.exp_avg_sq"] = st["exp_avg_sq"].detach().cpu().contiguous()
+                tensors[f"{n}.step"] = torch.as_tensor(st["step"]).detach().cpu().reshape(1)
+    for n, p in model.named_parameters():
+        tensors[f"master.{n}"] = p.detach().cpu().contiguous().clone()
+    tensors["rng.torch"] = torch.get_rng_state()
+    device = next(model.parameters()).device
+    if device.type == "cuda":
+        tensors["rng.cuda"] = torch.cuda.get_rng_state(device)
+    meta = {
+        "format": str(STATE_FORMAT),
+        "key": key,
+        "step": str(step),
+        "log": json.dumps(log),
+        "running": json.dumps(list(running)),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        save_file(tensors, str(tmp), metadata=meta)
 
 
-def _load_state(run: Path, opt: torch.optim.Optimizer, model: GPT) -> None:
-    from safetensors.torch import load_file
+def _load_state(path: Path, key: str, model: GPT, opt) -> tuple[int, dict, list]:
+    """Restore what :func:`_save_state` wrote; returns ``(step, log, running)``.
 
-    tensors = load_file(str(run / STATE))
+    Raises ``ValueError`` naming the file if it is unreadable or belongs to another
+    config (its key differs)."""
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as fh:
+            meta = fh.metadata() or {}
+            tensors = {k: fh.get_tensor(k) for k in fh.keys()}
+    except (SafetensorError, OSError) as err:
+        raise ValueError(f"training state {path}: unreadable ({err})") from None
+    if meta.get("key") != key or meta.get("format") != str(STATE_FORMAT):
+        raise ValueError(f"training state {path}: written for another config or format")
+    device = next(model.parameters()).device
     params = dict(model.named_parameters())
     with torch.no_grad():
         for n, p in params.items():
-            if f"master.{n}" in tensors:
-                p.copy_(tensors[f"master.{n}"])
+            p.copy_(tensors[f"master.{n}"])
     for n, p in params.items():
         if f"{n}.exp_avg" in tensors:
             opt.state[p] = {
                 "step": tensors[f"{n}.step"].reshape(()),
-                "exp_avg": tensors[f"{n}.exp_avg"],
-                "exp_avg_sq": tensors[f"{n}.exp_avg_sq"],
+                "exp_avg": tensors[f"{n}.exp_avg"].to(device),
+                "exp_avg_sq": tensors[f"{n}.exp_avg_sq"].to(device),
             }
+    torch.set_rng_state(tensors["rng.torch"])
+    if "rng.cuda" in tensors and device.type == "cuda":
+        torch.cuda.set_rng_state(tensors["rng.cuda"], device)
+    return int(meta["step"]), json.loads(meta["log"]), json.loads(meta["running"])
 
 
 def _optimizer(model: GPT, cfg: TrainConfig) -> torch.optim.Optimizer:
@@ -390,11 +471,38 @@ def train(
     resume: bool = True,
     progress: bool = True,
     threads: int | None = None,
+    device: str = "cpu",
+    state_root: str | os.PathLike | None = None,
+    save_every: int = SAVE_EVERY,
 ) -> dict:
     """Train (or resume) one model into the folder ``run``; returns the log.
 
     The log records, per ``eval_interval`` steps, the mean training loss since the last
-    evaluation and the validation loss (nats/char) on fixed validation batches.
+    evaluation, the validation loss (nats/char) on fixed validation batches, the wall
+    time, the seconds per step and the machine's load average; ``machine`` says where it
+    ran and ``resumed`` at which steps a stopped run continued.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        The run's settings; its hash (with the data's) keys the resumable state.
+    run : path
+        Folder of the weights, ``config.json`` and ``log.json`` (written at every
+        evaluation and at the end).
+    resume : bool
+        Continue from the saved state of the same config, if any; otherwise (and with
+        ``False``) start from step 0. A finished run in ``run`` is returned as it is.
+    threads : int, optional
+        torch threads; default: torch's choice (the cores available to the process).
+    device : str
+        ``"cpu"`` or a CUDA device such as ``"cuda"``; the state is saved on the CPU.
+    state_root : path, optional
+        Folder of resumable states; default ``$MSAPOD_CACHE/train-state``
+        (:func:`state_file`).
+    save_every : int
+        The full state is saved atomically every ``save_every`` steps (1-100) and at each
+        evaluation; a resumed run equals an uninterrupted one bit for bit (on the same
+        machine and thread count).
     """
     from tqdm import tqdm
 
@@ -404,95 +512,100 @@ def train(
             f"cfg.model.vocab_size: expected {corpus.vocab_size} for this corpus, "
             f"got {cfg.model.vocab_size}"
         )
+    if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
+        raise ValueError(f"save_every: expected a positive integer, got {save_every!r}")
+    if save_every > SAVE_EVERY:
+        raise ValueError(f"save_every: expected at most {SAVE_EVERY} steps, got {save_every}")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device: {device!r} requested but no CUDA device is available")
+    if cfg.precision == "bf16" and dev.type == "cpu" and not cpu_has_native_bf16():
+        warnings.warn(
+            "precision='bf16' on a CPU without native bf16: autocast is emulated and about "
+            "24x slower than fp32 here (benchmarks/bench_train.py); train in fp32",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     if threads:
         torch.set_num_threads(threads)
     run = Path(run)
-    run.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(cfg.seed)
-    model = GPT(cfg.model)
-    opt = _optimizer(model, cfg)
-    log = {
-        "name": cfg.name,
-        "steps": [],
-        "train_loss": [],
-        "val_loss": [],
-        "time_s": [],
-        "s_per_step": [],
-    }
-    start = 0
-    if resume and (run / CONFIG).is_file() and (run / STATE).is_file():
+    if resume and (run / CONFIG).is_file():
         meta = read_config(run)
         if TrainConfig.from_dict(meta["train"]) != cfg:
             raise ValueError(f"run: {run} holds a different config; use another folder")
-        model = load_checkpoint(run)
-        model.train()
-        opt = _optimizer(model, cfg)
-        _load_state(run, opt, model)
-        log = json.loads((run / LOG).read_text())
-        log.setdefault("s_per_step", [])
-        start = meta["step"]
-    log["machine"] = _machine()
+        if meta.get("step") == cfg.steps and (run / LOG).is_file():
+            _finish(run, corpus)
+            return json.loads((run / LOG).read_text())
+    run.mkdir(parents=True, exist_ok=True)
+    key = state_key(cfg, corpus.sha256)
+    spath = state_file(cfg, corpus.sha256, state_root)
+    torch.manual_seed(cfg.seed)
+    model = GPT(cfg.model).to(dev)
+    opt = _optimizer(model, cfg)
+    log = {"name": cfg.name, "steps": [], "train_loss": [], "val_loss": [], "time_s": []}
+    log.update(s_per_step=[], load_average=[], resumed=[])
+    start, running = 0, []
+    if resume and spath.is_file():
+        start, log, running = _load_state(spath, key, model, opt)
+        log["resumed"].append(start)
+    log["machine"] = _machine(str(dev))
+    log["state_file"] = str(spath)
     model.train()
     t0 = time.time() - (log["time_s"][-1] if log["time_s"] else 0.0)
-    t_interval = time.time()
-    running = []
+    t_interval, n_interval = time.time(), 0
     autocast = (
-        torch.autocast("cpu", dtype=torch.bfloat16)
+        torch.autocast(dev.type, dtype=torch.bfloat16)
         if cfg.precision == "bf16"
         else contextlib.nullcontext()
     )
-    bar = tqdm(
-        range(start, cfg.steps),
-        initial=start,
-        total=cfg.steps,
-        desc=cfg.name,
-        disable=not progress,
-        mininterval=5,
-    )
+    steps = range(start, cfg.steps)
+    bar = tqdm(steps, initial=start, total=cfg.steps, desc=cfg.name, disable=not progress)
     for step in bar:
-        for g in opt.param_groups:
-            g["lr"] = lr_at(cfg, step)
-        x, y = get_batch(
-            corpus.train,
-            cfg.model.block_size,
-            cfg.batch_size,
-            np.random.default_rng([cfg.seed, step]),
-        )
-        with autocast:
-            _, loss = model(x, y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
-        opt.step()
-        running.append(loss.item())
-        done = step + 1
-        if done % cfg.eval_interval == 0 or done == cfg.steps:
-            log["s_per_step"].append((time.time() - t_interval) / len(running))
+        _step(model, opt, cfg, corpus, step, dev, autocast, running)
+        done, n_interval = step + 1, n_interval + 1
+        evaluate_now = done % cfg.eval_interval == 0 or done == cfg.steps
+        if evaluate_now:
+            log["s_per_step"].append((time.time() - t_interval) / n_interval)
+            log["load_average"].append(_load())
             val = evaluate(model, corpus.val, cfg.eval_batches, cfg.batch_size)
             log["steps"].append(done)
             log["train_loss"].append(float(np.mean(running)))
             log["val_loss"].append(val)
             log["time_s"].append(time.time() - t0)
-            running = []
-            t_interval = time.time()
+            running.clear()
+            t_interval, n_interval = time.time(), 0
             bar.set_postfix(val=f"{val:.3f}")
-            save_checkpoint(
-                run,
-                model,
-                cfg,
-                {
-                    "step": done,
-                    "data_sha256": corpus.sha256,
-                    "val_loss": val,
-                    "n_params": model.num_params(),
-                },
-            )
-            _save_state(run, opt, model, done)
+            extra = {"step": done, "data_sha256": corpus.sha256, "val_loss": val}
+            save_checkpoint(run, model, cfg, {**extra, "n_params": model.num_params()})
             _write_json(run / LOG, log)
+        if evaluate_now or done % save_every == 0:
+            _save_state(spath, key, model, opt, done, log, running)
+    bar.close()
+    _finish(run, corpus)
+    spath.unlink(missing_ok=True)  # the finished run is in ``run``
+    return log
+
+
+def _step(model, opt, cfg: TrainConfig, corpus: Corpus, step: int, dev, autocast, running):
+    """One optimisation step on batch ``step`` (drawn from ``default_rng([seed, step])``)."""
+    for g in opt.param_groups:
+        g["lr"] = lr_at(cfg, step)
+    rng = np.random.default_rng([cfg.seed, step])
+    x, y = get_batch(corpus.train, cfg.model.block_size, cfg.batch_size, rng)
+    with autocast:
+        _, loss = model(x.to(dev), y.to(dev))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    opt.step()
+    running.append(loss.item())
+
+
+def _finish(run: Path, corpus: Corpus) -> None:
+    """Add the whole-split validation loss of the stored model to a finished run."""
     meta = read_config(run)
-    if meta.get("step") == cfg.steps and "val_loss_split" not in meta:
+    if meta.get("step") == meta["train"]["steps"] and "val_loss_split" not in meta:
         # the one honest metric, on the stored (possibly float16-rounded) model
         stored = load_checkpoint(run)
         meta["val_loss_split"] = validation_loss(stored, corpus.val)
         write_config(run, meta)
-    return log

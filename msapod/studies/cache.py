@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .._io import atomic_path, package_version
+from .._io import atomic_path, cache_dir, package_version
 from ..models.data import check_layers, ensemble_ids, load_corpus
 
 __all__ = [
@@ -51,12 +51,6 @@ VAR = "attention"
 
 class CacheWarning(UserWarning):
     """A cache file was stale, mismatched, tampered with or unreadable and is rebuilt."""
-
-
-def cache_dir() -> Path:
-    """Root of the cache: ``$MSAPOD_CACHE`` if set, else ``~/.cache/msapod``."""
-    env = os.environ.get("MSAPOD_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "msapod"
 
 
 def cache_root(folder: str | os.PathLike | None = None) -> Path:
