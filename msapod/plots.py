@@ -1,0 +1,857 @@
+"""Figures and tables of the book, in one style (matplotlib only).
+
+Every figure the pages share is drawn here, so that a page shows a 3-10-line call and
+every figure of the book looks the same:
+
+* one style (:data:`STYLE`, applied by :func:`style`): a figure is at most
+  :data:`WIDTH` inches wide at :data:`DPI` dots per inch, i.e. about 780 pixels, the
+  width at which the book displays it; no figure is scaled down, so the 10-point text
+  reads at about 10 points on the page (never under 9);
+* one colour per architecture (:data:`ARCH_COLOURS`: baseline, ega), per zoo
+  (:data:`ZOO_COLOURS`) and per verdict (:data:`VERDICT_COLOURS`); seeds of one
+  architecture differ by line style and marker (:func:`model_style`);
+* at most three panels per row (:func:`panels`); legends sit outside the data (below the
+  panels or in an empty corner);
+* axes labelled in the book's symbols (the notation page) with their units.
+
+The figures: attention fields (:func:`fields`), per-layer curves (:func:`layer_profile`),
+the scalogram :math:`E(a, b)` (:func:`scalogram`), the scale spectrum :math:`E(a)` with
+its dominant scales :math:`a^*_m` (:func:`scale_spectrum`), POD spectra
+:math:`\\lambda_k` (:func:`pod_spectra`), mode lag profiles :math:`\\rho_k(\\tau)`
+(:func:`mode_lags`), forest plots with claim bands (:func:`forest`, :func:`claim_band`),
+specification curves (:func:`specification_curve`) and pruning curves
+(:func:`pruning_curve`); and :func:`format_table` for tables a reader can scan.
+
+matplotlib is imported inside the functions only: ``import msapod`` stays light, and the
+module imports nothing from ``msapod.models`` or ``msapod.studies`` (no torch).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from contextlib import contextmanager
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+#: figure width in inches and resolution: WIDTH * DPI = 780 px, the book's content width
+WIDTH = 7.5
+DPI = 104
+#: at most this many panels per row
+MAX_COLS = 3
+
+#: colour-blind-safe colours (Okabe-Ito) for the two architectures
+ARCH_COLOURS = {"baseline": "#0072B2", "ega": "#D55E00"}
+#: colours for the model zoos (d = model width)
+ZOO_COLOURS = {"d128": "#009E73", "paper-size": "#CC79A7", "d64": "#E69F00"}
+#: colours for the five verdict words of the rules module
+VERDICT_COLOURS = {
+    "holds": "#1a9850",
+    "partly": "#a6d96a",
+    "not significant": "#bdbdbd",
+    "does not hold": "#d73027",
+    "not testable as stated": "#8c6bb1",
+}
+#: the shading of the range a claim needs (forest plots)
+BAND_COLOUR = "#1a9850"
+#: line styles and markers of the seeds 1, 2, 3, ... of one architecture
+SEED_LINES = ("-", "--", "-.", ":")
+SEED_MARKERS = ("o", "s", "^", "D")
+
+#: the rcParams of every figure of the book
+STYLE = {
+    "figure.dpi": DPI,
+    "savefig.dpi": DPI,
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "savefig.facecolor": "white",
+    "font.size": 10,
+    "axes.titlesize": 10,
+    "axes.labelsize": 10,
+    "xtick.labelsize": 9,
+    "ytick.labelsize": 9,
+    "legend.fontsize": 9,
+    "legend.title_fontsize": 9,
+    "figure.titlesize": 11,
+    "legend.frameon": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": False,
+    "lines.linewidth": 1.5,
+    "lines.markersize": 5,
+    "image.cmap": "viridis",
+}
+
+#: axis labels in the book's symbols, with units
+LABELS = {
+    "query": "query $i$ (characters)",
+    "key": "key $j$ (characters)",
+    "lag": r"lag $\tau$ (characters)",
+    "b": "lag $b$ (characters)",
+    "scale": "scale $a$ (characters)",
+    "layer": "layer $l$",
+    "mode": "mode $k$",
+    "lambda": r"$\lambda_k$ (probability$^2$)",
+    "rho": r"$\rho_k(\tau)$ (share of mode energy)",
+    "E_ab": r"$\log_{10} E(a,b)/\max$",
+    "E_a": r"$E(a)/\max$",
+}
+
+
+@contextmanager
+def style():
+    """The book's figure style as a matplotlib ``rc_context`` (:data:`STYLE`).
+
+    Every function of this module draws inside it; a page may use it for its own figures::
+
+        with msapod.plots.style():
+            fig, ax = plt.subplots()
+    """
+    import matplotlib as mpl
+
+    with mpl.rc_context(STYLE):
+        yield
+
+
+def architecture(model: str) -> str:
+    """The architecture of a zoo model name: ``"ega-2"`` -> ``"ega"``,
+    ``"baseline-d256-1"`` -> ``"baseline"``; a bare architecture is returned as is."""
+    if not isinstance(model, str) or not model:
+        raise ValueError(f"model: expected a model or architecture name, got {model!r}")
+    return model.split("-", 1)[0]
+
+
+def colour(name: str) -> str:
+    """The colour of a model, an architecture or a zoo (one colour each, everywhere).
+
+    Unknown names get dark grey."""
+    if name in ZOO_COLOURS:
+        return ZOO_COLOURS[name]
+    return ARCH_COLOURS.get(architecture(name), "#4d4d4d")
+
+
+def model_style(model: str) -> dict:
+    """Line keywords of a model: its architecture's colour, and a line style and marker
+    per seed (the number after the last ``-``)."""
+    seed = model.rsplit("-", 1)[-1]
+    k = (int(seed) - 1) % len(SEED_LINES) if seed.isdigit() else 0
+    return {"color": colour(model), "ls": SEED_LINES[k], "marker": SEED_MARKERS[k]}
+
+
+def panels(n: int, *, height: float = 2.4, ncols: int | None = None, sharex=False, sharey=False):
+    """A figure with ``n`` panels, at most :data:`MAX_COLS` per row, :data:`WIDTH` wide.
+
+    Returns ``(fig, axes)`` with ``axes`` a flat list of the ``n`` axes (empty grid cells
+    are removed). ``height`` is the height of one row in inches.
+    """
+    import matplotlib.pyplot as plt
+
+    if not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"n: expected a number of panels >= 1, got {n!r}")
+    ncols = min(n, ncols or MAX_COLS)
+    if ncols > MAX_COLS:
+        raise ValueError(f"ncols: at most {MAX_COLS} panels per row, got {ncols}")
+    nrows = math.ceil(n / ncols)
+    with style():
+        fig, axes = plt.subplots(
+            nrows,
+            ncols,
+            figsize=(WIDTH, height * nrows + 0.5),
+            squeeze=False,
+            sharex=sharex,
+            sharey=sharey,
+            layout="constrained",
+        )
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.remove()
+    return fig, flat[:n]
+
+
+def _lag_axis(ax, max_lag: float) -> None:
+    """A symmetric-log lag axis from 0 with plain tick labels (0, 1, 10, 100)."""
+    ax.set_xscale("symlog", linthresh=1.0, linscale=0.5)
+    ticks = [t for t in (0, 1, 10, 100, 1000) if t <= max_lag]
+    ax.set_xticks(ticks, [str(t) for t in ticks])
+    ax.set_xlim(0, max_lag)
+
+
+def _legend_below(fig, axes, ncol: int | None = None) -> None:
+    """One legend for the figure, below the panels (never over data)."""
+    handles, labels = [], []
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            if lab not in labels and not lab.startswith("_"):
+                handles.append(h)
+                labels.append(lab)
+    if handles:
+        with style():
+            fig.legend(
+                handles, labels, loc="outside lower center", ncol=ncol or min(4, len(labels))
+            )
+
+
+def _check_dims(da, name: str, dims: Sequence[str]) -> xr.DataArray:
+    if not isinstance(da, xr.DataArray):
+        raise TypeError(f"{name}: expected an xarray.DataArray, got {type(da).__name__}")
+    missing = [d for d in dims if d not in da.dims]
+    if missing:
+        raise ValueError(f"{name}: expected dims including {tuple(dims)}, missing {missing}")
+    return da
+
+
+def _panel_values(da: xr.DataArray, dim: str | None) -> list:
+    return [None] if dim is None else list(da[dim].values)
+
+
+def _sel(da: xr.DataArray, dim: str | None, v) -> xr.DataArray:
+    return da if dim is None else da.sel({dim: v})
+
+
+def _title(dim: str | None, v) -> str:
+    if dim is None:
+        return ""
+    return f"{dim} {v}" if dim in ("layer", "head", "snapshot", "mode") else str(v)
+
+
+# --------------------------------------------------------------------------------------
+# fields and per-layer curves
+
+
+def fields(
+    A: xr.DataArray,
+    by: str | None = None,
+    *,
+    signed: bool = False,
+    vmin: float = 1e-4,
+    label: str = r"$\bar A(i,j)$ (probability)",
+    title: str | None = None,
+):
+    """Attention fields ``A(query, key)`` as images, one panel per value of ``by``.
+
+    Parameters
+    ----------
+    A : xarray.DataArray
+        dims ``("query", "key")`` and, if ``by`` is given, ``by``.
+    by : str, optional
+        the dim that makes the panels (at most 3 per row), e.g. ``"layer"``.
+    signed : bool
+        a signed field (a fluctuation :math:`u_s`): diverging colours symmetric about 0,
+        clipped at the 99.9 % quantile of :math:`|u|`; otherwise a logarithmic scale from
+        ``vmin`` to 1 with zeros blank.
+    label, title : str
+        colour-bar label and figure title.
+    """
+    from matplotlib.colors import LogNorm
+
+    _check_dims(A, "A", ("query", "key") + ((by,) if by else ()))
+    values = _panel_values(A, by)
+    fig, axes = panels(len(values), height=2.3)
+    q, k = A["query"].values, A["key"].values
+    extent = (k[0] - 0.5, k[-1] + 0.5, q[-1] + 0.5, q[0] - 0.5)
+    if signed:
+        vmax = float(np.nanquantile(np.abs(A.values), 0.999)) or 1.0
+        kw = {"cmap": "RdBu_r", "vmin": -vmax, "vmax": vmax}
+    else:
+        kw = {"cmap": "viridis", "norm": LogNorm(vmin, 1)}
+    with style():
+        for ax, v in zip(axes, values, strict=True):
+            f = _sel(A, by, v).transpose("query", "key")
+            img = f if signed else f.where(f > 0)
+            im = ax.imshow(img.values, extent=extent, interpolation="nearest", **kw)
+            ax.set_title(_title(by, v))
+            ax.set_xlabel(LABELS["key"])
+            ax.set_ylabel(LABELS["query"])
+            ax.label_outer()
+        fig.colorbar(im, ax=axes, shrink=0.8, label=label)
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def layer_profile(
+    value: xr.DataArray,
+    err: xr.DataArray | None = None,
+    *,
+    ylabel: str,
+    reference: float | None = None,
+    reference_label: str = "reference",
+    log: bool = False,
+    title: str | None = None,
+    ax=None,
+):
+    """One curve per model over the layers, coloured by architecture.
+
+    Parameters
+    ----------
+    value : xarray.DataArray
+        dims ``("model", "layer")`` (or ``("layer",)`` for one curve).
+    err : xarray.DataArray, optional
+        same dims: half-length of an error bar (e.g. a standard deviation).
+    ylabel : str
+        the quantity in the book's symbols, with its unit.
+    reference : float, optional
+        a horizontal reference line (e.g. uniform causal attention).
+    """
+    import matplotlib.pyplot as plt
+
+    _check_dims(value, "value", ("layer",))
+    if "model" not in value.dims:
+        value = value.expand_dims(model=[value.name or "value"])
+        err = None if err is None else err.expand_dims(model=value["model"].values)
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(WIDTH, 3.0), layout="constrained")
+        fig = ax.figure
+        models = list(value["model"].values)
+        for n, m in enumerate(models):
+            x = value["layer"].values + 0.06 * (n - (len(models) - 1) / 2)
+            y = value.sel(model=m).values
+            e = None if err is None else err.sel(model=m).values
+            ax.errorbar(
+                x, y, yerr=e, capsize=2 if e is not None else 0, label=str(m), **model_style(str(m))
+            )
+        if reference is not None:
+            ax.axhline(reference, color="0.5", ls=":", lw=1, label=reference_label)
+        ax.set_xticks(value["layer"].values)
+        ax.set_xlabel(LABELS["layer"])
+        ax.set_ylabel(ylabel)
+        if log:
+            ax.set_yscale("log")
+        if title:
+            ax.set_title(title)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return fig
+
+
+# --------------------------------------------------------------------------------------
+# scalogram, scale spectrum, POD spectra, mode lags
+
+
+def scalogram(energy: xr.DataArray, *, by: str = "layer", floor: float = -4.0, title=None):
+    """The scalogram :math:`E(a, b)` on log axes, one panel per ``by`` (layers).
+
+    Parameters
+    ----------
+    energy : xarray.DataArray
+        dims ``("scale", "lag")`` and ``by``; the colour is
+        :math:`\\log_{10} E(a,b)/\\max_{a,b} E` of each panel, from ``floor`` to 0.
+    """
+    _check_dims(energy, "energy", ("scale", "lag", by))
+    values = _panel_values(energy, by)
+    fig, axes = panels(len(values), height=2.2, sharey=True)
+    with style():
+        for ax, v in zip(axes, values, strict=True):
+            e = _sel(energy, by, v).transpose("scale", "lag")
+            with np.errstate(divide="ignore"):
+                z = np.log10(e.values / np.nanmax(e.values))
+            im = ax.pcolormesh(
+                e["lag"].values,
+                e["scale"].values,
+                z,
+                vmin=floor,
+                vmax=0,
+                cmap="magma",
+                shading="auto",
+            )
+            ax.set(yscale="log", title=_title(by, v))
+            _lag_axis(ax, float(e["lag"].values[-1]))
+            ax.set_xlabel(LABELS["b"])
+            ax.set_ylabel(LABELS["scale"])
+            ax.label_outer()
+        fig.colorbar(im, ax=axes, shrink=0.8, label=LABELS["E_ab"])
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def scale_spectrum(
+    spectrum: xr.DataArray,
+    dominant: xr.DataArray | None = None,
+    *,
+    by: str = "layer",
+    band: tuple[float, float] | None = None,
+    title: str | None = None,
+):
+    """The scale spectrum :math:`E(a)/\\max` per panel (``by``), one line per model, with
+    the dominant scales :math:`a^*_m` marked.
+
+    Parameters
+    ----------
+    spectrum : xarray.DataArray
+        dims ``("scale", by)`` and optionally ``"model"``.
+    dominant : xarray.DataArray, optional
+        the dominant scales, dims ``(by, "peak")`` (and ``"model"`` if ``spectrum`` has
+        it); NaN peaks are skipped.
+    band : (float, float), optional
+        a range of scales to shade (e.g. a claim's :math:`a \\le 7`).
+    """
+    _check_dims(spectrum, "spectrum", ("scale", by))
+    if "model" not in spectrum.dims:
+        spectrum = spectrum.expand_dims(model=["spectrum"])
+        dominant = None if dominant is None else dominant.expand_dims(model=["spectrum"])
+    values = _panel_values(spectrum, by)
+    fig, axes = panels(len(values), height=2.2, sharey=True)
+    with style():
+        for ax, v in zip(axes, values, strict=True):
+            if band is not None:
+                ax.axvspan(*band, color=BAND_COLOUR, alpha=0.12, lw=0)
+            for m in spectrum["model"].values:
+                s = _sel(spectrum.sel(model=m), by, v)
+                st = model_style(str(m))
+                y = s.values / np.nanmax(s.values)
+                ax.plot(s["scale"].values, y, color=st["color"], ls=st["ls"], label=str(m))
+                if dominant is not None:
+                    a = np.asarray(_sel(dominant.sel(model=m), by, v).values, dtype=float)
+                    a = a[np.isfinite(a)]
+                    ya = np.interp(np.log(a), np.log(s["scale"].values), y)
+                    ax.plot(
+                        a,
+                        ya,
+                        ls="none",
+                        marker=st["marker"],
+                        color=st["color"],
+                        mfc="white",
+                        label="_",
+                    )
+            ax.set(xscale="log", yscale="log", ylim=(1e-3, 1.6), title=_title(by, v))
+            ax.set_xlabel(LABELS["scale"])
+            ax.set_ylabel(LABELS["E_a"])
+            ax.label_outer()
+        _legend_below(fig, axes)
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def pod_spectra(
+    spectrum: xr.DataArray,
+    *,
+    by: str = "layer",
+    mode_dim: str = "rank",
+    fit: tuple[int, int] | None = None,
+    title: str | None = None,
+):
+    """POD eigenvalues :math:`\\lambda_k` against :math:`k` on log-log axes, one panel
+    per ``by``, one line per model.
+
+    Parameters
+    ----------
+    spectrum : xarray.DataArray
+        dims ``(mode_dim, by)`` and optionally ``"model"``; zero and negative eigenvalues
+        are not drawn.
+    fit : (int, int), optional
+        the range of :math:`k` of the power-law fit, shaded.
+    """
+    _check_dims(spectrum, "spectrum", (mode_dim, by))
+    if "model" not in spectrum.dims:
+        spectrum = spectrum.expand_dims(model=["spectrum"])
+    values = _panel_values(spectrum, by)
+    fig, axes = panels(len(values), height=2.2, sharey=True)
+    with style():
+        for ax, v in zip(axes, values, strict=True):
+            if fit is not None:
+                ax.axvspan(*fit, color="0.92", lw=0, zorder=0)
+            for m in spectrum["model"].values:
+                s = _sel(spectrum.sel(model=m), by, v)
+                y = s.values.astype(float)
+                ok = y > 0
+                st = model_style(str(m))
+                ax.plot(s[mode_dim].values[ok], y[ok], color=st["color"], ls=st["ls"], label=str(m))
+            ax.set(xscale="log", yscale="log", title=_title(by, v))
+            ax.set_xlabel(LABELS["mode"])
+            ax.set_ylabel(LABELS["lambda"])
+            ax.label_outer()
+        _legend_below(fig, axes)
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def mode_lags(
+    rho: xr.DataArray,
+    *,
+    by: str | None = "layer",
+    band: tuple[float, float] | None = None,
+    band_label: str = "claimed range",
+    max_lag: float | None = None,
+    title: str | None = None,
+):
+    """Lag energy :math:`\\rho_k(\\tau)` of the first POD modes, one line per mode.
+
+    Parameters
+    ----------
+    rho : xarray.DataArray
+        dims ``("mode", "lag")`` and ``by`` (if not None).
+    band : (float, float), optional
+        a lag range to shade (e.g. the paper's lags of a layer).
+    max_lag : float, optional
+        right end of the lag axis (default: the last lag).
+    """
+    _check_dims(rho, "rho", ("mode", "lag") + ((by,) if by else ()))
+    values = _panel_values(rho, by)
+    fig, axes = panels(len(values), height=2.2, sharey=True)
+    import matplotlib as mpl
+
+    cmap = mpl.colormaps["viridis"]
+    n_modes = rho.sizes["mode"]
+    with style():
+        for ax, v in zip(axes, values, strict=True):
+            if band is not None:
+                ax.axvspan(*band, color="0.88", lw=0, label=band_label)
+            r = _sel(rho, by, v)
+            for n, k in enumerate(r["mode"].values):
+                ax.plot(
+                    r["lag"].values,
+                    r.sel(mode=k).values,
+                    label=f"$k = {k}$",
+                    color=cmap(n / max(n_modes - 1, 1) * 0.85),
+                )
+            ax.set_title(_title(by, v))
+            _lag_axis(ax, max_lag or float(r["lag"].values[-1]))
+            ax.set_xlabel(LABELS["lag"])
+            ax.set_ylabel(LABELS["rho"])
+            ax.label_outer()
+        _legend_below(fig, axes, ncol=min(6, n_modes + (band is not None)))
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+# --------------------------------------------------------------------------------------
+# forest plots, specification curves, pruning curves
+
+
+def claim_band(ax, low: float = -np.inf, high: float = np.inf, *, label: str | None = None):
+    """Shade the range ``[low, high]`` a claim needs on ``ax``'s y axis.
+
+    Call it after the data are drawn: the y limits are kept. Where the band lies wholly
+    above or below the axis, an arrow at that edge points to it, labelled with the bound
+    (so a claim band is never silently off the axis). Returns ``"in"``, ``"above"`` or
+    ``"below"``.
+    """
+    low = -np.inf if low is None else float(low)
+    high = np.inf if high is None else float(high)
+    if not low <= high:
+        raise ValueError(f"low, high: expected low <= high, got {low}, {high}")
+    y0, y1 = ax.get_ylim()
+    text = label or (
+        f"claim: $\\geq {low:g}$"
+        if np.isinf(high)
+        else f"claim: $\\leq {high:g}$"
+        if np.isinf(low)
+        else f"claim: {low:g} to {high:g}"
+    )
+    with style():
+        if low > y1 or high < y0:
+            where = "above" if low > y1 else "below"
+            y, va, arrow = (0.97, "top", "↑") if where == "above" else (0.03, "bottom", "↓")
+            ax.annotate(
+                f"{arrow} {text}",
+                xy=(0.98, y),
+                xycoords="axes fraction",
+                ha="right",
+                va=va,
+                color=BAND_COLOUR,
+                fontsize=9,
+                bbox={"fc": "white", "ec": BAND_COLOUR, "lw": 0.8, "pad": 2},
+            )
+            return where
+        ax.axhspan(max(low, y0), min(high, y1), color=BAND_COLOUR, alpha=0.13, lw=0, zorder=0)
+        ax.set_ylim(y0, y1)
+    return "in"
+
+
+def forest(
+    stat: xr.DataArray,
+    lower: xr.DataArray | None = None,
+    upper: xr.DataArray | None = None,
+    *,
+    band: tuple[float, float] | None = None,
+    ylabel: str,
+    title: str | None = None,
+    zero: bool = False,
+    ax=None,
+):
+    """Forest plot of one claim: a point per model and layer with its interval, and the
+    claim's band (:func:`claim_band`).
+
+    Parameters
+    ----------
+    stat, lower, upper : xarray.DataArray
+        dims ``("layer",)`` or ``("model", "layer")``: the statistic and its interval
+        (``lower``/``upper`` may be None for point values). NaN points are skipped.
+    band : (float, float), optional
+        the range the claim needs (``-inf``/``inf`` for a one-sided claim).
+    ylabel : str
+        the statistic in the book's symbols, with its unit.
+    zero : bool
+        draw a line at 0 (differences).
+    ax : matplotlib Axes, optional
+        draw into this panel (e.g. one of :func:`panels`); else a new figure.
+    """
+    import matplotlib.pyplot as plt
+
+    _check_dims(stat, "stat", ("layer",))
+    for name, da in (("lower", lower), ("upper", upper)):
+        if da is not None and set(da.dims) != set(stat.dims):
+            raise ValueError(f"{name}: expected dims {stat.dims}, got {da.dims}")
+    if "model" not in stat.dims:
+        stat = stat.expand_dims(model=["difference"])
+        lower = None if lower is None else lower.expand_dims(model=["difference"])
+        upper = None if upper is None else upper.expand_dims(model=["difference"])
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(WIDTH / 2, 2.8), layout="constrained")
+        models = list(stat["model"].values)
+        for n, m in enumerate(models):
+            s = stat.sel(model=m).values.astype(float)
+            ok = np.isfinite(s)
+            x = stat["layer"].values[ok] + 0.1 * (n - (len(models) - 1) / 2)
+            yerr = None
+            if lower is not None and upper is not None:
+                lo = lower.sel(model=m).values[ok]
+                up = upper.sel(model=m).values[ok]
+                yerr = np.vstack([s[ok] - lo, up - s[ok]])
+            st = model_style(str(m)) if len(models) > 1 else {"color": "k", "marker": "o"}
+            ax.errorbar(
+                x,
+                s[ok],
+                yerr=yerr,
+                ls="none",
+                marker=st["marker"],
+                ms=4,
+                color=st["color"],
+                capsize=2,
+                label=str(m),
+            )
+        if zero:
+            ax.axhline(0, color="0.4", lw=0.8)
+        ax.set_xticks(stat["layer"].values)
+        ax.set_xlabel(LABELS["layer"])
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        if band is not None:
+            claim_band(ax, *band)
+    return ax.figure
+
+
+def specification_curve(
+    value: Sequence[float],
+    lower: Sequence[float],
+    upper: Sequence[float],
+    verdict: Sequence[str],
+    *,
+    main: Sequence[bool] | None = None,
+    ylabel: str,
+    band: tuple[float, float] | None = None,
+    title: str | None = None,
+    ax=None,
+):
+    """A specification curve: one point per specification, sorted by its value, with
+    its interval, coloured by its verdict; the main specification ringed in black.
+
+    Parameters
+    ----------
+    value, lower, upper : sequences of float
+        one entry per specification; NaN values are drawn as crosses at the bottom.
+    verdict : sequence of str
+        the verdict word of each specification (:data:`VERDICT_COLOURS`).
+    main : sequence of bool, optional
+        which specification is the main one.
+    band : (float, float), optional
+        the range the claim needs (:func:`claim_band`).
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
+
+    value = np.asarray(value, dtype=float)
+    lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    verdict = np.asarray(verdict, dtype=object)
+    main = np.zeros(len(value), bool) if main is None else np.asarray(main, dtype=bool)
+    for name, a in (("lower", lower), ("upper", upper), ("verdict", verdict), ("main", main)):
+        if len(a) != len(value):
+            raise ValueError(
+                f"{name}: expected {len(value)} entries (one per specification), got {len(a)}"
+            )
+    order = np.argsort(np.where(np.isfinite(value), value, np.inf), kind="stable")
+    x = np.arange(len(order))
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(WIDTH, 3.0), layout="constrained")
+        finite = value[np.isfinite(value)]
+        y_nan = finite.min() if finite.size else 0.0
+        for xi, j in zip(x, order, strict=True):
+            c = VERDICT_COLOURS.get(str(verdict[j]), "0.3")
+            if np.isfinite(value[j]):
+                ax.plot([xi, xi], [lower[j], upper[j]], color=c, lw=2, alpha=0.6)
+                ax.plot(
+                    xi,
+                    value[j],
+                    "o",
+                    color=c,
+                    ms=5 if main[j] else 4,
+                    mec="k" if main[j] else c,
+                    mew=1.2 if main[j] else 0.5,
+                )
+            else:
+                ax.plot(xi, y_nan, "x", color=c)
+        ax.set_xlabel("specifications, sorted by the statistic")
+        ax.set_ylabel(ylabel)
+        ax.set_xticks([])
+        if title:
+            ax.set_title(title)
+        if band is not None:
+            claim_band(ax, *band)
+        present = [w for w in VERDICT_COLOURS if w in set(map(str, verdict))]
+        handles = [Line2D([], [], color=VERDICT_COLOURS[w], marker="o", ls="none") for w in present]
+        if main.any():
+            handles.append(Line2D([], [], color="white", marker="o", mec="k", ls="none"))
+            present.append("main specification")
+        ax.legend(handles, present, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return ax.figure
+
+
+def pruning_curve(
+    increase: xr.DataArray,
+    *,
+    budget_dim: str = "budget",
+    strategy_dim: str = "strategy",
+    n_heads: int | None = None,
+    ylabel: str = r"$\Delta\mathcal{L}$ (nats per character)",
+    title: str | None = None,
+    ax=None,
+):
+    """Loss increase against the number of heads removed, one line per strategy: mean
+    over models (and draws), error bar one standard deviation over models.
+
+    Parameters
+    ----------
+    increase : xarray.DataArray
+        dims ``(strategy_dim, budget_dim)`` and optionally ``"model"``, ``"draw"`` (the
+        draws are averaged first, NaN draws skipped).
+    n_heads : int, optional
+        total number of heads, for the x label.
+    """
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    _check_dims(increase, "increase", (strategy_dim, budget_dim))
+    if "draw" in increase.dims:
+        increase = increase.mean("draw", skipna=True)
+    strategies = list(increase[strategy_dim].values)
+    budgets = increase[budget_dim].values.astype(float)
+    width = 0.5 * (np.diff(budgets).min() if len(budgets) > 1 else 1.0) / len(strategies)
+    cmap = mpl.colormaps["tab10"]
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(WIDTH, 3.2), layout="constrained")
+        for n, st in enumerate(strategies):
+            y = increase.sel({strategy_dim: st})
+            mean = y.mean("model") if "model" in y.dims else y
+            sd = y.std("model", ddof=1) if "model" in y.dims and y.sizes["model"] > 1 else None
+            x = budgets + (n - (len(strategies) - 1) / 2) * width
+            ax.errorbar(
+                x,
+                mean.values,
+                yerr=None if sd is None else sd.values,
+                marker="o",
+                capsize=3,
+                color=cmap(n),
+                label=str(st),
+            )
+        ax.set_xticks(budgets)
+        ax.set_xlabel("heads removed" + (f" (of {n_heads})" if n_heads else ""))
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return ax.figure
+
+
+# --------------------------------------------------------------------------------------
+# tables
+
+
+def format_table(df: pd.DataFrame | pd.Series, sig: int = 3, na: str = "–") -> pd.DataFrame:
+    """A table a reader can scan, as strings.
+
+    A column whose numbers are all whole is written as integers (``89``, not ``89.0``);
+    other numbers get ``sig`` significant digits (an exponent only outside
+    :math:`10^{-3}` to :math:`10^5`); booleans are ``yes``/``no``; missing values are
+    ``na``; rows missing in every column are dropped.
+
+    Parameters
+    ----------
+    df : pandas.DataFrame or pandas.Series
+    sig : int
+        significant digits, 1 to 6.
+    na : str
+        the text of a missing value.
+    """
+    if isinstance(df, pd.Series):
+        df = df.to_frame()
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"df: expected a pandas DataFrame or Series, got {type(df).__name__}")
+    if isinstance(sig, bool) or not isinstance(sig, int) or not 1 <= sig <= 6:
+        raise ValueError(f"sig: expected an integer from 1 to 6, got {sig!r}")
+    df = df.dropna(how="all")
+
+    def number(v: float, whole: bool) -> str:
+        if not np.isfinite(v):
+            return na if np.isnan(v) else str(v)
+        if whole:
+            return f"{int(round(v))}"
+        if v != 0 and not 1e-3 <= abs(v) < 1e5:
+            return f"{v:.{sig - 1}e}"
+        digits = max(sig - 1 - math.floor(math.log10(abs(v))), 0) if v else sig - 1
+        return f"{v:.{digits}f}"
+
+    out = {}
+    for name, col in df.items():
+        if pd.api.types.is_bool_dtype(col):
+            out[name] = col.map(lambda v: "yes" if v else "no")
+        elif pd.api.types.is_numeric_dtype(col):
+            x = col.to_numpy(dtype=float)
+            fin = x[np.isfinite(x)]
+            whole = (
+                bool(fin.size)
+                and bool(np.all(fin == np.round(fin)))
+                and bool(np.all(np.abs(fin) < 1e15))
+            )
+            out[name] = pd.Series([number(v, whole) for v in x], index=col.index)
+        else:
+            out[name] = col.map(lambda v: na if v is None or v is pd.NA else str(v))
+    return pd.DataFrame(out, index=df.index, columns=df.columns)
+
+
+__all__ = [
+    "ARCH_COLOURS",
+    "BAND_COLOUR",
+    "DPI",
+    "LABELS",
+    "MAX_COLS",
+    "STYLE",
+    "VERDICT_COLOURS",
+    "WIDTH",
+    "ZOO_COLOURS",
+    "architecture",
+    "claim_band",
+    "colour",
+    "fields",
+    "format_table",
+    "forest",
+    "layer_profile",
+    "mode_lags",
+    "model_style",
+    "panels",
+    "pod_spectra",
+    "pruning_curve",
+    "scale_spectrum",
+    "scalogram",
+    "specification_curve",
+    "style",
+]

@@ -1,0 +1,274 @@
+"""The book's figures (msapod.plots) on small fixtures: each renders, has at most three
+panels per row, labelled axes in the book's symbols, text of at least 9 points at a
+width that the book shows unscaled, and legends outside the data."""
+
+from __future__ import annotations
+
+import io
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+import msapod  # noqa: E402
+from msapod import plots  # noqa: E402
+
+MODELS = ["baseline-1", "baseline-2", "ega-1", "ega-2"]
+LAYERS = [1, 2, 3, 4, 5, 6]
+
+
+@pytest.fixture(autouse=True)
+def _close():
+    yield
+    plt.close("all")
+
+
+def _render(fig) -> tuple[int, int]:
+    """Render to PNG as the book does; returns the pixel size."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=fig.dpi)
+    from PIL import Image
+
+    buf.seek(0)
+    return Image.open(buf).size
+
+
+def _axes(fig):
+    return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+
+
+def _check(fig, n_panels: int, xlabel: str | None = None, ylabel: str | None = None):
+    axes = _axes(fig)
+    assert len(axes) == n_panels
+    rows: dict[float, int] = {}
+    for ax in axes:
+        y = round(ax.get_position().y0, 2)
+        rows[y] = rows.get(y, 0) + 1
+    assert max(rows.values()) <= plots.MAX_COLS, rows
+    width, _ = _render(fig)
+    assert width <= 790, f"{width} px: wider than the book shows unscaled"
+    for ax in axes:
+        texts = [ax.xaxis.label, ax.yaxis.label, ax.title, *ax.get_xticklabels()]
+        for t in texts:
+            if t.get_text():
+                assert t.get_fontsize() >= 9, (t.get_text(), t.get_fontsize())
+    if xlabel:
+        assert any(xlabel in ax.get_xlabel() for ax in axes), [a.get_xlabel() for a in axes]
+    if ylabel:
+        assert any(ylabel in ax.get_ylabel() for ax in axes), [a.get_ylabel() for a in axes]
+
+
+def _no_legend_over_data(fig):
+    """Every legend lies outside every panel's data area."""
+    fig.canvas.draw()
+    r = fig.canvas.get_renderer()
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+    assert legends
+    for leg in legends:
+        box = leg.get_window_extent(r)
+        for ax in _axes(fig):
+            assert not box.overlaps(ax.get_window_extent(r)), "legend over a panel"
+
+
+def test_colours_one_per_architecture_and_zoo():
+    assert plots.colour("baseline-1") == plots.colour("baseline-2") == plots.colour("baseline")
+    assert plots.colour("ega-3") == plots.ARCH_COLOURS["ega"] != plots.colour("baseline-1")
+    assert plots.colour("baseline-d256-1") == plots.ARCH_COLOURS["baseline"]
+    assert plots.colour("d128") == plots.ZOO_COLOURS["d128"]
+    assert plots.model_style("ega-1")["ls"] != plots.model_style("ega-2")["ls"]
+    with pytest.raises(ValueError, match="model"):
+        plots.architecture("")
+
+
+def test_panels_at_most_three_per_row():
+    fig, axes = plots.panels(7)
+    assert len(axes) == 7 and len(fig.axes) == 7
+    _check(fig, 7)
+    with pytest.raises(ValueError, match="ncols"):
+        plots.panels(4, ncols=4)
+    with pytest.raises(ValueError, match="n:"):
+        plots.panels(0)
+
+
+def _field(rng, n_layer=6, L=16):
+    a = np.tril(rng.random((n_layer, L, L))) + np.eye(L)
+    a /= a.sum(-1, keepdims=True)
+    return xr.DataArray(a, dims=("layer", "query", "key"), coords={"layer": LAYERS[:n_layer]})
+
+
+def test_fields_and_signed():
+    rng = np.random.default_rng(0)
+    A = _field(rng)
+    fig = plots.fields(A, "layer")
+    _check(fig, 6, "key $j$", "query $i$")
+    u = A - A.mean("layer")
+    fig = plots.fields(u.isel(layer=[0, 1]), "layer", signed=True, label="$u_s$")
+    _check(fig, 2)
+
+
+def test_layer_profile_colours_and_reference():
+    rng = np.random.default_rng(1)
+    v = xr.DataArray(
+        rng.random((4, 6)), dims=("model", "layer"), coords={"model": MODELS, "layer": LAYERS}
+    )
+    fig = plots.layer_profile(
+        v,
+        0.1 * v,
+        ylabel=r"$\langle\tau\rangle^l$ (characters)",
+        reference=0.5,
+        reference_label="uniform",
+    )
+    _check(fig, 1, "layer $l$", r"\langle\tau\rangle")
+    ax = fig.axes[0]
+    lines = {lab: h for h, lab in zip(*ax.get_legend_handles_labels(), strict=True)}
+    c = {m: matplotlib.colors.to_hex(lines[m].lines[0].get_color()) for m in MODELS}
+    assert c["baseline-1"] == c["baseline-2"] == plots.ARCH_COLOURS["baseline"].lower()
+    assert c["ega-1"] == plots.ARCH_COLOURS["ega"].lower()
+    _no_legend_over_data(fig)
+
+
+def test_scalogram_and_spectrum():
+    rng = np.random.default_rng(2)
+    L, N = 32, 12
+    tau = np.arange(L)
+    prof = np.cos(2 * np.pi * tau / 6 + rng.uniform(0, 6.3, (N, 1, 1)))
+    X = xr.DataArray(prof, dims=("snapshot", "query", "lag"), coords={"lag": tau})
+    sc = msapod.scalogram(X)
+    energy = xr.concat([sc["energy"]] * 6, dim=xr.DataArray(LAYERS, dims="layer"))
+    fig = plots.scalogram(energy)
+    _check(fig, 6, "lag $b$", "scale $a$")
+    spec = xr.concat([sc["spectrum"]] * 6, dim=xr.DataArray(LAYERS, dims="layer"))
+    dom = msapod.dominant_scales(sc["spectrum"], 2)
+    dom = xr.concat([dom.reset_coords(drop=True)] * 6, dim=xr.DataArray(LAYERS, dims="layer"))
+    fig = plots.scale_spectrum(spec, dom, band=(3, 7))
+    _check(fig, 6, "scale $a$", "E(a)")
+    # the dominant scale is marked where the spectrum peaks (period ~ 6 characters)
+    marks = [ln for ln in fig.axes[0].lines if ln.get_marker() not in ("None", None, "")]
+    assert marks and abs(marks[0].get_xdata()[0] * 1.03 - 6) < 1.5
+
+
+def test_pod_spectra_and_mode_lags():
+    k = np.arange(1, 41)
+    lam = xr.DataArray(
+        np.stack([[k**-1.5] * 3, [k**-2.0] * 3]),
+        dims=("model", "layer", "rank"),
+        coords={"model": ["baseline-1", "ega-1"], "layer": [1, 2, 3], "rank": k},
+    )
+    fig = plots.pod_spectra(lam, fit=(1, 20))
+    _check(fig, 3, "mode $k$", r"\lambda_k")
+    lag = np.arange(64)
+    rho = np.exp(-((lag[None, :] - np.array([[5], [20]])) ** 2) / 20)
+    rho = xr.DataArray(
+        rho / rho.sum(-1, keepdims=True), dims=("mode", "lag"), coords={"mode": [1, 2], "lag": lag}
+    )
+    fig = plots.mode_lags(rho.expand_dims(layer=[1, 6]), band=(10, 40))
+    _check(fig, 2, r"lag $\tau$", r"\rho_k")
+
+
+def test_forest_band_in_axis_and_off_axis_arrow():
+    v = xr.DataArray(
+        [[1.0, 2.0, np.nan, 1.5, 1.2, 1.1]] * 2,
+        dims=("model", "layer"),
+        coords={"model": ["baseline-1", "ega-1"], "layer": LAYERS},
+    )
+    fig, axes = plots.panels(3)
+    plots.forest(v, v - 0.2, v + 0.2, band=(0.75, 1.25), ylabel="$T_\\mathrm{spec}$", ax=axes[0])
+    plots.forest(v, v - 0.2, v + 0.2, band=(20, np.inf), ylabel="$a^*$ (characters)", ax=axes[1])
+    plots.forest(
+        v.sel(model="ega-1") - 1,
+        ylabel="EGA $-$ baseline",
+        zero=True,
+        band=(-np.inf, -5),
+        ax=axes[2],
+    )
+    _check(fig, 3, "layer $l$")
+    # in-axis band: a shaded patch; off-axis bands: an arrow annotation, no patch
+    assert len(axes[0].patches) == 1 and not axes[0].texts
+    assert not axes[1].patches and "↑" in axes[1].texts[0].get_text()
+    assert "↓" in axes[2].texts[0].get_text()
+    assert plots.claim_band(axes[0], 0, 10) == "in"
+    with pytest.raises(ValueError, match="low, high"):
+        plots.claim_band(axes[0], 2, 1)
+    with pytest.raises(ValueError, match="lower"):
+        plots.forest(v, v.sel(model="ega-1"), v, ylabel="x")
+
+
+def test_specification_curve_sorted_and_coloured():
+    value = [3.0, 1.0, np.nan, 2.0]
+    verdict = ["holds", "does not hold", "not significant", "partly"]
+    fig = plots.specification_curve(
+        value,
+        [2.5, 0.5, np.nan, 1.5],
+        [3.5, 1.5, np.nan, 2.5],
+        verdict,
+        main=[False, True, False, False],
+        ylabel="$a^*$ (characters)",
+        band=(0, 2),
+    )
+    _check(fig, 1, "specifications", "$a^*$")
+    pts = [ln for ln in fig.axes[0].lines if ln.get_marker() == "o"]
+    ys = [ln.get_ydata()[0] for ln in pts]
+    assert ys == sorted(ys) == [1.0, 2.0, 3.0]
+    assert matplotlib.colors.to_hex(pts[0].get_color()) == plots.VERDICT_COLOURS["does not hold"]
+    assert pts[0].get_markeredgecolor() == "k"  # the main specification
+    _no_legend_over_data(fig)
+    with pytest.raises(ValueError, match="verdict"):
+        plots.specification_curve([1.0], [0.0], [2.0], [], ylabel="x")
+
+
+def test_pruning_curve():
+    rng = np.random.default_rng(3)
+    inc = xr.DataArray(
+        rng.random((2, 3, 3, 4)),
+        dims=("model", "strategy", "budget", "draw"),
+        coords={
+            "model": ["baseline-1", "ega-1"],
+            "strategy": ["low-H*", "random", "importance"],
+            "budget": [8, 16, 24],
+        },
+    )
+    fig = plots.pruning_curve(inc, n_heads=48)
+    _check(fig, 1, "heads removed (of 48)", r"\Delta\mathcal{L}")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["low-H*", "random", "importance"]
+    _no_legend_over_data(fig)
+
+
+def test_format_table():
+    df = pd.DataFrame(
+        {
+            "H*": [89.0, 120.0, np.nan],
+            "T_spec": [1.23456, 0.000012, np.nan],
+            "edge": [True, False, np.nan],
+        },
+        index=["a", "b", "c"],
+    )
+    df["edge"] = [True, False, None]
+    out = plots.format_table(df[["H*", "T_spec"]])
+    assert list(out.index) == ["a", "b"]  # the all-NaN row is dropped
+    assert out.loc["a", "H*"] == "89" and out.loc["b", "H*"] == "120"
+    assert out.loc["a", "T_spec"] == "1.23" and out.loc["b", "T_spec"] == "1.20e-05"
+    assert plots.format_table(pd.Series([True, False]))[0].tolist() == ["yes", "no"]
+    assert plots.format_table(pd.DataFrame({"x": [1.0, np.nan], "y": [0.5, 2.0]}))[
+        "x"
+    ].tolist() == ["1", "–"]
+    with pytest.raises(ValueError, match="sig"):
+        plots.format_table(df, sig=0)
+
+
+def test_plots_is_lazy_and_torch_free():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, msapod; assert 'matplotlib' not in sys.modules;"
+        "import msapod.plots; assert 'matplotlib' not in sys.modules;"
+        "assert 'torch' not in sys.modules; print('ok')"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.stdout.strip() == "ok", done.stderr
