@@ -46,6 +46,7 @@ _LAZY_MODULES = {
     "claims": "studies.claims",
     "scorecard": "studies.scorecard",
     "reproduce": "studies.reproduce",
+    "plots": "plots",
     "models": "models",
     "studies": "studies",
     "backends": "backends",
