@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from msapod.studies.claims import VERDICTS, classify, combine
+from msapod.studies.claims import VERDICTS, Z95, classify, combine
 from msapod.studies.rules import (
     combine_core,
+    decide,
     interior_peak,
     rule_c1,
     rule_c2,
@@ -19,6 +20,7 @@ from msapod.studies.rules import (
     rule_c9,
     rule_c10,
     rule_loss,
+    scale_reading,
 )
 
 MODELS = ["baseline-1", "baseline-2", "ega-1", "ega-2"]
@@ -49,20 +51,72 @@ def test_interior_peak_inside_vs_edge():
     assert np.isfinite(out[0]) and np.isnan(out[1])
 
 
-def test_c1_edge_only_is_not_testable_not_partly():
+def test_scale_reading_interior_or_bound():
+    s = np.geomspace(3, 128, 48)
+    inside = np.exp(-0.5 * ((np.log(s) - np.log(12.0)) / 0.4) ** 2)
+    spectra = np.stack([inside, s**0.5, 1 / s])
+    for kind in ("peak", "argmax"):
+        v, edge = scale_reading(spectra, s, kind)
+        assert v[0] == pytest.approx(12.0, rel=0.03) and edge[0] == 0
+        assert (v[1], edge[1]) == (s[-1], 1) and (v[2], edge[2]) == (s[0], -1)
+    # an interior local maximum below a larger edge: "peak" keeps it, "argmax" the edge
+    bump = 1 / s + 0.02 * np.exp(-0.5 * ((np.log(s) - np.log(30.0)) / 0.2) ** 2)
+    assert scale_reading(bump, s, "peak")[1] == 0
+    assert scale_reading(bump, s, "argmax")[1] == -1
+
+
+def test_edges_are_bounds_that_decide_c1_and_c2():
+    # every maximum at the fine edge of a grid from 3: a* <= 3 supports C1 (<= 7) and
+    # contradicts C2 (>= 20); the shift contrast cannot be decided (ns)
+    stat, se = per_layer([3.0] * 6, 0.0)
+    edge = xr.full_like(stat, -1, dtype=int)
+    assert rule_c1(stat, se, edge=edge).verdict == "partly"  # (a) holds, shift n.s.
+    assert rule_c2(stat, se, edge=edge).verdict == "does not hold"
+    # early at the fine edge, late at the coarse edge (64): both hold, shift too
+    stat, se = per_layer([3.0, 3.0, 10, 10, 64.0, 64.0], 0.1)
+    edge = xr.zeros_like(stat, dtype=int)
+    edge[:, :2], edge[:, 4:] = -1, 1
+    for rule in (rule_c1, rule_c2):
+        out = rule(stat, se, edge=edge)
+        assert out.verdict == "holds" and "bounds" in out.reason
+        assert (out.contrast["lower"] > 0).all()
+    # nothing measured at all: not testable, said why
     stat, se = per_layer([np.nan] * 6, 0.1)
-    out = rule_c1(stat, se, statistic="peak", where="grid from 1")
-    assert out.verdict == "not testable as stated"
-    assert "under this reading" in out.reason
-    # some early cases with an interior peak: those decide, the others are counted
-    stat, se = per_layer([3.0, np.nan, 9, 9, 9, 9], 0.1)
     out = rule_c1(stat, se)
-    assert out.verdict == "holds" and "grid edge" in out.cases
+    assert out.verdict == "not testable as stated" and out.reason
+
+
+def test_intervals_of_scales_are_on_the_log_scale():
+    stat, se = per_layer([26.0] * 6, 19.5)  # symmetric: 26 - 1.96 * 19.5 < 0
+    out = rule_c2(stat, se)
+    assert (out.lower > 0).all() and (out.upper > out.stat).all()
+    ratio = out.upper / out.stat
+    np.testing.assert_allclose(ratio, out.stat / out.lower)
+
+
+def test_shift_contrast_reversed_does_not_hold():
+    # early coarse, late fine in every model: the shift is reversed beyond its interval
+    stat, se = per_layer([30, 30, 20, 15, 5, 5], 0.5)
+    assert rule_c1(stat, se).verdict == "does not hold"
+    assert rule_c2(stat, se).verdict == "does not hold"
+
+
+def test_holm_across_cases():
+    # one case two SEs inside: decided; ten such cases: Holm needs more than 1.96 SE
+    assert decide([5.0], [1.0], high=7.0).tolist() == ["yes"]
+    assert set(decide([5.0] * 10, [1.0] * 10, high=7.0)) == {"ns"}
+    assert set(decide([3.0] * 10, [1.0] * 10, high=7.0)) == {"yes"}
+    # one case: the 95 % interval read against the range
+    for v in np.linspace(4, 10, 25):
+        assert decide([v], [1.0], high=7.0)[0] == classify(v - Z95, v + Z95, high=7.0).item()
+    # Student-t with few degrees of freedom is wider than the normal
+    assert decide([2.5], [1.0], low=0.0).item() == "yes"
+    assert decide([2.5], [1.0], low=0.0, df=2).item() == "ns"
 
 
 @pytest.mark.parametrize(
     ("values", "verdict"),
-    [([3, 4, 10, 20, 25, 30], "holds"), ([9, 10, 10, 20, 25, 30], "does not hold")],
+    [([3, 4, 10, 20, 25, 30], "holds"), ([9, 10, 10, 20, 25, 30], "partly")],
 )
 def test_c1_c2_thresholds(values, verdict):
     stat, se = per_layer(values, 0.2)
@@ -110,6 +164,11 @@ def test_c4_unreachable_or_missing_windows_are_not_testable():
     reach = xr.ones_like(share, dtype=bool)
     assert rule_c4(share, reach, np.array([2, 3, 2, 2])).verdict == "holds"
     assert rule_c4(share, reach, np.array([1, 1, 1, 1])).verdict == "partly"
+    # the window alone already puts more of its energy in the range: the mode adds nothing
+    base, _ = per_layer([0.9] * 6)
+    assert rule_c4(share, reach, np.array([2, 3, 2, 2]), base=base).verdict == "does not hold"
+    base, _ = per_layer([0.3] * 6)
+    assert rule_c4(share, reach, np.array([2, 3, 2, 2]), base=base).verdict == "holds"
 
 
 def test_arch_rules_c7_c8_loss():
@@ -126,12 +185,23 @@ def test_arch_rules_c7_c8_loss():
         dims="model",
         coords={"model": MODELS, "architecture": ("model", ARCH)},
     )
-    assert rule_loss(loss).verdict == "holds"
+    out = rule_loss(loss)
+    assert out.verdict == "holds" and out.paper_value.startswith("compatible")
+    loss = loss.copy(data=[1.5, 1.501, 1.48, 1.481])  # -0.02: the sign, not the size
+    out = rule_loss(loss)
+    assert out.verdict == "holds" and out.paper_value.startswith("not compatible")
+    # one model per architecture: no seed interval, not testable (said why)
+    one = E.isel(model=[0, 2])
+    assert rule_c7(one, se.isel(model=[0, 2])).verdict == "not testable as stated"
 
 
 def test_c9_c10():
-    r, _ = per_layer([0.8, 0.9, 0.7, 0.9, 0.95, 0.6])
+    r, _ = per_layer([0.8, 0.85, 0.7, 0.6, 0.5, 0.6])
     assert rule_c9(r).verdict == "holds"
+    r, _ = per_layer([0.95] * 6)  # narrower, but within the stated margin
+    assert rule_c9(r).verdict == "not significant"
+    r, _ = per_layer([1.1] * 6)
+    assert rule_c9(r).verdict == "does not hold"
     r, _ = per_layer([np.nan] * 6)
     assert rule_c9(r).verdict == "not testable as stated"
     assert rule_c10(1e-14, 0, 15).verdict == "holds"

@@ -1,18 +1,22 @@
 """The specification curve: every claim under every reasonable reading of the paper.
 
-The paper leaves many choices open (PAPER.md). Following the specification-curve
-analysis of Simonsohn, Simmons & Nelson (2020) and the multiverse analysis of Steegen et
-al. (2016), each claim is decided by its rule (:mod:`msapod.studies.rules`) under every
-combination of the readings that affect it, and the share of specifications giving each
-verdict is reported next to the verdict of the **main specification**.
+The paper leaves many choices open (the book's page "The paper and its open choices").
+Following the specification-curve analysis of Simonsohn, Simmons & Nelson (2020) and the
+multiverse analysis of Steegen et al. (2016), each claim is decided by its rule
+(:mod:`msapod.studies.rules`) under every combination of the readings that affect it, and
+the share of specifications giving each verdict is reported next to the verdict of the
+**book's default reading**.
 
-Axes (readings; the main specification's first) and the claims each affects:
+Axes (readings; the default first) and the claims each affects:
 
 * ``zoo``: every trained zoo of :data:`msapod.models.zoo.ZOOS` -- all claims;
-* ``field``: ``u`` (fluctuation), ``A`` (attention, mean included) -- C1, C2, C4, C7, C9;
+* ``field``: ``A`` (the attention, as the paper writes the scalogram), ``u`` (the
+  fluctuation) -- C1, C2, C4, C7, C9;
 * ``normalisation``: ``rectified`` (E(a) / a), ``raw`` (sum_b E(a, b)) -- same;
-* ``scale_min``: 1, 2, 3 (lower end of the log-spaced scale grid, top L/2) -- same;
-* ``scale_stat``: ``peak`` (interior dominant scale), ``centroid`` -- C1, C2, C4, C9;
+* ``scale_min``: 3, 2, 4 (lower end of the log-spaced scale grid, top L/2; every value
+  at or above :func:`msapod.wavelets.min_valid_scale`, 1.94 at omega0 = 6) -- same;
+* ``scale_stat``: ``peak`` (the strongest interior maximum, else a bound at the edge),
+  ``argmax`` (the global maximum, edges included), ``centroid`` -- C1, C2, C4, C9;
 * ``centre``: ``energy-max`` (argmax_b E(a*, b)), ``period`` (lambda(a*)) -- C4, C9;
 * ``width``: 1, 0.5, 2 (sigma = k a*) -- C4, C9;
 * ``criterion``: ``energy``, ``l2`` (H* criterion) -- C5;
@@ -22,16 +26,16 @@ Axes (readings; the main specification's first) and the claims each affects:
 C6, C10 and L have one reading per zoo. The scale claims are evaluated at N = 150 only
 (the N = 600 ensembles are reduced to POD spectra by the convergence study).
 
-**Main specification = the paper's literal reading**: the scalogram of the fluctuation u
-("split off the mean field, find at which scales the energy sits"), the 1/a-rectified
-scale spectrum ("with the usual 1/a bias correction"), scales log-spaced from 1 to L/2
-("scales log-spaced from 1 to L/2"), the dominant scale as an interior local maximum
-("local maxima at the dominant scales a*_m"), the window centred where the energy of
-a* sits and sigma = a* (the paper gives no formula; the book's default), H* by the
-energy criterion ("eps = 0.10 with 90 % of the energy"), N = 150 and the default T_spec
-fit range. Each claim is evaluated on its sub-grid: the axes that affect it vary, the
-others stay at the main value; so a claim's specifications are the rows of ``spec``
-where ``applicable`` is true.
+**The book's default reading** takes the paper's stated choice wherever the paper states
+one and the book's own choice elsewhere, each tagged in :data:`READING_TAGS` (and in the
+attrs of :func:`multiverse_study`): the scalogram of the attention A (*paper*), the 1/a
+rectified scale spectrum (*book*), scales log-spaced from 3 to L/2 (*book*: the paper
+gives no grid), the dominant scale as a local maximum with edge maxima read as bounds
+(*paper*), the window centred where the energy of a* sits with sigma = a* (*book*), H*
+by the energy criterion at eps = 0.10 (*paper*), N = 150 (*paper*) and the T_spec fit
+over k = 1..N/2 (*book*). Each claim is evaluated on its sub-grid: the axes that affect
+it vary, the others stay at the default; so a claim's specifications are the rows of
+``spec`` where ``applicable`` is true.
 
 Speed: per model and layer the lag profiles are formed once; from them the per-snapshot
 lag second-moment matrices ``S_s = sum_i r_{s,i} r_{s,i}^T`` (of u and of A) and the
@@ -61,13 +65,16 @@ from .rules import (
     RULES,
     THRESHOLDS,
     Outcome,
+    global_peak,
     interior_peak,
+    scale_reading,
 )
 
 __all__ = [
     "AXES",
     "CLAIM_AXES",
     "MAIN_SPEC",
+    "READING_TAGS",
     "ZooData",
     "assemble_study",
     "evaluate",
@@ -87,7 +94,7 @@ __all__ = [
 ]
 
 #: Version of :func:`model_evidence`'s output; part of its cache key.
-EVIDENCE_FORMAT = 1
+EVIDENCE_FORMAT = 2
 #: Scales per grid (log-spaced from ``scale_min`` to L/2).
 NUM_SCALES = 48
 #: Fixed T_spec fit range (the convergence study's ``fixed_k``).
@@ -96,18 +103,43 @@ EPS = 0.10
 
 #: Readings per axis (the main specification's value first).
 AXES: dict[str, tuple] = {
-    "field": ("u", "A"),
+    "field": ("A", "u"),
     "normalisation": ("rectified", "raw"),
-    "scale_min": (1, 2, 3),
-    "scale_stat": ("peak", "centroid"),
+    "scale_min": (3, 2, 4),
+    "scale_stat": ("peak", "argmax", "centroid"),
     "centre": ("energy-max", "period"),
     "width": (1.0, 0.5, 2.0),
     "criterion": ("energy", "l2"),
     "n": (150, 600),
     "fit": ("default", "fixed"),
 }
-#: The paper's literal reading (see the module docstring).
+#: The book's default reading (see the module docstring and :data:`READING_TAGS`).
 MAIN_SPEC = {axis: values[0] for axis, values in AXES.items()}
+#: Per axis: whether the default reading is the paper's stated choice ("paper") or the
+#: book's own ("book"), and why.
+READING_TAGS: dict[str, tuple[str, str]] = {
+    "field": ("paper", "the paper writes the scalogram of the attention, |W_psi[A](a, b)|^2"),
+    "normalisation": (
+        "book",
+        "the paper gives no normalisation; E(a)/a (Liu et al. 2007) puts a sinusoid's peak "
+        "at its period",
+    ),
+    "scale_min": (
+        "book",
+        "the paper gives no grid; 3 lags is about 1.5 times the sampling limit "
+        "(period >= 2 lags from a = 1.94 at omega0 = 6), log-spaced to L/2",
+    ),
+    "scale_stat": (
+        "paper",
+        "the paper reads local maxima a*_m of the scale spectrum; a maximum at the grid's "
+        "edge is read as a bound (a* <= a_min or a* >= a_max)",
+    ),
+    "centre": ("book", "the paper gives no window formula; centred where the energy of a* sits"),
+    "width": ("book", "the paper gives no window width; sigma = a*, the wavelet's own width"),
+    "criterion": ("paper", "the paper's eps = 0.10 with 90 % of the energy"),
+    "n": ("paper", "the paper's ensemble of N = 150 snippets"),
+    "fit": ("book", "the paper gives no fit range; k = 1..N/2"),
+}
 _SCALE = ("field", "normalisation", "scale_min")
 #: The axes that affect each claim.
 CLAIM_AXES: dict[str, tuple[str, ...]] = {
@@ -343,6 +375,7 @@ def layer_evidence(
     shape_stat = tuple(len(AXES[a]) for a in ("field", "normalisation", "scale_min", "scale_stat"))
     sstat = np.full(shape_stat, np.nan)
     sstat_se = np.full(shape_stat, np.nan)
+    sedge = np.zeros(shape_stat, dtype=np.int8)
     energy = np.full(shape_stat[:3], np.nan)
     energy_se = np.full(shape_stat[:3], np.nan)
     C_full = {}
@@ -371,11 +404,14 @@ def layer_evidence(
                 spectra_full[f, norm, g] = sp
                 for ti, st in enumerate(AXES["scale_stat"]):
                     if st == "centroid":
-                        v, vr = _centroid(sp, s), _centroid(sp_rep, s)
+                        v, vr, side = _centroid(sp, s), _centroid(sp_rep, s), 0
                     else:
-                        v, vr = interior_peak(sp, s), interior_peak(sp_rep, s)
+                        v, side = scale_reading(sp, s, st)
+                        vr, side_r = scale_reading(sp_rep, s, st)
+                        vr = np.where(side_r == 0, vr, np.nan)  # an edge replicate: no value
                     sstat[fi, ni, gi, ti] = v
-                    sstat_se[fi, ni, gi, ti] = _jack_se(vr) if np.isfinite(v) else np.nan
+                    sedge[fi, ni, gi, ti] = side
+                    sstat_se[fi, ni, gi, ti] = _jack_se(vr) if side == 0 else np.nan
                 energy[fi, ni, gi] = sp.sum()
                 energy_se[fi, ni, gi] = _jack_se(sp_rep.sum(-1))
     del XA
@@ -436,6 +472,8 @@ def layer_evidence(
     dims_w = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
     shape_w = tuple(len(AXES[a]) for a in dims_w)
     share = np.full(shape_w + (3,), np.nan)
+    base = np.full(shape_w + (3,), np.nan)
+    lag_e = np.einsum("tss->t", G)  # per-lag energy of u: the window alone's lag profile
     reach = np.zeros(shape_w + (3,), dtype=bool)
     c4_peaks = np.full(shape_w + (3,), np.nan)
     c9 = np.full(shape_w, np.nan)
@@ -449,9 +487,12 @@ def layer_evidence(
                 s = grids[g]
                 sp = spectra_full[f, norm, g]
                 for ti, st in enumerate(AXES["scale_stat"]):
-                    stars = (
-                        [float(_centroid(sp, s))] if st == "centroid" else _interior_peaks(sp, s)
-                    )
+                    if st == "centroid":
+                        stars = [float(_centroid(sp, s))]
+                    elif st == "argmax":
+                        stars = [float(global_peak(sp, s))]
+                    else:
+                        stars = _interior_peaks(sp, s)
                     a_star[fi, ni, gi, ti, : len(stars)] = stars
                     for ci, cr in enumerate(AXES["centre"]):
                         cs = [
@@ -494,16 +535,24 @@ def layer_evidence(
             )
             if better:
                 share[ix + (r,)] = sh
+                w2e = np.exp(-((lags - c) ** 2) / sigma**2) * lag_e
+                base[ix + (r,)] = float(w2e[inside].sum() / w2e.sum()) if w2e.sum() > 0 else np.nan
                 reach[ix + (r,)] = ok
                 c4_peaks[ix + (r,)] = _count_peaks(e, lags, lo, hi)
     n_windows = len(keys)
     coords = {a: list(AXES[a]) for a in (*dims_w, "criterion", "fit")}
     coords["paper_layer"] = sorted(PAPER_LAGS)
     coords["peak"] = [0, 1, 2]
+    coords["grid_end"] = ["min", "max"]
     ds = xr.Dataset(
         {
             "scale_stat_value": (dims_w[:4], sstat),
             "scale_stat_se": (dims_w[:4], sstat_se),
+            "scale_stat_edge": (dims_w[:4], sedge),
+            "scale_grid": (
+                ("scale_min", "grid_end"),
+                [[grids[g][0], grids[g][-1]] for g in AXES["scale_min"]],
+            ),
             "energy": (dims_w[:3], energy),
             "energy_se": (dims_w[:3], energy_se),
             "a_star": ((*dims_w[:4], "peak"), a_star),
@@ -513,6 +562,7 @@ def layer_evidence(
             "H_star_se": ("criterion", H_se),
             "c4_share": ((*dims_w, "paper_layer"), share),
             "c4_reach": ((*dims_w, "paper_layer"), reach),
+            "c4_base": ((*dims_w, "paper_layer"), base),
             "c4_peaks": ((*dims_w, "paper_layer"), c4_peaks),
             "c9_ratio": (dims_w, c9),
             "spectrum": ("rank", lam),
@@ -647,7 +697,11 @@ def _where(claim: str, spec: dict) -> str:
         "field": lambda v: f"field {v}",
         "normalisation": lambda v: "E(a)/a" if v == "rectified" else "raw E(a)",
         "scale_min": lambda v: f"scales from {v}",
-        "scale_stat": lambda v: "interior peak" if v == "peak" else "centroid",
+        "scale_stat": lambda v: {
+            "peak": "dominant scale (bounds at edges)",
+            "argmax": "global maximum",
+            "centroid": "centroid",
+        }[v],
         "centre": lambda v: f"centre {v}",
         "width": lambda v: f"σ = {v:g} a*",
         "criterion": lambda v: f"{v} criterion",
@@ -673,7 +727,9 @@ class ZooData:
         if self._c4 is None:
             ev = self.ev
             diag = [
-                ev[["c4_share", "c4_reach", "c4_peaks"]].sel(layer=L, paper_layer=L, drop=True)
+                ev[["c4_share", "c4_reach", "c4_peaks", "c4_base"]].sel(
+                    layer=L, paper_layer=L, drop=True
+                )
                 for L in PAPER_LAGS
             ]
             self._c4 = xr.concat(
@@ -714,7 +770,13 @@ def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
     if claim in ("C1", "C2"):
         sel = {**sel_scale, "scale_stat": spec["scale_stat"]}
         v = ev["scale_stat_value"].sel(sel)
-        return rule(v, ev["scale_stat_se"].sel(sel), statistic=spec["scale_stat"], where=where)
+        return rule(
+            v,
+            ev["scale_stat_se"].sel(sel),
+            statistic=spec["scale_stat"],
+            where=where,
+            edge=ev["scale_stat_edge"].sel(sel),
+        )
     if claim == "C7":
         return rule(ev["energy"].sel(sel_scale), ev["energy_se"].sel(sel_scale), where=where)
     if claim in ("C3", "C5", "C8"):
@@ -746,7 +808,8 @@ def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
         share = d4["c4_share"].transpose("model", "layer").combine_first(template)
         reach = d4["c4_reach"].astype(bool).transpose("model", "layer")
         peaks6 = d4["c4_peaks"].sel(layer=6).values
-        return rule(share, reach, peaks6, where=where)
+        base = d4["c4_base"].transpose("model", "layer").combine_first(template)
+        return rule(share, reach, peaks6, base=base, where=where)
     if claim == "C6":
         return rule(data.c6)
     if claim == "C10":
@@ -998,6 +1061,10 @@ def assemble_study(trained, untrained, data: dict) -> xr.Dataset:
     ds.attrs = {
         "title": "specification curve of the paper's claims",
         "main_specification": json.dumps(MAIN_SPEC),
+        "main_reading": "the book's default reading",
+        "reading_tags": json.dumps(
+            {a: {"tag": t, "reason": r} for a, (t, r) in READING_TAGS.items()}
+        ),
         "interval": "95 %",
         "not_trained": ",".join(untrained),
         "zoos": ",".join(trained),

@@ -8,20 +8,26 @@ under **one specification** (one reading of the paper) and returns an :class:`Ou
 Conventions, stated once:
 
 * **One interval level**: 95 % everywhere (``Z95`` jackknife standard errors per model
-  and layer; Student-t over seeds for architecture differences; the same ``Z95`` for the
-  pruning contrast of C6). Where no interval exists (mode shapes, C4 and C9) the rule
-  says "point value" and the interval is the point.
-* **Cases** are classified with :func:`msapod.studies.claims.classify` (``"yes"``: the
-  interval is inside the claim's range; ``"no"``: disjoint from it; ``"ns"``: across its
-  edge) and combined with :func:`msapod.studies.claims.combine`.
-* **Contrasts first** (C3, C5): a claim that states an early-vs-late *contrast* does not
-  hold when the contrast is reversed beyond its interval in every model, whatever the
-  threshold cases say (:func:`combine_core`).
-* **Edges are not dominant scales**: a maximum of the scale spectrum at the first or last
-  scale of the grid is an *edge* (the spectrum is still rising there). A claim that needs
-  an interior dominant scale and finds none in any of its cases is **not testable as
-  stated** (reason: "under this reading"), not "partly"; cases without one are left out
-  and counted.
+  and layer; Student-t over seeds for architecture differences). Intervals of positive
+  quantities (scales, T_spec, H*, ratios) are formed on the log scale (delta method:
+  ``a exp(+-Z95 se / a)``), so they never cross zero. Where no interval exists (a mode
+  shape, an LLM scale) the rule says "point value".
+* **Cases** (models x layers of one claim) are decided by :func:`decide`: each case's
+  one-sided tests against the claim's range, **Holm-corrected across the cases of the
+  claim** (family-wise 5 %); a rejected case is ``"yes"`` (inside the range) or ``"no"``
+  (outside), the others ``"ns"``. With one case this is the 95 % interval read against the
+  range. Cases are combined with :func:`msapod.studies.claims.combine`.
+* **Contrasts first** (C1, C2, C3, C5): a claim that states an early-vs-late *shift* or
+  *contrast* does not hold when the contrast is reversed beyond its interval in every
+  model, whatever the threshold cases say (:func:`combine_core`).
+* **Edges are bounds**: a scale spectrum whose maximum sits at the first (last) scale of
+  the grid says ``a* <= a_min`` (``a* >= a_max``). A bound decides a case when the claim's
+  range allows it (``a* <= a_min < 20`` contradicts C2, ``a* <= a_min <= 7`` supports C1);
+  otherwise the case is not significant. "Not testable as stated" remains only for what
+  the data cannot decide at all, with the reason.
+* **Numbers the paper states** (T_spec about 1.0, H* about 91, the loss change -0.10
+  nats/char) are tested with a stated tolerance (+-25 %, +-15 %, and the interval itself),
+  and ``Outcome.paper_value`` says whether the stated number lies inside the intervals.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
-from .claims import CLAIMS, Z95, case_counts, classify, combine, fmt_range, layer_span
+from .claims import CLAIMS, Z95, case_counts, combine, fmt_range, layer_span
 
 __all__ = [
     "EARLY",
@@ -41,7 +47,10 @@ __all__ = [
     "THRESHOLDS",
     "Outcome",
     "combine_core",
+    "decide",
+    "global_peak",
     "interior_peak",
+    "scale_reading",
     "rule_c1",
     "rule_c2",
     "rule_c3",
@@ -95,6 +104,10 @@ class Outcome:
         Per-model early-vs-late contrast (C3, C5) as a Dataset ``value, lower, upper``.
     diff
         Architecture difference per layer (C7, C8, L) as a Dataset ``value, lower, upper``.
+    interval
+        The key statistic's 95 % interval(s) in words ("point value" where none).
+    paper_value
+        Whether a number the paper states lies inside the intervals ("" if it states none).
     """
 
     claim: str
@@ -108,6 +121,8 @@ class Outcome:
     upper: xr.DataArray | None = None
     contrast: xr.Dataset | None = None
     diff: xr.Dataset | None = None
+    interval: str = ""
+    paper_value: str = ""
     extra: dict = field(default_factory=dict)
 
 
@@ -148,57 +163,317 @@ def interior_peak(spectrum: np.ndarray, scales: np.ndarray) -> np.ndarray:
     return np.where(has, np.exp(loga), np.nan)
 
 
-def _interval(stat, se):
+def global_peak(spectrum: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """Global maximum of ``spectrum(..., scale)``, edges included; refined like
+    :func:`interior_peak` when interior, the grid's end scale when at an edge."""
+    E = np.asarray(spectrum, dtype=np.float64)
+    s = np.asarray(scales, dtype=np.float64)
+    k = np.argmax(E, axis=-1)
+    inner = (k > 0) & (k < s.size - 1)
+    one = np.where(
+        np.abs(np.arange(s.size) - k[..., None]) <= 1, E, np.min(E, axis=-1, keepdims=True)
+    )
+    refined = interior_peak(one, s) if s.size > 2 else np.full(k.shape, np.nan)
+    return np.where(inner & np.isfinite(refined), refined, s[k])
+
+
+def scale_reading(
+    spectrum: np.ndarray, scales: np.ndarray, kind: str = "peak"
+) -> tuple[np.ndarray, np.ndarray]:
+    """The dominant scale of ``spectrum(..., scale)`` under one reading, with its edge side.
+
+    Parameters
+    ----------
+    kind
+        ``"peak"``: the strongest interior local maximum a* when there is one, otherwise a
+        bound at the edge where the spectrum is largest; ``"argmax"``: the global maximum,
+        edges included (a bound when at an edge).
+
+    Returns
+    -------
+    value, edge
+        The scale (lags) and ``edge``: 0 interior, -1 below the grid (a* <= a_min, the
+        value is a_min), +1 above it (a* >= a_max, the value is a_max).
+    """
+    E = np.asarray(spectrum, dtype=np.float64)
+    s = np.asarray(scales, dtype=np.float64)
+    if kind not in ("peak", "argmax"):
+        raise ValueError(f"kind: expected 'peak' or 'argmax', got {kind!r}")
+    k = np.argmax(E, axis=-1)
+    side = np.where(k == 0, -1, np.where(k == s.size - 1, 1, 0))
+    if kind == "argmax":
+        return global_peak(E, s), side
+    v = interior_peak(E, s)
+    inner = np.isfinite(v)
+    # no interior maximum: the spectrum is monotone, its maximum at one edge
+    edge = np.where(inner, 0, np.where(side == 0, np.where(E[..., 0] >= E[..., -1], -1, 1), side))
+    bound = np.where(edge < 0, s[0], s[-1])
+    return np.where(inner, v, bound), edge
+
+
+def _interval(stat, se, log: bool = False):
+    """95 % interval ``stat +- Z95 se``; on the log scale (``stat exp(+-Z95 se / stat)``)
+    for a positive quantity."""
     se = xr.zeros_like(stat) if se is None else se.fillna(0.0)
+    if log:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f = np.exp(Z95 * se / stat)
+        return stat / f, stat * f
     return stat - Z95 * se, stat + Z95 * se
 
 
-def _scale_rule(claim, layers, low, high, stat, se, statistic, where, unit=1.0):
-    """C1 and C2: the scale statistic of every model and claimed layer in the range
-    (``unit``: characters per lag unit, e.g. characters per token for an LLM)."""
+def decide(
+    value,
+    se=None,
+    low: float = -np.inf,
+    high: float = np.inf,
+    *,
+    log: bool = False,
+    df=None,
+    edge=None,
+    alpha: float = 0.05,
+) -> np.ndarray:
+    """Per-case ``"yes"`` / ``"no"`` / ``"ns"`` against the range ``[low, high]``, Holm-
+    corrected across the cases (family-wise ``alpha``).
+
+    Each case has two one-sided tests: "inside the range" (intersection-union over the
+    finite ends) and "outside it"; its two-sided p-value ``2 min(p_in, p_out)`` enters
+    Holm's step-down procedure over all cases, and a rejected case is "yes" or "no" by the
+    smaller of the two. One case at ``alpha = 0.05`` is the 95 % interval read against the
+    range (:func:`msapod.studies.claims.classify`).
+
+    Parameters
+    ----------
+    value, se
+        Estimates and standard errors (broadcast; a missing or NaN ``se`` is a point value).
+    low, high
+        The claim's range.
+    log
+        Test on the log scale (positive quantities: ``se / value`` is the SE of the log).
+    df
+        Student-t degrees of freedom (scalar or per case; None: normal). ``df < 1``: the
+        case cannot be decided ("ns").
+    edge
+        Per case 0 (estimate), -1 (a bound: the quantity is <= value) or +1 (>= value).
+        A bound is "yes"/"no" when the whole half-line is inside/outside the range.
+    """
+    from scipy import stats
+
+    v = np.asarray(value, dtype=np.float64)
+    shape = v.shape
+    v = v.ravel()
+    e = np.broadcast_to(np.nan_to_num(np.asarray(0.0 if se is None else se, float)), shape)
+    e = e.ravel().astype(np.float64)
+    side = np.zeros(v.size, int) if edge is None else np.broadcast_to(edge, shape).ravel()
+    lo, hi = float(low), float(high)
+    # bounds: the half-line (0, v] or [v, inf) against the range
+    fixed = np.full(v.size, "", dtype=object)
+    below, above = side < 0, side > 0
+    floor = 0.0 if log else -np.inf
+    fixed[below] = np.where(
+        (floor >= lo) & (v[below] <= hi), "yes", np.where(v[below] < lo, "no", "ns")
+    )
+    fixed[above] = np.where(
+        (v[above] >= lo) & (hi == np.inf), "yes", np.where(v[above] > hi, "no", "ns")
+    )
+    if log:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            e = np.where(v > 0, e / v, 0.0)
+            v = np.log(v)
+            lo = np.log(lo) if lo > 0 else -np.inf
+            hi = np.log(hi) if hi > 0 else -np.inf
+    if df is None:
+        cdf, sf = stats.norm.cdf, stats.norm.sf
+    else:
+        d = np.broadcast_to(np.asarray(df, float), shape).ravel()
+        d_ok = np.where(d >= 1, d, 1.0)
+        cdf = lambda z: stats.t.cdf(z, d_ok)  # noqa: E731
+        sf = lambda z: stats.t.sf(z, d_ok)  # noqa: E731
+
+    def z(bound):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(
+                e > 0, (v - bound) / np.where(e > 0, e, 1.0), np.sign(v - bound) * np.inf
+            )
+
+    p_in = np.zeros(v.size)
+    p_out = np.ones(v.size)
+    if np.isfinite(lo):
+        zl = z(lo)
+        p_in = np.maximum(p_in, sf(zl))  # H0: value <= low
+        p_out = np.minimum(p_out, cdf(zl))  # H0: value >= low
+    if np.isfinite(hi):
+        zh = z(hi)
+        p_in = np.maximum(p_in, cdf(zh))
+        p_out = np.minimum(p_out, sf(zh))
+    p = np.minimum(1.0, 2 * np.minimum(p_in, p_out))
+    p = np.where(np.isfinite(v), p, 1.0)
+    if df is not None:
+        p = np.where(d >= 1, p, 1.0)
+    p = np.where(side != 0, np.where(fixed == "ns", 1.0, 0.0), p)
+    # Holm's step-down: the j-th smallest p-value (0-based) against alpha / (k - j)
+    order = np.argsort(p, kind="stable")
+    k = v.size
+    reject = np.zeros(k, bool)
+    for j, i in enumerate(order):
+        if p[i] > alpha / (k - j):
+            break
+        reject[i] = True
+    cells = np.where(reject, np.where(p_in <= p_out, "yes", "no"), "ns")
+    cells = np.where(side != 0, fixed, cells).astype(str)
+    return cells.reshape(shape)
+
+
+def _fmt_iv(lo, up, fmt: str = "{:.1f}") -> str:
+    lo_s = "0" if lo <= 0 and not np.isfinite(lo) else fmt.format(lo)
+    up_s = "∞" if not np.isfinite(up) else fmt.format(up)
+    return f"[{lo_s}, {up_s}]"
+
+
+def _log_shift(stat, se, edge, first, second):
+    """``mean log a*(second) - mean log a*(first)`` per model with its 95 % interval and
+    the per-model decision against > 0 (Holm across models). A model with a bound in
+    these layers gets the interval of the half-lines (interval arithmetic)."""
+    models = stat["model"].values
+    val, lo_, up_ = (np.full(len(models), np.nan) for _ in range(3))
+    p_se = np.zeros(len(models))
+    fixed = np.full(len(models), "", dtype=object)
+    for i, m in enumerate(models):
+        parts = {}
+        for name, layers in (("first", first), ("second", second)):
+            x = stat.sel(model=m, layer=layers).values.astype(float)
+            s_ = (
+                np.nan_to_num(se.sel(model=m, layer=layers).values.astype(float))
+                if se is not None
+                else np.zeros_like(x)
+            )
+            e_ = (
+                edge.sel(model=m, layer=layers).values
+                if edge is not None
+                else np.zeros(len(x), int)
+            )
+            lx = np.log(x)
+            ls = np.where(x > 0, s_ / x, 0.0)
+            lo_l = np.where(e_ < 0, -np.inf, lx - Z95 * ls)
+            up_l = np.where(e_ > 0, np.inf, lx + Z95 * ls)
+            parts[name] = (lx, ls, lo_l, up_l, e_)
+        (f, fs, flo, fup, fe), (g, gs, glo, gup, ge) = parts["first"], parts["second"]
+        val[i] = g.mean() - f.mean()
+        if (fe != 0).any() or (ge != 0).any():
+            lo_[i] = glo.mean() - fup.mean()
+            up_[i] = gup.mean() - flo.mean()
+            fixed[i] = "yes" if lo_[i] > 0 else ("no" if up_[i] < 0 else "ns")
+        else:
+            p_se[i] = np.sqrt((gs**2).sum() / len(g) ** 2 + (fs**2).sum() / len(f) ** 2)
+            lo_[i], up_[i] = val[i] - Z95 * p_se[i], val[i] + Z95 * p_se[i]
+    # a model decided by its bounds keeps that decision; the others enter Holm
+    cells = decide(np.where(fixed == "", val, 0.0), p_se, low=0.0)
+    cells = np.where(fixed == "", cells, fixed).astype(str)
+    coords = {"model": models}
+    ds = xr.Dataset(
+        {
+            "value": ("model", val),
+            "lower": ("model", lo_),
+            "upper": ("model", up_),
+        },
+        coords=coords,
+    )
+    return ds, cells
+
+
+def _scale_rule(
+    claim,
+    layers,
+    low,
+    high,
+    stat,
+    se,
+    statistic,
+    where,
+    unit=1.0,
+    edge=None,
+    early=EARLY,
+    late=LATE,
+):
+    """C1 and C2: (core) per model the early-to-late shift ``mean log a*(late) - mean
+    log a*(early) > 0``; (a) the scale statistic of every model and claimed layer in the
+    range (``unit``: characters per lag unit, e.g. characters per token for an LLM).
+    A maximum at the grid's edge is a bound (``edge``: -1 below, +1 above)."""
     stat = stat * unit
     se = None if se is None else se * unit
+    if edge is None:
+        edge = xr.zeros_like(stat, dtype=int)
+    edge = edge.fillna(0).astype(int)
     s = stat.sel(layer=layers)
-    lo, up = _interval(stat, se)
-    ok = np.isfinite(s.values)
-    n_edge = int((~ok).sum())
-    name = "interior dominant scale" if statistic == "peak" else "scale centroid"
+    es = edge.sel(layer=layers)
+    lo, up = _interval(stat, se, log=True)
+    lo = lo.where(edge >= 0, 0.0)
+    up = up.where(edge <= 0, np.inf)
+    name = {
+        "peak": "dominant scale a*",
+        "argmax": "global maximum a*",
+        "centroid": "scale centroid",
+    }.get(statistic, statistic)
     span = f"{layers[0]}–{layers[-1]}"
     target = f"≤ {high:g}" if np.isfinite(high) else f"≥ {low:g}"
-    rule = f"95 % interval of the {name} {target}, every model and layer {span} ({where})"
+    ok = np.isfinite(s.values)
     if not ok.any():
         return Outcome(
             claim,
             NOT_TESTABLE,
-            f"{name}, layers {span}: none (every maximum at the edge of the scale grid)",
-            rule,
-            f"{s.size} cases: all at the grid edge",
-            reason=(
-                "no interior maximum of the scale spectrum in layers "
-                f"{span} under this reading ({where}): the energy keeps rising towards the "
-                "edge of the scale grid"
-            ),
-            stat=stat,
-            lower=lo,
-            upper=up,
+            f"{name}, layers {span}: none",
+            "",
+            f"{s.size} cases: no value",
+            reason=f"no scale spectrum in layers {span} ({where})",
         )
-    cells = classify(lo.sel(layer=layers).values[ok], up.sel(layer=layers).values[ok], low, high)
-    counts = case_counts(cells) + (f", {n_edge} at the grid edge (left out)" if n_edge else "")
-    lo_min, up_max = float(np.nanmin(lo.sel(layer=layers))), float(np.nanmax(up.sel(layer=layers)))
-    measured = (
-        f"{name}, layers {span}: {fmt_range(s)} characters (95 % intervals within "
-        f"{lo_min:.1f}–{up_max:.1f})"
+    se_s = None if se is None else se.sel(layer=layers)
+    cells = decide(
+        s.values, None if se_s is None else se_s.values, low, high, log=True, edge=es.values
     )
+    have_shift = all(int(x) in stat["layer"].values for x in (*early, *late))
+    if have_shift:
+        shift, core = _log_shift(stat, se, edge, list(early), list(late))
+    else:
+        shift, core = None, np.array([], dtype=str)
+    n_low, n_high = int((es.values < 0).sum()), int((es.values > 0).sum())
+    bounds = []
+    if n_low:
+        bounds.append(f"{n_low} at or below the grid's first scale")
+    if n_high:
+        bounds.append(f"{n_high} at or above its last")
+    ivs = [
+        _fmt_iv(float(lo.sel(model=m, layer=L_)), float(up.sel(model=m, layer=L_)))
+        for m in s["model"].values
+        for L_ in layers
+    ]
+    measured = f"{name}, layers {span}: {fmt_range(s)} characters" + (
+        f" ({', '.join(bounds)}: read as bounds)" if bounds else ""
+    )
+    if shift is not None:
+        measured += "; late/early ratio of a*: " + ", ".join(
+            f"×{np.exp(v):.2g} [{np.exp(a_):.2g}, {np.exp(b_):.2g}]"
+            for v, a_, b_ in zip(
+                shift["value"].values, shift["lower"].values, shift["upper"].values, strict=True
+            )
+        )
+    rule = (
+        f"(core) a* of layers {layer_span(list(late))} above that of layers "
+        f"{layer_span(list(early))} (log ratio > 0), every model; (a) {name} {target} in "
+        f"layers {span}, every model, bounds read as bounds; 95 %, Holm across cases ({where})"
+    )
+    counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(cells)}"
     return Outcome(
         claim,
-        combine(cells),
+        combine_core(core, cells) if core.size else combine(cells),
         measured,
         rule,
         counts,
-        reason=f"{n_edge} case(s) without an interior dominant scale" if n_edge else "",
+        reason="; ".join(bounds) + (" (bounds)" if bounds else ""),
         stat=stat,
         lower=lo,
         upper=up,
+        contrast=shift,
+        interval="; ".join(ivs) if se is not None else "point values",
     )
 
 
@@ -209,24 +484,32 @@ def rule_c1(
     statistic: str = "peak",
     where: str = "",
     early=EARLY,
+    late=LATE,
     unit: float = 1.0,
+    edge: xr.DataArray | None = None,
 ) -> Outcome:
-    """C1: layers 1-2 at fine scales, a <= 7 (95 % interval of the scale statistic).
+    """C1: layers 1-2 at fine scales, a* <= 7, and the shift from fine (early) to coarse
+    (late) scales.
 
     Parameters
     ----------
     stat, se
-        Scale statistic (interior dominant scale a* or centroid, lags) and its jackknife
-        standard error per ``(model, layer)``; NaN where there is no interior maximum.
+        Scale statistic (a* or centroid, lags) and its jackknife standard error per
+        ``(model, layer)``.
     statistic
-        ``"peak"`` or ``"centroid"`` (names the statistic in the text).
+        ``"peak"``, ``"argmax"`` or ``"centroid"`` (names the statistic in the text).
     where
         The specification in words (for the rule text).
-    early, unit
-        The claimed layers (default 1-2; an LLM maps them by depth) and characters per
-        lag unit (1 for character models; characters per token for a BPE model).
+    early, late, unit
+        The claimed layers (default 1-2 and 5-6; an LLM maps them by depth) and
+        characters per lag unit (1 for character models; characters per token for BPE).
+    edge
+        Per ``(model, layer)``: 0 estimate, -1 / +1 a bound at the grid's first / last
+        scale (see :func:`scale_reading`); None: no bounds.
     """
-    return _scale_rule("C1", list(early), -np.inf, 7.0, stat, se, statistic, where, unit)
+    return _scale_rule(
+        "C1", list(early), -np.inf, 7.0, stat, se, statistic, where, unit, edge, early, late
+    )
 
 
 def rule_c2(
@@ -235,11 +518,16 @@ def rule_c2(
     *,
     statistic: str = "peak",
     where: str = "",
+    early=EARLY,
     late=LATE,
     unit: float = 1.0,
+    edge: xr.DataArray | None = None,
 ) -> Outcome:
-    """C2: layers 5-6 at coarse scales, a >= 20 (as :func:`rule_c1`)."""
-    return _scale_rule("C2", list(late), 20.0, np.inf, stat, se, statistic, where, unit)
+    """C2: layers 5-6 at coarse scales, a* >= 20, and the early-to-late shift (as
+    :func:`rule_c1`)."""
+    return _scale_rule(
+        "C2", list(late), 20.0, np.inf, stat, se, statistic, where, unit, edge, early, late
+    )
 
 
 def _contrast(value, se, first, second):
@@ -253,7 +541,22 @@ def _contrast(value, se, first, second):
             (se.sel(layer=second) ** 2).sum("layer") / len(second) ** 2
             + (se.sel(layer=first) ** 2).sum("layer") / len(first) ** 2
         )
-    return xr.Dataset({"value": d, "lower": d - Z95 * s, "upper": d + Z95 * s})
+    return xr.Dataset({"value": d, "lower": d - Z95 * s, "upper": d + Z95 * s, "se": s})
+
+
+def _paper_inside(x, lo, up, number: float, what: str) -> str:
+    """Whether the paper's stated ``number`` lies inside the cases' 95 % intervals."""
+    inside = (lo.values <= number) & (up.values >= number)
+    k, n = int(inside.sum()), inside.size
+    word = "compatible" if k == n else ("not compatible" if k == 0 else "partly compatible")
+    return f"{word}: {what} = {number:g} inside the 95 % interval in {k} of {n} cases"
+
+
+def _ivs(lo, up, fmt="{:.2f}") -> str:
+    return ", ".join(
+        _fmt_iv(float(a_), float(b_), fmt)
+        for a_, b_ in zip(np.ravel(lo), np.ravel(up), strict=True)
+    )
 
 
 def rule_c3(
@@ -273,12 +576,13 @@ def rule_c3(
     A reversed contrast in every model means "does not hold".
     """
     early, late = list(early), list(late)
-    lo, up = _interval(T, se)
+    lo, up = _interval(T, se, log=True)
     c = _contrast(T, se, early, late)
-    core = classify(c["lower"].values, c["upper"].values, high=0.0)
-    a = classify(lo.sel(layer=early).values, up.sel(layer=early).values, 0.75, 1.25)
+    core = decide(c["value"].values, c["se"].values, high=0.0)
+    Te = T.sel(layer=early)
+    a = decide(Te.values, None if se is None else se.sel(layer=early).values, 0.75, 1.25, log=True)
     measured = (
-        f"T_spec (N = {n}) layers {layer_span(early)}: {fmt_range(T.sel(layer=early), '{:.2f}')}"
+        f"T_spec (N = {n}) layers {layer_span(early)}: {fmt_range(Te, '{:.2f}')}"
         f", layers {layer_span(late)}: {fmt_range(T.sel(layer=late), '{:.2f}')}; late − early: "
         + ", ".join(
             f"{float(v):+.2f} [{float(lo_):+.2f}, {float(up_):+.2f}]"
@@ -289,19 +593,31 @@ def rule_c3(
         "C3",
         combine_core(core, a),
         measured,
-        f"(core) T_spec(layers {layer_span(late)}) − T_spec(layers {layer_span(early)}) < 0 "
-        "with its 95 % interval, every model; (a) 95 % interval of T_spec inside 1 ± 0.25, "
-        f"layers {layer_span(early)} ({where})",
+        f"(core) T_spec(layers {layer_span(late)}) − T_spec(layers {layer_span(early)}) < 0, "
+        f"every model; (a) T_spec inside 1 ± 25 %, layers {layer_span(early)}; 95 %, Holm "
+        f"across cases ({where})",
         f"(core) {case_counts(core)}; (a) {case_counts(a)}",
         stat=T,
         lower=lo,
         upper=up,
-        contrast=c,
+        contrast=c.drop_vars("se"),
+        interval=(
+            f"layers {layer_span(early)}: "
+            f"{_ivs(lo.sel(layer=early).values, up.sel(layer=early).values)}"
+            if se is not None
+            else "point values"
+        ),
+        paper_value=_paper_inside(Te, lo.sel(layer=early), up.sel(layer=early), 1.0, "T_spec"),
     )
 
 
 def rule_c4(
-    share: xr.DataArray, reach: xr.DataArray, peaks6: xr.DataArray | None = None, *, where: str = ""
+    share: xr.DataArray,
+    reach: xr.DataArray,
+    peaks6: xr.DataArray | None = None,
+    *,
+    base: xr.DataArray | None = None,
+    where: str = "",
 ) -> Outcome:
     """C4: the scale-selective modes of layers 2, 4, 6 sit at the paper's lags.
 
@@ -310,7 +626,7 @@ def rule_c4(
     share
         Per ``(model, layer)``: the largest, over the windows of the specification, share
         of mode 1's lag energy inside the paper's range (:data:`PAPER_LAGS`); NaN where
-        the specification gives no window (no interior dominant scale).
+        the specification gives no window.
     reach
         Per ``(model, layer)``: whether that window reaches the paper's range at all
         (weight ``w >= exp(-2)`` somewhere in it). A window that cannot reach the range
@@ -318,15 +634,21 @@ def rule_c4(
     peaks6
         Per model: local maxima of that mode's lag-energy profile inside 10-40 (layer 6
         needs "several", >= 2).
+    base
+        Per ``(model, layer)``: the same share for the window alone (the windowed
+        fluctuation's lag energy, no mode): the baseline a mode must beat, since a window
+        centred in the range puts energy there by itself. None: no baseline.
 
-    A case passes if the share is >= 0.5 (and layer 6 has >= 2 peaks); point values (a
-    mode shape carries no interval here).
+    A case passes if the share is >= 0.5 and above the window-alone share (and layer 6
+    has >= 2 peaks); point values (a mode shape carries no interval here).
     """
     layers = sorted(PAPER_LAGS)
     s = share.sel(layer=layers)
     r = reach.sel(layer=layers).fillna(False).astype(bool)
     ok = np.isfinite(s.values) & r.values
     passed = s.values >= 0.5
+    if base is not None:
+        passed &= s.values > np.nan_to_num(base.sel(layer=layers).values, nan=np.inf)
     if peaks6 is not None:
         i6 = layers.index(6)
         passed[:, i6] &= np.nan_to_num(np.asarray(peaks6, float)) >= 2
@@ -334,20 +656,24 @@ def rule_c4(
     n_none = int((~np.isfinite(s.values)).sum())
     n_unreach = int((np.isfinite(s.values) & ~r.values).sum())
     rule = (
-        "share of mode 1's lag energy inside the paper's lags ≥ 0.5 in a window of the "
-        "dominant scale (layer 6 also ≥ 2 peaks in 10–40), every model and layer 2, 4, 6; "
-        f"point values ({where})"
+        "share of mode 1's lag energy inside the paper's lags ≥ 0.5 and above the window "
+        "alone's share, in a window of the dominant scale (layer 6 also ≥ 2 peaks in "
+        f"10–40), every model and layer 2, 4, 6; point values ({where})"
     )
-    text = "; ".join(
-        f"L{layer} {fmt_range(s.sel(layer=layer), '{:.2f}')}"
-        if np.isfinite(s.sel(layer=layer)).any()
-        else f"L{layer} —"
-        for layer in layers
-    )
+
+    def fmt(x, layer):
+        v = x.sel(layer=layer)
+        return fmt_range(v, "{:.2f}") if np.isfinite(v).any() else "—"
+
+    text = "; ".join(f"L{layer} {fmt(s, layer)}" for layer in layers)
     measured = f"lag-energy share in the paper's range (models min–max): {text}"
+    if base is not None:
+        measured += "; window alone: " + "; ".join(
+            f"L{layer} {fmt(base.sel(layer=layers), layer)}" for layer in layers
+        )
     left = []
     if n_none:
-        left.append(f"{n_none} without an interior dominant scale")
+        left.append(f"{n_none} without a dominant scale")
     if n_unreach:
         left.append(f"{n_unreach} whose window cannot reach the paper's lags")
     if cells.size == 0:
@@ -361,6 +687,7 @@ def rule_c4(
             stat=share,
             lower=share,
             upper=share,
+            interval="point values",
         )
     return Outcome(
         "C4",
@@ -372,6 +699,7 @@ def rule_c4(
         stat=share,
         lower=share,
         upper=share,
+        interval="point values",
     )
 
 
@@ -392,16 +720,17 @@ def rule_c5(
     (b) layers 3-6 within ±15 % of 91. A reversed contrast means "does not hold".
     """
     early, rest = list(early), list(rest)
-    lo, up = _interval(H, se)
+    lo, up = _interval(H, se, log=True)
     c = _contrast(H, se, rest, early)  # early - later
-    core = classify(c["lower"].values, c["upper"].values, low=0.0)
+    core = decide(c["value"].values, c["se"].values, low=0.0)
     testable = n - 1 > 150
+    sev = (lambda layers: None) if se is None else (lambda layers: se.sel(layer=layers).values)
     a = (
-        classify(lo.sel(layer=early).values, up.sel(layer=early).values, low=150.5)
+        decide(H.sel(layer=early).values, sev(early), low=150.5, log=True)
         if testable
         else np.array([], dtype=str)
     )
-    b = classify(lo.sel(layer=rest).values, up.sel(layer=rest).values, 0.85 * 91, 1.15 * 91)
+    b = decide(H.sel(layer=rest).values, sev(rest), 0.85 * 91, 1.15 * 91, log=True)
     measured = (
         f"H*(0.10, {criterion}) at N = {n}: layers {layer_span(early)} "
         f"{fmt_range(H.sel(layer=early), '{:.0f}')}, layers {layer_span(rest)} "
@@ -412,11 +741,11 @@ def rule_c5(
         )
     )
     rule = (
-        f"(core) H*(layers {layer_span(early)}) − H*(layers {layer_span(rest)}) > 0 with its "
-        f"95 % interval, every model; (a) 95 % interval of H* above 150, layers "
-        f"{layer_span(early)}"
+        f"(core) H*(layers {layer_span(early)}) − H*(layers {layer_span(rest)}) > 0, every "
+        f"model; (a) H* above 150, layers {layer_span(early)}"
         + ("" if testable else f" — left out: H* ≤ N − 1 = {n - 1} by construction")
-        + f"; (b) within ±15 % of 91, layers {layer_span(rest)} ({where})"
+        + f"; (b) H* within 91 ± 15 %, layers {layer_span(rest)}; 95 %, Holm across the "
+        f"cases of each part ({where})"
     )
     return Outcome(
         "C5",
@@ -430,7 +759,16 @@ def rule_c5(
         stat=H,
         lower=lo,
         upper=up,
-        contrast=c,
+        contrast=c.drop_vars("se"),
+        interval=(
+            f"layers {layer_span(rest)}: "
+            f"{_ivs(lo.sel(layer=rest).values, up.sel(layer=rest).values, '{:.0f}')}"
+            if se is not None
+            else "point values"
+        ),
+        paper_value=_paper_inside(
+            H.sel(layer=rest), lo.sel(layer=rest), up.sel(layer=rest), 91.0, "H*(layers 3–6)"
+        ),
     )
 
 
@@ -457,82 +795,139 @@ def rule_c6(c6: dict | None) -> Outcome:
 
 
 def _diff_rule(claim, d, layers_sign, measured_label, rule):
-    cells = []
-    for layer, sign in layers_sign.items():
-        x = d.sel(layer=layer)
-        lo_, up_ = float(x["lower"]), float(x["upper"])
-        if sign > 0:
-            cells.append(classify(lo_, up_, low=0.0).item())
-        else:
-            cells.append(classify(lo_, up_, high=0.0).item())
+    """Architecture differences per layer against the stated signs: Student-t with the
+    seeds' degrees of freedom, Holm across the layers."""
+    layers = list(layers_sign)
+    sign = np.array([layers_sign[k] for k in layers], float)
+    x = d.sel(layer=layers)
+    cells = decide(sign * x["value"].values, x["se"].values, low=0.0, df=d.attrs["df"])
     measured = f"{measured_label}: " + ", ".join(
         f"L{layer} {float(d['value'].sel(layer=layer)):+.3g} "
         f"[{float(d['lower'].sel(layer=layer)):+.3g}, {float(d['upper'].sel(layer=layer)):+.3g}]"
         for layer in layers_sign
     )
-    return Outcome(claim, combine(cells), measured, rule, case_counts(cells), diff=d)
+    return Outcome(
+        claim,
+        combine(cells),
+        measured,
+        rule,
+        case_counts(cells),
+        diff=d.drop_vars("se"),
+        interval=_ivs(x["lower"].values, x["upper"].values, "{:+.3g}"),
+    )
 
 
-def _arch(value, se):
+#: Architecture labels of the treatment and control groups (C7, C8, L).
+TREATMENT, CONTROL = "ega", "baseline"
+
+
+def _arch(value, se, treatment=TREATMENT, control=CONTROL):
     from .uncertainty import arch_difference
 
-    d = arch_difference(value, se)
-    return xr.Dataset({"value": d["diff"], "lower": d["lower"], "upper": d["upper"]})
+    d = arch_difference(value, se, treatment=treatment, control=control)
+    out = xr.Dataset({"value": d["diff"], "lower": d["lower"], "upper": d["upper"], "se": d["se"]})
+    out.attrs["df"] = int(d.attrs["df"])
+    return out
 
 
-def rule_c7(E: xr.DataArray, se: xr.DataArray | None, *, where: str = "") -> Outcome:
+def _too_few(claim, value, treatment, control) -> Outcome | None:
+    """Not testable when an architecture has fewer than two models (no seed interval)."""
+    arch = value["architecture"].values if "architecture" in value.coords else np.array([])
+    counts = {lab: int((arch == lab).sum()) for lab in (treatment, control)}
+    if min(counts.values()) >= 2:
+        return None
+    return Outcome(
+        claim,
+        NOT_TESTABLE,
+        f"models per architecture: {counts}",
+        f"{treatment} − {control} with a Student-t interval over training seeds",
+        "0 cases",
+        reason=(
+            f"needs at least 2 models of each architecture ({treatment!r}, {control!r}) for "
+            f"an interval over training seeds; got {counts}"
+        ),
+    )
+
+
+def rule_c7(
+    E: xr.DataArray,
+    se: xr.DataArray | None,
+    *,
+    where: str = "",
+    treatment: str = TREATMENT,
+    control: str = CONTROL,
+) -> Outcome:
     """C7: EGA - baseline scalogram energy > 0 in every layer (95 % seed-and-snapshot
-    interval of :func:`msapod.studies.uncertainty.arch_difference`)."""
-    d = _arch(E, se)
-    lo, up = _interval(E, se)
+    interval of :func:`msapod.studies.uncertainty.arch_difference`, Holm across layers)."""
+    if (out := _too_few("C7", E, treatment, control)) is not None:
+        return out
+    d = _arch(E, se, treatment, control)
+    lo, up = _interval(E, se, log=True)
     out = _diff_rule(
         "C7",
         d,
         {int(layer): 1 for layer in E["layer"].values},
-        "EGA − baseline scalogram energy",
-        "EGA − baseline energy > 0 with its 95 % seed-and-snapshot interval, every layer "
-        f"({where})",
+        f"{treatment} − {control} scalogram energy",
+        f"{treatment} − {control} energy > 0, every layer; 95 % seed-and-snapshot interval "
+        f"(Student-t, {d.attrs['df']} df), Holm across layers ({where})",
     )
     out.stat, out.lower, out.upper = E, lo, up
     return out
 
 
-def rule_c8(T: xr.DataArray, se: xr.DataArray | None, *, where: str = "") -> Outcome:
-    """C8: EGA - baseline T_spec > 0 in layers 3-4 and < 0 in layers 5-6 (95 % interval)."""
-    d = _arch(T, se)
-    lo, up = _interval(T, se)
+def rule_c8(
+    T: xr.DataArray,
+    se: xr.DataArray | None,
+    *,
+    where: str = "",
+    treatment: str = TREATMENT,
+    control: str = CONTROL,
+) -> Outcome:
+    """C8: EGA - baseline T_spec > 0 in layers 3-4 and < 0 in layers 5-6 (95 % interval,
+    Holm across the four layers)."""
+    if (out := _too_few("C8", T, treatment, control)) is not None:
+        return out
+    d = _arch(T, se, treatment, control)
+    lo, up = _interval(T, se, log=True)
     out = _diff_rule(
         "C8",
         d,
         {3: 1, 4: 1, 5: -1, 6: -1},
-        "EGA − baseline T_spec",
-        "sign as stated with the 95 % seed-and-snapshot interval excluding 0, layers 3–6 "
-        f"({where})",
+        f"{treatment} − {control} T_spec",
+        f"signs as stated (+ in layers 3–4, − in 5–6); 95 % seed-and-snapshot interval "
+        f"(Student-t, {d.attrs['df']} df), Holm across layers ({where})",
     )
     out.stat, out.lower, out.upper = T, lo, up
     return out
 
 
-def rule_c9(ratio: xr.DataArray, *, where: str = "") -> Outcome:
+#: C9: the windowed mode must be at least this much narrower in scale (ratio < 1 - margin).
+C9_MARGIN = 0.10
+
+
+def rule_c9(ratio: xr.DataArray, *, where: str = "", margin: float = C9_MARGIN) -> Outcome:
     """C9: scale-selective modes separate scales the plain modes mix.
 
     ``ratio`` per ``(model, layer)``: the spread (standard deviation of log a under the
     mode's own scale spectrum) of mode 1 of the first scale window over that of plain
-    mode 1; NaN without a window. A case passes if it is < 1 (the windowed mode is
-    narrower in *scale*; the lag window alone does not guarantee this — narrowing in lag
-    broadens in scale). Point values.
+    mode 1; NaN without a window. A case passes if the ratio is below ``1 - margin`` (the
+    windowed mode is clearly narrower in *scale*; the lag window alone does not guarantee
+    this -- narrowing in lag broadens in scale), fails at >= 1, and is not significant in
+    between (within the margin). Point values (a mode shape has no interval here).
     """
     v = ratio.values
     ok = np.isfinite(v)
-    cells = np.where(v[ok] < 1.0, "yes", "no")
+    cells = np.where(v[ok] < 1.0 - margin, "yes", np.where(v[ok] >= 1.0, "no", "ns"))
     measured = (
         f"scale spread of windowed / plain mode 1: {fmt_range(ratio, '{:.2f}')} "
         f"(median {np.nanmedian(v):.2f})"
         if ok.any()
         else "no scale window"
     )
-    rule = "windowed mode 1 narrower in scale than plain mode 1 (ratio < 1), every model "
-    rule += f"and layer; point values ({where})"
+    rule = (
+        f"windowed mode 1 narrower in scale than plain mode 1 by the margin (ratio < "
+        f"{1 - margin:g}; ≥ 1 fails), every model and layer; point values ({where})"
+    )
     if not ok.any():
         return Outcome(
             "C9",
@@ -540,10 +935,11 @@ def rule_c9(ratio: xr.DataArray, *, where: str = "") -> Outcome:
             measured,
             rule,
             f"{v.size} cases: no window",
-            reason="no interior dominant scale, hence no scale window, under this reading",
+            reason="no dominant scale, hence no scale window, under this reading",
             stat=ratio,
             lower=ratio,
             upper=ratio,
+            interval="point values",
         )
     n_none = int((~ok).sum())
     return Outcome(
@@ -555,6 +951,7 @@ def rule_c9(ratio: xr.DataArray, *, where: str = "") -> Outcome:
         stat=ratio,
         lower=ratio,
         upper=ratio,
+        interval="point values",
     )
 
 
@@ -569,23 +966,44 @@ def rule_c10(gap: float, beaten: int, trials: int, label: str = "") -> Outcome:
         f"random orthonormal bases beating POD: {beaten} of {trials}",
         "error equals the tail sum to 1e-8 and no random basis does better",
         f"3 ranks x {trials // 3} random bases",
+        interval="exact (no sampling error)",
     )
 
 
-def rule_loss(loss: xr.DataArray, *, unfinished: bool = False) -> Outcome:
+#: L: the loss change the EGA paper states (nats per character).
+PAPER_LOSS = -0.10
+
+
+def rule_loss(
+    loss: xr.DataArray,
+    *,
+    unfinished: bool = False,
+    treatment: str = TREATMENT,
+    control: str = CONTROL,
+) -> Outcome:
     """L (EGA paper): EGA - baseline validation loss < 0 with its 95 % interval over
-    seeds (Student-t)."""
-    d = _arch(loss, None)
-    cell = classify(float(d["lower"]), float(d["upper"]), high=0.0).item()
+    seeds (Student-t); ``paper_value`` says whether the stated size, -0.10 nats/char, lies
+    inside the interval."""
+    if (out := _too_few("L", loss, treatment, control)) is not None:
+        return out
+    d = _arch(loss, None, treatment, control)
+    cell = decide(float(d["value"]), float(d["se"]), high=0.0, df=d.attrs["df"]).item()
+    lo_, up_ = float(d["lower"]), float(d["upper"])
+    inside = lo_ <= PAPER_LOSS <= up_
     return Outcome(
         "L",
         combine([cell]),
-        f"EGA − baseline val loss {float(d['value']):+.4f} nats/char, 95 % interval "
-        f"[{float(d['lower']):+.4f}, {float(d['upper']):+.4f}]"
-        + ("; some models unfinished" if unfinished else ""),
-        "interval over seeds below 0 (Student-t)",
+        f"{treatment} − {control} val loss {float(d['value']):+.4f} nats/char, 95 % interval "
+        f"[{lo_:+.4f}, {up_:+.4f}]" + ("; some models unfinished" if unfinished else ""),
+        f"interval over seeds below 0 (Student-t, {d.attrs['df']} df); the claimed size "
+        f"{PAPER_LOSS:+.2f} tested against the same interval",
         "1 contrast",
-        diff=d,
+        diff=d.drop_vars("se"),
+        interval=f"[{lo_:+.4f}, {up_:+.4f}]",
+        paper_value=(
+            f"{'compatible' if inside else 'not compatible'}: the claimed size "
+            f"{PAPER_LOSS:+.2f} nats/char is {'inside' if inside else 'outside'} the interval"
+        ),
     )
 
 
