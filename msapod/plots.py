@@ -4,9 +4,11 @@ Every figure the pages share is drawn here, so that a page shows a 3-10-line cal
 every figure of the book looks the same:
 
 * one style (:data:`STYLE`, applied by :func:`style`): a figure is at most
-  :data:`WIDTH` inches wide at :data:`DPI` dots per inch, i.e. about 780 pixels, the
-  width at which the book displays it; no figure is scaled down, so the 10-point text
-  reads at about 10 points on the page (never under 9);
+  :data:`WIDTH` inches wide at :data:`DPI` dots per inch, i.e. at most about 780 pixels,
+  the width at which the book displays it; no figure is scaled down, so the 10-point
+  text reads at about 10 points on the page (never under 9);
+* each function returns its figure; in a notebook end the call with ``;`` (the figure is
+  shown once, by the inline backend);
 * one colour per architecture (:data:`ARCH_COLOURS`: baseline, ega), per zoo
   (:data:`ZOO_COLOURS`) and per verdict (:data:`VERDICT_COLOURS`); seeds of one
   architecture differ by line style and marker (:func:`model_style`);
@@ -36,8 +38,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-#: figure width in inches and resolution: WIDTH * DPI = 780 px, the book's content width
-WIDTH = 7.5
+#: figure width in inches and resolution: WIDTH * DPI = 760 px, plus the tight-bbox padding
+#: about 780 px, the width at which the book shows a figure unscaled
+WIDTH = 7.3
 DPI = 104
 #: at most this many panels per row
 MAX_COLS = 3
@@ -111,8 +114,14 @@ def style():
     """
     import matplotlib as mpl
 
-    with mpl.rc_context(STYLE):
+    # only the style's keys are restored on exit: a backend that the first figure selects
+    # inside the context (and the interactive mode it switches on) must stay selected
+    saved = {k: mpl.rcParams[k] for k in STYLE}
+    mpl.rcParams.update(STYLE)
+    try:
         yield
+    finally:
+        mpl.rcParams.update(saved)
 
 
 def architecture(model: str) -> str:
@@ -287,7 +296,9 @@ def layer_profile(
     Parameters
     ----------
     value : xarray.DataArray
-        dims ``("model", "layer")`` (or ``("layer",)`` for one curve).
+        dims ``("model", "layer")`` (or ``("layer",)`` for one curve). Zoo models are
+        coloured by architecture (:func:`model_style`); other names (heads, variants)
+        get one categorical colour each.
     err : xarray.DataArray, optional
         same dims: half-length of an error bar (e.g. a standard deviation).
     ylabel : str
@@ -295,6 +306,7 @@ def layer_profile(
     reference : float, optional
         a horizontal reference line (e.g. uniform causal attention).
     """
+    import matplotlib as mpl
     import matplotlib.pyplot as plt
 
     _check_dims(value, "value", ("layer",))
@@ -310,9 +322,11 @@ def layer_profile(
             x = value["layer"].values + 0.06 * (n - (len(models) - 1) / 2)
             y = value.sel(model=m).values
             e = None if err is None else err.sel(model=m).values
-            ax.errorbar(
-                x, y, yerr=e, capsize=2 if e is not None else 0, label=str(m), **model_style(str(m))
-            )
+            if architecture(str(m)) in ARCH_COLOURS:
+                st = model_style(str(m))
+            else:  # not a zoo model (e.g. heads): one categorical colour each, no lines
+                st = {"color": mpl.colormaps["tab10"](n % 10), "ls": "none", "marker": "o"}
+            ax.errorbar(x, y, yerr=e, capsize=2 if e is not None else 0, label=str(m), **st)
         if reference is not None:
             ax.axhline(reference, color="0.5", ls=":", lw=1, label=reference_label)
         ax.set_xticks(value["layer"].values)
