@@ -17,6 +17,7 @@ every figure of the book looks the same:
 * axes labelled in the book's symbols (the notation page) with their units.
 
 The figures: attention fields (:func:`fields`), per-layer curves (:func:`layer_profile`),
+profiles along one dim (:func:`lines`),
 the scalogram :math:`E(a, b)` (:func:`scalogram`), the scale spectrum :math:`E(a)` with
 its dominant scales :math:`a^*_m` (:func:`scale_spectrum`), POD spectra
 :math:`\\lambda_k` (:func:`pod_spectra`), mode lag profiles :math:`\\rho_k(\\tau)`
@@ -159,7 +160,7 @@ def panels(n: int, *, height: float = 2.4, ncols: int | None = None, sharex=Fals
 
     if not isinstance(n, int | np.integer) or n < 1:
         raise ValueError(f"n: expected a number of panels >= 1, got {n!r}")
-    ncols = min(n, ncols or MAX_COLS)
+    ncols = min(n, ncols or (2 if n == 4 else MAX_COLS))
     if ncols > MAX_COLS:
         raise ValueError(f"ncols: at most {MAX_COLS} panels per row, got {ncols}")
     nrows = math.ceil(n / ncols)
@@ -185,6 +186,19 @@ def _lag_axis(ax, max_lag: float) -> None:
     ticks = [t for t in (0, 1, 10, 100, 1000) if t <= max_lag]
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.set_xlim(0, max_lag)
+
+
+def _outer(axes) -> None:
+    """Axis labels on the outer panels only: y labels in the first column, x labels on
+    the lowest panel of each column (a panel with no panel below keeps its x label)."""
+    cols = {round(ax.get_position().x0, 3) for ax in axes}
+    first = min(cols)
+    for ax in axes:
+        x0, y0 = round(ax.get_position().x0, 3), ax.get_position().y0
+        if x0 != first:
+            ax.set_ylabel("")
+        if any(round(o.get_position().x0, 3) == x0 and o.get_position().y0 < y0 for o in axes):
+            ax.set_xlabel("")
 
 
 def _legend_below(fig, axes, ncol: int | None = None) -> None:
@@ -219,9 +233,13 @@ def _sel(da: xr.DataArray, dim: str | None, v) -> xr.DataArray:
     return da if dim is None else da.sel({dim: v})
 
 
-def _title(dim: str | None, v) -> str:
+def _title(dim: str | None, v, da: xr.DataArray | None = None) -> str:
+    """A panel title: ``"layer 3"``; a stacked dim gives ``"layer 1, snapshot 0"``."""
     if dim is None:
         return ""
+    if da is not None and isinstance(da.indexes.get(dim), pd.MultiIndex):
+        names = da.indexes[dim].names
+        return ", ".join(f"{n} {x}" for n, x in zip(names, v, strict=True))
     return f"{dim} {v}" if dim in ("layer", "head", "snapshot", "mode") else str(v)
 
 
@@ -270,10 +288,10 @@ def fields(
             f = _sel(A, by, v).transpose("query", "key")
             img = f if signed else f.where(f > 0)
             im = ax.imshow(img.values, extent=extent, interpolation="nearest", **kw)
-            ax.set_title(_title(by, v))
+            ax.set_title(_title(by, v, A))
             ax.set_xlabel(LABELS["key"])
             ax.set_ylabel(LABELS["query"])
-            ax.label_outer()
+        _outer(axes)
         fig.colorbar(im, ax=axes, shrink=0.8, label=label)
         if title:
             fig.suptitle(title)
@@ -340,6 +358,63 @@ def layer_profile(
     return fig
 
 
+def lines(
+    value: xr.DataArray,
+    x: str,
+    hue: str,
+    *,
+    xlabel: str | None = None,
+    ylabel: str,
+    yscale: str = "linear",
+    xscale: str = "linear",
+    title: str | None = None,
+    ax=None,
+):
+    """One line per value of ``hue`` along ``x`` (e.g. a per-query or per-lag profile of
+    every layer).
+
+    Parameters
+    ----------
+    value : xarray.DataArray
+        dims ``(hue, x)``.
+    x, hue : str
+        the dim along the horizontal axis and the dim that makes the lines. Layers and
+        other numbered dims get a sequential colour map (light early, dark late); zoo
+        models their architecture's colour (:func:`model_style`).
+    xlabel, ylabel : str
+        axis labels in the book's symbols with units (``xlabel`` defaults to
+        :data:`LABELS` of ``x``).
+    yscale, xscale : str
+        matplotlib scales (``"log"``, ``"symlog"``, ...).
+    """
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    _check_dims(value, "value", (x, hue))
+    keys = list(value[hue].values)
+    cmap = mpl.colormaps["viridis"]
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(WIDTH, 3.0), layout="constrained")
+        for n, k in enumerate(keys):
+            y = value.sel({hue: k})
+            if hue == "model":
+                st = model_style(str(k))
+                kw = {"color": st["color"], "ls": st["ls"]}
+            else:
+                kw = {"color": cmap(0.85 * n / max(len(keys) - 1, 1))}
+            label = f"{hue} {k}" if hue in ("layer", "head", "mode") else str(k)
+            ax.plot(y[x].values, y.values, label=label, **kw)
+        ax.set_yscale(yscale)  # "log" leaves out zeros (e.g. row 0 of a fluctuation)
+        ax.set_xscale(xscale)
+        ax.set_xlabel(xlabel or LABELS.get(x, x))
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title)
+        ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return ax.figure
+
+
 # --------------------------------------------------------------------------------------
 # scalogram, scale spectrum, POD spectra, mode lags
 
@@ -374,7 +449,7 @@ def scalogram(energy: xr.DataArray, *, by: str = "layer", floor: float = -4.0, t
             _lag_axis(ax, float(e["lag"].values[-1]))
             ax.set_xlabel(LABELS["b"])
             ax.set_ylabel(LABELS["scale"])
-            ax.label_outer()
+        _outer(axes)
         fig.colorbar(im, ax=axes, shrink=0.8, label=LABELS["E_ab"])
         if title:
             fig.suptitle(title)
@@ -433,7 +508,7 @@ def scale_spectrum(
             ax.set(xscale="log", yscale="log", ylim=(1e-3, 1.6), title=_title(by, v))
             ax.set_xlabel(LABELS["scale"])
             ax.set_ylabel(LABELS["E_a"])
-            ax.label_outer()
+        _outer(axes)
         _legend_below(fig, axes)
         if title:
             fig.suptitle(title)
@@ -477,7 +552,7 @@ def pod_spectra(
             ax.set(xscale="log", yscale="log", title=_title(by, v))
             ax.set_xlabel(LABELS["mode"])
             ax.set_ylabel(LABELS["lambda"])
-            ax.label_outer()
+        _outer(axes)
         _legend_below(fig, axes)
         if title:
             fig.suptitle(title)
@@ -527,7 +602,7 @@ def mode_lags(
             _lag_axis(ax, max_lag or float(r["lag"].values[-1]))
             ax.set_xlabel(LABELS["lag"])
             ax.set_ylabel(LABELS["rho"])
-            ax.label_outer()
+        _outer(axes)
         _legend_below(fig, axes, ncol=min(6, n_modes + (band is not None)))
         if title:
             fig.suptitle(title)
@@ -859,6 +934,7 @@ __all__ = [
     "format_table",
     "forest",
     "layer_profile",
+    "lines",
     "mode_lags",
     "model_style",
     "panels",
