@@ -92,6 +92,9 @@ STYLE = {
 LABELS = {
     "query": "query $i$ (characters)",
     "key": "key $j$ (characters)",
+    "query_i": "query $i$ (characters)",
+    "query_j": "query $j$ (characters)",
+    "separation": "$|i - j|$ (characters)",
     "lag": r"lag $\tau$ (characters)",
     "b": "lag $b$ (characters)",
     "scale": "scale $a$ (characters)",
@@ -253,6 +256,8 @@ def fields(
     *,
     signed: bool = False,
     vmin: float = 1e-4,
+    linear: tuple[float, float] | None = None,
+    dims: tuple[str, str] = ("query", "key"),
     label: str = r"$\bar A(i,j)$ (probability)",
     title: str | None = None,
 ):
@@ -268,29 +273,40 @@ def fields(
         a signed field (a fluctuation :math:`u_s`): diverging colours symmetric about 0,
         clipped at the 99.9 % quantile of :math:`|u|`; otherwise a logarithmic scale from
         ``vmin`` to 1 with zeros blank.
+    linear : (float, float), optional
+        a linear colour scale over this range instead (e.g. a coherency, 0 to 1); NaN
+        entries are grey.
+    dims : (str, str)
+        the row and column dims of each image (e.g. ``("query_i", "query_j")``).
     label, title : str
         colour-bar label and figure title.
     """
     from matplotlib.colors import LogNorm
 
-    _check_dims(A, "A", ("query", "key") + ((by,) if by else ()))
+    _check_dims(A, "A", tuple(dims) + ((by,) if by else ()))
+    rows, cols = dims
     values = _panel_values(A, by)
     fig, axes = panels(len(values), height=2.3)
-    q, k = A["query"].values, A["key"].values
+    q, k = A[rows].values, A[cols].values
     extent = (k[0] - 0.5, k[-1] + 0.5, q[-1] + 0.5, q[0] - 0.5)
-    if signed:
+    if linear is not None:
+        import matplotlib as mpl
+
+        cmap = mpl.colormaps["viridis"].with_extremes(bad="0.75")
+        kw = {"cmap": cmap, "vmin": linear[0], "vmax": linear[1]}
+    elif signed:
         vmax = float(np.nanquantile(np.abs(A.values), 0.999)) or 1.0
         kw = {"cmap": "RdBu_r", "vmin": -vmax, "vmax": vmax}
     else:
         kw = {"cmap": "viridis", "norm": LogNorm(vmin, 1)}
     with style():
         for ax, v in zip(axes, values, strict=True):
-            f = _sel(A, by, v).transpose("query", "key")
-            img = f if signed else f.where(f > 0)
+            f = _sel(A, by, v).transpose(rows, cols)
+            img = f if signed or linear is not None else f.where(f > 0)
             im = ax.imshow(img.values, extent=extent, interpolation="nearest", **kw)
             ax.set_title(_title(by, v, A))
-            ax.set_xlabel(LABELS["key"])
-            ax.set_ylabel(LABELS["query"])
+            ax.set_xlabel(LABELS.get(cols, cols))
+            ax.set_ylabel(LABELS.get(rows, rows))
         _outer(axes)
         fig.colorbar(im, ax=axes, shrink=0.8, label=label)
         if title:
