@@ -1,4 +1,4 @@
-"""Gaussian lag windows that isolate one dominant scale (PAPER.md step 5).
+"""Gaussian lag windows that isolate one dominant scale (step 5 of the method).
 
 ``w_m(tau) = exp(-(tau - c_m)^2 / (2 sigma_m^2))`` and the scale-filtered fluctuation
 ``u^(m)(i, j) = w_m(i - j) u(i, j)``.
@@ -8,9 +8,9 @@ The paper gives no formula for the centre c_m and width sigma_m. Our defaults:
 * **centre** ``"peak"``: the lag b at which the scalogram ``E(a*_m, b)`` is largest, i.e.
   where the energy of that scale sits (``"centroid"``: the energy-weighted mean lag;
   ``"scale"``: c = a*, the lag of one scale length; or any number).
-* **width** ``sigma_m = k a*_m`` with ``k = 1``: the window is the Gaussian envelope of the
-  analysing Morlet wavelet at that scale (``exp(-eta^2/2)`` with ``eta = tau / a``), so it
-  keeps the lags the wavelet itself sees. ``k`` is the ``width`` parameter.
+* **width** ``sigma_m = kappa a*_m`` with ``kappa = 1``: the window is the Gaussian envelope
+  of the analysing Morlet wavelet at that scale (``exp(-eta^2/2)`` with ``eta = tau / a``), so it
+  keeps the lags the wavelet itself sees. ``kappa`` is the ``width`` parameter.
 
 Both are parameters of :func:`window_parameters` and of :func:`msapod.analyze`; the book
 shows how much the results move under the alternatives.
@@ -84,7 +84,7 @@ def window_parameters(
         ``"peak"`` (argmax_b E(a*, b)), ``"centroid"`` (energy-weighted mean lag at a*),
         ``"scale"`` (c = a*) or a number of lags.
     width
-        ``k`` in ``sigma = k a*`` (> 0).
+        the width factor kappa in ``sigma = kappa a*`` (> 0).
 
     Returns
     -------
@@ -96,7 +96,7 @@ def window_parameters(
     if not isinstance(scales, xr.DataArray):
         raise ValueError("scales: expected a DataArray of dominant scales")
     if not (np.isfinite(width) and width > 0):
-        raise ValueError(f"width: expected a factor k > 0 (sigma = k a*), got {width}")
+        raise ValueError(f"width: expected a factor kappa > 0 (sigma = kappa a*), got {width}")
     if isinstance(centre, str) and centre not in CENTRE_RULES:
         raise ValueError(f"centre: expected one of {CENTRE_RULES} or a number, got {centre!r}")
     valid = np.isfinite(scales)
