@@ -11,7 +11,12 @@
 * :mod:`.claims` -- claim texts, verdict words, interval formatting and verdict admonitions,
 * :mod:`.rules` -- one rule per claim (95 % intervals, contrasts, edge-aware scales),
 * :mod:`.multiverse` -- every claim over the specification curve of reasonable readings,
-* :mod:`.scorecard` -- the claims checked against the zoo (the main specification),
+* :mod:`.check` -- :func:`check_claims`: the field-based claims on any attention fields,
+* :mod:`.scorecard` -- the claims checked against the zoo (the book's default reading),
 * :mod:`.reproduce` -- every cached study in one command, and ``--check``,
 * :mod:`.results` -- the shipped ``results/``: verified loading and comparison.
 """
+
+from .check import check_claims
+
+__all__ = ["check_claims"]

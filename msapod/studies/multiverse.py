@@ -324,6 +324,7 @@ def layer_evidence(
     dim: str = "snapshot",
     omega0: float = 6.0,
     theorem1: bool = False,
+    axes: dict | None = None,
 ) -> xr.Dataset:
     """Every number the claims need from one layer's ensemble, under every reading.
 
@@ -335,6 +336,9 @@ def layer_evidence(
         Morlet centre frequency.
     theorem1
         Also run the Theorem 1 check (C10) on this layer's fluctuations.
+    axes
+        The readings to compute (default :data:`AXES`; e.g. only the default reading's
+        values, ``{a: (v,) for a, v in MAIN_SPEC.items()}``, for a quick check).
 
     Returns
     -------
@@ -353,6 +357,7 @@ def layer_evidence(
     from .uncertainty import fractional_rank
 
     check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim, min_snapshots=3)
+    AX = AXES if axes is None else {**AXES, **axes}
     extra = [d for d in A.dims if d not in (dim, "query", "key")]
     if extra:
         raise ValueError(f"A: expected one layer (dims {dim}, query, key), got extra {extra}")
@@ -364,15 +369,15 @@ def layer_evidence(
     q = XA.shape[1]
     Xu = XA - XA.mean(0, keepdims=True)
     n_lag = len(lags)
-    grids = {g: _grid(g, n_lag) for g in AXES["scale_min"]}
-    Ms = {g: _operator(g, lags, omega0) for g in AXES["scale_min"]}
-    okey = ("up", tuple(AXES["scale_min"]), n_lag, float(lags[0]), float(omega0))
+    grids = {g: _grid(g, n_lag) for g in AX["scale_min"]}
+    Ms = {g: _operator(g, lags, omega0) for g in AX["scale_min"]}
+    okey = ("up", tuple(AX["scale_min"]), n_lag, float(lags[0]), float(omega0))
     if okey not in _OPERATORS:
-        M_all = np.concatenate([Ms[g] for g in AXES["scale_min"]])
+        M_all = np.concatenate([Ms[g] for g in AX["scale_min"]])
         _OPERATORS[okey] = _upper_operator(M_all, n_lag)
     M_up, iu = _OPERATORS[okey]
     nS = NUM_SCALES
-    shape_stat = tuple(len(AXES[a]) for a in ("field", "normalisation", "scale_min", "scale_stat"))
+    shape_stat = tuple(len(AX[a]) for a in ("field", "normalisation", "scale_min", "scale_stat"))
     sstat = np.full(shape_stat, np.nan)
     sstat_se = np.full(shape_stat, np.nan)
     sedge = np.zeros(shape_stat, dtype=np.int8)
@@ -380,7 +385,7 @@ def layer_evidence(
     energy_se = np.full(shape_stat[:3], np.nan)
     C_full = {}
     spectra_full = {}
-    for fi, f in enumerate(AXES["field"]):
+    for fi, f in enumerate(AX["field"]):
         X = Xu if f == "u" else XA
         S = _moments_upper(X, iu)  # per-snapshot lag moments (upper triangles)
         P = S @ M_up.T  # (N, grids * scales)
@@ -395,14 +400,14 @@ def layer_evidence(
         else:
             rep = (P_tot[None] - P) / ((n - 1) * q)
         rep = np.maximum(rep, 0.0)
-        for gi, g in enumerate(AXES["scale_min"]):
+        for gi, g in enumerate(AX["scale_min"]):
             s = grids[g]
             sl = slice(gi * nS, (gi + 1) * nS)
-            for ni, norm in enumerate(AXES["normalisation"]):
+            for ni, norm in enumerate(AX["normalisation"]):
                 w = 1.0 / s if norm == "rectified" else np.ones_like(s)
                 sp, sp_rep = full[sl] * w, rep[:, sl] * w
                 spectra_full[f, norm, g] = sp
-                for ti, st in enumerate(AXES["scale_stat"]):
+                for ti, st in enumerate(AX["scale_stat"]):
                     if st == "centroid":
                         v, vr, side = _centroid(sp, s), _centroid(sp_rep, s), 0
                     else:
@@ -435,7 +440,7 @@ def layer_evidence(
             float(spectral_concentration(spec_da, *fixed)["T_spec"]),
         ]
     )
-    H = np.array([float(effective_rank(spec_da, EPS, c, n_snapshots=n)) for c in AXES["criterion"]])
+    H = np.array([float(effective_rank(spec_da, EPS, c, n_snapshots=n)) for c in AX["criterion"]])
     jk = bootstrap_spectrum(
         xr.DataArray(K, dims=(dim, f"{dim}_")), method="jackknife", dim=dim
     ).transpose("boot", "rank")
@@ -470,7 +475,7 @@ def layer_evidence(
         return float(lags[int(np.argmax(E_b))])
 
     dims_w = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
-    shape_w = tuple(len(AXES[a]) for a in dims_w)
+    shape_w = tuple(len(AX[a]) for a in dims_w)
     share = np.full(shape_w + (3,), np.nan)
     base = np.full(shape_w + (3,), np.nan)
     lag_e = np.einsum("tss->t", G)  # per-lag energy of u: the window alone's lag profile
@@ -481,12 +486,12 @@ def layer_evidence(
     layer_ranges = list(PAPER_LAGS.values())
     # pass 1: every window (c, sigma) of every reading; pass 2 (batched): their modes
     plan = []  # (ix, m, a, c, key)
-    for fi, f in enumerate(AXES["field"]):
-        for ni, norm in enumerate(AXES["normalisation"]):
-            for gi, g in enumerate(AXES["scale_min"]):
+    for fi, f in enumerate(AX["field"]):
+        for ni, norm in enumerate(AX["normalisation"]):
+            for gi, g in enumerate(AX["scale_min"]):
                 s = grids[g]
                 sp = spectra_full[f, norm, g]
-                for ti, st in enumerate(AXES["scale_stat"]):
+                for ti, st in enumerate(AX["scale_stat"]):
                     if st == "centroid":
                         stars = [float(_centroid(sp, s))]
                     elif st == "argmax":
@@ -494,14 +499,14 @@ def layer_evidence(
                     else:
                         stars = _interior_peaks(sp, s)
                     a_star[fi, ni, gi, ti, : len(stars)] = stars
-                    for ci, cr in enumerate(AXES["centre"]):
+                    for ci, cr in enumerate(AX["centre"]):
                         cs = [
                             energy_max_lag(f, a)
                             if cr == "energy-max"
                             else float(fourier_period(a, omega0))
                             for a in stars
                         ]
-                        for wi, k in enumerate(AXES["width"]):
+                        for wi, k in enumerate(AX["width"]):
                             for m, (a, c) in enumerate(zip(stars, cs, strict=True)):
                                 key = (round(c, 9), round(k * a, 9))
                                 plan.append(((fi, ni, gi, ti, ci, wi), m, a, c, key))
@@ -510,9 +515,9 @@ def layer_evidence(
     need = sorted({index[p[-1]] for p in plan if p[1] == 0})
     modes = _window_modes(G, Xu, lags, keys, need, M_up, iu)
     plain_spread = {}
-    for gi, g in enumerate(AXES["scale_min"]):
+    for gi, g in enumerate(AX["scale_min"]):
         sl = slice(gi * nS, (gi + 1) * nS)
-        for norm in AXES["normalisation"]:
+        for norm in AX["normalisation"]:
             wgt = 1.0 / grids[g] if norm == "rectified" else np.ones(nS)
             plain_spread[gi, norm] = _spread(plain_spec[sl] * wgt, grids[g])
     for ix, m, _a, c, key in plan:
@@ -521,8 +526,8 @@ def layer_evidence(
         e = modes["energy"][j]
         sigma = key[1]
         if m == 0:
-            norm = AXES["normalisation"][ni]
-            s = grids[AXES["scale_min"][gi]]
+            norm = AX["normalisation"][ni]
+            s = grids[AX["scale_min"][gi]]
             wgt = 1.0 / s if norm == "rectified" else np.ones_like(s)
             mspec = modes["spectra"][j][gi * nS : (gi + 1) * nS]
             c9[ix] = _spread(mspec * wgt, s) / plain_spread[gi, norm]
@@ -540,7 +545,7 @@ def layer_evidence(
                 reach[ix + (r,)] = ok
                 c4_peaks[ix + (r,)] = _count_peaks(e, lags, lo, hi)
     n_windows = len(keys)
-    coords = {a: list(AXES[a]) for a in (*dims_w, "criterion", "fit")}
+    coords = {a: list(AX[a]) for a in (*dims_w, "criterion", "fit")}
     coords["paper_layer"] = sorted(PAPER_LAGS)
     coords["peak"] = [0, 1, 2]
     coords["grid_end"] = ["min", "max"]
@@ -551,7 +556,7 @@ def layer_evidence(
             "scale_stat_edge": (dims_w[:4], sedge),
             "scale_grid": (
                 ("scale_min", "grid_end"),
-                [[grids[g][0], grids[g][-1]] for g in AXES["scale_min"]],
+                [[grids[g][0], grids[g][-1]] for g in AX["scale_min"]],
             ),
             "energy": (dims_w[:3], energy),
             "energy_se": (dims_w[:3], energy_se),
@@ -609,13 +614,24 @@ def theorem1_check(u: xr.DataArray, *, dim: str = "snapshot", seed: int = 0):
     return float(worst), int(beaten), int(trials)
 
 
-def fields_evidence(F: xr.DataArray, *, theorem1_layer: int = 0) -> xr.Dataset:
-    """:func:`layer_evidence` of every layer of ``F (layer, snapshot, query, key)``, one
-    layer in memory at a time."""
+def fields_evidence(
+    F: xr.DataArray,
+    *,
+    theorem1_layer: int = 0,
+    dim: str = "snapshot",
+    omega0: float = 6.0,
+    axes: dict | None = None,
+) -> xr.Dataset:
+    """:func:`layer_evidence` of every layer of ``F (layer, dim, query, key)``, one
+    layer in memory at a time (``axes``: the readings to compute, default all)."""
     layers = []
     for layer in F["layer"].values:
         one = F.sel(layer=layer).load()
-        layers.append(layer_evidence(one, theorem1=int(layer) == theorem1_layer))
+        layers.append(
+            layer_evidence(
+                one, dim=dim, omega0=omega0, theorem1=int(layer) == theorem1_layer, axes=axes
+            )
+        )
     return xr.concat(layers, dim=xr.DataArray(F["layer"].values, dims="layer", name="layer"))
 
 
@@ -714,13 +730,31 @@ def _where(claim: str, spec: dict) -> str:
 class ZooData:
     """Everything the rules read for one zoo (models stacked along ``model``)."""
 
-    def __init__(self, models, evidence, convergence=None, c6=None, losses=None):
+    def __init__(
+        self,
+        models,
+        evidence,
+        convergence=None,
+        c6=None,
+        losses=None,
+        *,
+        groups: dict | None = None,
+        treatment: str = "ega",
+        control: str = "baseline",
+    ):
         self.models = list(models)
         self.ev = evidence
         self.conv = convergence
         self.c6 = c6
         self.losses = losses
+        #: ``{"early", "late", "rest"}`` layer groups (None: the paper's 1-2, 5-6, 3-6)
+        self.groups = groups
+        self.treatment, self.control = treatment, control
         self._c4 = None
+
+    def six_layers(self) -> bool:
+        """Whether the models have the paper's six layers 1..6 (C4 and C8 name them)."""
+        return sorted(int(v) for v in self.ev["layer"].values) == [1, 2, 3, 4, 5, 6]
 
     def c4(self) -> xr.Dataset:
         """C4's numbers of layer L measured against layer L's own paper range."""
@@ -766,6 +800,21 @@ def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
     where = _where(claim, spec)
     ev = data.ev
     rule = RULES[claim]
+    g = data.groups or {}
+    early = {"early": g["early"]} if "early" in g else {}
+    late = {"late": g["late"]} if "late" in g else {}
+    rest = {"rest": g["rest"]} if "rest" in g else {}
+    arch = {"treatment": data.treatment, "control": data.control}
+    if claim in ("C4", "C8") and not data.six_layers():
+        layers = "2, 4 and 6" if claim == "C4" else "3–6"
+        return Outcome(
+            claim,
+            NOT_TESTABLE,
+            f"{ev.sizes['layer']} layers",
+            "",
+            "0 cases",
+            reason=f"the claim names layers {layers} of the paper's 6-layer model",
+        )
     sel_scale = {a: spec[a] for a in _SCALE}
     if claim in ("C1", "C2"):
         sel = {**sel_scale, "scale_stat": spec["scale_stat"]}
@@ -776,9 +825,13 @@ def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
             statistic=spec["scale_stat"],
             where=where,
             edge=ev["scale_stat_edge"].sel(sel),
+            **early,
+            **late,
         )
     if claim == "C7":
-        return rule(ev["energy"].sel(sel_scale), ev["energy_se"].sel(sel_scale), where=where)
+        return rule(
+            ev["energy"].sel(sel_scale), ev["energy_se"].sel(sel_scale), where=where, **arch
+        )
     if claim in ("C3", "C5", "C8"):
         quantity, which = (
             ("H_star", spec["criterion"]) if claim == "C5" else ("T_spec", spec["fit"])
@@ -795,10 +848,12 @@ def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
             )
         value, se = got
         if claim == "C3":
-            return rule(value, se, n=spec["n"], where=where)
+            return rule(value, se, n=spec["n"], where=where, **early, **late)
         if claim == "C5":
-            return rule(value, se, n=spec["n"], criterion=spec["criterion"], where=where)
-        return rule(value, se, where=where)
+            return rule(
+                value, se, n=spec["n"], criterion=spec["criterion"], where=where, **early, **rest
+            )
+        return rule(value, se, where=where, **arch)
     if claim in ("C4", "C9"):
         sel = {a: spec[a] for a in CLAIM_AXES["C4"]}
         if claim == "C9":
@@ -820,15 +875,29 @@ def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
             float(gap),
             int(ev["t1_beaten"].sum()),
             int(ev["t1_trials"].sum()),
-            label=f"layer 4 of {data.models[0]}: ",
+            label=_t1_label(ev, data.models),
         )
         return out
     if claim == "L":
         if data.losses is None:
             return Outcome("L", NOT_TESTABLE, "no losses", "", "0 cases", reason="no losses")
         loss, unfinished = data.losses
-        return rule(loss, unfinished=unfinished)
+        return rule(loss, unfinished=unfinished, **arch)
     raise ValueError(f"claim: expected one of {CLAIM_IDS}, got {claim!r}")
+
+
+def _t1_label(ev: xr.Dataset, models) -> str:
+    """``"layer L of model: "`` where the Theorem 1 check ran."""
+    gap = ev["t1_gap"]
+    where = (
+        np.argwhere(np.isfinite(gap.transpose("model", "layer").values))
+        if "model" in gap.dims
+        else []
+    )
+    if len(where) == 0:
+        return ""
+    m, layer = where[0]
+    return f"layer {int(ev['layer'].values[layer])} of {models[m]}: "
 
 
 def zoo_losses(models) -> tuple[xr.DataArray, bool]:
@@ -894,7 +963,8 @@ def zoo_data(
 
 def main_outcomes(data: ZooData) -> dict[str, Outcome]:
     """The main specification's outcome of every claim (what the scorecard shows)."""
-    spec = {"zoo": "", **MAIN_SPEC}
+    n = int(data.ev.attrs.get("n_snapshots", MAIN_SPEC["n"]))
+    spec = {"zoo": "", **MAIN_SPEC, "n": n}  # the ensemble's own N (150 for the zoo)
     return {c: evaluate(c, spec, data) for c in CLAIM_IDS}
 
 

@@ -275,6 +275,7 @@ def reproduce(
                 convergence=done.get("convergence"),
                 pruning=done.get("pruning"),
                 llm=done.get("llm", None if llm else False),
+                multiverse=done.get("multiverse"),
                 progress=progress,
             )
             path = out / "scorecard.csv"

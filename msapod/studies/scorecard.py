@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -56,6 +57,7 @@ def zoo_scorecard(
     convergence: xr.Dataset | None | bool = None,
     pruning: xr.Dataset | None | bool = None,
     llm: xr.Dataset | None | bool = None,
+    multiverse: xr.Dataset | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
     """Compute the scorecard of claims C1-C10 (plus the EGA loss claim) on the zoo.
@@ -75,41 +77,71 @@ def zoo_scorecard(
         Result of :func:`msapod.studies.llm.smollm2_analysis`; None computes it when the
         optional ``llm`` extra is installed, False skips it (the LLM columns then say
         so).
+    multiverse
+        :func:`msapod.studies.multiverse.multiverse_study` result: fills ``robust_share``,
+        ``joint_p`` and ``untrained`` (None: "not computed").
 
     Returns
     -------
     pandas.DataFrame
-        Index ``claim``; columns ``paper``, ``measured``, ``verdict``, ``rule``,
-        ``cases``, ``page``, ``llm_measured``, ``llm_verdict``. The verdicts are the
-        main specification's of :func:`msapod.studies.multiverse.multiverse_study`.
+        Index ``claim``; columns ``paper``, ``verdict``, ``measured``, ``interval``,
+        ``rule``, ``cases``, ``reason``, ``paper_value_compatible``, ``untrained``,
+        ``robust_share``, ``joint_p``, ``page``, ``llm_measured``, ``llm_verdict``. The
+        verdicts are the book's default reading, decided by the path of
+        :func:`msapod.studies.check_claims` (fields -> evidence -> rules).
     """
     from ..models import zoo
     from .multiverse import main_outcomes, zoo_data
 
     models = list(zoo.models() if models is None else models)
     data = zoo_data(models, convergence=convergence, pruning=pruning, progress=progress)
-    return scorecard_from_outcomes(main_outcomes(data), llm=llm, progress=progress)
+    return scorecard_from_outcomes(
+        main_outcomes(data), llm=llm, progress=progress, multiverse=multiverse
+    )
 
 
-def scorecard_from_outcomes(outcomes: dict, *, llm=False, progress: bool = False) -> pd.DataFrame:
-    """The scorecard table of ``{claim: Outcome}`` (main specification) plus LLM columns."""
-    rows = []
-    for claim, out in outcomes.items():
-        rule = out.rule + (f"; {out.reason}" if out.reason else "")
-        rows.append(
-            dict(
-                claim=claim,
-                paper=CLAIMS["loss" if claim == "L" else claim],
-                measured=out.measured,
-                verdict=out.verdict,
-                rule=rule,
-                cases=out.cases,
-                page=PAGES[claim],
-            )
-        )
-    card = pd.DataFrame(rows).set_index("claim")
+#: What the curve-level columns say when the specification curve was not passed in.
+NOT_COMPUTED = "not computed"
+
+
+def scorecard_from_outcomes(
+    outcomes: dict, *, llm=False, progress: bool = False, multiverse: xr.Dataset | None = None
+) -> pd.DataFrame:
+    """The scorecard table of ``{claim: Outcome}`` (the default reading) plus the curve's
+    columns (from ``multiverse``) and the LLM columns."""
+    from .check import outcomes_table
+
+    card = outcomes_table(outcomes)
+    card = card.rename(columns={"paper_value": "paper_value_compatible"})
+    card["paper_value_compatible"] = card["paper_value_compatible"].replace("", "—")
     card = card.loc[[f"C{i}" for i in range(1, 11)] + ["L"]]
-    return _merge_llm(card, llm, progress)
+    card["untrained"] = NOT_COMPUTED
+    card["robust_share"] = NOT_COMPUTED
+    card["joint_p"] = NOT_COMPUTED
+    if multiverse is not None:
+        _curve_columns(card, multiverse)
+    card["page"] = [PAGES[c] for c in card.index]
+    cols = ["paper", "verdict", "measured", "interval", "rule", "cases", "reason"]
+    cols += ["paper_value_compatible", "untrained", "robust_share", "joint_p", "page"]
+    return _merge_llm(card[cols], llm, progress)
+
+
+def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
+    """``robust_share``, ``joint_p`` and ``untrained`` of each claim from the curve."""
+    from .claims import robustness
+
+    for claim in card.index:
+        if claim not in mv["claim"].values:
+            continue
+        label, share = robustness(claim, mv)
+        card.loc[claim, "robust_share"] = (
+            "one reading" if label == "single" else f"{share:.0%} ({label})"
+        )
+        if "joint_p" in mv:
+            p = float(mv["joint_p"].sel(claim=claim))
+            card.loc[claim, "joint_p"] = f"{p:.3g}" if np.isfinite(p) else "—"
+        if "untrained_verdict" in mv:
+            card.loc[claim, "untrained"] = str(mv["untrained_verdict"].sel(claim=claim).values)
 
 
 def _merge_llm(card: pd.DataFrame, llm, progress: bool) -> pd.DataFrame:
@@ -119,7 +151,10 @@ def _merge_llm(card: pd.DataFrame, llm, progress: bool) -> pd.DataFrame:
     if llm is not False:
         for r in _llm_rows(llm, progress):
             if r["claim"] in card.index:
-                card.loc[r["claim"], "llm_measured"] = r["measured"]
+                iv = r.get("interval", "point value")
+                card.loc[r["claim"], "llm_measured"] = r["measured"] + (
+                    "; point values" if iv.startswith("point") else f"; 95 % intervals {iv}"
+                )
                 card.loc[r["claim"], "llm_verdict"] = r["verdict"]
     return card
 
@@ -143,12 +178,13 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     ``ds`` is a :func:`msapod.analyze` result with a ``layer`` dim (e.g.
     :func:`msapod.studies.llm.smollm2_analysis`). Depth groups come from
     :func:`msapod.studies.llm.depth_groups`; scales are converted from tokens to
-    characters with the ensemble's characters per token. The main specification's
-    scale statistic (the interior dominant scale) is read from the analysis' own scale
-    grid; there is no jackknife here, so intervals are the point values.
+    characters with the ensemble's characters per token. The dominant scale is read
+    from the analysis' own scale spectrum as in the zoo (interior maximum, else a bound at
+    the grid's edge); it has no jackknife here ("point value"). T_spec and H* use the
+    shipped jackknife standard errors (``T_spec_se``, ``H_star_se``) when present.
     """
     from .llm import depth_groups
-    from .rules import interior_peak, rule_c1, rule_c2, rule_c3, rule_c5
+    from .rules import rule_c1, rule_c2, rule_c3, rule_c5, scale_reading
 
     cpt = float(ds.attrs.get("ensemble_chars_per_token", ds.attrs.get("chars_per_token", 1.0)))
     layers = [int(x) for x in ds["layer"].values]
@@ -156,19 +192,38 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     g = {k: [layers[i - 1] for i in v] for k, v in g.items()}
     one = lambda da: da.expand_dims(model=["SmolLM2"]).transpose("model", "layer")  # noqa: E731
     spec = ds["scale_spectrum"].transpose("layer", "scale")
-    peak = xr.DataArray(
-        interior_peak(spec.values, spec["scale"].values), dims="layer", coords={"layer": layers}
-    )
-    where = f"{mapping} depth mapping, {len(layers)} layers, point values"
+    value, side = scale_reading(spec.values, spec["scale"].values, "peak")
+    peak = xr.DataArray(value, dims="layer", coords={"layer": layers})
+    edge = xr.DataArray(side, dims="layer", coords={"layer": layers})
+    field = ds.attrs.get("scalogram_field", "fluctuation")
+    where = f"{mapping} depth mapping, {len(layers)} layers, scalogram of the {field}"
     plain = ds.sel(window="plain")
     n = int(ds.attrs.get("n_snapshots", plain.sizes.get("rank", 150)))
+    T_se = one(ds["T_spec_se"]) if "T_spec_se" in ds else None
+    H_se = one(ds["H_star_se"].sel(eps=0.10)) if "H_star_se" in ds else None
     outs = [
-        rule_c1(one(peak), None, where=where, early=g["early"], unit=cpt),
-        rule_c2(one(peak), None, where=where, late=g["late"], unit=cpt),
-        rule_c3(one(plain["T_spec"]), None, n=n, where=where, early=g["early"], late=g["late"]),
+        rule_c1(
+            one(peak),
+            None,
+            where=where,
+            early=g["early"],
+            late=g["late"],
+            unit=cpt,
+            edge=one(edge),
+        ),
+        rule_c2(
+            one(peak),
+            None,
+            where=where,
+            early=g["early"],
+            late=g["late"],
+            unit=cpt,
+            edge=one(edge),
+        ),
+        rule_c3(one(plain["T_spec"]), T_se, n=n, where=where, early=g["early"], late=g["late"]),
         rule_c5(
             one(plain["H_star"].sel(eps=0.10).astype(float)),
-            None,
+            H_se,
             n=n,
             where=where,
             early=g["early"],
@@ -180,6 +235,7 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
             claim=o.claim,
             paper=CLAIMS[o.claim],
             measured=o.measured,
+            interval=o.interval or "point value",
             verdict=o.verdict,
             rule=o.rule,
             cases=o.cases,
