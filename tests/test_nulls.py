@@ -321,3 +321,38 @@ def test_null_fields_are_cached_and_keyed_by_the_null(tmp_path, tiny_model):
     np.testing.assert_allclose(S.sum("key").values, 1.0, atol=1e-5)  # row-stochastic
     with pytest.raises(ValueError, match="null"):
         nulls.null_fields("baseline-1", "random", **kw)
+
+
+def test_outcome_effect_signs_and_units():
+    from msapod.studies.rules import Outcome
+
+    def da(v):
+        return xr.DataArray(
+            np.asarray(v, float).reshape(1, -1),
+            dims=("model", "layer"),
+            coords={"model": ["m"], "layer": np.arange(1, np.size(v) + 1)},
+        )
+
+    # C1: a* = 3 in [2, 4.5] (log scale) against a <= 7: inside, interval clear of 7
+    s, lo, up = da([3.0] * 6), da([2.0] * 6), da([4.5] * 6)
+    e = nulls.outcome_effect(Outcome("C1", "holds", "", "", "", stat=s, lower=lo, upper=up))
+    assert e == pytest.approx((np.log(7) - np.log(3)) / ((np.log(4.5) - np.log(2)) / 2))
+    assert e > 1
+    # C2 on the same numbers (a >= 20): negative
+    e2 = nulls.outcome_effect(Outcome("C2", "", "", "", "", stat=s, lower=lo, upper=up))
+    assert e2 < -1
+    # C8: the stated signs per layer (+ in 3-4, - in 5-6)
+    layer = np.arange(3, 7)
+    diff = xr.Dataset(
+        {
+            "value": ("layer", [1.0, 1.0, -1.0, -1.0]),
+            "lower": ("layer", [0.5, 0.5, -1.5, -1.5]),
+            "upper": ("layer", [1.5, 1.5, -0.5, -0.5]),
+        },
+        coords={"layer": layer},
+    )
+    assert nulls.outcome_effect(Outcome("C8", "", "", "", "", diff=diff)) == pytest.approx(2.0)
+    assert nulls.outcome_effect(Outcome("C7", "", "", "", "", diff=diff)) == pytest.approx(0.0)
+    # a rule's own effect wins; no numbers -> NaN
+    assert nulls.outcome_effect(Outcome("C4", "", "", "", "", extra={"effect": 0.3})) == 0.3
+    assert np.isnan(nulls.outcome_effect(Outcome("C6", "", "", "", "")))

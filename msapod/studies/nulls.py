@@ -615,16 +615,26 @@ DIFF_SIGN = {"C7": {None: 1}, "C8": {3: 1, 4: 1, 5: -1, 6: -1}, "L": {None: -1}}
 #: Signs of the stated early/late contrasts (the rule's ``contrast``): C3 late - early
 #: T_spec < 0, C5 early - later H* > 0; C1/C2 (late - early scale) > 0.
 CONTRAST_SIGN = {"C1": 1, "C2": 1, "C3": -1, "C5": 1}
+#: Claims on positive quantities (scales, T_spec, H*): distances on the log scale.
+LOG_CLAIMS = {"C1", "C2", "C3", "C5"}
 
 
-def _standardised(value, lower, upper, low=-np.inf, high=np.inf):
+def _standardised(value, lower, upper, low=-np.inf, high=np.inf, log=False):
     """Signed distance of ``value`` inside ``[low, high]`` (negative outside) in units of
-    the interval half-width ``(upper - lower) / 2`` (raw distance for point values)."""
+    the interval half-width ``(upper - lower) / 2``; with ``log``, all on the log scale
+    (positive quantities with log-scale intervals). The raw distance for point values
+    (zero width), its sign for a one-sided bound (infinite half-width)."""
     value, lower, upper = (np.asarray(x, dtype=float) for x in (value, lower, upper))
-    d = np.minimum(value - low, high - value)
-    half = (upper - lower) / 2
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(np.isfinite(half) & (half > 0), d / half, d)
+        if log:
+            value, lower, upper = np.log(value), np.log(lower), np.log(upper)
+            low = np.log(low) if low > 0 else -np.inf
+            high = np.log(high) if high > 0 else -np.inf
+        d = np.minimum(value - low, high - value)
+        half = (upper - lower) / 2
+        return np.where(
+            np.isinf(half), np.sign(d), np.where(np.isfinite(half) & (half > 0), d / half, d)
+        )
 
 
 def outcome_effect(outcome) -> float:
@@ -633,11 +643,11 @@ def outcome_effect(outcome) -> float:
 
     ``outcome.extra["effect"]`` if the rule sets one; otherwise the median over the
     claim's cases of: the architecture difference times its stated sign over its interval
-    half-width (C7, C8, L); the early/late contrast likewise (C1, C2, C3, C5 when the rule
-    reports one); else the distance of the key statistic from the claim's threshold
-    (:data:`~msapod.studies.rules.THRESHOLDS`) over its half-width, raw for point values
-    (C4, C9), in the layers the claim names. An interval that excludes the claim's
-    boundary gives ``|effect| > 1``.
+    half-width (C7, C8, L); otherwise both the early/late contrast likewise (C1, C2, C3,
+    C5, when the rule reports one) and the distance of the key statistic from the claim's
+    threshold (:data:`~msapod.studies.rules.THRESHOLDS`) over its half-width (log scale
+    for positive quantities, raw for point values: C4, C9), in the layers the claim names.
+    An interval that excludes the claim's boundary gives ``|effect| > 1``.
     """
     from .rules import EARLY, LATE, MIDDLE_LATE, PAPER_LAGS, THRESHOLDS
 
@@ -658,11 +668,11 @@ def outcome_effect(outcome) -> float:
         else:
             sign = signs[None]
             vals.append(sign * _standardised(d["value"], d["lower"], d["upper"], low=0.0))
-    elif outcome.contrast is not None and claim in CONTRAST_SIGN:
+    if outcome.diff is None and outcome.contrast is not None and claim in CONTRAST_SIGN:
         c = outcome.contrast
         z = _standardised(c["value"], c["lower"], c["upper"], low=0.0)
         vals.extend(CONTRAST_SIGN[claim] * np.ravel(z))
-    elif outcome.stat is not None and claim in THRESHOLDS:
+    if outcome.diff is None and outcome.stat is not None and claim in THRESHOLDS:
         low, high = THRESHOLDS[claim]
         layers = {
             "C1": EARLY,
@@ -675,7 +685,8 @@ def outcome_effect(outcome) -> float:
         if layers is not None and "layer" in s.dims:
             keep = [v for v in layers if v in s["layer"].values]
             s, lo, up = s.sel(layer=keep), lo.sel(layer=keep), up.sel(layer=keep)
-        vals.extend(np.ravel(_standardised(s.values, lo.values, up.values, low, high)))
+        z = _standardised(s.values, lo.values, up.values, low, high, log=claim in LOG_CLAIMS)
+        vals.extend(np.ravel(z))
     v = np.asarray(vals, dtype=float).ravel()
     v = v[np.isfinite(v)]
     return float(np.median(v)) if v.size else float("nan")
