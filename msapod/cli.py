@@ -232,13 +232,17 @@ def _cmd_reproduce(args) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    if args.all and not args.check:
+        raise ValueError("--all: only with --check")
     try:
         if args.check:
             from .studies.reproduce import check
 
             if args.steps or args.models:
-                raise ValueError("--check: recomputes every step and model; drop --steps/--models")
-            report = check(args.results, llm=not args.no_llm, progress=not args.quiet)
+                raise ValueError("--check: chooses its steps and models; drop --steps/--models")
+            report = check(
+                args.results, llm=not args.no_llm, progress=not args.quiet, full=args.all
+            )
             bad = {f: p for f, p in report.items() if p}
             if bad:
                 print(
@@ -383,8 +387,16 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--check",
         action="store_true",
-        help="recompute everything into a temporary folder and compare with the results "
-        "folder (numbers within tolerance, verdicts identical); exit 1 if they differ",
+        help="recompute into a temporary folder and compare with the results folder "
+        "(numbers within tolerance, verdicts identical); exit 1 if they differ. Without "
+        "--all: the per-model studies of one model per architecture and zoo, the LLM, "
+        "the whole specification curve and the scorecard",
+    )
+    r.add_argument(
+        "--all",
+        action="store_true",
+        help="with --check: recompute every step for every model (run before committing "
+        "new results)",
     )
     r.add_argument(
         "--steps",
@@ -392,7 +404,12 @@ def _parser() -> argparse.ArgumentParser:
         help="subset of: zoo fieldstats modestats uncertainty convergence pruning llm "
         "multiverse scorecard (default all)",
     )
-    r.add_argument("--models", nargs="+", help="zoo models (default all four)")
+    r.add_argument(
+        "--models",
+        nargs="+",
+        help="zoo models of the per-model steps (default: every trained model of the main "
+        "zoo); the specification curve and the scorecard always use every trained zoo",
+    )
     r.add_argument("--no-llm", action="store_true", help="skip the SmolLM2-135M step")
     r.add_argument("--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)")
     r.add_argument("--threads", type=int, help="torch threads")

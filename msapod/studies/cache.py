@@ -534,7 +534,7 @@ def zoo_analysis(
     """
     from ..models import zoo
 
-    models = list(zoo.models() if models is None else models)
+    models = list(zoo.trained() if models is None else models)
     heavy = {"modes", "coefficients", "gram", "mean", "coherency"}
     parts = []
     for name in models:

@@ -197,7 +197,7 @@ def convergence_study(
 
     if split not in ("train", "val"):
         raise ValueError(f"split: expected 'train' or 'val', got {split!r}")
-    models = list(zoo.models() if models is None else models)
+    models = list(zoo.trained() if models is None else models)
     corpus = load_corpus()
     tokens = corpus.train if split == "train" else corpus.val
     n_max = int(max(ns))

@@ -355,7 +355,7 @@ def zoo_field_statistics(
     from ..models import zoo
     from .cache import stack_models
 
-    models = list(zoo.models() if models is None else models)
+    models = list(zoo.trained() if models is None else models)
     parts = []
     for name in tqdm(models, desc="fieldstats", disable=not progress):
         ds = field_statistics(

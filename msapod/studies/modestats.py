@@ -517,7 +517,7 @@ def zoo_mode_statistics(
     if models is None:
         from ..models import zoo  # imports torch: only when the zoo is asked for
 
-        models = zoo.models()
+        models = zoo.trained()
     models = list(models)
     parts = [
         mode_statistics(m, cache_dir=cache_dir, progress=progress)

@@ -849,7 +849,7 @@ def pruning_study(
     from ..models.zoo import MODELS, ZOO_CONFIGS, load
     from .cache import cached_dataset, stack_models
 
-    models = list(zoo.models() if models is None else models)
+    models = list(zoo.trained() if models is None else models)
     if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
         raise ValueError(f"models: expected distinct names from {MODELS}, got {models!r}")
     n_random = _int(n_random, "n_random", 2)

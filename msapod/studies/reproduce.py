@@ -38,7 +38,16 @@ import xarray as xr
 from .._io import atomic_path, package_version, sha256_file
 from .cache import netcdf_safe
 
-__all__ = ["BOOK_ANALYSES", "STEPS", "analysis_file", "check", "read_manifest", "reproduce"]
+__all__ = [
+    "BOOK_ANALYSES",
+    "PER_MODEL_STEPS",
+    "STEPS",
+    "analysis_file",
+    "check",
+    "check_models",
+    "read_manifest",
+    "reproduce",
+]
 
 #: Steps in order; each may be run alone (later steps read earlier caches).
 STEPS = (
@@ -121,17 +130,27 @@ def _modestats(models, progress):
     return zoo_mode_statistics(models, progress=progress)
 
 
-def _multiverse(models, progress):
+def _multiverse(models, progress, done=None):
+    from ..models import zoo
     from .multiverse import multiverse_study
 
-    return multiverse_study(progress=progress)
+    done = done or {}
+    given = {}
+    for step in ("convergence", "pruning"):
+        if step in done:  # the same study, already computed (or verified) in this run
+            ds = done[step]
+            given[step] = {
+                z: ds.sel(model=list(names))
+                for z, names in zoo.ZOOS.items()
+                if set(names) <= set(ds["model"].values.tolist())
+            }
+    return multiverse_study(progress=progress, **given)
 
 
 #: The cached study behind each results file ``<step>.nc``.
 _STUDIES = {
     "fieldstats": _fieldstats,
     "modestats": _modestats,
-    "multiverse": _multiverse,
     "uncertainty": _uncertainty,
     "convergence": _convergence,
     "pruning": _pruning,
@@ -183,6 +202,7 @@ def reproduce(
     llm: bool = True,
     progress: bool = True,
     log=print,
+    inputs: dict[str, xr.Dataset] | None = None,
 ) -> dict:
     """Run the reproduction steps and write the results folder.
 
@@ -193,7 +213,9 @@ def reproduce(
     steps
         Subset of :data:`STEPS` (default all, in order).
     models
-        Zoo models (default all four).
+        Zoo models of the per-model steps (default every trained model of the main zoo,
+        :func:`msapod.models.zoo.trained`); the specification curve and the scorecard
+        need exactly those, and refuse another list.
     llm
         Run the SmolLM2-135M step. If true and the optional extra is missing, a
         ``RuntimeError`` says how to install it; pass False to skip it explicitly (the
@@ -202,6 +224,10 @@ def reproduce(
         tqdm progress bars.
     log
         Called with one line per step.
+    inputs
+        Results of steps that are not run, by step name (e.g. the verified shipped
+        ``pruning`` dataset), used by the later steps that read them (the
+        specification curve and the scorecard).
 
     Returns
     -------
@@ -223,7 +249,15 @@ def reproduce(
                 f"the llm step needs the optional SmolLM2 extra: {why}; "
                 "or run with --no-llm to skip it"
             )
-    models = list(zoo.models() if models is None else models)
+    default = list(zoo.trained())
+    models = list(default if models is None else models)
+    whole = [s for s in steps if s in ("multiverse", "scorecard")]
+    if whole and models != default:
+        raise ValueError(
+            f"models: the {' and '.join(whole)} step(s) use every trained model of the main "
+            f"zoo {default}; got {models}. Run the per-model steps with --models and these "
+            "steps without it"
+        )
     out = Path(results)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--results: {out} is a file; expected a folder (or a new path)")
@@ -239,7 +273,7 @@ def reproduce(
     manifest["msapod_version"] = package_version()
     manifest["models"] = models
     manifest["provenance"] = provenance
-    done: dict[str, xr.Dataset] = {}
+    done: dict[str, xr.Dataset] = dict(inputs or {})
 
     def record(name: str, path: Path, t0: float) -> None:
         manifest["files"][path.name] = sha256_file(path)
@@ -262,6 +296,10 @@ def reproduce(
                 _save(ds, path)
                 if params:
                     manifest["files"][path.name] = sha256_file(path)
+        elif step == "multiverse":
+            ds = done[step] = _multiverse(models, progress, done)
+            path = out / f"{step}.nc"
+            _save(ds, path)
         elif step != "scorecard":
             ds = done[step] = _STUDIES[step](models, progress)
             path = out / f"{step}.nc"
@@ -300,6 +338,24 @@ def _provenance(models: Sequence[str]) -> dict:
     return {"weights_sha256": weights, "data_sha256": SHA256}
 
 
+#: Steps whose results hold one independent computation per model (``model`` dim).
+PER_MODEL_STEPS = ("zoo", "fieldstats", "modestats", "uncertainty", "convergence", "pruning")
+
+
+def check_models(models: Sequence[str]) -> list[str]:
+    """The models the default check recomputes per model: the first of ``models`` of each
+    architecture in each zoo (``baseline-1``, ``ega-1``, ...), in ``models``' order."""
+    from ..models import zoo
+
+    picked, seen = [], set()
+    for m in models:
+        group = (zoo.architecture(m), next((z for z, ms in zoo.ZOOS.items() if m in ms), ""))
+        if group not in seen:
+            seen.add(group)
+            picked.append(m)
+    return picked
+
+
 def check(
     shipped: str | os.PathLike | None = None,
     *,
@@ -307,13 +363,24 @@ def check(
     llm: bool = True,
     progress: bool = True,
     log=print,
+    full: bool = False,
 ) -> dict[str, list[str]]:
-    """Recompute every result into a temporary folder and compare with the shipped ones.
+    """Recompute the results into a temporary folder and compare with the shipped ones.
 
-    The recomputation is a full :func:`reproduce` with the shipped manifest's models into
-    ``scratch`` (default a new temporary folder, removed afterwards); it reads the field and
-    analysis cache like any run (``$MSAPOD_CACHE``: point it at an empty folder to
-    recompute from the checkpoints, as CI does). The comparison is
+    With ``full`` (``msapod reproduce --check --all``, run before results are committed)
+    every step is recomputed for every model of the shipped manifest. By default (CI) a
+    documented, deterministic part is recomputed, whose cost does not grow with the
+    number of seeds:
+
+    * the per-model studies (:data:`PER_MODEL_STEPS`) for :func:`check_models` (one model
+      per architecture and zoo), compared with those models' slices of the shipped files;
+    * the SmolLM2 study (when ``llm``), the whole specification curve and the scorecard
+      for every model, with the per-model studies of the other models read from the
+      shipped, verified files (the curve extracts every model's attention fields again).
+
+    The recomputation reads the field and analysis cache like any run (``$MSAPOD_CACHE``:
+    point it at an empty folder to recompute from the checkpoints, as CI does) into
+    ``scratch`` (default a new temporary folder, removed afterwards). The comparison is
     :func:`msapod.studies.results.check_results`: same files, variables and coordinates,
     numbers within its tolerances, verdicts identical.
 
@@ -326,14 +393,42 @@ def check(
     import shutil
     import tempfile
 
-    from .results import check_results, manifest, results_dir
+    from .results import check_results, load_result, manifest, results_dir
 
     shipped = results_dir(shipped)
     man = manifest(shipped)  # verified provenance before spending the time
+    models = list(man["models"])
     tmp = Path(scratch) if scratch is not None else Path(tempfile.mkdtemp(prefix="msapod-check-"))
     try:
-        reproduce(tmp, models=man["models"], llm=llm, progress=progress, log=log)
-        report = check_results(tmp, shipped)
+        if full:
+            reproduce(tmp, models=models, llm=llm, progress=progress, log=log)
+            report = check_results(tmp, shipped)
+        else:
+            subset = check_models(models)
+            log(f"[check] per-model studies on {', '.join(subset)}; the curve on all models")
+            per_model = [s for s in STEPS if s in PER_MODEL_STEPS]
+            reproduce(tmp / "part", steps=per_model, models=subset, progress=progress, log=log)
+            given = {s: load_result(s, shipped) for s in ("uncertainty", "convergence", "pruning")}
+            rest = [s for s in STEPS if s not in PER_MODEL_STEPS]
+            reproduce(
+                tmp / "all",
+                steps=rest,
+                models=models,
+                llm=llm,
+                progress=progress,
+                log=log,
+                inputs=given,
+            )
+            for sub in ("part", "all"):
+                for f in (tmp / sub).iterdir():
+                    if f.name != "manifest.json":
+                        shutil.move(str(f), tmp / f.name)
+            files = {
+                f: (subset if f.startswith(tuple(PER_MODEL_STEPS)) else None)
+                for f in man["files"]
+                if llm or not f.startswith("llm")
+            }
+            report = check_results(tmp, shipped, files=files)
     finally:
         if scratch is None:
             shutil.rmtree(tmp, ignore_errors=True)

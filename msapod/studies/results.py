@@ -194,10 +194,15 @@ def _close_text(a: str, b: str) -> bool:
     return True
 
 
-def _compare_netcdf(new: Path, old: Path) -> list[str]:
+def _compare_netcdf(new: Path, old: Path, models: list[str] | None = None) -> list[str]:
     problems = []
     with xr.open_dataset(new, engine="h5netcdf") as a, xr.open_dataset(old, engine="h5netcdf") as b:
         a, b = a.load(), b.load()
+    if models is not None and "model" in b.dims:
+        missing = [m for m in models if m not in b["model"].values.tolist()]
+        if missing:
+            return [f"models {missing} are not in the shipped file"]
+        b = b.sel(model=models)
     if set(a.variables) != set(b.variables):
         return [f"variables differ: {sorted(set(a.variables) ^ set(b.variables))}"]
     if dict(a.sizes) != dict(b.sizes):
@@ -240,15 +245,21 @@ def _compare_csv(new: Path, old: Path) -> list[str]:
 
 
 def check_results(
-    new: str | os.PathLike, shipped: str | os.PathLike | None = None
+    new: str | os.PathLike,
+    shipped: str | os.PathLike | None = None,
+    *,
+    files: dict[str, list[str] | None] | None = None,
 ) -> dict[str, list[str]]:
     """Compare a recomputed results folder ``new`` with the shipped one.
 
-    Every file of the shipped manifest must exist in ``new``; netCDF files must have the
-    same variables, sizes and words, and numbers within :data:`RTOL` (relative) and
-    :data:`ATOL` plus ``RTOL * 1e-3`` of the variable's largest magnitude (absolute);
-    the scorecard CSV must have identical verdicts, rules and case counts, and its
-    "measured" texts the same words with numbers equal up to one unit in the last digit.
+    Every file of the shipped manifest (or of ``files``) must exist in ``new``; netCDF
+    files must have the same variables, sizes and words, and numbers within :data:`RTOL`
+    (relative) and :data:`ATOL` plus ``RTOL * 1e-3`` of the variable's largest magnitude
+    (absolute); the scorecard CSV must have identical verdicts, rules and case counts, and
+    its "measured" texts the same words with numbers equal up to one unit in the last digit.
+
+    ``files`` maps the file names to compare to the models recomputed for each (``None``:
+    all of them); a shipped file with a ``model`` dim is then compared on those models.
 
     Returns
     -------
@@ -257,13 +268,17 @@ def check_results(
     """
     old_root, new_root = results_dir(shipped), Path(new)
     old_man = manifest(old_root)
+    if files is None:
+        files = dict.fromkeys(old_man["files"])
     out: dict[str, list[str]] = {}
-    for fname in sorted(old_man["files"]):
+    for fname in sorted(files):
         a, b = new_root / fname, old_root / fname
-        if not a.exists():
+        if fname not in old_man["files"]:
+            out[fname] = ["not in the shipped manifest"]
+        elif not a.exists():
             out[fname] = ["not produced by the recomputation"]
         elif fname.endswith(".csv"):
             out[fname] = _compare_csv(a, b)
         else:
-            out[fname] = _compare_netcdf(a, b)
+            out[fname] = _compare_netcdf(a, b, files[fname])
     return out

@@ -369,7 +369,7 @@ def zoo_uncertainty(
     from ..models import zoo
     from .cache import cached_analysis, cached_dataset, cached_fields, stack_models
 
-    models = list(zoo.models() if models is None else models)
+    models = list(zoo.trained() if models is None else models)
     eps = [float(e) for e in eps]
     parts_out = []
     for name in tqdm(models, desc="uncertainty", disable=not progress):
