@@ -188,12 +188,121 @@ def axis_flips(claim: str, mv, zoo: str | None = None) -> dict[str, float]:
     return out
 
 
-def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
-    """A MyST admonition with the claim's verdict, for a page.
+#: Each claim's rule in one line (book symbols, MyST math); the full rule is in
+#: :mod:`msapod.studies.rules` and on the page "The paper and its open choices".
+RULE_LINES = {
+    "C1": r"$a^*_{1,2} \le 7$ in every model, and $a^*$ larger in layers 5–6 than in 1–2",
+    "C2": r"$a^*_{5,6} \ge 20$ in every model, and $a^*$ larger in layers 5–6 than in 1–2",
+    "C3": r"$T_\mathrm{spec}(5,6) < T_\mathrm{spec}(1,2)$ in every model, and "
+    r"$T_\mathrm{spec}(1,2) = 1 \pm 25\,\%$",
+    "C4": r"mode 1 of layers 2, 4, 6 puts $\ge 50\,\%$ of its lag energy in the paper's lags, "
+    "more than the window alone",
+    "C5": r"$H^*_{1,2} > H^*_{3\text{–}6}$ in every model, $H^*_{1,2} > 150$ (where $N > 151$), "
+    r"$H^*_{3\text{–}6} = 91 \pm 15\,\%$",
+    "C6": "(a) pruning deep heads costs less than pruning early heads; (b) H*-guided pruning "
+    "beats random at equal budget",
+    "C7": r"$E_\mathrm{EGA} - E_\mathrm{baseline} > 0$ in every layer",
+    "C8": r"$\Delta T_\mathrm{spec} > 0$ in layers 3–4 and $< 0$ in layers 5–6 (EGA − baseline)",
+    "C9": r"scale spread of the windowed mode 1 $< 0.9 \times$ that of plain mode 1",
+    "C10": r"rank-$K$ error $= \sum_{k > K} \lambda_k$ to $10^{-8}$; no random basis does better",
+    "L": r"$\Delta \mathcal{L} = \mathcal{L}_\mathrm{EGA} - \mathcal{L}_\mathrm{baseline} < 0$",
+}
+#: The measured quantity of each claim in math and the layers it is read on.
+_SYMBOLS = {
+    "C1": (r"a^*", (1, 2)),
+    "C2": (r"a^*", (5, 6)),
+    "C3": (r"T_\mathrm{spec}", (1, 2)),
+    "C4": (r"\text{share}", (2, 4, 6)),
+    "C5": (r"H^*", (3, 4, 5, 6)),
+    "C9": (r"\rho", None),
+}
+_DIFF_SYMBOLS = {"C7": r"\Delta E", "C8": r"\Delta T_\mathrm{spec}", "L": r"\Delta\mathcal{L}"}
 
-    The text starts with the main-specification verdict (bold), then what was measured
-    and the rule, then the verdicts over the specification curve and the robust/fragile
-    label. The admonition carries the CSS classes ``verdict`` and ``claim-<id>``.
+
+def _num(x: float) -> str:
+    if not np.isfinite(x):
+        return r"\infty" if x > 0 else r"-\infty"
+    return "0" if abs(x) < 5e-3 else f"{x:.3g}"
+
+
+def _measured_math(claim: str, main) -> str:
+    """The default reading's key numbers in math: the range of the estimates and of their
+    95 % intervals (``main``: the claim's row of the curve)."""
+    if claim in _SYMBOLS and "stat" in main:
+        sym, layers = _SYMBOLS[claim]
+        st = main["stat"]
+        if layers is not None:
+            st = st.sel(layer=[x for x in layers if x in st["layer"].values])
+        sel = {k: v for k, v in st.coords.items() if k in ("layer",)}
+        lo, up = main["lower"].sel(sel), main["upper"].sel(sel)
+        v = st.values[np.isfinite(st.values)]
+        if v.size == 0:
+            return ""
+        span = ""
+        if layers:
+            span = "layers " + (
+                ", ".join(map(str, layers))
+                if len(layers) > 2 and layers[1] - layers[0] > 1
+                else f"{layers[0]}–{layers[-1]}"
+            )
+        text = f"${sym} = {_num(v.min())}$–${_num(v.max())}$" + (f" ({span})" if span else "")
+        lv, uv = lo.values[np.isfinite(st.values)], up.values[np.isfinite(st.values)]
+        if np.any(uv > lv):
+            text += f", 95 % intervals within $[{_num(np.nanmin(lv))}, {_num(np.nanmax(uv))}]$"
+        else:
+            text += " (point values)"
+        return text
+    if claim in _DIFF_SYMBOLS and "diff" in main:
+        d, lo, up = main["diff"], main["diff_lower"], main["diff_upper"]
+        ok = np.isfinite(d.values)
+        if not ok.any():
+            return ""
+        if claim == "L" or ok.sum() == 1:
+            i = int(np.flatnonzero(ok)[0])
+            return (
+                f"${_DIFF_SYMBOLS[claim]} = {d.values[i]:+.3g}$, 95 % interval "
+                f"$[{lo.values[i]:+.3g}, {up.values[i]:+.3g}]$"
+            )
+        return (
+            f"${_DIFF_SYMBOLS[claim]} = {np.nanmin(d.values):+.3g}$ to "
+            f"${np.nanmax(d.values):+.3g}$ over layers, 95 % intervals within "
+            f"$[{np.nanmin(lo.values):+.3g}, {np.nanmax(up.values):+.3g}]$"
+        )
+    return ""
+
+
+def _reading_words(claim: str, mv) -> str:
+    """The default reading of the claim's axes, each tagged paper / book."""
+    import json
+
+    tags = json.loads(str(mv.attrs.get("reading_tags", "{}")) or "{}")
+    spec = json.loads(str(mv.attrs.get("main_specification", "{}")) or "{}")
+    axes = [a for a in str(mv["axes"].sel(claim=claim).values).split(",") if a]
+    names = {
+        "field": lambda v: f"scalogram of {v}",
+        "normalisation": lambda v: "$E(a)/a$" if v == "rectified" else "raw $E(a)$",
+        "scale_min": lambda v: f"scales from {v} to $L/2$",
+        "scale_stat": lambda v: {"peak": "local maximum (edges as bounds)"}.get(v, v),
+        "centre": lambda v: f"window centre {v}",
+        "width": lambda v: f"$\\sigma = {v:g}\\,a^*$",
+        "criterion": lambda v: f"{v} criterion",
+        "n": lambda v: f"$N = {v}$",
+        "fit": lambda v: "fit $k = 1..N/2$" if v == "default" else "fit $k = 1..20$",
+    }
+    parts = [
+        f"{names[a](spec[a])} ({tags.get(a, {}).get('tag', 'book')})" for a in axes if a in spec
+    ]
+    return ", ".join(parts)
+
+
+def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
+    """A short MyST admonition with the claim's verdict, for a page.
+
+    It starts with the verdict of the book's default reading (bold), then the measured
+    values with their 95 % intervals (math), the rule in one line, the reading (each
+    choice tagged *paper* or *book*), the share of the specification curve that agrees
+    (robust / fragile), the joint p over the curve and a link to the rule. The admonition
+    carries the CSS classes ``verdict`` and ``claim-<id>``.
 
     Parameters
     ----------
@@ -206,36 +315,43 @@ def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
         saying so.
     """
     title = CLAIMS["loss" if claim == "L" else claim] if claim in {*CLAIMS, "L"} else claim
+    head = f"```{{admonition}} {claim}: {title}\n:class: verdict claim-{claim}\n"
     try:
         sub, z = _claim_specs(claim, mv, zoo)
     except LookupError as err:
-        return (
-            f"```{{admonition}} {claim}: {title}\n:class: verdict claim-{claim}\n"
-            f"**not testable as stated** here: {err}\n```"
-        )
-    main = sub.isel(spec=np.flatnonzero(sub["main"].values))
-    word = str(main["verdict"].values[0])
+        return head + f"**not testable as stated** here: {err}\n```"
+    main = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
+    word = str(main["verdict"].values)
     label, share = robustness(claim, mv, z)
-    counts = verdict_shares(claim, mv, z)
-    total = sum(counts.values())
-    spread = ", ".join(f"{n} {w}" for w, n in counts.items() if n)
-    reason = str(main["reason"].values[0])
+    total = sum(verdict_shares(claim, mv, z).values())
+    reason = str(main["reason"].values)
+    math = _measured_math(claim, main) or str(main["measured"].values)
+    lines = [f"**{word}** (the book's default reading, zoo {z}). Measured: {math}."]
+    if word == "not testable as stated" and reason:
+        lines.append(f"Why: {reason}.")
+    stated = str(main["paper_value"].values) if "paper_value" in main else ""
+    if stated:
+        lines.append(f"The paper's number: {stated}.")
+    level = "" if claim == "C10" else " (95 %, Holm across cases)"
+    lines.append(f"Rule: {RULE_LINES.get(claim, str(main['rule'].values))}{level}.")
+    reading = _reading_words(claim, mv)
+    if reading:
+        lines.append(f"Reading: {reading}.")
     if label == "single":
-        curve = "one reading only (no specification curve)"
+        curve = "One reading only (no specification curve)"
     else:
-        curve = (
-            f"over the specification curve ({total} specifications, zoo {z}): {spread}; "
-            f"**{label}** ({share:.0%} agree with the main verdict; robust means at least "
-            f"{ROBUST_SHARE:.0%})"
-        )
-    body = (
-        f"**{word}** under the main specification (the paper's literal reading; zoo {z}). "
-        f"Measured: {main['measured'].values[0]}. Rule: {main['rule'].values[0]} "
-        f"({main['cases'].values[0]})."
-        + (f" Why: {reason}." if reason else "")
-        + f" {curve[0].upper() + curve[1:]}."
-    )
-    return f"```{{admonition}} {claim}: {title}\n:class: verdict claim-{claim}\n{body}\n```"
+        curve = f"Robustness: {share:.0%} of {total} readings agree (**{label}**)"
+    if "joint_p" in mv and claim in mv["joint_p"]["claim"].values:
+        p = float(mv["joint_p"].sel(claim=claim))
+        curve += f"; joint $p = {p:.2g}$" if np.isfinite(p) else "; joint p: —"
+    else:
+        curve += "; joint p: not computed"
+    lines.append(curve + f". [The rule]({RULE_PAGE}#rule-{claim.lower()}).")
+    return head + " ".join(lines) + "\n```"
+
+
+#: The page that states every claim's rule and the book's open choices.
+RULE_PAGE = "paper-choices.md"
 
 
 def show_verdict(claim: str, mv, zoo: str | None = None):

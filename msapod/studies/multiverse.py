@@ -797,6 +797,8 @@ def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
     """The claim's :data:`~msapod.studies.rules.RULES` function under ``spec``."""
     from .rules import NOT_TESTABLE
 
+    if spec["n"] == MAIN_SPEC["n"]:  # the default: the ensemble's own N (150 for the zoo)
+        spec = {**spec, "n": int(data.ev.attrs.get("n_snapshots", MAIN_SPEC["n"]))}
     where = _where(claim, spec)
     ev = data.ev
     rule = RULES[claim]
@@ -963,8 +965,7 @@ def zoo_data(
 
 def main_outcomes(data: ZooData) -> dict[str, Outcome]:
     """The main specification's outcome of every claim (what the scorecard shows)."""
-    n = int(data.ev.attrs.get("n_snapshots", MAIN_SPEC["n"]))
-    spec = {"zoo": "", **MAIN_SPEC, "n": n}  # the ensemble's own N (150 for the zoo)
+    spec = {"zoo": "", **MAIN_SPEC}
     return {c: evaluate(c, spec, data) for c in CLAIM_IDS}
 
 
@@ -1060,7 +1061,10 @@ def assemble_study(trained, untrained, data: dict) -> xr.Dataset:
     layers = sorted({int(v) for z in trained for v in data[z].ev["layer"].values})
     nc, ns, nm, nl = len(CLAIM_IDS), len(specs), len(models), len(layers)
     verdict = np.full((nc, ns), "", dtype=object)
-    text = {k: np.full((nc, ns), "", dtype=object) for k in ("measured", "rule", "cases", "reason")}
+    text = {
+        k: np.full((nc, ns), "", dtype=object)
+        for k in ("measured", "interval", "rule", "cases", "reason", "paper_value")
+    }
     stat = {k: np.full((nc, ns, nm, nl), np.nan) for k in ("stat", "lower", "upper")}
     contrast = {k: np.full((nc, ns, nm), np.nan) for k in ("value", "lower", "upper")}
     diff = {k: np.full((nc, ns, nl), np.nan) for k in ("value", "lower", "upper")}
