@@ -236,3 +236,38 @@ def test_llm_rows_use_the_same_rules():
     rows = llm_rows(ds)
     assert [r["claim"] for r in rows] == ["C1", "C2", "C3", "C5"]
     assert all(r["verdict"] in VERDICTS for r in rows)
+
+
+def _pruning(deep, early, random, guided, allocation, n_models=4):
+    """A pruning study whose loss increases per (strategy, budget) are planted, with a
+    small spread over models and random draws."""
+    rng = np.random.default_rng(0)
+    strategies = ["low-H*", "high-H*", "H*-allocation", "random"]
+    means = {"low-H*": early, "high-H*": deep, "H*-allocation": allocation, "random": random}
+    inc = np.full((n_models, 4, 2, 3), np.nan)
+    for i, st in enumerate(strategies):
+        n_draw = 3 if st in ("random", "H*-allocation") else 1
+        inc[:, i, :, :n_draw] = means[st] + 0.01 * rng.standard_normal((n_models, 2, n_draw))
+    if guided is not None:
+        inc[:, 0] = guided + 0.01 * rng.standard_normal((n_models, 2, 3))
+        inc[:, 0, :, 1:] = np.nan
+    return xr.Dataset(
+        {"loss_increase": (("model", "strategy", "budget", "draw"), inc)},
+        coords={"model": MODELS, "strategy": strategies, "budget": [8, 16], "draw": [0, 1, 2]},
+    )
+
+
+def test_c6_in_two_parts():
+    from msapod.studies.rules import rule_c6
+
+    # deep heads cheap, early ones dear, H*-guided removal dearer than random: C6a holds,
+    # C6b does not hold, C6 partly
+    out = rule_c6(_pruning(deep=0.1, early=1.5, random=0.6, guided=None, allocation=0.8))
+    parts = out.extra["parts"]
+    assert parts["C6a"].verdict == "holds"
+    assert parts["C6b"].verdict == "does not hold"
+    assert out.verdict == "partly"
+    # everything as the paper says
+    out = rule_c6(_pruning(deep=0.1, early=1.5, random=0.6, guided=0.2, allocation=0.3))
+    assert out.extra["parts"]["C6b"].verdict == "holds" and out.verdict == "holds"
+    assert rule_c6(None).verdict == "not testable as stated"

@@ -24,10 +24,15 @@ COLUMNS = ("verdict", "measured", "interval", "rule", "cases", "reason", "paper"
 
 def outcomes_table(outcomes: dict) -> pd.DataFrame:
     """``{claim: Outcome}`` as a table, index ``claim``, columns :data:`COLUMNS`."""
-    from .claims import CLAIMS
+    from .claims import CLAIM_PARTS, CLAIMS
 
-    rows = []
+    texts = {**CLAIMS, **CLAIM_PARTS, "L": CLAIMS["loss"]}
+    expanded = {}
     for claim, out in outcomes.items():
+        expanded[claim] = out
+        expanded.update(out.extra.get("parts", {}))
+    rows = []
+    for claim, out in expanded.items():
         rows.append(
             dict(
                 claim=claim,
@@ -37,7 +42,7 @@ def outcomes_table(outcomes: dict) -> pd.DataFrame:
                 rule=out.rule,
                 cases=out.cases,
                 reason=out.reason,
-                paper=CLAIMS["loss" if claim == "L" else claim],
+                paper=texts[claim],
                 paper_value=out.paper_value,
             )
         )

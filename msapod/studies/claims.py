@@ -26,6 +26,7 @@ import numpy as np
 
 __all__ = [
     "CLAIMS",
+    "CLAIM_PARTS",
     "ROBUST_SHARE",
     "VERDICTS",
     "Z95",
@@ -61,6 +62,11 @@ CLAIMS = {
     "C9": "plain POD mixes scales; scale-selective POD separates them",
     "C10": "POD modes are the optimal rank-K linear basis (Theorem 1)",
     "loss": "EGA lowers validation loss (EGA paper: about −0.10 nats/char)",
+}
+#: The two parts of C6, each a row of the scorecard (the C6 row combines them).
+CLAIM_PARTS = {
+    "C6a": "C6 (depth): deep layers are over-specified, early ones under-specified",
+    "C6b": "C6 (guide): H* tells which heads to remove",
 }
 
 

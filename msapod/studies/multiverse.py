@@ -59,7 +59,7 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from .claims import CLAIMS, Z95
+from .claims import CLAIMS
 from .rules import (
     PAPER_LAGS,
     RULES,
@@ -937,7 +937,6 @@ def zoo_data(
     cache) or False (skip: N = 600 and C6 are then not testable).
     """
     from .cache import stack_models
-    from .prune import c6_verdict
 
     models = list(models)
     ev = stack_models(
@@ -959,7 +958,7 @@ def zoo_data(
         from .prune import pruning_study
 
         pruning = pruning_study(models, progress=progress, cache_dir=cache_dir)
-    c6 = c6_verdict(pruning, z=Z95) if pruning is not False else None
+    c6 = pruning if pruning is not False else None
     return ZooData(models, ev, conv, c6, zoo_losses(models))
 
 

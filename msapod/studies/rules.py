@@ -772,25 +772,147 @@ def rule_c5(
     )
 
 
-def rule_c6(c6: dict | None) -> Outcome:
-    """C6: the head-pruning verdict of :func:`msapod.studies.prune.c6_verdict` (computed
-    with ``z = Z95``); None (study not run) is not testable."""
-    if c6 is None:
+def _prune_contrast(inc: xr.DataArray, first: str, second: str, b) -> tuple[float, float, int]:
+    """Mean over models of ``Delta_first - Delta_second`` (loss increases, random draws
+    averaged) at budget ``b``, its SE (the spread over models, or the random draws' noise
+    if larger) and the degrees of freedom (models - 1)."""
+
+    def per_model(st):
+        x = inc.sel(strategy=st, budget=b)
+        return x.mean("draw"), x.var("draw", ddof=1) / x.count("draw")
+
+    (x1, v1), (x2, v2) = per_model(first), per_model(second)
+    D = x1 - x2
+    M = D.sizes["model"]
+    se_model = float(D.std("model", ddof=1)) / np.sqrt(M) if M > 1 else np.nan
+    se_draw = float(np.sqrt((v1.fillna(0) + v2.fillna(0)).sum("model"))) / M
+    return float(D.mean("model")), float(np.nanmax([se_model, se_draw])), M - 1
+
+
+def _mean_layer(study: xr.Dataset, strategy: str, b) -> float:
+    """Mean layer number of the heads a strategy removes at budget ``b``."""
+    if "mask" not in study:
+        return np.nan
+    gone = (study["mask"].sel(strategy=strategy, budget=b) == 0).astype(float)
+    return float((gone * study["layer"]).sum() / gone.sum()) if gone.sum() else np.nan
+
+
+def rule_c6(study: xr.Dataset | None) -> Outcome:
+    """C6 in two parts, each a row of the scorecard (``extra["parts"]``):
+
+    * **C6a** (depth: deep layers over-specified, early ones under-specified): removing
+      heads from deep layers costs less validation loss than removing them from early
+      layers and than removing them at random. Read on the strategies of the pruning
+      study that remove mostly deep heads ("high-H*") and mostly early heads ("low-H*";
+      their mean layer is stated); cases: every budget x {vs early, vs random}.
+    * **C6b** (H* as the guide): H*-guided pruning ("low-H*": the heads needing fewest
+      modes; "H*-allocation": heads kept per layer in proportion to its H*) costs less
+      than random pruning at the same budget; cases: every budget x guide.
+
+    Each case is the mean over models of the per-model difference of loss increases
+    with a Student-t interval (models - 1 degrees of freedom; SE the spread over models
+    or, if larger, the random draws' noise), Holm across the part's cases. C6 itself
+    combines both parts; None (study not run) is not testable.
+    """
+    if study is None or "loss_increase" not in study:
         return Outcome(
             "C6",
             NOT_TESTABLE,
             "pruning study not run",
-            "head pruning guided by H* vs random",
+            "head pruning: depth (C6a) and H* as the guide (C6b)",
             "0 cases",
             reason="the pruning study was not run for this zoo",
         )
-    verdict = c6["verdict"] if c6["verdict"] in _VERDICT_SET else NOT_TESTABLE
+    inc = study["loss_increase"]
+    if "model" not in inc.dims:
+        inc = inc.expand_dims(model=["model"])
+    budgets = [int(b) for b in inc["budget"].values]
+    strategies = set(inc["strategy"].values.tolist())
+
+    def part(name, pairs, text, rule):
+        vals, ses, dfs, labels = [], [], [], []
+        for b in budgets:
+            for first, second, label in pairs:
+                if {first, second} <= strategies:
+                    d, se, df = _prune_contrast(inc, first, second, b)
+                    vals.append(d)
+                    ses.append(se)
+                    dfs.append(df)
+                    labels.append((b, label))
+        if not vals:
+            return Outcome(
+                name,
+                NOT_TESTABLE,
+                "no such strategies",
+                rule,
+                "0 cases",
+                reason="the pruning study lacks the strategies this part needs",
+            )
+        v, e, df = np.array(vals), np.array(ses), np.array(dfs)
+        cells = decide(v, e, high=0.0, df=df)
+        from scipy import stats
+
+        t = stats.t.ppf(0.975, np.maximum(df, 1))
+        iv = [
+            f"{b} heads {lab}: {x:+.3f} [{x - q * s:+.3f}, {x + q * s:+.3f}]"
+            for (b, lab), x, s, q in zip(labels, v, e, t, strict=True)
+        ]
+        return Outcome(
+            name,
+            combine(cells),
+            text + "; ".join(iv),
+            rule,
+            case_counts(cells),
+            interval="; ".join(iv),
+        )
+
+    b_mid = budgets[len(budgets) // 2]
+    deep, early = "high-H*", "low-H*"
+    layers_txt = (
+        f" (at {b_mid} heads they remove heads of mean layer {_mean_layer(study, deep, b_mid):.1f}"
+        f" and {_mean_layer(study, early, b_mid):.1f})"
+    )
+    c6a = part(
+        "C6a",
+        [(deep, early, "deep − early"), (deep, "random", "deep − random")],
+        "loss increase (nats/char), mostly-deep (high-H*) minus mostly-early (low-H*) or "
+        f"random removal{layers_txt}: ",
+        "removing deep heads costs less than removing early heads and than random removal, "
+        "every budget; 95 % Student-t over models, Holm across cases",
+    )
+    c6b = part(
+        "C6b",
+        [
+            ("low-H*", "random", "low-H* − random"),
+            ("H*-allocation", "random", "allocation − random"),
+        ],
+        "loss increase (nats/char), H*-guided minus random removal: ",
+        "H*-guided removal costs less than random removal at equal budget, every budget and "
+        "guide; 95 % Student-t over models, Holm across cases",
+    )
+    parts = [c6a, c6b]
+    testable = [o for o in parts if o.verdict != NOT_TESTABLE]
+    if not testable:
+        verdict = NOT_TESTABLE
+    else:
+        words = [o.verdict for o in testable]
+        if all(w == "holds" for w in words):
+            verdict = "holds"
+        elif any(w in ("holds", "partly") for w in words):
+            verdict = "partly"
+        elif any(w == "does not hold" for w in words):
+            verdict = "does not hold"
+        else:
+            verdict = "not significant"
     return Outcome(
         "C6",
         verdict,
-        c6["measured"],
-        c6["rule"],
-        str(c6.get("cases") or f"{len(c6.get('per_budget', []))} budgets"),
+        f"C6a {c6a.verdict}; C6b {c6b.verdict}",
+        "(a) depth: deep heads cheaper to remove than early or random ones; (b) H*-guided "
+        "removal cheaper than random; holds if both hold, partly if one holds or partly",
+        f"C6a {c6a.cases}; C6b {c6b.cases}",
+        interval=f"C6a {c6a.interval}; C6b {c6b.interval}",
+        extra={"parts": {"C6a": c6a, "C6b": c6b}},
     )
 
 

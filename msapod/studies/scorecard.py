@@ -42,6 +42,8 @@ PAGES = {
     "C4": "04-windows, 05-pod",
     "C5": "08-effective-rank, 11-uncertainty-convergence",
     "C6": "12-head-pruning",
+    "C6a": "12-head-pruning",
+    "C6b": "12-head-pruning",
     "C7": "09-energy-gated-attention",
     "C8": "07-spectral-concentration, 09-energy-gated-attention",
     "C9": "05-pod",
@@ -114,7 +116,9 @@ def scorecard_from_outcomes(
     card = outcomes_table(outcomes)
     card = card.rename(columns={"paper_value": "paper_value_compatible"})
     card["paper_value_compatible"] = card["paper_value_compatible"].replace("", "—")
-    card = card.loc[[f"C{i}" for i in range(1, 11)] + ["L"]]
+    order = [f"C{i}" for i in range(1, 11)] + ["L"]
+    order[6:6] = [c for c in ("C6a", "C6b") if c in card.index]
+    card = card.loc[order]
     card["untrained"] = NOT_COMPUTED
     card["robust_share"] = NOT_COMPUTED
     card["joint_p"] = NOT_COMPUTED
