@@ -76,6 +76,7 @@ __all__ = [
     "MAIN_SPEC",
     "READING_TAGS",
     "ZooData",
+    "add_nulls",
     "assemble_study",
     "evaluate",
     "fields_evidence",
@@ -983,6 +984,7 @@ def multiverse_study(
     pruning: dict | None = None,
     cache_dir=None,
     data: dict | None = None,
+    nulls: bool | None = None,
 ) -> xr.Dataset:
     """Every claim under every specification of its sub-grid, on every trained zoo.
 
@@ -998,6 +1000,11 @@ def multiverse_study(
         studies; False skips, making N = 600 or C6 not testable).
     data
         Optional ``{zoo: ZooData}`` (tests: synthetic evidence; not cached then).
+    nulls
+        Add the null controls (:mod:`msapod.studies.nulls`): ``untrained_verdict`` (the
+        default reading's verdict on the untrained models of the main zoo) and the joint
+        test over the curve (``joint_p``, ``joint_note``, ``joint_null``,
+        ``joint_reachable`` per claim). Default: True for the zoo, False with ``data``.
 
     Returns
     -------
@@ -1015,7 +1022,9 @@ def multiverse_study(
     """
     if data is not None:
         trained, untrained = list(data), []
-        return assemble_study(trained, untrained, data)
+        ds = assemble_study(trained, untrained, data)
+        return add_nulls(ds, data, None) if nulls else ds
+    nulls = True if nulls is None else nulls
     from ..models import zoo as zoo_mod
 
     trained, untrained = trained_zoos(zoos)
@@ -1027,6 +1036,7 @@ def multiverse_study(
                 "weights_sha256", ""
             )
     parts["weights_sha256"] = weights
+    parts["nulls"] = bool(nulls)
     if convergence is not None or pruning is not None:
         parts["external"] = "studies passed in"
 
@@ -1041,7 +1051,16 @@ def multiverse_study(
             )
             for z in trained
         }
-        return assemble_study(trained, untrained, got)
+        ds = assemble_study(trained, untrained, got)
+        if not nulls:
+            return ds
+        from .nulls import null_zoo_data
+
+        null_data = {
+            z: null_zoo_data(zoo_mod.ZOOS[z], "untrained", cache_dir=cache_dir, progress=progress)
+            for z in trained
+        }
+        return add_nulls(ds, got, null_data)
 
     if convergence is not None or pruning is not None:
         return compute()
@@ -1050,6 +1069,36 @@ def multiverse_study(
     return cached_dataset(
         "multiverse", "study-" + "+".join(trained), parts, compute, cache_dir=cache_dir
     )
+
+
+def add_nulls(ds: xr.Dataset, data: dict, untrained: dict | None) -> xr.Dataset:
+    """``ds`` (:func:`assemble_study`) with the null controls of
+    :mod:`msapod.studies.nulls`: ``untrained_verdict(claim)`` (the default reading on the
+    untrained models of the main zoo; "not computed" without them) and the joint test
+    over the specification curve, ``joint_p``, ``joint_note``, ``joint_null``,
+    ``joint_reachable`` (claim)."""
+    from . import nulls as nl
+
+    zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
+    main = str(ds.attrs.get("main_zoo", "")) or zoos[0]
+    if untrained:
+        u = nl.null_verdicts(untrained[main]).reindex(claim=ds["claim"].values)
+        u = xr.where(u == "", "not applicable", u)
+        ds["untrained_verdict"] = u.astype(str)
+    else:
+        ds["untrained_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
+    jt = nl.joint_tests(data, specifications(zoos), untrained=untrained or None)
+    jt = jt.reindex(claim=ds["claim"].values)
+    ds["joint_p"] = jt["joint_p"].astype(float)
+    for k in ("note", "null", "reachable"):
+        if k in jt:
+            v = jt[k]
+            ds[f"joint_{k}"] = v.fillna(False) if k == "reachable" else v.fillna("").astype(str)
+    ds.attrs["joint_test"] = (
+        "Simonsohn, Simmons & Nelson (2020): the share of specifications that hold and the "
+        "median effect against the same statistics under the null (msapod.studies.nulls)"
+    )
+    return ds
 
 
 def assemble_study(trained, untrained, data: dict) -> xr.Dataset:

@@ -145,7 +145,10 @@ def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
             p = float(mv["joint_p"].sel(claim=claim))
             card.loc[claim, "joint_p"] = f"{p:.3g}" if np.isfinite(p) else "—"
         if "untrained_verdict" in mv:
-            card.loc[claim, "untrained"] = str(mv["untrained_verdict"].sel(claim=claim).values)
+            u = str(mv["untrained_verdict"].sel(claim=claim).values)
+            if u == "holds" and card.loc[claim, "verdict"] == "holds":
+                u = "holds (not specific to training)"
+            card.loc[claim, "untrained"] = u
 
 
 def _merge_llm(card: pd.DataFrame, llm, progress: bool) -> pd.DataFrame:
