@@ -310,6 +310,7 @@ def _cmd_analyze(args) -> int:
             field=args.field,
             eps=args.eps,
             n_modes=args.n_modes,
+            claims=not args.no_claims,
         )
         stage = "output"
         nc = save_dataset(ds, out / "analysis.nc")
@@ -463,6 +464,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)")
     a.add_argument("--threads", type=int, help="torch threads")
     a.add_argument("--no-report", action="store_true", help="write the dataset only")
+    a.add_argument(
+        "--no-claims", action="store_true", help="skip the paper's claims (check_claims)"
+    )
     a.add_argument("--quiet", action="store_true", help="no progress bars")
     a.set_defaults(func=_cmd_analyze)
     return p

@@ -116,14 +116,17 @@ def test_zoo_attrs_record_everything(zoo_run):
 def test_report_is_self_contained(zoo_run):
     root, _, base, ega = zoo_run
     page = _parse(root / "out" / "report.html")
-    # one trend figure, then one figure per model and layer
-    assert len(page.images) == 1 + 2 * 2
+    # three layer trends, then per model the scalogram, scale spectrum, POD spectra and
+    # mode lag profiles (one panel per layer)
+    assert len(page.images) == 3 + 4 * 2
     assert all(src.startswith("data:image/png;base64,") for src in page.images)
     assert page.urls == []  # no stylesheet, script or link to fetch
     assert "script" not in page.tags and "link" not in page.tags
     text = (root / "out" / "report.html").read_text()
     assert "http://" not in text and "https://" not in text
-    assert f"{base}, layer 3" in text and f"{ega}, layer 1" in text
+    for model in (base, ega):
+        for what in ("Scalogram", "Scale spectrum", "POD spectra", "Lag profiles"):
+            assert f"{model}: {what}" in text
 
 
 def test_rerun_reads_the_cache(zoo_run, monkeypatch, capsys):
@@ -176,6 +179,38 @@ def test_interrupted_extraction_resumes(tmp_path, monkeypatch):
     np.testing.assert_allclose(
         ds["T_spec"].sel(layer=2).values, analyze(F.sel(layer=2, drop=True))["T_spec"].values
     )
+
+
+def test_claims_of_one_model(tmp_path, capsys):
+    """Every layer of one model: the claims it can decide are decided by the book's rules,
+    the architecture comparisons say they need more models; a layer subset skips them."""
+    from msapod.studies import check_claims
+
+    out = tmp_path / "out"
+    code, _, err = _run(capsys, "baseline-1", "--n", 8, "--length", 32, "--out", out,
+                        "--cache-dir", tmp_path / "c")  # fmt: skip
+    assert code == 0, err
+    ds = xr.open_dataset(out / "analysis.nc")
+    assert {"C1", "C3", "C7", "C10"} <= set(ds["claim"].values)
+    assert ds.attrs["claims_models"] == "baseline-1"
+    c7 = ds.sel(claim="C7")
+    assert str(c7["claim_verdict"].values) == "not testable as stated"
+    assert "at least 2 models" in str(c7["claim_reason"].values)
+    # the verdicts are check_claims' on the same fields (one rule, everywhere)
+    from msapod.models import zoo
+    from msapod.models.extract import collect_attention, ensemble_ids
+
+    ids, _ = ensemble_ids(n=8, length=32)
+    F = collect_attention(zoo.load("baseline-1"), ids, average_heads=True, progress=False)
+    F = F.expand_dims(model=["baseline-1"]).assign_coords(architecture=("model", ["baseline"]))
+    card = check_claims(F)
+    assert list(ds["claim_verdict"].values) == list(card["verdict"].values)
+    html = (out / "report.html").read_text()
+    assert "The paper's claims on these models" in html and "not testable as stated" in html
+    code, _, err = _run(capsys, "baseline-1", "--n", 8, "--length", 32, "--layers", 2,
+                        "--out", tmp_path / "sub", "--cache-dir", tmp_path / "c")  # fmt: skip
+    assert code == 0 and "the paper's claims need every layer (1..6)" in err
+    assert "claim" not in xr.open_dataset(tmp_path / "sub" / "analysis.nc").dims
 
 
 # ----------------------------------------------------------------------------- Hugging Face
@@ -231,7 +266,8 @@ def test_hf_causal_and_bidirectional(hf_models, tmp_path, capsys):
         "--n", 10, "--length", 32, "--out", out, "--cache-dir", tmp_path / "cache",
     )  # fmt: skip
     assert code == 0, err
-    assert "tiny-bert: bidirectional attention" in err and "tiny-gpt2" not in err
+    assert "tiny-bert: bidirectional attention" in err
+    assert "tiny-bert: the paper's claims are about causal attention" in err
     ds = xr.open_dataset(out / "analysis.nc")
     assert list(ds["model"].values) == ["tiny-gpt2", "tiny-bert"]
     assert list(ds["causal"].values) == [1, 0]
@@ -246,7 +282,7 @@ def test_hf_causal_and_bidirectional(hf_models, tmp_path, capsys):
     got = ds.sel(model="tiny-gpt2", layer=2)
     np.testing.assert_allclose(got["T_spec"].values, want["T_spec"].values, rtol=1e-5)
     page = _parse(out / "report.html")
-    assert len(page.images) == 1 + 2 * 2 and page.urls == []
+    assert len(page.images) == 3 + 4 * 2 and page.urls == []
     assert "bidirectional" in (out / "report.html").read_text()
 
 

@@ -956,6 +956,7 @@ def analyze_source(
         if not k.startswith(("cache_", "values_")) and k not in ("dataset_format",)
     }
     keep.update(
+        average_heads=int(average_heads),
         source=source.spec,
         source_kind=source.kind,
         source_sha256=source.sha256,
@@ -1022,6 +1023,7 @@ def analyze_sources(
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
     log=None,
+    claims: bool = True,
     **options,
 ) -> xr.Dataset:
     """``msapod analyze``: analyse one or several models into one dataset.
@@ -1049,6 +1051,8 @@ def analyze_sources(
         tqdm bars over batches and layers.
     log
         Called with one line per note (e.g. a bidirectional model); default: none.
+    claims
+        Also decide the paper's field-based claims (:func:`evaluate_claims`).
     **options
         ``scale_min``, ``scale_max``, ``n_scales``, ``omega0``, ``max_peaks``, ``centre``,
         ``width``, ``field``, ``eps``, ``n_modes`` (see :data:`DEFAULTS`).
@@ -1059,7 +1063,8 @@ def analyze_sources(
         dims ``model``, ``layer`` (``head`` if kept), ``window``, ``eps``, ``scale``,
         ``lag``, ...; coordinates on ``model``: ``architecture`` and the provenance
         (``source``, ``source_sha256``, ``text_sha256``, ``causal``, ...); attrs: every
-        parameter.
+        parameter; with ``claims``, ``claim_verdict(claim)`` and the other columns of
+        :func:`msapod.studies.check_claims` (see :func:`evaluate_claims`).
 
     Raises
     ------
@@ -1107,9 +1112,125 @@ def analyze_sources(
             cache_dir=cache_dir,
             progress=progress,
         )
-        results.append((src, ds))
-        del src
-    return _stack(results, params, n=n, length=length, seed=seed, average_heads=average_heads)
+        results.append((src, ens, ds))
+    out = _stack(
+        [(src, ds) for src, _, ds in results],
+        params,
+        n=n,
+        length=length,
+        seed=seed,
+        average_heads=average_heads,
+    )
+    if claims:
+        card = evaluate_claims(results, cache_dir=cache_dir, progress=progress, log=log)
+        if card is not None:
+            out = out.merge(card)
+            out.attrs["claims_models"] = card.attrs["claims_models"]
+            out.attrs["claims_rules"] = (
+                "msapod.studies.check_claims: the book's default reading of "
+                "msapod.studies.rules (the scorecard's rules)"
+            )
+    return out
+
+
+#: Columns of the claims table kept in the dataset (as ``claim_<column>(claim)``).
+CLAIM_COLUMNS = ("verdict", "measured", "interval", "rule", "cases", "reason", "paper")
+
+
+def _all_layers(ds: xr.Dataset) -> bool:
+    n = int(ds.attrs["n_layer_model"])
+    return sorted(int(v) for v in ds["layer"].values) == list(range(1, n + 1))
+
+
+def evaluate_claims(
+    results, *, cache_dir=None, progress: bool = False, log=None
+) -> xr.Dataset | None:
+    """The paper's field-based claims on the analysed models, by the book's rules.
+
+    :func:`msapod.studies.check_claims` (the default reading of
+    :mod:`msapod.studies.rules`, as the scorecard) on the head-averaged fields of every
+    model that is causal and analysed at all its layers, all such models together (so
+    that the claims comparing architectures are decided where there are at least two
+    models of each; otherwise they say they need more models). Cached by the fields' keys.
+
+    Returns
+    -------
+    xarray.Dataset or None
+        ``claim_verdict(claim)``, ``claim_measured``, ... (:data:`CLAIM_COLUMNS`), attr
+        ``claims_models``; None (with a note to ``log``) when no model qualifies.
+    """
+    from .cache import cached_dataset
+
+    log = log or (lambda line: None)
+    ok = []
+    for src, ens, ds in results:
+        if not src.causal:
+            log(f"{src.label}: the paper's claims are about causal attention; not evaluated")
+        elif not _all_layers(ds):
+            log(
+                f"{src.label}: the paper's claims need every layer (1..{src.n_layer}); "
+                "run without --layers to evaluate them"
+            )
+        else:
+            ok.append((src, ens, ds))
+    if not ok:
+        return None
+    labels = [src.label for src, _, _ in ok]
+    parts = {
+        "fields_keys": [ds.attrs["fields_key"] for _, _, ds in ok],
+        "labels": labels,
+        "architectures": [src.architecture for src, _, _ in ok],
+        "own_format": OWN_FORMAT,
+        "readings": "default",
+    }
+
+    def compute() -> xr.Dataset:
+        from . import check_claims
+
+        fields = []
+        for src, ens, ds in ok:
+            store = FieldStore(Path(ds.attrs["fields_file"]), ds.attrs["fields_key"])
+            if not store.complete():  # analyses cached, fields file removed since
+                layers = [int(v) for v in ds["layer"].values]
+                heads = bool(ds.attrs["average_heads"])
+                store.build(src, ens, layers, heads, None, progress)
+            values = np.stack([store.layer(k) for k in range(ds.sizes["layer"])])
+            if values.ndim == 5:  # heads kept: the claims are about the head mean
+                values = values.mean(axis=1, dtype=np.float64).astype(np.float32)
+            fields.append(values)
+        n, length = fields[0].shape[1:3]
+        F = xr.DataArray(
+            np.stack(fields),
+            dims=("model", "layer", "snapshot", "query", "key"),
+            coords={
+                "model": labels,
+                "layer": ok[0][2]["layer"].values,
+                "snapshot": np.arange(n),
+                "query": np.arange(length),
+                "key": np.arange(length),
+                "architecture": ("model", [src.architecture for src, _, _ in ok]),
+            },
+        )
+        del fields
+        card = check_claims(F, readings="default", progress=progress)
+        out = xr.Dataset(
+            {
+                f"claim_{c}": ("claim", card[c].astype(str).values)
+                for c in CLAIM_COLUMNS
+                if c in card.columns
+            },
+            coords={"claim": list(card.index.astype(str))},
+        )
+        out.attrs["claims_models"] = ", ".join(labels)
+        return out
+
+    claims = cached_dataset(
+        "analyze-claims", "-".join(labels)[:80], parts, compute, cache_dir=cache_dir
+    )
+    keep = {"claims_models": claims.attrs["claims_models"]}
+    claims = claims[[v for v in claims.data_vars]]
+    claims.attrs = keep
+    return claims
 
 
 def _stack(results, params, **ensemble) -> xr.Dataset:
@@ -1194,7 +1315,7 @@ def _png(fig) -> str:
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buf, format="png", bbox_inches="tight")
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<img alt="figure" src="data:image/png;base64,{data}">'
@@ -1208,9 +1329,111 @@ def _heads(ds: xr.Dataset) -> list:
     return list(ds["head"].values) if "head" in ds.dims else [None]
 
 
-def _lag_extent(profile: xr.DataArray, share: float = 0.99) -> float:
-    """Smallest |lag| holding ``share`` of a non-negative lag profile, at least 16."""
-    p = profile.fillna(0.0)
+def _head_mean(da: xr.DataArray) -> xr.DataArray:
+    """Heads kept: the figures show the mean over heads of each per-head quantity."""
+    return da.mean("head") if "head" in da.dims else da
+
+
+def _in_unit(fig, unit: str):
+    """Axis labels in the source's lag unit (the shared figures say characters)."""
+    if unit != "character":
+        for ax in fig.axes:
+            for get, put in ((ax.get_xlabel, ax.set_xlabel), (ax.get_ylabel, ax.set_ylabel)):
+                label = get()
+                if "characters" in label:
+                    put(label.replace("characters", f"{unit}s"))
+    return fig
+
+
+def fig_trends(ds: xr.Dataset, name: str, ylabel: str):
+    """Layer trend of ``name`` (plain window, H* at eps 0.10) of every model with its
+    95 % jackknife interval (error bar: half the interval)."""
+    from .. import plots
+
+    value = ds[name]
+    lower, upper = ds[f"{name}_lower"], ds[f"{name}_upper"]
+    if "window" in value.dims:
+        value, lower, upper = (v.sel(window="plain") for v in (value, lower, upper))
+    if "eps" in value.dims:
+        value, lower, upper = (v.sel(eps=0.1, method="nearest") for v in (value, lower, upper))
+    value, half = _head_mean(value), _head_mean((upper - lower) / 2)
+    fig = plots.layer_profile(value.drop_vars("eps", errors="ignore"), half, ylabel=ylabel)
+    return _in_unit(fig, _unit(ds, str(ds["model"].values[0])))
+
+
+def fig_scalogram(ds: xr.Dataset, model: str):
+    """The scalogram E(a, b) of every layer of ``model`` (:func:`msapod.plots.scalogram`)."""
+    from .. import plots
+
+    E = _head_mean(ds["energy"].sel(model=model)).dropna("lag", how="all")
+    E = E.dropna("scale", how="all")
+    fig = plots.scalogram(E, by="layer")
+    lags = E["lag"].values
+    if lags.min() < 0:  # bidirectional: show the negative lags too
+        for ax in fig.axes[:-1]:
+            ax.set_xlim(lags.min(), lags.max())
+    return _in_unit(fig, _unit(ds, model))
+
+
+def fig_scale_spectrum(ds: xr.Dataset, model: str):
+    """The scale spectrum E(a) per layer with the dominant scales a*_m."""
+    from .. import plots
+
+    one = ds.sel(model=[model])
+    spec = _head_mean(one["scale_spectrum"]).dropna("scale", how="all")
+    dom = _head_mean(one["dominant_scale"])
+    return _in_unit(plots.scale_spectrum(spec, dom, by="layer"), _unit(ds, model))
+
+
+def fig_pod(ds: xr.Dataset, model: str):
+    """POD spectra lambda_k per layer, plain and per scale window, with T_spec and
+    H*(0.10) of each window in the legend of its panel."""
+    import matplotlib as mpl
+
+    from .. import plots
+
+    one = ds.sel(model=model)
+    layers = list(one["layer"].values)
+    fig, axes = plots.panels(len(layers), height=2.3, sharey=True)
+    cmap = mpl.colormaps["viridis"]
+    windows = list(one["window"].values)
+    with plots.style():
+        for ax, layer in zip(axes, layers, strict=True):
+            sel = one.sel(layer=layer)
+            for j, w in enumerate(windows):
+                lam = _head_mean(sel["spectrum"].sel(window=w))
+                if not np.isfinite(lam.values).any():
+                    continue
+                lam = lam.where(lam > 1e-10 * lam.sum()).dropna("rank")  # the null ranks
+                T = float(_head_mean(sel["T_spec"].sel(window=w)))
+                H = float(_head_mean(sel["H_star"].sel(window=w).sel(eps=0.1, method="nearest")))
+                ax.plot(
+                    lam["rank"], lam, color=cmap(0.85 * j / max(len(windows) - 1, 1)),
+                    label=f"{w}: $T_{{spec}}$ {T:.2f}, $H^*$ {H:.0f}",
+                )  # fmt: skip
+            ax.set(xscale="log", yscale="log", title=f"layer {layer}")
+            ax.set_xlabel(plots.LABELS["mode"])
+            ax.set_ylabel(plots.LABELS["lambda"])
+            ax.legend(fontsize=7, loc="lower left")
+    return fig
+
+
+def fig_mode_lags(ds: xr.Dataset, model: str):
+    """Lag energy rho_k(tau) of the leading plain-window POD modes per layer."""
+    from .. import plots
+
+    rho = _head_mean(ds["mode_lag_energy"].sel(model=model, window="plain"))
+    rho = rho.dropna("lag", how="all")
+    return _in_unit(
+        plots.mode_lags(rho.dropna("mode", how="all"), by="layer", max_lag=_lag_extent(rho)),
+        _unit(ds, model),
+    )
+
+
+def _lag_extent(rho: xr.DataArray, share: float = 0.99) -> float:
+    """Smallest lag holding ``share`` of the profiles' energy (times 1.5, at least 16)."""
+    p = rho.fillna(0.0)
+    p = p.sum([d for d in p.dims if d != "lag"])
     lag = np.abs(p["lag"].values)
     order = np.argsort(lag, kind="stable")
     c = np.cumsum(p.values[order])
@@ -1218,153 +1441,6 @@ def _lag_extent(profile: xr.DataArray, share: float = 0.99) -> float:
         return float(lag.max())
     at = lag[order][min(np.searchsorted(c, share * c[-1]), len(c) - 1)]
     return float(min(lag.max(), max(16.0, 1.5 * at)))
-
-
-def fig_layer(ds: xr.Dataset, model: str, layer: int):
-    """Four panels of one model and layer: the scalogram E(a, b), the scale spectrum with
-    the dominant scales, the POD spectra (plain and per window) with T_spec and H*(0.10),
-    and the lag profiles rho_k(tau) of the leading modes."""
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import PowerNorm
-    from matplotlib.ticker import NullFormatter
-
-    one = ds.sel(model=model, layer=layer)
-    unit = _unit(ds, model)
-    heads = _heads(ds)
-    fig, axes = plt.subplots(1, 4, figsize=(17, 3.4))
-    # scalogram (head mean when heads are kept)
-    E = one["energy"].mean("head") if "head" in one.dims else one["energy"]
-    E = E.dropna("lag", how="all").dropna("scale", how="all")
-    lag_max = _lag_extent(E.sum("scale"))
-    E = E.where(np.abs(E["lag"]) <= lag_max, drop=True)
-    ax = axes[0]
-    im = ax.pcolormesh(
-        E["lag"],
-        E["scale"],
-        E,
-        shading="auto",
-        cmap="viridis",
-        rasterized=True,
-        norm=PowerNorm(0.5),
-    )
-    ax.set_yscale("log")
-    ax.set(xlabel=f"lag b ({unit}s)", ylabel=f"scale a ({unit}s)", title="scalogram E(a, b)")
-    fig.colorbar(im, ax=ax, fraction=0.05)
-    # scale spectrum with dominant scales
-    ax = axes[1]
-    for h in heads:
-        sel = one if h is None else one.sel(head=h)
-        spec = sel["scale_spectrum"].dropna("scale")
-        line = ax.plot(spec["scale"], spec, lw=1.2 if h is None else 0.7)[0]
-        for a in np.atleast_1d(sel["dominant_scale"].values):
-            if np.isfinite(a):
-                ax.axvline(a, color=line.get_color(), ls="--", lw=0.8)
-    ax.set_xscale("log")
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.set(xlabel=f"scale a ({unit}s)", ylabel="E(a)", title="scale spectrum, dominant scales --")
-    # POD spectra
-    ax = axes[2]
-    for j, w in enumerate(one["window"].values):
-        for h in heads:
-            sel = one if h is None else one.sel(head=h)
-            lam = sel["spectrum"].sel(window=w)
-            if not np.isfinite(lam.values).any():
-                continue
-            lam = lam.where(lam > 1e-10 * lam.sum()).dropna("rank")  # drop the null ranks
-            T = float(sel["T_spec"].sel(window=w))
-            H = float(sel["H_star"].sel(window=w).sel(eps=0.1, method="nearest"))
-            lab = f"{w}: T_spec {T:.2f}, H* {H:.0f}" if h is None or h == heads[0] else None
-            ax.loglog(lam["rank"], lam / lam.sum(), color=f"C{j}", lw=1.0, label=lab)
-    ax.set(xlabel="rank k", ylabel="lambda_k / sum lambda", title="POD spectra (H* at eps 0.10)")
-    ax.legend(fontsize=7)
-    # mode lag profiles
-    ax = axes[3]
-    rho = one["mode_lag_energy"]
-    if "head" in rho.dims:
-        rho = rho.mean("head")
-    styles = ("-", "--", ":")
-    for j, w in enumerate(one["window"].values):
-        for m, mode in enumerate(rho["mode"].values[: len(styles)]):
-            prof = rho.sel(window=w, mode=mode).dropna("lag")
-            if prof.size == 0:
-                continue
-            ax.plot(
-                prof["lag"],
-                prof,
-                color=f"C{j}",
-                ls=styles[m],
-                lw=1.0,
-                label=f"{w} mode {mode}" if m == 0 or j == 0 else None,
-            )
-    ax.set_xlim(-lag_max if float(rho["lag"].min()) < 0 else 0, lag_max)
-    ax.set(
-        xlabel=f"lag tau ({unit}s)",
-        ylabel="rho_k(tau)",
-        title="mode lag profiles (modes 1 -, 2 --, 3 :)",
-    )
-    ax.legend(fontsize=7)
-    fig.suptitle(f"{model}, layer {layer}", y=1.02)
-    fig.tight_layout()
-    return fig
-
-
-def fig_trends(ds: xr.Dataset):
-    """Layer trends with 95 % jackknife intervals, every model: scale centroid, dominant
-    scales, plain-window T_spec and H*(0.10)."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 4, figsize=(17, 3.4))
-    panels = (
-        ("scale_centroid", "scale centroid of u"),
-        ("dominant_scale", "dominant scales"),
-        ("T_spec", "T_spec (plain window)"),
-        ("H_star", "H*(0.10) (plain window)"),
-    )
-    for ax, (name, title) in zip(axes, panels, strict=True):
-        for j, model in enumerate(ds["model"].values):
-            one = ds.sel(model=model)
-            if name in ("T_spec", "H_star"):
-                one = one.sel(window="plain")
-            if name == "H_star":
-                one = one.sel(eps=0.1, method="nearest")
-            heads = _heads(ds)
-            for h in heads:
-                sel = one if h is None else one.sel(head=h)
-                x = sel["layer"].values + (0.0 if h is None else (h - 1) * 0.04)
-                alpha = 1.0 if h is None else 0.5
-                lab = str(model) if h is None or h == heads[0] else None
-                if name == "dominant_scale":
-                    for p in sel["peak"].values:
-                        ax.plot(
-                            x,
-                            sel[name].sel(peak=p),
-                            "o",
-                            color=f"C{j}",
-                            ms=4,
-                            alpha=alpha,
-                            label=lab if p == sel["peak"].values[0] else None,
-                        )
-                    continue
-                y = sel[name].values
-                lo, hi = sel[f"{name}_lower"].values, sel[f"{name}_upper"].values
-                ax.errorbar(
-                    x,
-                    y,
-                    yerr=[y - lo, hi - y],
-                    fmt="o-",
-                    color=f"C{j}",
-                    ms=4,
-                    capsize=3,
-                    lw=1,
-                    alpha=alpha,
-                    label=lab,
-                )
-        ax.set(xlabel="layer", title=title)
-        ax.set_xticks(ds["layer"].values)
-    axes[0].legend(fontsize=7)
-    fig.suptitle("Layer trends (bars: 95 % jackknife intervals)", y=1.02)
-    fig.tight_layout()
-    return fig
 
 
 _CSS = """
@@ -1421,18 +1497,58 @@ def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
     return rows
 
 
+def _claims_html(ds: xr.Dataset) -> str:
+    """The claims section: what these models decide, by the book's rules."""
+    esc = html.escape
+    units = {str(u) for u in ds["lag_unit"].values}
+    out = [
+        "<p>Decided on "
+        f"{esc(str(ds.attrs.get('claims_models', '')))} by the book's rules (the default "
+        "reading of <code>msapod.studies.rules</code>, the same code as the book's "
+        "scorecard, through <code>msapod.studies.check_claims</code>). What a single model "
+        "can decide is decided; claims that compare architectures (C7, C8) need at least "
+        "two models of each architecture and say so. Verdicts: holds, partly, not "
+        "significant, does not hold, not testable as stated.</p>"
+    ]
+    if units != {"character"}:
+        out.append(
+            '<p class="note">Lags and scales of token models are in tokens; the claims\' '
+            "thresholds (e.g. C1's a &le; 7) are stated for the paper's character-level "
+            "models.</p>"
+        )
+    rows = [
+        [str(c)]
+        + [str(ds[f"claim_{col}"].sel(claim=c).values) for col in ("paper", "verdict")]
+        + [str(ds[f"claim_{col}"].sel(claim=c).values) for col in ("measured", "interval")]
+        + [
+            " ".join(
+                str(ds[f"claim_{col}"].sel(claim=c).values)
+                for col in ("cases", "reason")
+                if f"claim_{col}" in ds
+            ).strip()
+        ]
+        for c in ds["claim"].values
+    ]
+    out.append(
+        _table(["claim", "the paper says", "verdict", "measured", "95 % interval", "cases"], rows)
+    )
+    return "\n".join(out)
+
+
 def write_report(
     ds: xr.Dataset,
     path: str | os.PathLike,
     *,
-    claims: str | None = None,
     notes: Sequence[str] = (),
 ) -> Path:
     """One self-contained HTML page of an :func:`analyze_sources` result.
 
-    Per model and layer the four panels of :func:`fig_layer`, then the layer trends of
-    every model (:func:`fig_trends`), a table of the numbers with their intervals and the
-    provenance. Figures are embedded as base64 PNG; the page loads nothing from the
+    The provenance and parameters; the layer trends of every model with their intervals
+    (:func:`fig_trends`) and a table of the numbers; then per model, one panel per layer:
+    the scalogram (:func:`fig_scalogram`), the scale spectrum with the dominant scales
+    (:func:`fig_scale_spectrum`), the POD spectra plain and per window with T_spec and H*
+    (:func:`fig_pod`) and the mode lag profiles (:func:`fig_mode_lags`), drawn with
+    :mod:`msapod.plots`. Figures are embedded as base64 PNG; the page loads nothing from the
     network.
 
     Parameters
@@ -1441,8 +1557,6 @@ def write_report(
         The dataset of :func:`analyze_sources` (``model`` dim).
     path
         The HTML file to write (atomically).
-    claims
-        Optional HTML fragment of the claims section.
     notes
         Lines shown as notes at the top (e.g. a bidirectional model).
     """
@@ -1505,7 +1619,17 @@ def write_report(
     params += [[k, str(ds.attrs[k])] for k in ("n_snapshots", "length", "seed", "average_heads")]
     body.append(_table(["parameter", "value"], params))
     body.append("<h2>Layer trends</h2>")
-    body.append(_png(fig_trends(ds)))
+    if "head" in ds.dims:
+        body.append(
+            "<p>Heads kept: the figures show the mean over heads of each per-head number; "
+            "the tables list every head.</p>"
+        )
+    for name, ylabel in (
+        ("scale_centroid", "scale centroid of $u$ (characters)"),
+        ("T_spec", "$T_{spec}$ (plain window)"),
+        ("H_star", "$H^*(0.10)$ (plain window)"),
+    ):
+        body.append(_png(fig_trends(ds, name, ylabel)))
     head_col = ["head"] if "head" in ds.dims else []
     for m in models:
         body.append(f"<h3>{esc(m)}: numbers per layer (95 % intervals)</h3>")
@@ -1522,16 +1646,19 @@ def write_report(
                 _summary_rows(ds, m),
             )
         )
-    if claims:
+    if "claim_verdict" in ds:
         body.append("<h2>The paper's claims on these models</h2>")
-        body.append(claims)
+        body.append(_claims_html(ds))
     for m in models:
         body.append(f"<h2>{esc(m)}: layer by layer</h2>")
-        for layer in ds["layer"].values:
-            if not np.isfinite(ds["T_spec"].sel(model=m, layer=layer)).any():
-                continue
-            body.append(f'<h3 id="{esc(m)}-layer-{layer}">{esc(m)}, layer {layer}</h3>')
-            body.append(_png(fig_layer(ds, m, int(layer))))
+        for title, draw in (
+            ("Scalogram E(a, b) of the fluctuation's lag profiles", fig_scalogram),
+            ("Scale spectrum E(a) with the dominant scales a*", fig_scale_spectrum),
+            ("POD spectra, plain and per scale window, with T_spec and H*(0.10)", fig_pod),
+            ("Lag profiles rho_k(tau) of the leading POD modes (plain window)", fig_mode_lags),
+        ):
+            body.append(f"<h3>{esc(m)}: {esc(title)}</h3>")
+            body.append(_png(draw(ds, m)))
     body.append("</body></html>")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
