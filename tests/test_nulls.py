@@ -356,3 +356,66 @@ def test_outcome_effect_signs_and_units():
     # a rule's own effect wins; no numbers -> NaN
     assert nulls.outcome_effect(Outcome("C4", "", "", "", "", extra={"effect": 0.3})) == 0.3
     assert np.isnan(nulls.outcome_effect(Outcome("C6", "", "", "", "")))
+
+
+def attention(n, length, seed, scale, layers):
+    """Causal row-stochastic fields ``(layer, snapshot, query, key)`` with a lag
+    preference of width ``scale``."""
+    rng = np.random.default_rng(seed)
+    i, j = np.meshgrid(np.arange(length), np.arange(length), indexing="ij")
+    lag = i - j
+    logits = rng.normal(0, 1.0, (layers, n, length, length)) - lag / scale
+    logits = np.where(lag >= 0, logits, -np.inf)
+    A = np.exp(logits - logits.max(-1, keepdims=True))
+    A /= A.sum(-1, keepdims=True)
+    coords = {
+        "layer": np.arange(1, layers + 1),
+        "query": np.arange(length),
+        "key": np.arange(length),
+    }
+    return xr.DataArray(A, dims=("layer", "snapshot", "query", "key"), coords=coords)
+
+
+@pytest.fixture(scope="module")
+def tiny_zoos():
+    """Trained-like and untrained-like synthetic evidence of 2 + 2 models (the readings
+    cut to one per window axis, as in the multiverse tests)."""
+    import msapod.studies.multiverse as mv
+
+    models = ["baseline-1", "baseline-2", "ega-1", "ega-2"]
+    small = {**mv.AXES, "centre": ("energy-max",), "width": (1.0,), "scale_min": (3,)}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mv, "AXES", small)
+        trained = [
+            mv.fields_evidence(attention(n=6, length=12, seed=k, scale=2 + k, layers=6))
+            for k in range(4)
+        ]
+        flat = [
+            mv.fields_evidence(attention(n=6, length=12, seed=10 + k, scale=50.0, layers=6))
+            for k in range(4)
+        ]
+        t = nulls.null_zoo_data(models, "untrained", evidence=trained)
+        t.ev.attrs.pop("null")
+        u = nulls.null_zoo_data(models, "untrained", evidence=flat)
+        specs = mv.specifications(["z"])
+        yield {"z": t}, {"z": u}, specs
+
+
+def test_null_verdicts_and_the_trained_vs_untrained_null(tiny_zoos):
+    from msapod.studies.claims import VERDICTS
+    from msapod.studies.multiverse import CLAIM_IDS
+
+    trained, untrained, specs = tiny_zoos
+    v = nulls.null_verdicts(untrained["z"])
+    assert list(v["claim"].values) == list(CLAIM_IDS) and v.attrs["null"] == "untrained"
+    for c in CLAIM_IDS:
+        word = str(v.sel(claim=c).values)
+        assert word == "" if c in nulls.NO_NULL_CLAIMS else word in VERDICTS
+    ds = nulls.joint_tests(
+        trained, specs, claims=["C9", "C6"], untrained=untrained, max_evaluations=10**4
+    )
+    r = ds.sel(claim="C9")
+    assert str(r["null"].values) == "trained vs untrained"
+    assert int(r["n_null"]) == 2**4 and bool(r["exact"]) and not bool(r["reachable"])
+    assert 1 / 16 <= float(r["joint_p"]) <= 1
+    assert np.isnan(float(ds["joint_p"].sel(claim="C6")))

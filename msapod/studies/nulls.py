@@ -76,6 +76,7 @@ __all__ = [
     "layer_labelings",
     "null_evidence",
     "null_fields",
+    "null_verdicts",
     "null_zoo_data",
     "outcome_effect",
     "relabel_architecture",
@@ -353,6 +354,35 @@ def null_zoo_data(
     return ZooData(models, ev, None, None, None)
 
 
+#: Claims a null ensemble cannot address: pruning (C6) and the loss difference (L) need
+#: trained models.
+NO_NULL_CLAIMS = ("C6", "L")
+
+
+def null_verdicts(data, name: str = "untrained_verdict") -> xr.DataArray:
+    """The default reading's verdict of every claim on a null ZooData
+    (:func:`null_zoo_data`), by :func:`~msapod.studies.multiverse.main_outcomes`, the
+    rules the trained zoo uses; ``""`` for :data:`NO_NULL_CLAIMS`.
+
+    Returns
+    -------
+    xarray.DataArray
+        str, dim ``claim`` (:data:`~msapod.studies.multiverse.CLAIM_IDS`), named ``name``.
+    """
+    from .multiverse import CLAIM_IDS, main_outcomes
+
+    outs = main_outcomes(data)
+    words = ["" if c in NO_NULL_CLAIMS else outs[c].verdict for c in CLAIM_IDS]
+    null = str(data.ev.attrs.get("null", ""))
+    return xr.DataArray(
+        np.asarray(words, dtype=str),
+        dims="claim",
+        coords={"claim": list(CLAIM_IDS)},
+        name=name,
+        attrs={"null": null, "reading": "default reading"},
+    )
+
+
 # ---------------------------------------------------------------------------------------
 # relabellings
 
@@ -520,9 +550,16 @@ def _with_model_coord(obj, name, values):
 
 
 def _clone(data, ev, conv=None, losses=None):
-    from .multiverse import ZooData
+    """A shallow copy of ``data`` (a ZooData) with new evidence, convergence and losses;
+    its memoised views (private attributes) are reset."""
+    import copy
 
-    return ZooData(data.models, ev, conv, data.c6, losses)
+    new = copy.copy(data)
+    for k in list(vars(new)):
+        if k.startswith("_"):
+            setattr(new, k, None)
+    new.ev, new.conv, new.losses = ev, conv, losses
+    return new
 
 
 def relabel_architecture(data: Mapping, labels: Sequence[str]) -> dict:
@@ -891,7 +928,7 @@ def joint_tests(
         ``n_null``, ``n_specs``, ``exact``, ``min_p``, ``reachable``, ``null`` (str),
         ``note`` (str).
     """
-    from .multiverse import CLAIM_IDS, _applies
+    from .multiverse import CLAIM_AXES, CLAIM_IDS, _applies
 
     nulls = dict(DEFAULT_NULL if nulls is None else nulls)
     claims = list(CLAIM_IDS if claims is None else claims)
@@ -912,8 +949,13 @@ def joint_tests(
                 rows.append({**base, "note": "untrained models not given"})
                 continue
             n_ev = {z: int(d.ev.attrs.get("n_snapshots", 150)) for z, d in data.items()}
-            cs = [s for s in cs if "n" not in s or s["n"] == n_ev[s["zoo"]]]
+            # the untrained copies have no convergence ensembles (N = 600)
+            if "n" in CLAIM_AXES.get(claim, ()):
+                cs = [s for s in cs if s["n"] == n_ev[s["zoo"]]]
             base["n_specs"] = len(cs)
+            if not cs:
+                rows.append({**base, "note": "no specification at the untrained ensembles' N"})
+                continue
         budget = max(19, max_evaluations // max(len(cs), 1))
         if kind == "architecture labels":
             labs, exact = architecture_labelings(
