@@ -36,9 +36,11 @@ __all__ = [
     "fmt_range",
     "layer_span",
     "axis_flips",
+    "main_numbers",
     "main_verdict",
     "robustness",
     "show_verdict",
+    "spec_outcome",
     "verdict_markdown",
     "verdict_shares",
 ]
@@ -148,6 +150,37 @@ def main_verdict(claim: str, mv, zoo: str | None = None) -> str:
     sub, _ = _claim_specs(claim, mv, zoo)
     main = sub.isel(spec=np.flatnonzero(sub["main"].values))
     return str(main["verdict"].values[0])
+
+
+def main_numbers(claim: str, mv, zoo: str | None = None):
+    """The default reading's key statistic of ``claim`` per ``(model, layer)`` with its
+    95 % interval (``stat``, ``lower``, ``upper``), for numbers a page shows next to the
+    verdict."""
+    sub, z = _claim_specs(claim, mv, zoo)
+    row = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
+    models = [
+        m for m, mz in zip(mv["model"].values, mv["model_zoo"].values, strict=True) if mz == z
+    ]
+    return row[["stat", "lower", "upper"]].sel(model=models).reset_coords(drop=True)
+
+
+def spec_outcome(claim: str, mv, zoo: str | None = None, **axes) -> dict:
+    """The claim's outcome under the specification that differs from the default reading
+    only in ``axes`` (e.g. ``n=600``): ``verdict``, ``measured``, ``cases``, ``rule``,
+    ``reason`` (decided by the rule, read from the curve)."""
+    sub, _ = _claim_specs(claim, mv, zoo)
+    import json
+
+    main = json.loads(str(mv.attrs.get("main_specification", "{}")) or "{}")
+    want = {**main, **axes}
+    keep = np.ones(sub.sizes["spec"], bool)
+    for a, v in want.items():
+        if a in sub.coords:
+            keep &= sub[a].values == np.asarray(v, dtype=sub[a].dtype)
+    if keep.sum() != 1:
+        raise LookupError(f"axes: no single specification of {claim} with {axes}")
+    row = sub.isel(spec=int(np.flatnonzero(keep)[0]))
+    return {k: str(row[k].values) for k in ("verdict", "measured", "cases", "rule", "reason")}
 
 
 def verdict_shares(claim: str, mv, zoo: str | None = None) -> dict[str, int]:

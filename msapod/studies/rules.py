@@ -40,6 +40,7 @@ import xarray as xr
 from .claims import CLAIMS, Z95, case_counts, combine, fmt_range, layer_span
 
 __all__ = [
+    "C8_SIGNS",
     "EARLY",
     "LATE",
     "PAPER_LAGS",
@@ -68,6 +69,8 @@ __all__ = [
 EARLY, LATE, MIDDLE_LATE = [1, 2], [5, 6], [3, 4, 5, 6]
 #: C4: the paper's lag range (characters) of the scale-selective modes of layers 2, 4, 6.
 PAPER_LAGS = {2: (2, 10), 4: (10, 35), 6: (10, 40)}
+#: C8: the sign of EGA - baseline T_spec the paper states per layer.
+C8_SIGNS = {3: 1, 4: 1, 5: -1, 6: -1}
 #: The target range of each claim's key statistic (for forest plots): ``(low, high)``.
 THRESHOLDS = {
     "C1": (-np.inf, 7.0),
@@ -1014,7 +1017,7 @@ def rule_c8(
     out = _diff_rule(
         "C8",
         d,
-        {3: 1, 4: 1, 5: -1, 6: -1},
+        C8_SIGNS,
         f"{treatment} − {control} T_spec",
         f"signs as stated (+ in layers 3–4, − in 5–6); 95 % seed-and-snapshot interval "
         f"(Student-t, {d.attrs['df']} df), Holm across layers ({where})",
