@@ -268,6 +268,7 @@ def test_hf_causal_and_bidirectional(hf_models, tmp_path, capsys):
     assert code == 0, err
     assert "tiny-bert: bidirectional attention" in err
     assert "tiny-bert: the paper's claims are about causal attention" in err
+    assert "tiny-gpt2: the paper's claims compare early layers" in err
     ds = xr.open_dataset(out / "analysis.nc")
     assert list(ds["model"].values) == ["tiny-gpt2", "tiny-bert"]
     assert list(ds["causal"].values) == [1, 0]

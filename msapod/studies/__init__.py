@@ -12,6 +12,8 @@
 * :mod:`.rules` -- one rule per claim (95 % intervals, contrasts, edge-aware scales),
 * :mod:`.multiverse` -- every claim over the specification curve of reasonable readings,
 * :mod:`.check` -- :func:`check_claims`: the field-based claims on any attention fields,
+* :mod:`.own_model` -- ``msapod analyze``: any model and text to a dataset with intervals
+  and a self-contained HTML report,
 * :mod:`.scorecard` -- the claims checked against the zoo (the book's default reading),
 * :mod:`.reproduce` -- every cached study in one command, and ``--check``,
 * :mod:`.results` -- the shipped ``results/``: verified loading and comparison.

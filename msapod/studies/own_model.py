@@ -1166,6 +1166,11 @@ def evaluate_claims(
     for src, ens, ds in results:
         if not src.causal:
             log(f"{src.label}: the paper's claims are about causal attention; not evaluated")
+        elif src.n_layer < 3:
+            log(
+                f"{src.label}: the paper's claims compare early layers (1-2) with later "
+                f"ones; {src.n_layer} layers are too few, not evaluated"
+            )
         elif not _all_layers(ds):
             log(
                 f"{src.label}: the paper's claims need every layer (1..{src.n_layer}); "
@@ -1224,9 +1229,17 @@ def evaluate_claims(
         out.attrs["claims_models"] = ", ".join(labels)
         return out
 
-    claims = cached_dataset(
-        "analyze-claims", "-".join(labels)[:80], parts, compute, cache_dir=cache_dir
-    )
+    try:
+        claims = cached_dataset(
+            "analyze-claims", "-".join(labels)[:80], parts, compute, cache_dir=cache_dir
+        )
+    except (ValueError, IndexError, KeyError) as err:  # the claims fail, the analysis stands
+        log(
+            f"the paper's claims could not be evaluated on {', '.join(labels)} "
+            f"({type(err).__name__}: {' '.join(str(err).split())}); the dataset and the "
+            "report are written without them"
+        )
+        return None
     keep = {"claims_models": claims.attrs["claims_models"]}
     claims = claims[[v for v in claims.data_vars]]
     claims.attrs = keep
