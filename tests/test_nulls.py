@@ -411,9 +411,7 @@ def test_null_verdicts_and_the_trained_vs_untrained_null(tiny_zoos):
     for c in CLAIM_IDS:
         word = str(v.sel(claim=c).values)
         assert word == "" if c in nulls.NO_NULL_CLAIMS else word in VERDICTS
-    ds = nulls.joint_tests(
-        trained, specs, claims=["C9", "C6"], untrained=untrained, max_evaluations=10**4
-    )
+    ds = nulls.joint_tests(trained, specs, claims=["C9", "C6"], untrained=untrained)
     r = ds.sel(claim="C9")
     assert str(r["null"].values) == "trained vs untrained"
     assert int(r["n_null"]) == 2**4 and bool(r["exact"]) and not bool(r["reachable"])
