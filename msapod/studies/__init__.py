@@ -11,6 +11,8 @@
 * :mod:`.claims` -- claim texts, verdict words, interval formatting and verdict admonitions,
 * :mod:`.rules` -- one rule per claim (95 % intervals, contrasts, edge-aware scales),
 * :mod:`.multiverse` -- every claim over the specification curve of reasonable readings,
+* :mod:`.nulls` -- null controls (untrained models, shuffled snippets) and the joint test
+  over the specification curve (permutation of architecture and layer labels),
 * :mod:`.check` -- :func:`check_claims`: the field-based claims on any attention fields,
 * :mod:`.own_model` -- ``msapod analyze``: any model and text to a dataset with intervals
   and a self-contained HTML report,
