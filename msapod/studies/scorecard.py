@@ -135,7 +135,12 @@ def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
     from .claims import robustness
 
     for claim in card.index:
-        if claim not in mv["claim"].values:
+        if claim not in mv["claim"].values:  # the parts of C6: one reading, no null
+            card.loc[claim, ["robust_share", "untrained", "joint_p"]] = [
+                "one reading",
+                "not applicable",
+                "—",
+            ]
             continue
         label, share = robustness(claim, mv)
         card.loc[claim, "robust_share"] = (
