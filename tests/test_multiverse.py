@@ -207,3 +207,18 @@ def test_theorem1_check_matches_basis_error(field):
     mine = (U**2).sum(1).mean() - ((U @ Q) ** 2).sum(1).mean()
     ref = float(msapod.basis_error(u, xr.DataArray(B, dims=("mode", "query", "key"))))
     assert mine == pytest.approx(ref, rel=1e-12)
+
+
+def test_null_controls_join_the_curve(zoo):
+    """The untrained verdict and the joint test land in the study, one value per claim
+    (the synthetic zoo stands in for its own untrained copy: the plumbing, not the
+    numbers, is tested here; the null's statistics are tested in test_nulls)."""
+    from msapod.studies.multiverse import add_nulls
+
+    data, mv = zoo
+    out = add_nulls(mv.copy(), {"d128": data}, {"d128": data})
+    assert set(out["untrained_verdict"].values) <= {*VERDICTS, "not applicable"}
+    assert out["untrained_verdict"].sel(claim="C6") == "not applicable"
+    p = out["joint_p"].values
+    assert ((p[np.isfinite(p)] > 0) & (p[np.isfinite(p)] <= 1)).all()
+    assert np.isnan(float(out["joint_p"].sel(claim="C10")))  # no null for Theorem 1

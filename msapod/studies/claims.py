@@ -106,7 +106,10 @@ def combine(cells) -> str:
 
 def fmt_range(values, fmt: str = "{:.1f}") -> str:
     """``"lo–hi"`` of the finite values (NaN ignored), each formatted with ``fmt``."""
-    return f"{fmt.format(float(np.nanmin(values)))}–{fmt.format(float(np.nanmax(values)))}"
+    v = np.asarray(values, dtype=float)
+    if not np.isfinite(v).any():
+        return "—"
+    return f"{fmt.format(float(np.nanmin(v)))}–{fmt.format(float(np.nanmax(v)))}"
 
 
 def case_counts(cells) -> str:
