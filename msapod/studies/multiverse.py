@@ -971,7 +971,7 @@ def main_outcomes(data: ZooData) -> dict[str, Outcome]:
 
 def _source_hash() -> str:
     h = hashlib.sha256()
-    for mod in ("rules.py", "multiverse.py", "claims.py"):
+    for mod in ("rules.py", "multiverse.py", "claims.py", "nulls.py"):
         h.update((Path(__file__).parent / mod).read_bytes())
     return h.hexdigest()
 
