@@ -904,21 +904,18 @@ def _t1_label(ev: xr.Dataset, models) -> str:
 
 
 def zoo_losses(models) -> tuple[xr.DataArray, bool]:
-    """Validation losses of ``models`` (from their ``config.json``) and whether any
-    model stopped before its planned steps."""
-    from ..models.zoo import ZOO_CONFIGS, path
+    """Whole-split validation losses of ``models`` (``val_loss_split`` of their
+    ``config.json``: :func:`msapod.models.train.validation_loss` of the stored model) and
+    whether any model stopped before its planned steps (its loss is then the last
+    20-batch estimate, and the rule says the models are unfinished)."""
+    from ..models.zoo import ZOO_CONFIGS, architecture, path
 
     cfg = [json.loads((path(m) / "config.json").read_text()) for m in models]
     loss = xr.DataArray(
-        [c["val_loss"] for c in cfg],
+        [c.get("val_loss_split", c["val_loss"]) for c in cfg],
         dims="model",
-        coords={
-            "model": models,
-            "architecture": (
-                "model",
-                ["ega" if m.startswith("ega") else "baseline" for m in models],
-            ),
-        },
+        coords={"model": models, "architecture": ("model", [architecture(m) for m in models])},
+        attrs={"long_name": "validation loss over the whole split", "units": "nats/char"},
     )
     unfinished = any(c["step"] < ZOO_CONFIGS[m].steps for c, m in zip(cfg, models, strict=True))
     return loss, unfinished
