@@ -675,7 +675,12 @@ def model_evidence(
 
 
 def trained_zoos(zoos: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
-    """``(trained, not_trained)`` among ``zoos`` (default: every zoo, main first)."""
+    """``(trained, not_trained)`` among ``zoos`` (default: every zoo, main first).
+
+    A zoo is analysed when it has at least one trained model of each architecture; it is
+    then used with its trained models (:func:`msapod.models.zoo.trained`), for what they
+    can decide (the architecture contrasts need two seeds of each and say so otherwise).
+    """
     from ..models import zoo
 
     names = list(zoo.ZOOS) if zoos is None else list(zoos)
@@ -683,9 +688,7 @@ def trained_zoos(zoos: Sequence[str] | None = None) -> tuple[list[str], list[str
         if z not in zoo.ZOOS:
             raise ValueError(f"zoos: expected names from {list(zoo.ZOOS)}, got {z!r}")
     names = sorted(names, key=lambda z: z != zoo.MAIN)
-    ok = [
-        z for z in names if all((zoo.path(m) / "model.safetensors").is_file() for m in zoo.ZOOS[z])
-    ]
+    ok = [z for z in names if all(zoo.trained(z, a) for a in zoo.ARCHITECTURES)]
     return ok, [z for z in names if z not in ok]
 
 
@@ -1028,7 +1031,7 @@ def multiverse_study(
     parts = {"source": _source_hash(), "zoos": trained, "format": EVIDENCE_FORMAT}
     weights = {}
     for z in trained:
-        for m in zoo_mod.ZOOS[z]:
+        for m in zoo_mod.trained(z):
             weights[m] = json.loads((zoo_mod.path(m) / "config.json").read_text()).get(
                 "weights_sha256", ""
             )
@@ -1040,7 +1043,7 @@ def multiverse_study(
     def compute():
         got = {
             z: zoo_data(
-                zoo_mod.ZOOS[z],
+                zoo_mod.trained(z),
                 convergence=(convergence or {}).get(z),
                 pruning=(pruning or {}).get(z),
                 progress=progress,
@@ -1054,7 +1057,9 @@ def multiverse_study(
         from .nulls import null_zoo_data
 
         null_data = {
-            z: null_zoo_data(zoo_mod.ZOOS[z], "untrained", cache_dir=cache_dir, progress=progress)
+            z: null_zoo_data(
+                zoo_mod.trained(z), "untrained", cache_dir=cache_dir, progress=progress
+            )
             for z in trained
         }
         return add_nulls(ds, got, null_data)

@@ -140,9 +140,9 @@ def _multiverse(models, progress, done=None):
         if step in done:  # the same study, already computed (or verified) in this run
             ds = done[step]
             given[step] = {
-                z: ds.sel(model=list(names))
-                for z, names in zoo.ZOOS.items()
-                if set(names) <= set(ds["model"].values.tolist())
+                z: ds.sel(model=list(zoo.trained(z)))
+                for z in zoo.ZOOS
+                if zoo.trained(z) and set(zoo.trained(z)) <= set(ds["model"].values.tolist())
             }
     return multiverse_study(progress=progress, **given)
 
