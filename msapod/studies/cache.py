@@ -562,3 +562,13 @@ def stack_models(parts: Sequence[xr.Dataset], models: Sequence[str]) -> xr.Datas
     return out.assign_coords(
         architecture=("model", ["ega" if m.startswith("ega") else "baseline" for m in models])
     )
+
+
+#: The field store's pieces under public names, shared with the null ensembles of
+#: :mod:`msapod.studies.nulls` (same key recipe, same verified netCDF format).
+check_int = _check_int
+key_hash = _key_hash
+key_parts = _key_parts
+read_fields = _read
+write_fields = _write
+zoo_model = _zoo_model

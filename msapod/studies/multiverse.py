@@ -1195,3 +1195,7 @@ def assemble_study(trained, untrained, data: dict) -> xr.Dataset:
         "main_zoo": trained[0] if trained else "",
     }
     return ds
+
+
+#: Whether a claim is evaluated under a specification (public name for the joint test).
+applies = _applies

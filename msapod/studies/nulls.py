@@ -220,16 +220,13 @@ def null_fields(
     import warnings
 
     from ..models.data import check_layers, ensemble_ids, load_corpus
-    from .cache import (
-        CacheWarning,
-        _check_int,
-        _key_hash,
-        _key_parts,
-        _read,
-        _write,
-        _zoo_model,
-        cache_root,
-    )
+    from .cache import CacheWarning, cache_root
+    from .cache import check_int as _check_int
+    from .cache import key_hash as _key_hash
+    from .cache import key_parts as _key_parts
+    from .cache import read_fields as _read
+    from .cache import write_fields as _write
+    from .cache import zoo_model as _zoo_model
 
     _check_null(null)
     n = _check_int(n, "n", 2)
@@ -936,7 +933,8 @@ def joint_tests(
         ``n_null``, ``n_specs``, ``exact``, ``min_p``, ``reachable``, ``null`` (str),
         ``note`` (str).
     """
-    from .multiverse import CLAIM_AXES, CLAIM_IDS, _applies
+    from .multiverse import CLAIM_AXES, CLAIM_IDS
+    from .multiverse import applies as _applies
 
     nulls = dict(DEFAULT_NULL if nulls is None else nulls)
     claims = list(CLAIM_IDS if claims is None else claims)
