@@ -388,11 +388,12 @@ def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
         curve += f"; joint $p = {p:.2g}$" if np.isfinite(p) else "; joint p: —"
     else:
         curve += "; joint p: not computed"
-    lines.append(curve + f". [The rule]({RULE_PAGE}#rule-{claim.lower()}).")
+    lines.append(curve + f". [The rule](#rule-{claim.lower()}).")
     return head + " ".join(lines) + "\n```"
 
 
-#: The page that states every claim's rule and the book's open choices.
+#: The page that states every rule; each rule has the label ``rule-<claim>`` there,
+#: linked as ``(#rule-c1)`` (a project-wide MyST target).
 RULE_PAGE = "paper-choices.md"
 
 
