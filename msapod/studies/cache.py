@@ -335,6 +335,29 @@ def _dataset_sha256(ds: xr.Dataset) -> str:
     return h.hexdigest()
 
 
+def text_coords(ds: xr.Dataset, names: Sequence[str] = ("window", "peak")) -> xr.Dataset:
+    """``ds`` with its object-dtype label coordinates ``names`` as fixed-width strings
+    (what ``xr.concat`` of cached parts leaves as objects, and netCDF cannot store)."""
+    for name in names:
+        if name in ds.coords and ds[name].dtype == object:
+            ds = ds.assign_coords({name: ds[name].values.astype(str)})
+    return ds
+
+
+def concat_layers(parts: Sequence[xr.Dataset]) -> xr.Dataset:
+    """Per-layer analyses (each with a ``layer`` dim) as one dataset, labels as strings."""
+    return text_coords(
+        xr.concat(
+            list(parts),
+            dim="layer",
+            data_vars="minimal",
+            coords="minimal",
+            compat="override",
+            combine_attrs="override",
+        )
+    )
+
+
 def netcdf_safe(ds: xr.Dataset) -> xr.Dataset:
     """Attrs that netCDF can hold: lists joined to strings, bools to ints."""
 

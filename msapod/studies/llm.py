@@ -610,7 +610,7 @@ def smollm2_analysis(
     """
     from tqdm import tqdm
 
-    from .cache import cache_root, cached_dataset
+    from .cache import cache_root, cached_dataset, concat_layers
 
     for value, name, least in ((n, "n", 2), (length, "length", 2), (seed, "seed", 0)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
@@ -642,17 +642,7 @@ def smollm2_analysis(
                     cache_dir=cache_dir,
                 )
             )
-        out = xr.concat(
-            layers,
-            dim="layer",
-            data_vars="minimal",
-            coords="minimal",
-            compat="override",
-            combine_attrs="override",
-        )
-        for name in ("window", "peak"):
-            if name in out.coords and out[name].dtype == object:
-                out = out.assign_coords({name: out[name].values.astype(str)})
+        out = concat_layers(layers)
         keep = {k: v for k, v in out.attrs.items() if not k.startswith(("cache_", "values_"))}
         keep.pop("cache_key", None)
         keep.update(

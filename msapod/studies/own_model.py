@@ -838,6 +838,8 @@ def analyse_field(F: xr.DataArray, params: dict, scales) -> xr.Dataset:
 
 def _analyse_layer(values: np.ndarray, layer: int, params: dict, scales) -> xr.Dataset:
     """One layer: per head when heads are kept (one field set in memory at a time)."""
+    from .cache import text_coords
+
     coords = {
         "snapshot": np.arange(values.shape[-3]),
         "query": np.arange(values.shape[-2]),
@@ -858,10 +860,7 @@ def _analyse_layer(values: np.ndarray, layer: int, params: dict, scales) -> xr.D
             compat="override",
             combine_attrs="override",
         )
-    for name in ("window", "peak"):
-        if name in ds.coords and ds[name].dtype == object:
-            ds = ds.assign_coords({name: ds[name].values.astype(str)})
-    return ds.expand_dims(layer=[layer])
+    return text_coords(ds).expand_dims(layer=[layer])
 
 
 def _json(value) -> str:
@@ -890,7 +889,7 @@ def analyze_source(
     from tqdm import tqdm
 
     from ..models.data import check_layers
-    from .cache import cache_root, cached_dataset
+    from .cache import cache_root, cached_dataset, concat_layers
 
     params = params if params is not None else _analysis_params(**DEFAULTS)
     try:
@@ -941,17 +940,7 @@ def analyze_source(
                 cache_dir=cache_dir,
             )
             bar.update(1)
-    ds = xr.concat(
-        parts,
-        dim="layer",
-        data_vars="minimal",
-        coords="minimal",
-        compat="override",
-        combine_attrs="override",
-    )
-    for name in ("window", "peak"):
-        if name in ds.coords and ds[name].dtype == object:
-            ds = ds.assign_coords({name: ds[name].values.astype(str)})
+    ds = concat_layers(parts)
     keep = {
         k: v
         for k, v in ds.attrs.items()
