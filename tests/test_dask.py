@@ -1,4 +1,4 @@
-"""Dask-backed fields: the chunked path equals the in-memory path (issue #6)."""
+"""Dask-backed fields: the chunked path equals the in-memory path."""
 
 from __future__ import annotations
 

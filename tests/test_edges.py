@@ -1,4 +1,4 @@
-"""Bad input, corrupt files and odd coordinates (issue #12): each case gives a clear error
+"""Bad input, corrupt files and odd coordinates: each case gives a clear error
 naming the argument or file, or the correct result; never a silent wrong answer."""
 
 from __future__ import annotations
