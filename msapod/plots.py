@@ -22,8 +22,9 @@ the scalogram :math:`E(a, b)` (:func:`scalogram`), the scale spectrum :math:`E(a
 its dominant scales :math:`a^*_m` (:func:`scale_spectrum`), POD spectra
 :math:`\\lambda_k` (:func:`pod_spectra`), mode lag profiles :math:`\\rho_k(\\tau)`
 (:func:`mode_lags`), forest plots with claim bands (:func:`forest`, :func:`claim_band`),
-specification curves (:func:`specification_curve`) and pruning curves
-(:func:`pruning_curve`); and :func:`format_table` for tables a reader can scan.
+specification curves (:func:`specification_curve`), the verdict shares of every claim
+(:func:`verdict_bars`) and pruning curves (:func:`pruning_curve`); and :func:`format_table`
+for tables a reader can scan.
 
 matplotlib is imported inside the functions only: ``import msapod`` stays light, and the
 module imports nothing from ``msapod.models`` or ``msapod.studies`` (no torch).
@@ -877,6 +878,82 @@ def pruning_curve(
     return ax.figure
 
 
+def verdict_bars(
+    shares: pd.DataFrame,
+    main: pd.Series | None = None,
+    *,
+    title: str | None = None,
+    ax=None,
+):
+    """Per claim, the share of its specifications that give each verdict, as one
+    stacked bar; the main specification's verdict is written at the right of the bar.
+
+    Parameters
+    ----------
+    shares : pandas.DataFrame
+        index: the claims (top to bottom); columns: verdict words of
+        :data:`VERDICT_COLOURS` (others are not allowed); values: numbers of
+        specifications (each row is normalised to shares).
+    main : pandas.Series, optional
+        the main specification's verdict per claim (same index), written at the right
+        of each bar and marked by a black diamond in its segment.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    if not isinstance(shares, pd.DataFrame) or shares.empty:
+        raise ValueError("shares: expected a non-empty DataFrame (claims x verdict words)")
+    unknown = [c for c in shares.columns if c not in VERDICT_COLOURS]
+    if unknown:
+        raise ValueError(f"shares: unknown verdict columns {unknown}")
+    counts = shares.reindex(columns=list(VERDICT_COLOURS), fill_value=0).astype(float)
+    totals = counts.sum(axis=1)
+    if (totals <= 0).any():
+        raise ValueError(f"shares: claims without specifications {list(totals.index[totals <= 0])}")
+    frac = counts.div(totals, axis=0)
+    if main is not None:
+        main = main.reindex(frac.index)
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(frac) + 1.2), layout="constrained")
+        for y, (claim, row) in enumerate(frac.iterrows()):
+            left = 0.0
+            for word, share in row.items():
+                if share > 0:
+                    ax.barh(y, share, left=left, color=VERDICT_COLOURS[word], edgecolor="white")
+                    if main is not None and word == main[claim]:
+                        ax.plot(left + share / 2, y, "kD", ms=5)
+                left += share
+            if main is not None and isinstance(main[claim], str):
+                ax.text(
+                    1.02,
+                    y,
+                    main[claim],
+                    va="center",
+                    fontsize=9,
+                    color=VERDICT_COLOURS.get(main[claim], "0.2"),
+                )
+        ax.set_yticks(range(len(frac)), [str(c) for c in frac.index])
+        ax.set_ylim(len(frac) - 0.5, -0.5)
+        ax.set_xlim(0, 1)
+        ax.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "25 %", "50 %", "75 %", "100 %"])
+        ax.set_xlabel("share of the claim's specifications (readings of the paper)")
+        ax.spines["left"].set_visible(False)
+        ax.tick_params(axis="y", length=0)
+        present = [w for w in VERDICT_COLOURS if counts[w].sum() > 0]
+        handles = [Patch(color=VERDICT_COLOURS[w]) for w in present]
+        labels = list(present)
+        if main is not None:
+            from matplotlib.lines import Line2D
+
+            handles.append(Line2D([], [], color="k", marker="D", ls="none", ms=5))
+            labels.append("main specification")
+        ax.figure.legend(handles, labels, loc="outside lower center", ncol=3)
+        if title:
+            ax.set_title(title)
+    return ax.figure
+
+
 # --------------------------------------------------------------------------------------
 # tables
 
@@ -960,4 +1037,5 @@ __all__ = [
     "scalogram",
     "specification_curve",
     "style",
+    "verdict_bars",
 ]

@@ -239,6 +239,36 @@ def test_pruning_curve():
     _no_legend_over_data(fig)
 
 
+def test_verdict_bars_shares_main_and_legend():
+    shares = pd.DataFrame(
+        {
+            "holds": [3, 0, 0],
+            "partly": [1, 2, 0],
+            "does not hold": [0, 2, 0],
+            "not significant": [0, 0, 5],
+        },
+        index=["C1", "C2", "C10"],
+    )
+    main = pd.Series({"C1": "holds", "C2": "does not hold", "C10": "not significant"})
+    fig = plots.verdict_bars(shares, main)
+    _check(fig, 1, "share of the claim's specifications")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["C1", "C2", "C10"]
+    widths = {}
+    for bar in ax.patches:
+        y = round(bar.get_y() + bar.get_height() / 2)
+        widths[y] = widths.get(y, 0) + bar.get_width()
+    assert all(np.isclose(w, 1.0) for w in widths.values())  # shares of each claim sum to 1
+    assert sorted(t.get_text() for t in ax.texts) == sorted(main.values)
+    diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
+    assert len(diamonds) == 3 and diamonds[0].get_xdata()[0] == pytest.approx(3 / 8)
+    _no_legend_over_data(fig)
+    with pytest.raises(ValueError, match="unknown verdict"):
+        plots.verdict_bars(pd.DataFrame({"maybe": [1]}, index=["C1"]))
+    with pytest.raises(ValueError, match="without specifications"):
+        plots.verdict_bars(pd.DataFrame({"holds": [0]}, index=["C1"]))
+
+
 def test_format_table():
     df = pd.DataFrame(
         {
