@@ -35,6 +35,7 @@ from threadpoolctl import threadpool_limits
 from ._labels import check_omega0, lead_coords, stack_leading
 from .backends import kernels
 from .fields import check_field, check_lazy, to_lag
+from .lagstats import scalogram_energy
 
 __all__ = [
     "coherency",
@@ -293,11 +294,7 @@ def scalogram(
     warn_unresolved(s, omega0)
     C = lag_moments(R, dims)
     Cv, lead, shape = stack_leading(C, ("lag", "lag_"))
-    Pr, Pi = wavelet_parts(tuple(map(float, s)), tuple(map(float, lags)), float(omega0))
-    E = np.empty((Cv.shape[0], len(s), n_lag))
-    for b in range(Cv.shape[0]):
-        e = np.einsum("kt,kt->k", Pr @ Cv[b], Pr) + np.einsum("kt,kt->k", Pi @ Cv[b], Pi)
-        E[b] = np.maximum(e, 0.0).reshape(len(s), n_lag)
+    E = np.stack([scalogram_energy(Cb, s, lags, omega0) for Cb in Cv])
     spec = E.sum(-1)
     if bias_correction:
         spec = spec / s
