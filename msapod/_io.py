@@ -2,6 +2,9 @@
 
 * :func:`package_version` -- the msapod version recorded in every cache key and file,
 * :func:`sha256_file` -- the hex sha256 of a file, read in 1 MiB blocks,
+* :func:`verify_sha256` -- a file checked against its expected sha256 (the one message),
+* :func:`check_int` -- an integer argument checked against its least value,
+* :data:`COMPRESS` -- the gzip setting of every compressed netCDF variable,
 * :func:`atomic_path` -- write to a temporary name, move into place with ``os.replace``
   (a crash never leaves a half-written file under the final name),
 * :func:`cache_dir` -- the root of every cache (fields, analyses, training state).
@@ -10,22 +13,42 @@
 from __future__ import annotations
 
 import hashlib
+import numbers
 import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-__all__ = ["atomic_path", "cache_dir", "package_version", "sha256_file"]
+__all__ = [
+    "COMPRESS",
+    "atomic_path",
+    "cache_dir",
+    "check_int",
+    "package_version",
+    "sha256_file",
+    "verify_sha256",
+]
 
 #: The version used when the package is run from a source tree without metadata.
 FALLBACK_VERSION = "0.1.0"
 
+#: netCDF encoding of every compressed variable (gzip level 4 with byte shuffling: the
+#: causal zeros above the diagonal of a field cost almost nothing).
+COMPRESS = {"zlib": True, "complevel": 4, "shuffle": True}
+
+
+def check_int(value, name: str, least: int, error: type[Exception] = ValueError) -> int:
+    """``value`` as an ``int`` if it is an integer (not a bool) of at least ``least``;
+    else ``error`` naming the argument ``name``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
+        raise error(f"{name}: expected an integer >= {least}, got {value!r}")
+    return int(value)
+
 
 def package_version() -> str:
     """Version of msapod: the installed metadata, else :data:`FALLBACK_VERSION`."""
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("msapod")
     except PackageNotFoundError:
@@ -45,6 +68,21 @@ def sha256_file(path: str | os.PathLike) -> str:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def verify_sha256(
+    path: str | os.PathLike,
+    expected: str,
+    what: str,
+    hint: str,
+    error: type[Exception] = ValueError,
+) -> Path:
+    """``path`` if its sha256 is ``expected``; else ``error``: ``"<what>: <path> has sha256
+    <digest>, expected <expected>; <hint>"``."""
+    digest = sha256_file(path)
+    if digest != expected:
+        raise error(f"{what}: {path} has sha256 {digest}, expected {expected}; {hint}")
+    return Path(path)
 
 
 @contextmanager

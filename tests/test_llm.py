@@ -176,7 +176,7 @@ def test_smollm2_analysis_streams_resumes_and_caches(tmp_path, monkeypatch):
     assert list((tmp_path / "llm-layers").glob("*.nc"))  # per-layer partial results
 
 
-# ----------------------------------------------------------------------------- verdicts
+# ------------------------------------------------------------------- scorecard rows
 
 
 def synthetic(peak_tokens, T, H, cpt=3.1, n_snap=150, n_layer=30, flat=()):
@@ -213,7 +213,7 @@ def test_depth_groups():
 
 
 def test_llm_verdict_rules():
-    """The LLM rows are the scorecard's rules (one function), on planted answers."""
+    """The scorecard's LLM rows on planted answers."""
     from msapod.studies.scorecard import llm_rows
 
     layers = np.arange(1, 31)
@@ -222,8 +222,7 @@ def test_llm_verdict_rules():
     T = np.where(layers <= 2, 1.0, 0.6)  # early about 1, later more concentrated
     H = np.where(layers <= 2, 140.0, 60.0)  # early layers need more modes
     ds = synthetic(peak, T, H)
-    rows = {r["claim"]: r for r in llm.llm_verdicts(ds)}
-    assert rows == {r["claim"]: r for r in llm_rows(ds)}
+    rows = {r["claim"]: r for r in llm_rows(ds)}
     assert set(rows) == {"C1", "C2", "C3", "C5"}
     for r in rows.values():
         assert {"claim", "paper", "measured", "verdict", "rule", "page"} <= set(r)
@@ -231,16 +230,16 @@ def test_llm_verdict_rules():
     assert rows["C2"]["verdict"] == "holds"
     assert rows["C3"]["verdict"] == "holds"
     # the reversed contrasts and coarse early scales fail
-    bad = {r["claim"]: r for r in llm.llm_verdicts(synthetic(peak[::-1], T[::-1], H[::-1]))}
+    bad = {r["claim"]: r for r in llm_rows(synthetic(peak[::-1], T[::-1], H[::-1]))}
     assert bad["C1"]["verdict"] == "does not hold"
     assert bad["C2"]["verdict"] == "does not hold"
     assert bad["C3"]["verdict"] == "does not hold"
     assert bad["C5"]["verdict"] == "does not hold"
     # a maximum at the coarse edge of the grid is a bound, a* >= 41.5 tokens: not fine
-    edge = {r["claim"]: r for r in llm.llm_verdicts(synthetic(peak, T, H, flat=(1, 2)))}
+    edge = {r["claim"]: r for r in llm_rows(synthetic(peak, T, H, flat=(1, 2)))}
     assert edge["C1"]["verdict"] == "does not hold" and "bound" in edge["C1"]["measured"]
     # the depth mapping changes which layers count as early
-    prop = {r["claim"]: r for r in llm.llm_verdicts(ds, "proportional")}
+    prop = {r["claim"]: r for r in llm_rows(ds, "proportional")}
     # early = layers 1-10: layers 1-2 pass (6.2 characters), 3-10 fail (12.4)
     assert prop["C1"]["verdict"] == "partly"
 

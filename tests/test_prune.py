@@ -214,7 +214,7 @@ def test_model_pruning_layout():
     expect = (ds["budget"] * valid).transpose(*valid.dims)
     np.testing.assert_array_equal(removed.where(valid, 0).transpose(*valid.dims), expect)
     np.testing.assert_allclose(ds["loss_increase"], ds["loss"] - ds["base_loss"])
-    v = prune.c6_verdict(ds)  # one model: the SE comes from the random draws alone
+    v = prune.budget_contrasts(ds)  # one model: the SE comes from the random draws alone
     assert 1 <= v["per_budget"][0]["low_H_mean_layer"] <= 2
     assert "layer" in v["measured"]
     with pytest.raises(ValueError, match="budgets"):
@@ -230,7 +230,7 @@ def test_pruning_study_errors():
         prune.pruning_study(n_random=1)
 
 
-# ------------------------------------------------------------------------ verdict
+# ------------------------------------------------------------- contrasts per budget
 
 
 def planted_study(low: float, rand_sd: float = 0.01, budgets=(8, 16)) -> xr.Dataset:
@@ -249,25 +249,25 @@ def planted_study(low: float, rand_sd: float = 0.01, budgets=(8, 16)) -> xr.Data
 
 
 @pytest.mark.parametrize(
-    "low, expected",
-    [
-        (0.05, "holds"),
-        (0.40, "does not hold"),
-        (0.2, "not significant"),
-        ([0.05, 0.2], "partly"),
-        ([0.2, 0.4], "does not hold"),
-    ],
+    "low, sign",
+    [(0.05, [-1, -1]), (0.40, [1, 1]), ([0.05, 0.4], [-1, 1])],
 )
-def test_c6_verdict_known_answers(low, expected):
-    out = prune.c6_verdict(planted_study(np.asarray(low)))
-    assert out["verdict"] == expected
-    assert out["claim"] == "C6" and {"measured", "rule", "paper", "per_budget"} <= set(out)
-    assert [r["budget"] for r in out["per_budget"]] == [8, 16]
+def test_budget_contrasts_known_answers(low, sign):
+    """Planted low-H* loss increases far below or above the random draws' 0.2."""
+    out = prune.budget_contrasts(planted_study(np.asarray(low)))
+    rows = out["per_budget"]
+    assert [r["budget"] for r in rows] == [8, 16] and out["n_models"] == 4
+    assert [np.sign(r["difference"]) for r in rows] == sign
+    assert all(abs(r["z"]) > 10 for r in rows)
+    np.testing.assert_allclose([r["difference"] for r in rows], np.asarray(low) - 0.2, atol=0.02)
     assert "low-H*" in out["measured"] and "random" in out["measured"]
 
 
-def test_c6_verdict_errors():
+def test_budget_contrasts_no_difference():
+    row = prune.budget_contrasts(planted_study(0.2))["per_budget"][0]
+    assert abs(row["z"]) < 3 and row["se"] == max(row["se_models"], row["se_draws"])
+
+
+def test_budget_contrasts_errors():
     with pytest.raises(ValueError, match="study"):
-        prune.c6_verdict(xr.Dataset())
-    with pytest.raises(ValueError, match="z"):
-        prune.c6_verdict(planted_study(0.1), z=0)
+        prune.budget_contrasts(xr.Dataset())

@@ -1,10 +1,11 @@
-"""The transformers whose attention fields the method analyses (needs the ``models`` extra).
+"""The transformers whose attention fields the method analyses (needs the ``models`` extra):
+character-level GPTs on TinyShakespeare, with standard or energy-gated attention (EGA).
 
-* :mod:`.gpt` -- the GPT and its entropy-gated (EGA) variant,
+* :mod:`.gpt` -- the GPT with standard or energy-gated attention (EGA),
 * :mod:`.train` -- training, checkpoints (safetensors + config.json with its sha256),
-* :mod:`.data` -- the TinyStories corpus and the ensemble offsets (numpy only),
+* :mod:`.data` -- the TinyShakespeare corpus and the ensemble offsets (numpy only),
 * :mod:`.extract` -- attention extraction into labelled fields and zarr stores,
-* :mod:`.zoo` -- the trained checkpoints shipped with the package.
+* :mod:`.zoo` -- the configured models and the checkpoints of those trained.
 
 Nothing is imported here, so ``msapod.models.data`` loads without torch.
 """

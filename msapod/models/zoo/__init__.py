@@ -1,18 +1,19 @@
-"""The model zoo: character-level GPTs trained on TinyShakespeare, shipped with the package.
+"""The model zoo: character-level GPTs trained on TinyShakespeare.
 
 ``load("baseline-1")`` returns a verified, ready model (eval mode). Each model folder
 holds ``model.safetensors``, ``config.json`` (with the weights' sha256) and ``log.json``
 (losses, wall time per step, the machine and its load). ``msapod zoo`` lists every
-configured model, whether it is trained, its whole-split validation loss and training time.
+configured model, whether it is trained, its whole-split validation loss and training time;
+:func:`trained` lists the models whose checkpoints are present.
 
 Two sets, both standard and energy-gated attention (EGA), 6 layers x 8 heads, context 256:
 
 * the **d = 128** zoo (:data:`D128`, the main zoo of the book): d_model 128, four seeds
-  per architecture, no dropout, float32 training and storage (1.23 M parameters);
-* the **paper-size** zoo (:data:`PAPER_SIZE`): d_model 256, three seeds per architecture,
-  dropout 0.1 on the embeddings, residual branches and MLP (none on the attention
-  weights, which would leave the fused attention kernel), float32 training (these CPUs
-  have no native bf16), float16 storage (about 4.8 M parameters; EGA adds 0.257 %, the
+  per architecture configured, no dropout, float32 training and storage (1.23 M parameters);
+* the **paper-size** zoo (:data:`PAPER_SIZE`): d_model 256, three seeds per architecture
+  configured, dropout 0.1 on the embeddings, residual branches and MLP (none on the
+  attention weights, which would leave the fused attention kernel), float32 training
+  (these CPUs have no native bf16), float16 storage (about 4.8 M parameters; EGA adds 0.257 %, the
   EGA paper's "< 0.26 %").
 
 Every model sees the same split, schedule (AdamW, lr 2e-3 cosine to 2e-4, 3000 steps of
@@ -22,10 +23,11 @@ Every model sees the same split, schedule (AdamW, lr 2e-3 cosine to 2e-4, 3000 s
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..gpt import GPT, GPTConfig
-from ..train import TrainConfig, load_checkpoint
+from ..train import TrainConfig, load_checkpoint, read_config
 
 __all__ = [
     "ARCHITECTURES",
@@ -35,7 +37,9 @@ __all__ = [
     "PAPER_SIZE",
     "ZOOS",
     "ZOO_CONFIGS",
+    "Identity",
     "architecture",
+    "identity",
     "load",
     "models",
     "path",
@@ -125,3 +129,41 @@ def load(name: str) -> GPT:
     if not (folder / "model.safetensors").is_file():
         raise FileNotFoundError(f"zoo model {name!r} is not trained yet: {folder} is empty")
     return load_checkpoint(folder, expect=ZOO_CONFIGS[name].model)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What a zoo model's results are computed from, read from its ``config.json``.
+
+    Attributes
+    ----------
+    name
+        Zoo model name.
+    weights_sha256
+        sha256 of the checkpoint's weights, as recorded in its ``config.json``.
+    architecture
+        ``"baseline"`` or ``"ega"``: the attention the checkpoint was trained with.
+    zoo
+        The zoo the model belongs to (a key of :data:`ZOOS`).
+    meta
+        The whole verified ``config.json`` (training step, losses, ...).
+    """
+
+    name: str
+    weights_sha256: str
+    architecture: str
+    zoo: str
+    meta: dict
+
+
+def identity(name: str) -> Identity:
+    """The :class:`Identity` of trained zoo model ``name``: its ``config.json`` read once
+    and verified (:func:`msapod.models.train.read_config`; ``ValueError`` if it is
+    missing from the config or does not match it)."""
+    meta = read_config(path(name))
+    attention = meta["train"].get("model", {}).get("attention", "standard")
+    arch = "ega" if attention == "ega" else "baseline"
+    if arch != architecture(name):
+        raise ValueError(f"zoo model {name!r}: config.json has {attention!r} attention")
+    zoo = next(z for z, names in ZOOS.items() if name in names)
+    return Identity(name, str(meta.get("weights_sha256", "")), arch, zoo, meta)
