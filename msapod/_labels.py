@@ -29,7 +29,35 @@ def check_meta(A, name: str, dims: Sequence[str]) -> None:
     for d in dims:
         if A.sizes[d] == 0:
             raise ValueError(f"{name}: dim {d!r} has length 0; expected a non-empty field")
+    for d in POSITION_DIMS:
+        if d in dims and d in A.coords:
+            check_positions(A[d].values, name, d)
     check_unique(A, name)
+
+
+#: Dims whose coordinates are integer positions (the lag is ``query - key``).
+POSITION_DIMS = ("query", "key", "lag")
+
+
+def check_positions(pos: np.ndarray, name: str, dim: str) -> None:
+    """A ``query``/``key``/``lag`` coordinate holds integer positions: real numbers with
+    whole values (e.g. 0, 1, 2 or 0.0, 1.0, 2.0)."""
+    pos = np.asarray(pos)
+    if pos.dtype == bool or not (
+        np.issubdtype(pos.dtype, np.integer) or np.issubdtype(pos.dtype, np.floating)
+    ):
+        raise ValueError(
+            f"{name}: coordinate {dim!r} must hold integer positions (token indices, "
+            f"numbers), got dtype {pos.dtype} ({pos[:3].tolist()}...)"
+        )
+    if np.issubdtype(pos.dtype, np.floating) and not (
+        np.isfinite(pos).all() and np.allclose(pos, np.round(pos))
+    ):
+        bad = pos[~(np.isfinite(pos) & np.isclose(pos, np.round(pos)))][:3]
+        raise ValueError(
+            f"{name}: coordinate {dim!r} must hold integer positions (whole numbers), "
+            f"got {bad.tolist()}"
+        )
 
 
 def check_unique(A: xr.DataArray, name: str) -> None:

@@ -198,7 +198,7 @@ def decompose(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.
         parts = decompose_set(snaps, kern.eigensolve, Wv, n_modes, rtol, lay)
         for name, value in parts.items():
             out[name][b] = value
-    return _pod_dataset(out, u, dim, lay, window, wdims, n_modes, rtol)
+    return pod_dataset(out, u, dim, lay, window, wdims, n_modes, rtol)
 
 
 def _check_pod_args(u, dim, n_modes, window) -> int:
@@ -263,7 +263,7 @@ def decompose_set(snaps, eigensolve, Wv: np.ndarray, n_modes: int, rtol: float, 
     for w in range(n_w):
         # the window multiplies each lag column: V^T (X w) = (V^T X) w
         phi = phis[w] * np.tile(Wv[w], Q)[None, :]
-        modes[w], coef[w] = _finish(phi, vecs[w], spectrum[w], n, rtol, kidx, kvalid)
+        modes[w], coef[w] = finish_modes(phi, vecs[w], spectrum[w], n, rtol, kidx, kvalid)
     return {
         "spectrum": spectrum,
         "gram": grams,
@@ -273,7 +273,7 @@ def decompose_set(snaps, eigensolve, Wv: np.ndarray, n_modes: int, rtol: float, 
     }
 
 
-def _pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Dataset:
+def pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Dataset:
     """Label the arrays of :func:`decompose` as the Dataset :func:`pod` returns."""
     n = u.sizes[dim]
     lead = lay.lead
@@ -334,7 +334,7 @@ def _pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.D
     return ds
 
 
-def _finish(phi, Vk, lam, n, rtol, kidx, kvalid):
+def finish_modes(phi, Vk, lam, n, rtol, kidx, kvalid):
     """Normalised, sign-fixed modes in (query, key) and coefficients from ``V_k^T X_w``.
 
     ``phi`` is ``(n_modes, query * lag)`` (overwritten), ``Vk`` the leading eigenvectors.

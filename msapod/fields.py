@@ -85,14 +85,30 @@ def check_lazy(A, *, name: str = "A", dims: Sequence[str] = FIELD_DIMS, **kw) ->
     The chunked kernels check the values where they reduce them (a NaN makes the mean,
     the lag moments or the Gram diagonal non-finite), so no extra pass is spent here.
     """
-    if kernels(A).CHECKS_IN_PASS:
-        check_meta(A, name, dims)
-        n_min = kw.get("min_snapshots", 2)
-        snap = kw.get("snapshot_dim", "snapshot")
-        if n_min is not None and snap in A.dims:
-            check_count(A, name, n_min, snap)
+    return check_with(kernels(A), A, name=name, dims=dims, **kw)
+
+
+def check_with(
+    kern,
+    A,
+    *,
+    name: str = "A",
+    dims: Sequence[str] = FIELD_DIMS,
+    stochastic: bool = False,
+    atol: float = 1e-3,
+    min_snapshots: int | None = 2,
+    snapshot_dim: str = "snapshot",
+) -> xr.DataArray:
+    """:func:`check_lazy` with the kernels of ``A`` already picked (one dispatch)."""
+    check_meta(A, name, dims)
+    if min_snapshots is not None and snapshot_dim in A.dims:
+        check_count(A, name, min_snapshots, snapshot_dim)
+    if kern.CHECKS_IN_PASS:
         return A
-    return check_field(A, name=name, dims=dims, **kw)
+    if stochastic:
+        require_key(A, name)
+    kern.check_values(A, name, stochastic=stochastic, atol=atol)
+    return A
 
 
 def is_causal(A: xr.DataArray, atol: float = 0.0) -> bool:

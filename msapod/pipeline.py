@@ -14,14 +14,24 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._labels import check_eps, positions
+from . import lagstats
+from ._labels import check_eps, lag_layout, lookup, positions
 from .backends import kernels
-from .decomposition import decompose
-from .fields import check_lazy, lag_form, split_from_mean
+from .backends.memory import eigensolve
+from .decomposition import Layout, decompose, finish_modes, pod_dataset
+from .fields import check_with, is_causal, lag_form, split_from_mean
 from .spectra import effective_rank, spectral_concentration
+from .wavelets import (
+    check_scales,
+    default_scales,
+    dominant_scales,
+    fourier_period,
+    peak_indices,
+    scalogram,
+    warn_unresolved,
+)
 from .wavelets import coherency as coherency_of
-from .wavelets import dominant_scales, scale_centroid, scalogram
-from .windows import lag_window, window_parameters
+from .windows import lag_window, window_centres, window_parameters
 
 __all__ = ["analyze"]
 
@@ -99,8 +109,10 @@ def analyze(
     if eps_arr.ndim != 1 or eps_arr.size == 0:
         raise ValueError(f"eps: expected one number or a non-empty sequence in (0, 1), got {eps!r}")
     eps_list = [check_eps(e) for e in eps_arr]
-    # dask data: values are checked set by set, in the pass that forms the mean
-    check_lazy(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
+    # the one check (dask data: values are checked set by set, in the pass that forms
+    # the mean) and the one dispatch; the steps below are private kernels
+    kern = kernels(A)
+    check_with(kern, A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
     if n_modes is None:
         n_modes = min(10, A.sizes[dim])
     params = dict(
@@ -127,7 +139,7 @@ def analyze(
         parts = []
         for ix in np.ndindex(*shape):
             one = A.isel(dict(zip(lead, ix, strict=True)), drop=True)
-            parts.append(_analyze_one(one, **params))
+            parts.append(_analyze_one(one, kern=kern, **params))
         out = xr.concat(
             parts, dim="_set", coords="minimal", compat="override", combine_attrs="override"
         )
@@ -142,11 +154,21 @@ def analyze(
             if name in out.coords and out[name].dtype == object:
                 out = out.assign_coords({name: out[name].values.astype(str)})
         return out
-    return _analyze_one(A, **params)
+    return _analyze_one(A, kern=kern, **params)
 
 
-def _analyze_one(
-    A: xr.DataArray,
+def _analyze_one(A: xr.DataArray, *, kern, **params) -> xr.Dataset:
+    """analyze() of a single field set (no leading dims), already checked."""
+    if kern.CHECKS_IN_PASS:
+        parts = _steps_chunked(A, kern, **params)
+    else:
+        parts = _steps_memory(A, **params)
+    return _assemble(A, *parts, **params)
+
+
+def _steps_chunked(
+    A,
+    kern,
     *,
     dim,
     scales,
@@ -157,18 +179,11 @@ def _analyze_one(
     centre,
     width,
     n_modes,
-    eps,
-    criterion,
-    k_min,
-    k_max,
-    coherency,
-    check_stochastic=False,
-) -> xr.Dataset:
-    """analyze() of a single field set (no leading dims)."""
-    eps_list = eps
-    kern = kernels(A)
-    # one pass (for dask data): checks, mean and causality; the lag form of the
-    # fluctuation is shared by the scalogram, the POD and the coherency
+    check_stochastic,
+    **_,
+):
+    """The steps on dask data, through the chunked kernels (values checked in the pass
+    that forms the mean)."""
     A64, mean, causal_A, causal_u = kern.field_stats(A, dim, stochastic=check_stochastic)
     rey = split_from_mean(A, A64, mean, dim)
     u = rey["fluctuation"]
@@ -179,16 +194,189 @@ def _analyze_one(
     peaks = dominant_scales(
         sc["spectrum"].assign_attrs(omega0=omega0), max_peaks, include_edges=include_edges
     )
-    wp, windows, labels = _windows(sc, peaks, centre, width, max_peaks)
-    valid = np.isfinite(peaks)
+    wp = window_parameters(sc["energy"], peaks, centre=centre, width=width)
+    windows = _window_array(sc["lag"].values, wp, peaks, max_peaks)
     operand, center = kern.pod_operand(A, R, mean)
     res = decompose(operand, dim, n_modes, windows, 1e-12, center=center, causal=causal_u)
+    return rey["mean"], sc, peaks, wp, windows, res, R
+
+
+def _steps_memory(
+    A, *, dim, scales, omega0, max_peaks, include_edges, field, centre, width, n_modes, **_
+):
+    """The steps in memory on the lag statistics (:mod:`msapod.lagstats`): the lag form
+    ``X (N, lag, query)`` of u is gathered once; its lag moments give the scalogram, its
+    per-lag Gram tensor every window's Gram, and one product every window's modes."""
+    vals = A.transpose(dim, "query", "key").values
+    n = vals.shape[0]
+    q, k = positions(A, "query", "A"), positions(A, "key", "A")
+    mean = vals.mean(0, dtype=np.float64)
+    causal_A, causal_u = _causality(vals, mean, q, k)
+    lags, X = _lag_ensemble(vals, mean, q, k, causal_u)
+    Q, n_lag = len(q), len(lags)
+    if field == "fluctuation":
+        lags_t, C = lags, _moments(X)
+    else:
+        lags_t, XA = _lag_ensemble(vals, None, q, k, causal_A)
+        C = _moments(XA)
+        del XA
+    s = check_scales(default_scales(len(lags_t)) if scales is None else scales, len(lags_t))
+    warn_unresolved(s, omega0)
+    E = lagstats.scalogram_energy(C, s, lags_t, omega0)
+    spec = E.sum(-1) / s
+    ratio = float(fourier_period(1.0, omega0))
+    idx = peak_indices(spec, max_peaks, include_edges)
+    a = np.full(max_peaks, np.nan)
+    a[: len(idx)] = s[idx]
+    c = window_centres(E, s, lags_t, a, centre)
+    sigma = width * a
+    # the windows: "plain" (1), then one per peak (0 where it is missing)
+    W = np.zeros((1 + max_peaks, n_lag))
+    W[0] = 1.0
+    ok = np.isfinite(a)
+    W[1:][ok] = lagstats.gaussian_windows(lags, c[ok], sigma[ok])
+    square = lags[0] == 0 and n_lag == Q and np.array_equal(q, np.arange(Q))
+    G = lagstats._lag_gram_lagmajor(X.transpose(1, 0, 2), square, 1)
+    K = lagstats.window_grams(G, W)
+    del G
+    n_w = len(W)
+    spectrum = np.zeros((n_w, n))
+    V = np.zeros((n_w, n, n_modes))
+    for w in range(n_w):
+        if not W[w].any():  # zero window: zero Gram, no mode
+            V[w] = np.eye(n, n_modes)
+            continue
+        spectrum[w], V[w] = eigensolve(K[w], n_modes)
+    # every window's leading modes from one product: (window * mode, lag * query)
+    P = V.transpose(0, 2, 1).reshape(n_w * n_modes, n) @ X.reshape(n, -1)
+    P = P.reshape(n_w, n_modes, n_lag, Q) * W[:, None, :, None]
+    kidx, kvalid = lookup(lags, q[:, None] - k[None, :])
+    modes = np.empty((n_w, n_modes, Q, len(k)))
+    coef = np.empty((n_w, n, n_modes))
+    for w in range(n_w):
+        phi = np.ascontiguousarray(P[w].transpose(0, 2, 1)).reshape(n_modes, -1)
+        modes[w], coef[w] = finish_modes(phi, V[w], spectrum[w], n, 1e-12, kidx, kvalid)
+    out = {
+        "spectrum": spectrum[None],
+        "gram": K[None],
+        "eigenvalues": spectrum[None, :, :n_modes],
+        "modes": modes[None],
+        "coefficients": coef[None],
+    }
+    labels = _labels(max_peaks)
+    windows = xr.DataArray(W, dims=("window", "lag"), coords={"window": labels, "lag": lags})
+    lay = Layout(False, q, k, lags, None, None, (dim, "query", "key"), (), ())
+    res = pod_dataset(out, A, dim, lay, windows, ("window",), n_modes, 1e-12)
+    res = res.assign_coords(window=labels)
+    # labelled intermediates
+    keep = {c: A.coords[c] for c in A.coords if dim not in A.coords[c].dims}
+    mean_da = xr.DataArray(mean, dims=("query", "key"), coords=keep)
+    mean_da.attrs = {"long_name": "mean field Abar(i, j)", "averaged_over": dim}
+    sc = _scalogram_dataset(E, spec, s, lags_t, omega0, dim, keep)
+    pk = xr.DataArray(a, dims="peak", coords={"peak": np.arange(max_peaks)}, name="dominant_scale")
+    e_pk = np.full(max_peaks, np.nan)
+    e_pk[: len(idx)] = spec[idx]
+    edge = np.zeros(max_peaks, dtype=bool)
+    edge[: len(idx)] = (idx == 0) | (idx == len(s) - 1)
+    pk = pk.assign_coords(
+        period=("peak", a * ratio), peak_energy=("peak", e_pk), edge=("peak", edge)
+    )
+    wp = xr.Dataset({"centre": ("peak", c), "width": ("peak", sigma)})
+    R = None
+    return mean_da, sc, pk, wp, windows, res, R
+
+
+def _causality(vals, mean, q, k) -> tuple[bool, bool]:
+    """Whether A and u = A - mean are zero above the diagonal (key after query)."""
+    upper = k[None, :] > q[:, None]
+    if not upper.any():
+        return True, True
+    above = vals[:, upper]
+    m = mean[upper]
+    causal_A = bool((above == 0).all())
+    # |A_s - m| is largest at the extreme A_s (float subtraction is monotone)
+    causal_u = bool(((above.max(0) - m == 0) & (above.min(0) - m == 0)).all())
+    return causal_A, causal_u
+
+
+def _lag_ensemble(vals, mean, q, k, causal):
+    """Lags and the lag form ``X (N, lag, query)`` of ``vals - mean`` (float64)."""
+    lags, idx, valid = lag_layout(q, k, causal)
+    n, _, Kk = vals.shape
+    flat = (np.arange(len(q))[None, :] * Kk + idx.T).ravel()  # (lag, query) -> entry
+    X = np.take(vals.reshape(n, -1), flat, axis=1).reshape(n, len(lags), len(q))
+    X = X.astype(np.float64, copy=mean is None and X.dtype != np.float64)
+    if mean is not None:
+        X = np.subtract(X, mean.ravel()[flat].reshape(len(lags), len(q)), out=X)
+    X *= valid.T
+    return lags, X
+
+
+def _moments(X) -> np.ndarray:
+    """``C = <r r^T>`` of a lag ensemble ``X (N, lag, query)`` (snapshot by snapshot)."""
+    n, n_lag, Q = X.shape
+    C = np.zeros((n_lag, n_lag))
+    for b in range(0, n, 16):
+        C += np.matmul(X[b : b + 16], X[b : b + 16].transpose(0, 2, 1)).sum(0)
+    return C / (n * Q)
+
+
+def _scalogram_dataset(E, spec, s, lags, omega0, dim, coords) -> xr.Dataset:
+    """The scalogram's labelled Dataset (as :func:`msapod.scalogram` returns it)."""
+    scalars = {c: v for c, v in coords.items() if not v.dims}
+    sc = xr.Dataset(
+        {
+            "energy": xr.DataArray(
+                E, dims=("scale", "lag"), coords={**scalars, "scale": s, "lag": lags}
+            ),
+            "spectrum": xr.DataArray(spec, dims="scale", coords={**scalars, "scale": s}),
+        }
+    )
+    sc = sc.assign_coords(period=("scale", fourier_period(s, omega0)))
+    sc["energy"].attrs = {"long_name": "scalogram E(a, b) = <|W(a, b)|^2>", "omega0": omega0}
+    sc["spectrum"].attrs = {
+        "long_name": "scale spectrum E(a) = sum_b E(a, b) / a",
+        "omega0": omega0,
+    }
+    return sc
+
+
+def _assemble(
+    A,
+    mean,
+    sc,
+    peaks,
+    wp,
+    windows,
+    res,
+    R,
+    *,
+    dim,
+    omega0,
+    max_peaks,
+    field,
+    centre,
+    width,
+    n_modes,
+    eps,
+    criterion,
+    k_min,
+    k_max,
+    coherency,
+    include_edges,
+    **_,
+) -> xr.Dataset:
+    """The Dataset of :func:`analyze` for one field set from its steps' results."""
+    eps_list = eps
+    labels = _labels(max_peaks)
+    valid = np.isfinite(peaks)
     win_valid = _by_window(valid, True, labels)
     conc = spectral_concentration(res["spectrum"], k_min, k_max)
-    H, at_limit = _ranks(res["spectrum"], eps_list, criterion, u.sizes[dim])
+    n = A.sizes[dim]
+    H, at_limit = _ranks(res["spectrum"], eps_list, criterion, n)
     out = xr.Dataset(
         {
-            "mean": rey["mean"],
+            "mean": mean,
             "energy": sc["energy"],
             "scale_spectrum": sc["spectrum"],
             "dominant_scale": peaks.reset_coords(drop=True),
@@ -212,7 +400,7 @@ def _analyze_one(
     out["window_centre"] = _by_window(wp["centre"], np.nan, labels)
     out["window_width"] = _by_window(wp["width"], np.nan, labels)
     out["window_scale"] = _by_window(peaks, np.nan, labels)
-    out["scale_centroid"] = scale_centroid(sc["spectrum"])
+    out["scale_centroid"] = _centroid(sc["spectrum"])
     per_window = [
         "gram",
         "spectrum",
@@ -234,9 +422,11 @@ def _analyze_one(
             continue
         out[name] = out[name].where(win_valid)
     if coherency:
+        if R is None:
+            R = _lag_fluctuation(A, dim, mean)
         out["coherency"] = _coherency_at_peaks(R, peaks, omega0, dim, max_peaks)
     for name, da in (
-        ("mean", rey["mean"]),
+        ("mean", mean),
         ("energy", sc["energy"]),
         ("scale_spectrum", sc["spectrum"]),
         ("spectrum", res["spectrum"]),
@@ -247,7 +437,7 @@ def _analyze_one(
         **{k: v for k, v in A.attrs.items() if isinstance(v, str | int | float)},
         "msapod_step": "analyze",
         "snapshot_dim": dim,
-        "n_snapshots": u.sizes[dim],
+        "n_snapshots": n,
         "omega0": omega0,
         "scalogram_field": field,
         "bias_correction": 1,
@@ -285,14 +475,31 @@ def _ranks(spectrum, eps_list, criterion, n) -> tuple[xr.DataArray, xr.DataArray
     return H, at_limit
 
 
-def _windows(sc, peaks, centre, width, max_peaks):
-    """Window parameters, the windows ("plain" = 1, then one per peak; zero where a peak
-    is missing) and their labels."""
-    wp = window_parameters(sc["energy"], peaks, centre=centre, width=width)
-    w_scale = lag_window(sc["lag"].values, wp["centre"].fillna(0.0), wp["width"].fillna(1.0))
+def _labels(max_peaks: int) -> list[str]:
+    return ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
+
+
+def _window_array(lags, wp, peaks, max_peaks) -> xr.DataArray:
+    """The windows: "plain" = 1, then one per peak (zero where a peak is missing)."""
+    w_scale = lag_window(lags, wp["centre"].fillna(0.0), wp["width"].fillna(1.0))
     w_scale = w_scale.where(np.isfinite(peaks), 0.0)
-    labels = ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
-    return wp, _by_window(w_scale, 1.0, labels), labels
+    return _by_window(w_scale, 1.0, _labels(max_peaks))
+
+
+def _centroid(spectrum: xr.DataArray) -> xr.DataArray:
+    """:func:`msapod.scale_centroid` of a spectrum the pipeline formed (not re-checked)."""
+    loga = np.log(spectrum["scale"])
+    c = np.exp((spectrum * loga).sum("scale") / spectrum.sum("scale"))
+    c.name = "scale_centroid"
+    c.attrs = {"units": "lag", "long_name": "energy-weighted geometric mean scale"}
+    return c
+
+
+def _lag_fluctuation(A, dim, mean) -> xr.DataArray:
+    """The lag form of u = A - mean (for the coherency)."""
+    u = A.astype(np.float64) - mean
+    q, k = positions(A, "query", "A"), positions(A, "key", "A")
+    return lag_form(u.transpose(dim, "query", "key"), q, k, is_causal(u))
 
 
 def _by_window(da: xr.DataArray, plain, labels: list[str]) -> xr.DataArray:

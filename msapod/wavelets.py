@@ -366,19 +366,10 @@ def dominant_scales(
     energy = np.full_like(out, np.nan)
     edge = np.zeros(out.shape, dtype=bool)
     for b, e in enumerate(E):
-        n = len(e)
-        left = np.r_[-np.inf, e[:-1]]
-        right = np.r_[e[1:], -np.inf]
-        peak = (e > left) & (e >= right)
-        if not include_edges:
-            peak[[0, n - 1]] = False
-        if not np.ptp(e) > 0:  # a flat spectrum (e.g. no energy at all): no dominant scale
-            peak[:] = False
-        idx = np.flatnonzero(peak)
-        idx = idx[np.argsort(-e[idx], kind="stable")][:max_count]
+        idx = peak_indices(e, max_count, include_edges)
         out[b, : len(idx)] = s[idx]
         energy[b, : len(idx)] = e[idx]
-        edge[b, : len(idx)] = (idx == 0) | (idx == n - 1)
+        edge[b, : len(idx)] = (idx == 0) | (idx == len(e) - 1)
     dims = (*lead, "peak")
     res = xr.DataArray(
         out.reshape(shape + (max_count,)),
@@ -398,6 +389,21 @@ def dominant_scales(
         "include_edges": int(include_edges),
     }
     return res
+
+
+def peak_indices(e: np.ndarray, max_count: int, include_edges: bool) -> np.ndarray:
+    """Indices of the local maxima of one scale spectrum ``e``, strongest first, at most
+    ``max_count`` (the kernel of :func:`dominant_scales`)."""
+    n = len(e)
+    left = np.r_[-np.inf, e[:-1]]
+    right = np.r_[e[1:], -np.inf]
+    peak = (e > left) & (e >= right)
+    if not include_edges:
+        peak[[0, n - 1]] = False
+    if not np.ptp(e) > 0:  # a flat spectrum (e.g. no energy at all): no dominant scale
+        peak[:] = False
+    idx = np.flatnonzero(peak)
+    return idx[np.argsort(-e[idx], kind="stable")][:max_count]
 
 
 def coherency(

@@ -125,6 +125,26 @@ def window_parameters(
     return ds
 
 
+def window_centres(E: np.ndarray, scales: np.ndarray, lags: np.ndarray, a, centre) -> np.ndarray:
+    """Centres c_m of one scalogram ``E (scale, lag)`` for dominant scales ``a`` (NaN: no
+    window) under a ``centre`` rule of :func:`window_parameters` (the kernel of its rules)."""
+    a = np.asarray(a, dtype=np.float64)
+    c = np.full(a.shape, np.nan)
+    for m, am in enumerate(a):
+        if not np.isfinite(am):
+            continue
+        e = E[int(np.abs(scales - am).argmin())]
+        if centre == "peak":
+            c[m] = lags[int(e.argmax())]
+        elif centre == "centroid":
+            c[m] = (e * lags).sum() / e.sum()
+        elif centre == "scale":
+            c[m] = am
+        else:
+            c[m] = float(centre)
+    return c
+
+
 def apply_window(u: xr.DataArray, window: xr.DataArray) -> xr.DataArray:
     """Scale-filtered field ``u^(m)(i, j) = w(i - j) u(i, j)``.
 

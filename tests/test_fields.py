@@ -74,3 +74,15 @@ def test_infinite_values_rejected():
     A[0, 0, 0] = np.inf
     with pytest.raises(ValueError, match="A: expected finite"):
         msapod.check_field(A)
+
+
+@pytest.mark.parametrize("dim", ["query", "key"])
+def test_non_numeric_positions_are_named_by_the_one_check(dim):
+    A = xr.DataArray(np.full((3, 4, 4), 0.25), dims=("snapshot", "query", "key"))
+    bad = A.assign_coords({dim: ["a", "b", "c", "d"]})
+    with pytest.raises(ValueError, match=f"coordinate '{dim}' must hold integer positions"):
+        msapod.check_field(bad)
+    with pytest.raises(ValueError, match=f"A: coordinate '{dim}' must hold integer positions"):
+        msapod.analyze(bad)
+    with pytest.raises(ValueError, match=f"coordinate '{dim}' must hold integer positions"):
+        msapod.analyze(A.assign_coords({dim: [0.0, 0.5, 1.0, 1.5]}))
