@@ -59,6 +59,8 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
+from .. import lagstats
+from ..backends.memory import eig_desc
 from .claims import CLAIMS
 from .rules import (
     PAPER_LAGS,
@@ -242,49 +244,31 @@ def lag_gram_tensor(Xu: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
     ``causal_rows``: the queries are ``0..Q-1`` and lag tau exists only for queries
     ``>= tau`` (a causal field in lag form), so each lag's product skips the zero rows
     (half the work)."""
-    X = np.asarray(Xu, dtype=np.float64)
-    n, q, n_lag = X.shape
-    if not causal_rows:
-        Xt = np.ascontiguousarray(X.transpose(2, 0, 1))
-        return np.matmul(Xt, Xt.transpose(0, 2, 1))
-    Xt = np.ascontiguousarray(X.transpose(2, 0, 1))  # (L, N, Q)
-    G = np.empty((n_lag, n, n))
-    for t in range(n_lag):
-        x = Xt[t, :, t:]
-        G[t] = x @ x.T
-    return G
+    return lagstats.lag_gram_tensor(Xu, causal_rows=causal_rows)
 
 
 def _upper_operator(M: np.ndarray, n_lag: int) -> tuple[np.ndarray, tuple]:
     """``M (k, lag * lag)`` restricted to the upper triangle of the symmetric moment
     matrix, off-diagonal terms doubled: ``M . vec(S) = M_up . S[iu]``."""
-    iu = np.triu_indices(n_lag)
-    w = np.where(iu[0] == iu[1], 1.0, 2.0)
-    return np.ascontiguousarray(M.reshape(-1, n_lag, n_lag)[:, iu[0], iu[1]] * w), iu
+    return lagstats.upper_operator(M, n_lag), np.triu_indices(n_lag)
 
 
 def _moments_upper(X: np.ndarray, iu) -> np.ndarray:
     """Upper triangles of ``S_s = X_s^T X_s`` per snapshot, ``(N, L (L + 1) / 2)``."""
-    S = np.matmul(X.transpose(0, 2, 1), X)
-    flat = iu[0] * X.shape[2] + iu[1]
-    return S.reshape(X.shape[0], -1)[:, flat]
+    return lagstats.snapshot_moments(X, upper=True)
 
 
 def window_gram(G: np.ndarray, w: np.ndarray) -> np.ndarray:
     """Gram matrix ``sum_tau w(tau)^2 G(tau) / N`` of the windowed ensemble ``w u``: its
     eigenvalues are the scale-selective POD spectrum (:func:`msapod.pod` with the window)."""
-    n = G.shape[1]
-    return np.tensordot(np.asarray(w, dtype=np.float64) ** 2, G, axes=(0, 0)) / n
+    return lagstats.window_grams(G, w)
 
 
 def mode_lag_energy(G: np.ndarray, w: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Lag-energy profile of the windowed mode with temporal eigenvector ``v``:
     ``w(tau)^2 v^T G(tau) v``, normalised to sum to one (the mode's squared amplitude
     summed over queries, per lag)."""
-    n_lag, n, _ = G.shape
-    e = np.asarray(w, float) ** 2 * ((G.reshape(n_lag * n, n) @ v).reshape(n_lag, n) @ v)
-    total = e.sum()
-    return e / total if total > 0 else e
+    return lagstats.mode_lag_energy(G, w, v)
 
 
 def _window_modes(G, Xu, lags, keys, need, M_up, iu) -> dict:
@@ -293,11 +277,8 @@ def _window_modes(G, Xu, lags, keys, need, M_up, iu) -> dict:
     energy, one more (for the windows in ``need``) the modes themselves, whose scale
     spectra (``M_up`` on the upper triangle of ``phi^T phi``) C9 reads."""
     n_lag, n, _ = G.shape
-    c = np.array([k[0] for k in keys], dtype=np.float64)
-    sig = np.array([k[1] for k in keys], dtype=np.float64)
-    W = np.exp(-((lags[None, :] - c[:, None]) ** 2) / (2 * sig[:, None] ** 2))  # (nw, L)
-    W2 = W**2
-    K = (W2 @ G.reshape(n_lag, n * n)).reshape(len(keys), n, n) / n
+    W = lagstats.gaussian_windows(lags, [k[0] for k in keys], [k[1] for k in keys])
+    K = lagstats.window_grams(G, W)
     V = np.empty((n, len(keys)))
     lam1 = np.empty(len(keys))
     with threadpool_limits(1, user_api="blas"):  # small eigenproblems: threads contend
@@ -305,17 +286,14 @@ def _window_modes(G, Xu, lags, keys, need, M_up, iu) -> dict:
             vals, vecs = np.linalg.eigh(K[i])
             V[:, i], lam1[i] = vecs[:, -1], vals[-1]
     del K
-    Y = (G.reshape(n_lag * n, n) @ V).reshape(n_lag, n, len(keys))
-    E = W2 * np.einsum("tsw,sw->wt", Y, V)
-    tot = E.sum(1, keepdims=True)
-    E = np.divide(E, tot, out=np.zeros_like(E), where=tot > 0)
+    E = lagstats.mode_lag_energy(G, W, V)
     spectra = {}
     if need:
         q = Xu.shape[1]
-        Phi = V[:, need].T @ Xu.reshape(n, -1)  # (k, Q * L)
+        Phi = (V[:, need].T @ Xu.reshape(n, -1)).reshape(len(need), q, n_lag) * W[need][:, None]
+        S = lagstats.snapshot_moments(Phi, upper=True)  # each mode's lag moments
         for j, i in enumerate(need):
-            phi = Phi[j].reshape(q, n_lag) * W[i][None, :]
-            spectra[i] = M_up @ (phi.T @ phi)[iu]
+            spectra[i] = M_up @ S[j]
     return {"energy": E, "lambda": lam1, "spectra": spectra}
 
 
@@ -390,9 +368,7 @@ def layer_evidence(
         X = Xu if f == "u" else XA
         S = _moments_upper(X, iu)  # per-snapshot lag moments (upper triangles)
         P = S @ M_up.T  # (N, grids * scales)
-        C = np.zeros((n_lag, n_lag))
-        C[iu] = S.sum(0) / (n * q)
-        C_full[f] = C + np.triu(C, 1).T
+        C_full[f] = lagstats.from_upper(S.sum(0) / (n * q), n_lag)
         del S
         P_tot = P.sum(0)
         full = P_tot / (n * q)
@@ -430,9 +406,8 @@ def layer_evidence(
         and np.array_equal(qpos, np.arange(q))
     )
     G = lag_gram_tensor(Xu, causal_rows=square)  # (L, N, N)
-    K = G.sum(0) / n
-    lam, V = np.linalg.eigh(K)
-    lam, V = np.clip(lam[::-1], 0, None), V[:, ::-1]
+    K = lagstats.window_grams(G, np.ones(n_lag))
+    lam, V = eig_desc(K)
     spec_da = xr.DataArray(lam, dims="rank", coords={"rank": np.arange(1, n + 1)})
     fixed = (FIXED_K[0], min(FIXED_K[1], (n - 1) // 2))  # small test ensembles: clipped
     T = np.array(
@@ -460,19 +435,14 @@ def layer_evidence(
         phi = np.tensordot(v, Xu, axes=(0, 0))  # (Q, L)
         if w2 is not None:
             phi = phi * np.sqrt(w2)[None, :]
-        Cp = phi.T @ phi
-        return M_up @ Cp[iu]  # (grids * scales)
+        return M_up @ lagstats.snapshot_moments(phi[None], upper=True)[0]  # (grids * scales)
 
     plain_spec = phi_spectra(V[:, 0], None)
 
-    from ..wavelets import fourier_period, morlet
+    from ..wavelets import fourier_period
 
     def energy_max_lag(f: str, a: float) -> float:
-        eta = (lags[None, :] - lags[:, None]) / a  # (b, tau)
-        Phi = np.conj(morlet(eta, omega0)) / np.sqrt(a)
-        Pr, Pi = np.ascontiguousarray(Phi.real), np.ascontiguousarray(Phi.imag)
-        C = C_full[f]
-        E_b = ((Pr @ C) * Pr).sum(-1) + ((Pi @ C) * Pi).sum(-1)
+        E_b = lagstats.scalogram_energy(C_full[f], [a], lags, omega0)[0]
         return float(lags[int(np.argmax(E_b))])
 
     dims_w = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
