@@ -220,6 +220,18 @@ def _legend_below(fig, axes, ncol: int | None = None) -> None:
             )
 
 
+def outer_labels(axes) -> None:
+    """Keep axis labels on the outer panels of a grid only (see :func:`panels`): y labels
+    in the first column, x labels on the lowest panel of each column."""
+    _outer(axes)
+
+
+def legend_below(fig, axes, ncol: int | None = None) -> None:
+    """One legend for the whole figure, below the panels (never over data); entries are
+    collected from ``axes`` without repeats (labels starting with ``_`` are skipped)."""
+    _legend_below(fig, axes, ncol)
+
+
 def _check_dims(da, name: str, dims: Sequence[str]) -> xr.DataArray:
     if not isinstance(da, xr.DataArray):
         raise TypeError(f"{name}: expected an xarray.DataArray, got {type(da).__name__}")
@@ -1027,9 +1039,11 @@ __all__ = [
     "format_table",
     "forest",
     "layer_profile",
+    "legend_below",
     "lines",
     "mode_lags",
     "model_style",
+    "outer_labels",
     "panels",
     "pod_spectra",
     "pruning_curve",

@@ -269,6 +269,20 @@ def test_verdict_bars_shares_main_and_legend():
         plots.verdict_bars(pd.DataFrame({"holds": [0]}, index=["C1"]))
 
 
+def test_legend_below_and_outer_labels_on_a_page_grid():
+    fig, axes = plots.panels(4, height=2.0)
+    for ax, m in zip(axes, MODELS, strict=True):
+        ax.plot([1, 2], [0, 1], label=m, **plots.model_style(m))
+        ax.plot([1, 2], [1, 0], label=m)  # a repeated label enters the legend once
+        ax.set(xlabel="layer $l$", ylabel="value")
+    plots.outer_labels(axes)
+    plots.legend_below(fig, axes)
+    assert [t.get_text() for t in fig.legends[0].get_texts()] == MODELS
+    assert [bool(ax.get_ylabel()) for ax in axes] == [True, False, True, False]
+    assert [bool(ax.get_xlabel()) for ax in axes] == [False, False, True, True]
+    _no_legend_over_data(fig)
+
+
 def test_format_table():
     df = pd.DataFrame(
         {
