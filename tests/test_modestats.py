@@ -198,8 +198,8 @@ def test_mode_statistics_end_to_end_on_fakes(monkeypatch, tmp_path):
         calls.append(centre)
         return ana.assign_attrs(analysis_key=f"{name}-{centre}")
 
-    monkeypatch.setattr(cache, "cached_analysis", fake_analysis)
-    monkeypatch.setattr(cache, "cached_fields", lambda name, **kw: _fake_fields(L=48))
+    monkeypatch.setattr(ms, "cached_analysis", fake_analysis)
+    monkeypatch.setattr(cache.ModelInputs, "fields", lambda self: _fake_fields(L=48))
     monkeypatch.setattr(ms, "CHECK_PAIR", (4, 12))
     d = ms.mode_statistics("baseline-1", cache_dir=tmp_path)
     assert set(calls) == {"peak", "centroid"}

@@ -10,6 +10,12 @@ of the array bytes; every load checks them all, and a stale, mismatched, tampere
 unreadable file is reported with a :class:`CacheWarning` and rebuilt. Files are written
 to a temporary name and moved into place with :func:`os.replace`, so a crash never leaves
 a half-written cache file under the final name.
+
+:func:`field_store` is the one field cache (:func:`cached_fields` and the null ensembles
+of :mod:`msapod.studies.nulls` call it); :func:`model_inputs` and
+:func:`cached_model_study` are the one recipe of a cached per-model study (the model and
+its weights' sha256, the key from the fields' key, the verified fields, the cached
+result); :func:`stack_zoo` stacks a per-model study over the zoo.
 """
 
 from __future__ import annotations
@@ -20,23 +26,37 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
+from tqdm import tqdm
 
-from .._io import atomic_path, cache_dir, package_version
+from .._io import COMPRESS, atomic_path, cache_dir, check_int, package_version
 from ..models.data import check_layers, ensemble_ids, load_corpus
+from ..pipeline import analyze
 
 __all__ = [
     "CacheWarning",
+    "ModelInputs",
     "cache_dir",
+    "cache_root",
     "cached_analysis",
     "cached_dataset",
     "cached_fields",
+    "cached_model_study",
+    "concat_layers",
+    "field_store",
     "fields_key",
+    "model_inputs",
+    "netcdf_safe",
     "stack_models",
+    "stack_zoo",
+    "text_coords",
+    "values_sha256",
     "zoo_analysis",
+    "zoo_models",
 ]
 
 #: Version of the file layout; part of the key.
@@ -65,13 +85,7 @@ def cache_root(folder: str | os.PathLike | None = None) -> Path:
     return path
 
 
-def _check_int(value, name: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
-        raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
-    return int(value)
-
-
-def _zoo_model(name: str, model=None):
+def zoo_model(name: str, model=None):
     """``(model, weights_sha256)``: ``model`` or ``msapod.zoo.load(name)``, checked."""
     if model is None:
         from ..models.zoo import load  # at call time, so a patched msapod.zoo.load is honoured
@@ -94,7 +108,7 @@ def iter_attention(*args, **kw):
     return extract(*args, **kw)
 
 
-def _key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
+def key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
     return {
         "weights_sha256": weights_sha256,
         "data_sha256": data_sha256,
@@ -108,7 +122,7 @@ def _key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
     }
 
 
-def _key_hash(parts: dict) -> str:
+def key_hash(parts: dict) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
@@ -123,14 +137,16 @@ def fields_key(
     """Key of the fields :func:`cached_fields` serves for checkpoint ``weights_sha256``
     and this ensemble and layer list, computed without extracting or reading them (the
     one recipe: studies that depend on the fields key their caches with it)."""
-    return _key_hash(_key_parts(weights_sha256, load_corpus().sha256, n, length, seed, layers))
+    return key_hash(key_parts(weights_sha256, load_corpus().sha256, n, length, seed, layers))
 
 
-def _values_sha256(values: np.ndarray) -> str:
+def values_sha256(values: np.ndarray) -> str:
+    """sha256 of float32 field values as contiguous little-endian bytes (the checksum
+    of every field file, netCDF or HDF5)."""
     return hashlib.sha256(np.ascontiguousarray(values, dtype="<f4")).hexdigest()
 
 
-def _read(path: Path, parts: dict, shape: tuple[int, ...]) -> tuple[xr.DataArray | None, str]:
+def read_fields(path: Path, parts: dict, shape: tuple[int, ...]) -> tuple[xr.DataArray | None, str]:
     """Load and verify a cache file; returns ``(array, "")`` or ``(None, reason)``."""
     try:
         with xr.open_dataarray(path, engine="h5netcdf") as da:
@@ -143,7 +159,7 @@ def _read(path: Path, parts: dict, shape: tuple[int, ...]) -> tuple[xr.DataArray
             return None, f"attr {k} is {got!r}, expected {v!r}"
     if da.dims != DIMS or da.shape != shape or da.dtype != np.float32:
         return None, f"array {da.dims} {da.shape} {da.dtype}, expected {DIMS} {shape} float32"
-    digest = _values_sha256(da.values)
+    digest = values_sha256(da.values)
     if digest != da.attrs.get("values_sha256"):
         return None, f"values sha256 {digest} differs from the recorded checksum"
     # the coordinates are part of what is served: they must be the ones the key implies
@@ -161,7 +177,9 @@ def _read(path: Path, parts: dict, shape: tuple[int, ...]) -> tuple[xr.DataArray
     return da, ""
 
 
-def _write(path: Path, model, ids, offsets, layers, parts, name, batch_size, progress) -> None:
+def write_fields(
+    path: Path, model, ids, offsets, layers, parts, name, batch_size, progress
+) -> None:
     """Stream the head-averaged fields layer by layer into ``path`` (atomically)."""
     import h5netcdf
 
@@ -183,8 +201,8 @@ def _write(path: Path, model, ids, offsets, layers, parts, name, batch_size, pro
             dtype="f4",
             chunks=(1, min(n, 8), length, length),
             compression="gzip",
-            compression_opts=4,
-            shuffle=True,
+            compression_opts=COMPRESS["complevel"],
+            shuffle=COMPRESS["shuffle"],
         )
         parts_iter = iter_attention(
             model,
@@ -205,7 +223,7 @@ def _write(path: Path, model, ids, offsets, layers, parts, name, batch_size, pro
         attrs = {
             **parts,
             "values_sha256": h.hexdigest(),
-            "key": _key_hash(parts),
+            "key": key_hash(parts),
             "model": name,
             "attention": attention_kind,
             "offsets": offsets.astype(np.int64),
@@ -219,6 +237,63 @@ def _write(path: Path, model, ids, offsets, layers, parts, name, batch_size, pro
         }
         for k, v in attrs.items():
             var.attrs[k] = v
+
+
+def field_store(
+    name: str,
+    model=None,
+    *,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    layers: Sequence[int] | None = None,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+    batch_size: int = 16,
+    extra: Mapping | None = None,
+    label: str | None = None,
+    ids_transform: Callable[[np.ndarray], np.ndarray] | None = None,
+) -> xr.DataArray:
+    """The verified field cache behind :func:`cached_fields` and the null ensembles.
+
+    The head-averaged fields of ``model`` (default ``msapod.zoo.load(name)``; it must
+    carry ``weights_sha256``) over the ensemble ``n``, ``length``, ``seed`` of the
+    validation split, its token ids passed through ``ids_transform`` (e.g. a shuffle)
+    before extraction. The key is that of :func:`fields_key` plus the ``extra`` parts
+    (which must name the transform); the file is ``<cache>/fields/<label>-n..-L..-s..-
+    <key[:16]>.nc`` (``label`` defaults to ``name``) and is verified on every load.
+    """
+    n = check_int(n, "n", 2)
+    length = check_int(length, "length", 2)
+    seed = check_int(seed, "seed", 0)
+    model, sha = zoo_model(name, model)
+    layers = check_layers(layers, model.config.n_layer)
+    if length > model.config.block_size:
+        raise ValueError(
+            f"length: expected at most the model's block_size {model.config.block_size}, "
+            f"got {length}"
+        )
+    label = name if label is None else label
+    corpus = load_corpus()
+    parts = {**key_parts(sha, corpus.sha256, n, length, seed, layers), **(extra or {})}
+    folder = cache_root(cache_dir) / "fields"
+    folder.mkdir(parents=True, exist_ok=True)
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", label)
+    path = folder / f"{safe}-n{n}-L{length}-s{seed}-{key_hash(parts)[:16]}.nc"
+    shape = (len(layers), n, length, length)
+    if path.exists():
+        da, reason = read_fields(path, parts, shape)
+        if da is not None:
+            return da
+        warnings.warn(f"cache file {path}: {reason}; rebuilding it", CacheWarning, stacklevel=3)
+    ids, offsets = ensemble_ids(corpus, n=n, length=length, seed=seed, split="val")
+    if ids_transform is not None:
+        ids = ids_transform(ids)
+    write_fields(path, model, ids, offsets, layers, parts, label, batch_size, progress)
+    da, reason = read_fields(path, parts, shape)
+    if da is None:
+        raise OSError(f"cache file {path}: just written but fails verification: {reason}")
+    return da
 
 
 def cached_fields(
@@ -269,35 +344,17 @@ def cached_fields(
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name: expected a zoo model name, got {name!r}")
-    n = _check_int(n, "n", 2)
-    length = _check_int(length, "length", 2)
-    seed = _check_int(seed, "seed", 0)
-    model, sha = _zoo_model(name, model)
-    layers = check_layers(layers, model.config.n_layer)
-    if length > model.config.block_size:
-        raise ValueError(
-            f"length: expected at most the model's block_size {model.config.block_size}, "
-            f"got {length}"
-        )
-    corpus = load_corpus()
-    parts = _key_parts(sha, corpus.sha256, n, length, seed, layers)
-    folder = cache_root(cache_dir)
-    folder = folder / "fields"
-    folder.mkdir(parents=True, exist_ok=True)
-    label = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-    path = folder / f"{label}-n{n}-L{length}-s{seed}-{_key_hash(parts)[:16]}.nc"
-    shape = (len(layers), n, length, length)
-    if path.exists():
-        da, reason = _read(path, parts, shape)
-        if da is not None:
-            return da
-        warnings.warn(f"cache file {path}: {reason}; rebuilding it", CacheWarning, stacklevel=2)
-    ids, offsets = ensemble_ids(corpus, n=n, length=length, seed=seed, split="val")
-    _write(path, model, ids, offsets, layers, parts, name, batch_size, progress)
-    da, reason = _read(path, parts, shape)
-    if da is None:
-        raise OSError(f"cache file {path}: just written but fails verification: {reason}")
-    return da
+    return field_store(
+        name,
+        model,
+        n=n,
+        length=length,
+        seed=seed,
+        layers=layers,
+        cache_dir=cache_dir,
+        progress=progress,
+        batch_size=batch_size,
+    )
 
 
 def _attr_text(attrs: dict) -> bytes:
@@ -380,6 +437,108 @@ def netcdf_safe(ds: xr.Dataset) -> xr.Dataset:
     return ds
 
 
+@dataclass(frozen=True)
+class ModelInputs:
+    """A zoo model resolved for a per-model study (:func:`model_inputs`).
+
+    Attributes
+    ----------
+    name, model, weights_sha256
+        The zoo model name, the loaded model and its weights' sha256.
+    n, length, seed
+        The ensemble of :func:`cached_fields`.
+    fields_key
+        The key of the fields over that ensemble (:func:`fields_key`, every layer),
+        known without extracting or reading them.
+    cache_dir, progress
+        Cache root and progress bars of the fields.
+    """
+
+    name: str
+    model: object
+    weights_sha256: str
+    n: int
+    length: int
+    seed: int
+    fields_key: str
+    cache_dir: str | os.PathLike | None = None
+    progress: bool = False
+
+    def fields(self) -> xr.DataArray:
+        """The cached fields of every layer, checked to carry :attr:`fields_key`."""
+        fields = cached_fields(
+            self.name,
+            n=self.n,
+            length=self.length,
+            seed=self.seed,
+            cache_dir=self.cache_dir,
+            progress=self.progress,
+            model=self.model,
+        )
+        if fields.attrs.get("key") != self.fields_key:
+            raise OSError(
+                f"fields of {self.name}: key {fields.attrs.get('key')!r}, expected "
+                f"{self.fields_key!r} (fields_key no longer matches the fields served)"
+            )
+        return fields
+
+    def identity(self) -> dict:
+        """``model``, ``fields_key`` and ``weights_sha256``: attrs of a per-model result."""
+        return {
+            "model": self.name,
+            "fields_key": self.fields_key,
+            "weights_sha256": self.weights_sha256,
+        }
+
+
+def model_inputs(
+    name: str,
+    *,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+    model=None,
+) -> ModelInputs:
+    """Zoo model ``name`` resolved for a per-model study: ``model`` (or
+    ``msapod.zoo.load(name)``) with its weights' sha256, the ensemble checked and the key
+    of its fields computed (a valid cached study needs no fields at all)."""
+    n = check_int(n, "n", 2)
+    length = check_int(length, "length", 2)
+    seed = check_int(seed, "seed", 0)
+    model, sha = zoo_model(name, model)
+    layers = check_layers(None, model.config.n_layer)
+    fkey = fields_key(sha, n=n, length=length, seed=seed, layers=layers)
+    return ModelInputs(name, model, sha, n, length, seed, fkey, cache_dir, progress)
+
+
+def cached_model_study(
+    kind: str,
+    inputs: ModelInputs,
+    parts: Mapping,
+    compute: Callable[[ModelInputs], xr.Dataset],
+    *,
+    key_attr: str = "cache_key",
+    attrs: Mapping | None = None,
+    keyed_by_fields: bool = True,
+) -> xr.Dataset:
+    """``compute(inputs)`` of one zoo model, cached by :func:`cached_dataset` under
+    ``<cache>/<kind>/<name>-*.nc``; the key is ``parts`` plus the fields' key (unless
+    ``keyed_by_fields`` is false: a study that extracts its own ensemble puts the weights'
+    and data's sha256 into ``parts``)."""
+    full = {"fields_key": inputs.fields_key, **parts} if keyed_by_fields else dict(parts)
+    return cached_dataset(
+        kind,
+        inputs.name,
+        full,
+        lambda: compute(inputs),
+        cache_dir=inputs.cache_dir,
+        attrs=attrs,
+        key_attr=key_attr,
+    )
+
+
 def cached_analysis(
     name: str,
     *,
@@ -399,53 +558,24 @@ def cached_analysis(
     version, and verified (key attrs and a sha256 over every data variable) on load; a
     stale or corrupt file is reported with a :class:`CacheWarning` and rebuilt.
     """
-    from ..pipeline import analyze
-
-    n = _check_int(n, "n", 2)
-    length = _check_int(length, "length", 2)
-    seed = _check_int(seed, "seed", 0)
-    model, sha = _zoo_model(name, model)
-    # the fields' key is known without reading them: a valid analysis file needs no fields
-    layers = check_layers(None, model.config.n_layer)
-    fkey = fields_key(sha, n=n, length=length, seed=seed, layers=layers)
-
-    def compute():
-        fields = cached_fields(
-            name,
-            n=n,
-            length=length,
-            seed=seed,
-            cache_dir=cache_dir,
-            progress=progress,
-            model=model,
-        )
-        if fields.attrs.get("key") != fkey:
-            raise OSError(f"fields of {name}: key {fields.attrs.get('key')!r}, expected {fkey!r}")
-        return analyze(fields, **params)
-
+    inputs = model_inputs(
+        name, n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress, model=model
+    )
     clean = {
         k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v)
         for k, v in sorted(params.items())
     }
     parts = {
-        "fields_key": fkey,
         "params": json.dumps(clean, sort_keys=True, default=str),
         "msapod_version": package_version(),
         "analysis_format": ANALYSIS_FORMAT,
     }
-    extra = {
-        "model": name,
-        "fields_key": fkey,
-        "weights_sha256": sha,
-        "params": parts["params"],
-    }
-    return cached_dataset(
+    return cached_model_study(
         "analysis",
-        name,
+        inputs,
         parts,
-        compute,
-        cache_dir=cache_dir,
-        attrs=extra,
+        lambda inp: analyze(inp.fields(), **params),
+        attrs={**inputs.identity(), "params": parts["params"]},
         key_attr="analysis_key",
     )
 
@@ -500,7 +630,7 @@ def cached_dataset(
         "dataset_format": DATASET_FORMAT,
     }
     full = json.loads(json.dumps(full, sort_keys=True, default=str))
-    key = _key_hash(full)
+    key = key_hash(full)
     folder = cache_root(cache_dir)
     folder = folder / kind
     folder.mkdir(parents=True, exist_ok=True)
@@ -555,25 +685,56 @@ def zoo_analysis(
     kept (default: everything except the large ``modes``, ``coefficients``, ``gram``
     and ``mean``), so the result stays small.
     """
-    from ..models import zoo
-
-    models = list(zoo.trained() if models is None else models)
     heavy = {"modes", "coefficients", "gram", "mean", "coherency"}
-    parts = []
-    for name in models:
+
+    def one(name: str) -> xr.Dataset:
         ds = cached_analysis(name, progress=progress, **params)
         keep = [v for v in ds.data_vars if (v in variables if variables else v not in heavy)]
-        parts.append(ds[keep].load())
+        out = ds[keep].load()
         ds.close()
-    return stack_models(parts, models)
+        return out
+
+    return stack_zoo(one, models)
+
+
+def zoo_models(models: Sequence[str] | None = None) -> list[str]:
+    """``models`` as a list; default every trained model of the main zoo."""
+    if models is None:
+        from ..models import zoo  # imports torch: only when the zoo is asked for
+
+        return list(zoo.trained())
+    return list(models)
+
+
+def stack_zoo(
+    study: Callable[[str], xr.Dataset],
+    models: Sequence[str] | None = None,
+    *,
+    desc: str | None = None,
+    progress: bool = False,
+    compressed: Sequence[str] | None = None,
+) -> xr.Dataset:
+    """``study(name)`` of every model (default :func:`zoo_models`), one at a time,
+    stacked by :func:`stack_models`. With ``compressed`` (a results file's layout) every
+    variable's encoding is reset and the variables named are gzip-compressed on disk
+    (:data:`msapod._io.COMPRESS`)."""
+    models = zoo_models(models)
+    parts = [study(m) for m in tqdm(models, desc=desc, disable=not (progress and desc))]
+    out = stack_models(parts, models)
+    if compressed is not None:
+        for var in out.variables:
+            out[var].encoding = {}
+        for var in compressed:
+            if var in out:
+                out[var].encoding.update(COMPRESS)
+    return out
 
 
 def stack_models(parts: Sequence[xr.Dataset], models: Sequence[str]) -> xr.Dataset:
-    """Concatenate per-model results along a ``model`` dim with an ``architecture`` coord.
+    """Concatenate per-model results along a ``model`` dim with an ``architecture`` coord
+    (each zoo model's configured attention: ``"baseline"`` or ``"ega"``)."""
+    from ..models.zoo import architecture  # imports torch: per-model results come from it
 
-    ``architecture`` is ``"ega"`` for model names starting with ``ega``, else
-    ``"baseline"`` (the zoo's naming).
-    """
     models = list(models)
     out = xr.concat(
         list(parts),
@@ -582,16 +743,4 @@ def stack_models(parts: Sequence[xr.Dataset], models: Sequence[str]) -> xr.Datas
         compat="override",
         combine_attrs="drop_conflicts",
     )
-    return out.assign_coords(
-        architecture=("model", ["ega" if m.startswith("ega") else "baseline" for m in models])
-    )
-
-
-#: The field store's pieces under public names, shared with the null ensembles of
-#: :mod:`msapod.studies.nulls` (same key recipe, same verified netCDF format).
-check_int = _check_int
-key_hash = _key_hash
-key_parts = _key_parts
-read_fields = _read
-write_fields = _write
-zoo_model = _zoo_model
+    return out.assign_coords(architecture=("model", [architecture(m) for m in models]))

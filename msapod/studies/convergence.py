@@ -18,10 +18,13 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
+from tqdm import tqdm
 
 from ..fields import check_field
+from ..models.data import ensemble_offsets, load_corpus
 from ..resampling import double_centre
 from ..spectra import effective_rank, spectral_concentration
+from .cache import ModelInputs, cached_model_study, iter_attention, model_inputs, stack_zoo
 from .uncertainty import fractional_rank
 
 __all__ = ["convergence_study", "nested_ensemble", "nested_spectra"]
@@ -36,8 +39,6 @@ def nested_ensemble(n_tokens: int, n: int, length: int, seed: int = 0) -> np.nda
     The first ``N`` offsets form a uniformly random sub-ensemble of size ``N`` for every
     ``N <= n``, so ensembles of increasing size are nested.
     """
-    from ..models.data import ensemble_offsets
-
     offsets = ensemble_offsets(n_tokens, n=n, length=length, seed=seed)
     return offsets[np.random.default_rng(seed + 1).permutation(n)]
 
@@ -93,58 +94,19 @@ def nested_spectra(
     k0, k1 = (int(k) for k in fixed_k)
     if not 1 <= k0 < k1 < ns[0] // 2:
         raise ValueError(f"fixed_k: expected 1 <= k_min < k_max < {ns[0] // 2}, got {fixed_k}")
-    a = A.transpose(dim, "query", "key").values
-    mask = np.tril(np.ones(a.shape[1:], bool)) if _causal(a) else np.ones(a.shape[1:], bool)
-    X = np.asarray(a[:, mask], dtype=np.float64)
-    K_raw = X @ X.T
-    del X
-    rank = np.arange(1, ns[-1] + 1)
-    spectra = np.full((len(ns), ns[-1]), np.nan)
-    stats = {k: np.full(len(ns), np.nan) for k in ("T", "Tf", "T_se", "Tf_se")}
-    H = np.full((len(ns), len(eps_list)), np.nan)
-    H_se = np.full_like(H, np.nan)
-    limit = np.zeros_like(H, dtype=bool)
-
-    def summarise(lam: np.ndarray, n: int):
-        da = xr.DataArray(lam, dims="rank", coords={"rank": np.arange(1, lam.size + 1)})
-        T = float(spectral_concentration(da)["T_spec"])
-        Tf = float(spectral_concentration(da, k0, k1)["T_spec"])
-        hs = [effective_rank(da, e, n_snapshots=n) for e in eps_list]
-        hf = [float(fractional_rank(lam, e)) for e in eps_list]
-        return T, Tf, [float(h) for h in hs], [bool(h["at_rank_limit"]) for h in hs], hf
-
+    K_raw = _raw_gram(A.transpose(dim, "query", "key").values)
     with threadpool_limits(1, user_api="blas"):
-        for i, n in enumerate(ns):
-            lam = np.clip(np.linalg.eigvalsh(_centred_gram(K_raw, n))[::-1], 0, None)
-            spectra[i, :n] = lam
-            T, Tf, h, lim, _ = summarise(lam, n)
-            stats["T"][i], stats["Tf"][i] = T, Tf
-            H[i], limit[i] = h, lim
-            # delete-a-group jackknife: leave out every groups-th snapshot in turn
-            reps = []
-            for g in range(groups):
-                keep = np.flatnonzero(np.arange(n) % groups != g)
-                Kg = K_raw[np.ix_(keep, keep)]
-                lam_g = np.clip(np.linalg.eigvalsh(_centred_gram(Kg, keep.size))[::-1], 0, None)
-                Tg, Tfg, _, _, hfg = summarise(lam_g, keep.size)
-                reps.append([Tg, Tfg, *hfg])
-            reps = np.asarray(reps)
-            se = np.sqrt((groups - 1) / groups * ((reps - reps.mean(0)) ** 2).sum(0))
-            stats["T_se"][i], stats["Tf_se"][i] = se[0], se[1]
-            H_se[i] = se[2:]
-    coords = {"n": ns, "eps": eps_list, "rank": rank}
+        rows = [_nested_row(K_raw, n, groups, (k0, k1), eps_list) for n in ns]
+    spectra = np.full((len(ns), ns[-1]), np.nan)
+    for i, (n, row) in enumerate(zip(ns, rows, strict=True)):
+        spectra[i, :n] = row["spectrum"]
     ds = xr.Dataset(
         {
             "spectrum": (("n", "rank"), spectra),
-            "T_spec": ("n", stats["T"]),
-            "T_spec_se": ("n", stats["T_se"]),
-            "T_spec_fixed": ("n", stats["Tf"]),
-            "T_spec_fixed_se": ("n", stats["Tf_se"]),
-            "H_star": (("n", "eps"), H),
-            "H_star_se": (("n", "eps"), H_se),
-            "at_rank_limit": (("n", "eps"), limit),
+            **{k: ("n", np.array([r[k] for r in rows])) for k in _SCALARS},
+            **{k: (("n", "eps"), np.array([r[k] for r in rows])) for k in _PER_EPS},
         },
-        coords=coords,
+        coords={"n": ns, "eps": eps_list, "rank": np.arange(1, ns[-1] + 1)},
     )
     ds["T_spec"].attrs = {"long_name": "T_spec, fit k = 1..N/2"}
     ds["T_spec_fixed"].attrs = {"long_name": f"T_spec, fit k = {k0}..{k1}"}
@@ -156,6 +118,59 @@ def nested_spectra(
         "method": "nested ensembles; plain POD from one raw Gram matrix, double centred",
     }
     return ds
+
+
+#: The per-N numbers of :func:`nested_spectra`, and those per N and eps.
+_SCALARS = ("T_spec", "T_spec_se", "T_spec_fixed", "T_spec_fixed_se")
+_PER_EPS = ("H_star", "H_star_se", "at_rank_limit")
+
+
+def _raw_gram(a: np.ndarray) -> np.ndarray:
+    """``X X^T`` of the snapshots ``a (N, query, key)`` flattened (causal part only, if
+    the fields are causal), in float64."""
+    mask = np.tril(np.ones(a.shape[1:], bool)) if _causal(a) else np.ones(a.shape[1:], bool)
+    X = np.asarray(a[:, mask], dtype=np.float64)
+    return X @ X.T
+
+
+def _plain_spectrum(K_raw: np.ndarray, n: int) -> np.ndarray:
+    """Descending plain POD spectrum of the first ``n`` snapshots of a raw Gram matrix."""
+    return np.clip(np.linalg.eigvalsh(_centred_gram(K_raw, n))[::-1], 0, None)
+
+
+def _summarise(lam: np.ndarray, n: int, fixed_k: tuple[int, int], eps: list[float]):
+    """``(T_spec, T_spec_fixed, H*, at_rank_limit, fractional H*)`` of a spectrum."""
+    da = xr.DataArray(lam, dims="rank", coords={"rank": np.arange(1, lam.size + 1)})
+    T = float(spectral_concentration(da)["T_spec"])
+    Tf = float(spectral_concentration(da, *fixed_k)["T_spec"])
+    hs = [effective_rank(da, e, n_snapshots=n) for e in eps]
+    hf = [float(fractional_rank(lam, e)) for e in eps]
+    return T, Tf, [float(h) for h in hs], [bool(h["at_rank_limit"]) for h in hs], hf
+
+
+def _nested_row(K_raw: np.ndarray, n: int, groups: int, fixed_k, eps: list[float]) -> dict:
+    """The numbers of the first ``n`` snapshots, with a delete-a-group jackknife (leave
+    out every ``groups``-th snapshot in turn) for their standard errors."""
+    lam = _plain_spectrum(K_raw, n)
+    T, Tf, h, lim, _ = _summarise(lam, n, fixed_k, eps)
+    reps = []
+    for g in range(groups):
+        keep = np.flatnonzero(np.arange(n) % groups != g)
+        lam_g = _plain_spectrum(K_raw[np.ix_(keep, keep)], keep.size)
+        Tg, Tfg, _, _, hfg = _summarise(lam_g, keep.size, fixed_k, eps)
+        reps.append([Tg, Tfg, *hfg])
+    reps = np.asarray(reps)
+    se = np.sqrt((groups - 1) / groups * ((reps - reps.mean(0)) ** 2).sum(0))
+    return {
+        "spectrum": lam,
+        "T_spec": T,
+        "T_spec_se": se[0],
+        "T_spec_fixed": Tf,
+        "T_spec_fixed_se": se[1],
+        "H_star": h,
+        "H_star_se": se[2:],
+        "at_rank_limit": lim,
+    }
 
 
 def _causal(a: np.ndarray) -> bool:
@@ -187,53 +202,47 @@ def convergence_study(
     xarray.Dataset
         dims ``model``, ``layer``, ``n``, ``eps`` (``rank``); coord ``architecture``.
     """
-    from tqdm import tqdm
-
-    from ..models import zoo
-    from ..models.data import load_corpus
-    from ..models.extract import iter_attention
-    from ..models.zoo import load
-    from .cache import cached_dataset, stack_models
-
     if split not in ("train", "val"):
         raise ValueError(f"split: expected 'train' or 'val', got {split!r}")
-    models = list(zoo.trained() if models is None else models)
     corpus = load_corpus()
     tokens = corpus.train if split == "train" else corpus.val
-    n_max = int(max(ns))
-    offsets = nested_ensemble(len(tokens), n_max, length, seed)
-    out = []
-    for name in models:
-        model = load(name)
-        parts = {
-            "weights_sha256": model.weights_sha256,
-            "data_sha256": corpus.sha256,
-            "ns": list(map(int, ns)),
-            "length": length,
-            "seed": seed,
-            "split": split,
-            "eps": [float(e) for e in eps],
-            "fixed_k": list(map(int, fixed_k)),
-            "groups": groups,
-            "format": CONVERGENCE_FORMAT,
-        }
+    offsets = nested_ensemble(len(tokens), int(max(ns)), length, seed)
+    ids = np.stack([tokens[o : o + length] for o in offsets]).astype(np.int64)
+    parts = {
+        "data_sha256": corpus.sha256,
+        "ns": list(map(int, ns)),
+        "length": length,
+        "seed": seed,
+        "split": split,
+        "eps": [float(e) for e in eps],
+        "fixed_k": list(map(int, fixed_k)),
+        "groups": groups,
+        "format": CONVERGENCE_FORMAT,
+    }
 
-        def compute(model=model, name=name):
-            ids = np.stack([tokens[o : o + length] for o in offsets]).astype(np.int64)
-            layers = []
-            it = iter_attention(model, ids, average_heads=True, batch_size=batch_size, name=name)
-            n_layer = model.config.n_layer
-            for A in tqdm(it, total=n_layer, desc=f"convergence {name}", disable=not progress):
-                layer = int(A["layer"])
-                ds = nested_spectra(
-                    A.drop_vars("layer"), ns, eps=eps, fixed_k=fixed_k, groups=groups
-                )
-                layers.append(ds.expand_dims(layer=[layer]))
-                del A
-            res = xr.concat(layers, dim="layer")
-            res["offset"] = ("snapshot", offsets)
-            res.attrs.update(model=name, split=split, length=length)
-            return res
+    def compute(inputs: ModelInputs) -> xr.Dataset:
+        res = _model_convergence(inputs, ids, ns, eps, fixed_k, groups, batch_size, progress)
+        res["offset"] = ("snapshot", offsets)
+        res.attrs.update(model=inputs.name, split=split, length=length)
+        return res
 
-        out.append(cached_dataset("convergence", name, parts, compute, cache_dir=cache_dir))
-    return stack_models(out, models)
+    def one(name: str) -> xr.Dataset:
+        inputs = model_inputs(name, cache_dir=cache_dir, progress=progress)
+        key = {"weights_sha256": inputs.weights_sha256, **parts}
+        return cached_model_study("convergence", inputs, key, compute, keyed_by_fields=False)
+
+    return stack_zoo(one, models)
+
+
+def _model_convergence(inputs, ids, ns, eps, fixed_k, groups, batch_size, progress):
+    """:func:`nested_spectra` of every layer of one model's fields over ``ids``."""
+    layers = []
+    name, model = inputs.name, inputs.model
+    it = iter_attention(model, ids, average_heads=True, batch_size=batch_size, name=name)
+    n_layer = model.config.n_layer
+    for A in tqdm(it, total=n_layer, desc=f"convergence {name}", disable=not progress):
+        layer = int(A["layer"])
+        ds = nested_spectra(A.drop_vars("layer"), ns, eps=eps, fixed_k=fixed_k, groups=groups)
+        layers.append(ds.expand_dims(layer=[layer]))
+        del A
+    return xr.concat(layers, dim="layer")

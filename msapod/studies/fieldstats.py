@@ -46,6 +46,11 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from .._io import COMPRESS
+from ..fields import check_field
+from ..wavelets import fourier_period, scalogram
+from .cache import ModelInputs, cached_model_study, model_inputs, stack_zoo
+
 __all__ = [
     "FIELDSTATS_FORMAT",
     "field_statistics",
@@ -57,9 +62,6 @@ __all__ = [
 #: Version of the output of :func:`field_statistics`; part of its cache key
 #: (2: interpolated median lag).
 FIELDSTATS_FORMAT = 2
-
-#: Compression of the (query, key) mean field on disk: its causal zeros cost nothing.
-_COMPRESS = {"zlib": True, "complevel": 4, "shuffle": True}
 
 _DESCRIPTIONS = {
     "mean_lag": (
@@ -128,8 +130,6 @@ def median_lags(a: np.ndarray) -> np.ndarray:
 
 def _layer_statistics(a: np.ndarray, omega0: float) -> dict[str, tuple]:
     """Every statistic of one layer's ensemble ``a`` ``(N, L, L)`` (float64)."""
-    from ..wavelets import scalogram
-
     n, length, _ = a.shape
     pos = np.arange(length)
     lag_w = np.clip(pos[:, None] - pos[None, :], 0, None).astype(np.float64)
@@ -187,9 +187,6 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
         ``snapshot`` coords of ``A`` (e.g. ``offset``) are kept. Each variable's attrs
         say how it was made (``long_name``, ``units``).
     """
-    from ..fields import check_field
-    from ..wavelets import fourier_period
-
     check_field(A, name="A", dims=("layer", "snapshot", "query", "key"), min_snapshots=2)
     A = A.transpose("layer", "snapshot", "query", "key")
     length = A.sizes["query"]
@@ -224,7 +221,7 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
     )
     for var, (text, units) in _DESCRIPTIONS.items():
         ds[var].attrs = {"long_name": text, "units": units}
-    ds["mean_field"].encoding.update(_COMPRESS)
+    ds["mean_field"].encoding.update(COMPRESS)  # its causal zeros cost nothing
     ds["lag"].attrs = {"long_name": "lag tau = i - j", "units": "characters"}
     ds["scale"].attrs = {"long_name": "Morlet scale a", "units": "characters"}
     ds["period"].attrs = {"long_name": "equivalent Fourier period p", "units": "characters"}
@@ -273,55 +270,27 @@ def field_statistics(
         ``<cache>/fieldstats/``, keyed by the fields' key (computed without reading the
         fields) and :data:`FIELDSTATS_FORMAT`; a valid cache file needs no fields at all.
     """
-    from .cache import cached_dataset, cached_fields, fields_key
-
-    for value, label, least in ((n, "n", 2), (length, "length", 2), (seed, "seed", 0)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
-            raise ValueError(f"{label}: expected an integer >= {least}, got {value!r}")
-    n, length, seed = int(n), int(length), int(seed)
-    if model is None:
-        from ..models.zoo import load
-
-        model = load(name)
-    sha = getattr(model, "weights_sha256", None)
-    if not isinstance(sha, str):
-        raise ValueError("model: expected a checkpoint-loaded GPT with a weights_sha256 attribute")
-    layers = list(range(1, model.config.n_layer + 1))
-    fkey = fields_key(sha, n=n, length=length, seed=seed, layers=layers)
-
-    def compute():
-        fields = cached_fields(
-            name,
-            n=n,
-            length=length,
-            seed=seed,
-            cache_dir=cache_dir,
-            progress=progress,
-            model=model,
-        )
-        if fields.attrs.get("key") != fkey:
-            raise OSError(
-                f"fields of {name}: key {fields.attrs.get('key')!r}, expected {fkey!r} "
-                "(cache.fields_key no longer matches the fields it serves)"
-            )
-        ds = summarise_fields(fields)
-        ds.attrs["description"] = (
-            f"field statistics of {name}: head-averaged attention of {n} validation "
-            f"snippets of {length} characters (seed {seed}), every layer"
-        )
-        return ds
-
-    parts = {"fields_key": fkey, "fieldstats_format": FIELDSTATS_FORMAT}
-    extra = {"model": name, "fields_key": fkey, "weights_sha256": sha}
-    return cached_dataset(
+    inputs = model_inputs(
+        name, n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress, model=model
+    )
+    return cached_model_study(
         "fieldstats",
-        name,
-        parts,
-        compute,
-        cache_dir=cache_dir,
-        attrs=extra,
+        inputs,
+        {"fieldstats_format": FIELDSTATS_FORMAT},
+        _model_summary,
+        attrs=inputs.identity(),
         key_attr="fieldstats_key",
     )
+
+
+def _model_summary(inputs: ModelInputs) -> xr.Dataset:
+    """:func:`summarise_fields` of a model's cached fields, described."""
+    ds = summarise_fields(inputs.fields())
+    ds.attrs["description"] = (
+        f"field statistics of {inputs.name}: head-averaged attention of {inputs.n} validation "
+        f"snippets of {inputs.length} characters (seed {inputs.seed}), every layer"
+    )
+    return ds
 
 
 def zoo_field_statistics(
@@ -350,30 +319,19 @@ def zoo_field_statistics(
         the per-model ``fields_key`` and ``weights_sha256`` become variables on
         ``model``. ``mean_field`` is float32 and compressed on disk.
     """
-    from tqdm import tqdm
 
-    from ..models import zoo
-    from .cache import stack_models
-
-    models = list(zoo.trained() if models is None else models)
-    parts = []
-    for name in tqdm(models, desc="fieldstats", disable=not progress):
+    def one(name: str) -> xr.Dataset:
         ds = field_statistics(
             name, n=n, length=length, seed=seed, progress=progress, cache_dir=cache_dir
         )
         keys = {k: ds.attrs.get(k, "") for k in ("fields_key", "weights_sha256")}
         ds = ds.assign({k: ((), str(v)) for k, v in keys.items()})
         ds.attrs = {k: v for k, v in ds.attrs.items() if k not in ("model", *keys)}
-        parts.append(ds)
-    out = stack_models(parts, models)
-    for var in out.data_vars:
-        out[var].encoding = {}
-    out["mean_field"].encoding.update(_COMPRESS)
-    out.attrs = {
-        k: v
-        for k, v in out.attrs.items()
-        if k not in ("fieldstats_key", "cache_key_parts", "values_sha256", "description")
-    }
+        return ds
+
+    out = stack_zoo(one, models, desc="fieldstats", progress=progress, compressed=["mean_field"])
+    drop = ("fieldstats_key", "cache_key_parts", "values_sha256", "description")
+    out.attrs = {k: v for k, v in out.attrs.items() if k not in drop}
     out.attrs["description"] = (
         "field statistics of the zoo (msapod.studies.fieldstats): head-averaged attention "
         f"of {n} validation snippets of {length} characters (seed {seed}), every layer"

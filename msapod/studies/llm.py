@@ -43,9 +43,11 @@ from pathlib import Path
 
 import numpy as np
 import xarray as xr
+from tqdm import tqdm
 
-from .._io import verify_sha256
+from .._io import check_int, verify_sha256
 from ..models.data import ensemble_offsets, load_corpus, load_text
+from .cache import cache_root, cached_dataset, concat_layers, key_hash, values_sha256
 
 __all__ = [
     "GGUF_FILE",
@@ -309,9 +311,9 @@ def token_ensemble(tokenizer, n: int = DEFAULT_N, length: int = DEFAULT_LENGTH, 
     -------
     TokenEnsemble
     """
-    for value, name, least in ((n, "n", 2), (length, "length", 2), (seed, "seed", 0)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
-            raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
+    n = check_int(n, "n", 2)
+    length = check_int(length, "length", 2)
+    seed = check_int(seed, "seed", 0)
     text = _val_text()
     enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
     ids = np.asarray(enc["input_ids"], dtype=np.int64)
@@ -342,10 +344,6 @@ def _batch_plan(n: int, length: int) -> list[tuple[int, int]]:
     count = max(1, min(count, n // 2))
     edges = np.linspace(0, n, count + 1).round().astype(int)
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
-
-
-def _key(parts: dict) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def _versions() -> dict:
@@ -394,7 +392,7 @@ class _Fields:
             values = np.ascontiguousarray(f["attention"][k], dtype="<f4")
             want = f["layer_sha256"][k]
             want = want.decode() if isinstance(want, bytes) else str(want)
-        got = hashlib.sha256(values).hexdigest()
+        got = values_sha256(values)
         if got != want:
             raise OSError(f"fields file {self.path}: layer {k + 1} sha256 {got} != {want}")
         return values
@@ -410,94 +408,106 @@ class _Fields:
 
     def build(self, n: int, length: int, seed: int, progress: bool) -> None:
         """Extract the fields (resuming a partial file with the same key)."""
-        import h5py
-        from tqdm import tqdm
-
-        from ..models.extract import collect_attention
-
         partial = self.path.with_name(self.path.name + ".partial")
         plan = _batch_plan(n, length)
-        f = None
-        if partial.exists():
-            try:
-                f = h5py.File(partial, "a")
-                if f.attrs.get("key") != self.key or f["done"].shape != (len(plan),):
-                    raise ValueError("stale")
-            except Exception:
-                if f is not None:
-                    f.close()
-                f = None
-                warnings.warn(
-                    f"fields file {partial}: unreadable or stale; starting again",
-                    stacklevel=3,
-                )
-                partial.unlink()
-        model = tokenizer = None
+        f = self._resume(partial, len(plan))
+        model = None
         if f is None:
             model, tokenizer = load_smollm2()
-            ens = token_ensemble(tokenizer, n, length, seed)
-            f = h5py.File(partial, "w")
-            f.attrs["key"] = self.key
-            f.create_dataset(
-                "attention",
-                shape=(N_LAYER, n, length, length),
-                dtype="f4",
-                chunks=(1, 1, length, length),
-                compression="gzip",
-                compression_opts=1,
-                shuffle=True,
-            )
-            f.create_dataset("done", data=np.zeros(len(plan), dtype="u1"))
-            f.create_dataset("ids", data=ens.ids)
-            f.create_dataset("token_offset", data=ens.offsets)
-            f.create_dataset("char_start", data=ens.char_start)
-            f.create_dataset("char_end", data=ens.char_end)
-            f.attrs["n_tokens_split"] = ens.n_tokens
-            f.attrs["n_chars_split"] = ens.n_chars
-            f.attrs["chars_per_token"] = ens.chars_per_token
-            f.attrs["ensemble_chars_per_token"] = ens.ensemble_chars_per_token
-            f.flush()
+            f = self._start(partial, len(plan), token_ensemble(tokenizer, n, length, seed))
         try:
-            done = f["done"][()]
-            ids = f["ids"][()]
-            todo = [i for i in range(len(plan)) if not done[i]]
-            bar = tqdm(
-                total=len(plan),
-                initial=len(plan) - len(todo),
-                desc="SmolLM2 forward passes",
-                disable=not progress,
-                mininterval=2,
-            )
-            with bar:
-                for i in todo:
-                    if model is None:
-                        model, _ = load_smollm2()
-                    a, b = plan[i]
-                    part = collect_attention(
-                        model.model,  # the decoder alone: no logits over the vocabulary
-                        ids[a:b],
-                        average_heads=True,
-                        batch_size=b - a,
-                        progress=False,
-                        dtype=np.float32,
-                    )
-                    if part.shape != (N_LAYER, b - a, length, length):
-                        raise ValueError(f"SmolLM2: unexpected attention shape {part.shape}")
-                    f["attention"][:, a:b] = part.values
-                    del part
-                    f.flush()
-                    f["done"][i] = 1
-                    f.flush()
-                    bar.update(1)
-            del model
-            sums = []
-            for k in range(N_LAYER):
-                values = np.ascontiguousarray(f["attention"][k], dtype="<f4")
-                sums.append(hashlib.sha256(values).hexdigest())
+            self._extract(f, plan, length, model, progress)
+            sums = [values_sha256(f["attention"][k]) for k in range(N_LAYER)]
             f.create_dataset("layer_sha256", data=np.array(sums, dtype="S64"))
         finally:
             f.close()
         os.replace(partial, self.path)
+
+    def _resume(self, partial: Path, n_batches: int):
+        """The partial file opened for appending if it has this key and plan, else None
+        (a stale or unreadable one is removed with a warning)."""
+        import h5py
+
+        if not partial.exists():
+            return None
+        f = None
+        try:
+            f = h5py.File(partial, "a")
+            if f.attrs.get("key") != self.key or f["done"].shape != (n_batches,):
+                raise ValueError("stale")
+            return f
+        except Exception:
+            if f is not None:
+                f.close()
+            warnings.warn(
+                f"fields file {partial}: unreadable or stale; starting again", stacklevel=4
+            )
+            partial.unlink()
+            return None
+
+    def _start(self, partial: Path, n_batches: int, ens: TokenEnsemble):
+        """A new partial file for the ensemble ``ens``: empty fields, no batch done."""
+        import h5py
+
+        n, length = ens.ids.shape
+        f = h5py.File(partial, "w")
+        f.attrs["key"] = self.key
+        f.create_dataset(
+            "attention",
+            shape=(N_LAYER, n, length, length),
+            dtype="f4",
+            chunks=(1, 1, length, length),
+            compression="gzip",
+            compression_opts=1,
+            shuffle=True,
+        )
+        f.create_dataset("done", data=np.zeros(n_batches, dtype="u1"))
+        f.create_dataset("ids", data=ens.ids)
+        f.create_dataset("token_offset", data=ens.offsets)
+        f.create_dataset("char_start", data=ens.char_start)
+        f.create_dataset("char_end", data=ens.char_end)
+        f.attrs["n_tokens_split"] = ens.n_tokens
+        f.attrs["n_chars_split"] = ens.n_chars
+        f.attrs["chars_per_token"] = ens.chars_per_token
+        f.attrs["ensemble_chars_per_token"] = ens.ensemble_chars_per_token
+        f.flush()
+        return f
+
+    def _extract(self, f, plan, length: int, model, progress: bool) -> None:
+        """Run the forward passes of the batches not done yet, flagging each when written."""
+        from ..models.extract import collect_attention
+
+        done = f["done"][()]
+        ids = f["ids"][()]
+        todo = [i for i in range(len(plan)) if not done[i]]
+        bar = tqdm(
+            total=len(plan),
+            initial=len(plan) - len(todo),
+            desc="SmolLM2 forward passes",
+            disable=not progress,
+            mininterval=2,
+        )
+        with bar:
+            for i in todo:
+                if model is None:
+                    model, _ = load_smollm2()
+                a, b = plan[i]
+                part = collect_attention(
+                    model.model,  # the decoder alone: no logits over the vocabulary
+                    ids[a:b],
+                    average_heads=True,
+                    batch_size=b - a,
+                    progress=False,
+                    dtype=np.float32,
+                )
+                if part.shape != (N_LAYER, b - a, length, length):
+                    raise ValueError(f"SmolLM2: unexpected attention shape {part.shape}")
+                f["attention"][:, a:b] = part.values
+                del part
+                f.flush()
+                f["done"][i] = 1
+                f.flush()
+                bar.update(1)
 
 
 # ----------------------------------------------------------------------------- analysis
@@ -607,17 +617,12 @@ def smollm2_analysis(
     read the verified cache file. Measured for the default ensemble on two busy CPU
     cores: about 5 minutes in all, peak resident memory 1.65 GB.
     """
-    from tqdm import tqdm
-
-    from .cache import cache_root, cached_dataset, concat_layers
-
-    for value, name, least in ((n, "n", 2), (length, "length", 2), (seed, "seed", 0)):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
-            raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
-    n, length, seed = int(n), int(length), int(seed)
+    n = check_int(n, "n", 2)
+    length = check_int(length, "length", 2)
+    seed = check_int(seed, "seed", 0)
     smollm2_path(verify=True)  # fail early, with the install hint, and only on good weights
     parts = _parts(n, length, seed, params)
-    key = _key(parts)
+    key = key_hash(parts)
     label = f"smollm2-n{n}-L{length}-s{seed}"
     root = cache_root(cache_dir)
     folder = root / "llm-fields"
@@ -627,43 +632,7 @@ def smollm2_analysis(
     def compute() -> xr.Dataset:
         if not fields.complete():
             fields.build(n, length, seed, progress)
-        ens = fields.ensemble()
-        layers = []
-        for layer in tqdm(
-            range(1, N_LAYER + 1), desc="SmolLM2 layers", disable=not progress, mininterval=2
-        ):
-            layers.append(
-                cached_dataset(
-                    "llm-layers",
-                    f"{label}-layer{layer:02d}",
-                    {**parts, "layer": layer},
-                    lambda layer=layer: _analyse_layer(fields, layer, params, ens),
-                    cache_dir=cache_dir,
-                )
-            )
-        out = concat_layers(layers)
-        keep = {k: v for k, v in out.attrs.items() if not k.startswith(("cache_", "values_"))}
-        keep.pop("cache_key", None)
-        keep.update(
-            model=MODEL_NAME,
-            framework="transformers",
-            lag_unit="token",
-            chars_per_token=float(ens["chars_per_token"]),
-            ensemble_chars_per_token=float(ens["ensemble_chars_per_token"]),
-            n_tokens_split=int(ens["n_tokens_split"]),
-            n_chars_split=int(ens["n_chars_split"]),
-            ids_sha256=hashlib.sha256(
-                np.ascontiguousarray(ens["ids"], dtype="<i8").tobytes()
-            ).hexdigest(),
-            batch_plan=json.dumps(_batch_plan(n, length)),
-            description=(
-                "msapod.analyze of the head-averaged attention of every SmolLM2-135M-"
-                "Instruct (GGUF Q4_1, float32) layer over BPE snippets of the "
-                "TinyShakespeare validation split; lags and scales in tokens"
-            ),
-        )
-        out.attrs = keep
-        return out
+        return _all_layers(fields, label, parts, params, cache_dir, progress)
 
     ds = cached_dataset(
         "llm",
@@ -676,6 +645,49 @@ def smollm2_analysis(
     if not keep_fields:
         fields.path.unlink(missing_ok=True)
     return ds
+
+
+def _all_layers(fields: _Fields, label, parts, params, cache_dir, progress) -> xr.Dataset:
+    """Every layer's analysis (each cached on its own) combined, with the ensemble's
+    provenance as attrs."""
+    ens = fields.ensemble()
+    layers = []
+    for layer in tqdm(
+        range(1, N_LAYER + 1), desc="SmolLM2 layers", disable=not progress, mininterval=2
+    ):
+        layers.append(
+            cached_dataset(
+                "llm-layers",
+                f"{label}-layer{layer:02d}",
+                {**parts, "layer": layer},
+                lambda layer=layer: _analyse_layer(fields, layer, params, ens),
+                cache_dir=cache_dir,
+            )
+        )
+    out = concat_layers(layers)
+    keep = {k: v for k, v in out.attrs.items() if not k.startswith(("cache_", "values_"))}
+    keep.pop("cache_key", None)
+    n, length = ens["ids"].shape
+    keep.update(
+        model=MODEL_NAME,
+        framework="transformers",
+        lag_unit="token",
+        chars_per_token=float(ens["chars_per_token"]),
+        ensemble_chars_per_token=float(ens["ensemble_chars_per_token"]),
+        n_tokens_split=int(ens["n_tokens_split"]),
+        n_chars_split=int(ens["n_chars_split"]),
+        ids_sha256=hashlib.sha256(
+            np.ascontiguousarray(ens["ids"], dtype="<i8").tobytes()
+        ).hexdigest(),
+        batch_plan=json.dumps(_batch_plan(n, length)),
+        description=(
+            "msapod.analyze of the head-averaged attention of every SmolLM2-135M-"
+            "Instruct (GGUF Q4_1, float32) layer over BPE snippets of the "
+            "TinyShakespeare validation split; lags and scales in tokens"
+        ),
+    )
+    out.attrs = keep
+    return out
 
 
 # ------------------------------------------------------------------ depth and tokens

@@ -57,6 +57,11 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from .._io import COMPRESS
+from ..fields import reynolds, to_lag
+from ..wavelets import coherency, log_scales, scalogram
+from .cache import ModelInputs, cached_analysis, cached_model_study, model_inputs, stack_zoo
+
 __all__ = [
     "FIXED_SCALES",
     "LAG_MAX",
@@ -95,8 +100,6 @@ PROBES = ("dominant-1", "dominant-2", "dominant-3", "fixed-4", "fixed-24")
 #: Centre rules whose analyses are summarised.
 CENTRES = ("peak", "centroid")
 
-_COMPRESS = {"zlib": True, "complevel": 4, "shuffle": True}
-
 
 def lag_energy(modes: xr.DataArray) -> xr.DataArray:
     """Normalised lag energy :math:`\\rho_k(\\tau)` of modes ``(..., query, key)``.
@@ -111,8 +114,6 @@ def lag_energy(modes: xr.DataArray) -> xr.DataArray:
     xarray.DataArray
         ``(..., lag)``, summing to 1 over ``lag``; NaN where a mode is missing or zero.
     """
-    from ..fields import to_lag
-
     missing = modes.isnull().any(("query", "key"))
     p = (to_lag(modes.fillna(0.0).astype(np.float64)) ** 2).sum("query")
     tot = p.sum("lag")
@@ -166,8 +167,6 @@ def scale_spread(modes: xr.DataArray, scales: Sequence[float] | None = None) -> 
     xarray.DataArray
         Dims of ``modes`` less ``query`` and ``key``.
     """
-    from ..wavelets import log_scales, scalogram
-
     if scales is None:
         scales = log_scales(modes.sizes["key"], num=N_SPREAD_SCALES)
     lead = [d for d in modes.dims if d not in ("query", "key")]
@@ -208,8 +207,6 @@ def summarise_modes(analyses: dict[str, xr.Dataset]) -> xr.Dataset:
         See the module docs; dims ``centre``, ``layer``, ``window``, ``mode``, ``lag``
         (and ``shown_layer``, ``query``, ``lag_shown`` for ``mode_lag``).
     """
-    from ..fields import to_lag
-
     parts = []
     first = None
     for rule, ana in analyses.items():
@@ -229,7 +226,7 @@ def summarise_modes(analyses: dict[str, xr.Dataset]) -> xr.Dataset:
     lagf = lagf.where(first.sel(layer=show).notnull().all(("query", "key")))
     lagf = lagf.rename(layer="shown_layer", lag="lag_shown").astype(np.float32)
     out["mode_lag"] = lagf.transpose("shown_layer", "window", "mode", "query", "lag_shown")
-    out["mode_lag"].encoding.update(_COMPRESS)
+    out["mode_lag"].encoding.update(COMPRESS)
     out = out.drop_vars([c for c in ("key",) if c in out.coords])
     attrs = {
         "lag_energy": "rho_k(tau) = sum_i phi_k(i, i - tau)^2, normalised to sum 1 over lag",
@@ -328,8 +325,6 @@ def coherency_summary(
         ``probe_scale(probe)``, ``coherency_matrix(probe, query_i, query_j)`` (float64),
         ``coherency_curve(probe, separation)``, ``coherency_null_curve(probe, separation)``.
     """
-    from ..wavelets import coherency
-
     dom = list(np.asarray(dominant, dtype=float))[:3]
     dom += [np.nan] * (3 - len(dom))
     probe_a = np.array(dom + [float(a) for a in fixed])
@@ -368,8 +363,6 @@ def coherency_summary(
 
 def _coherency_of_fields(F: xr.DataArray, dominant: xr.DataArray) -> xr.Dataset:
     """:func:`coherency_summary` of every layer of fields ``F(layer, snapshot, query, key)``."""
-    from ..fields import reynolds, to_lag
-    from ..wavelets import coherency
 
     layers = []
     gap = np.nan
@@ -389,7 +382,7 @@ def _coherency_of_fields(F: xr.DataArray, dominant: xr.DataArray) -> xr.Dataset:
     out = xr.concat(layers, dim=F["layer"], coords="minimal", compat="override")
     out["coherency_matrix"] = out["coherency_matrix"].astype(np.float32)  # after the check
     out["subsample_gap"] = xr.DataArray(gap)
-    out["coherency_matrix"].encoding.update(_COMPRESS)
+    out["coherency_matrix"].encoding.update(COMPRESS)
     desc = {
         "probe_scale": "Morlet scale a of each probe (NaN: the layer has no such dominant scale)",
         "coherency_matrix": (
@@ -441,12 +434,13 @@ def mode_statistics(
         ``layer``, ``window``, ``mode``, ``lag``, ``shown_layer``, ``query``,
         ``lag_shown``, ``probe``, ``query_i``, ``query_j``, ``separation``.
     """
-    from .cache import cached_analysis, cached_dataset, cached_fields
-
+    inputs = model_inputs(
+        name, n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress
+    )
     kw = dict(n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress)
     analyses = {
-        "peak": cached_analysis(name, **kw),
-        "centroid": cached_analysis(name, centre="centroid", **kw),
+        rule: cached_analysis(name, model=inputs.model, **kw, **params)
+        for rule, params in (("peak", {}), ("centroid", {"centre": "centroid"}))
     }
     parts = {
         "analysis_key": analyses["peak"].attrs["analysis_key"],
@@ -458,33 +452,40 @@ def mode_statistics(
         "query_step": QUERY_STEP,
         "format": MODESTATS_FORMAT,
     }
-
-    def compute():
-        out = summarise_modes(analyses)
-        F = cached_fields(name, **kw)
-        coh = _coherency_of_fields(F, analyses["peak"]["dominant_scale"].load())
-        del F
-        # "override" keeps every variable's description (the dataset attrs are set below)
-        out = xr.merge([out, coh], compat="override", join="outer", combine_attrs="override")
-        out.attrs = {
-            "model": name,
-            "source": "msapod.studies.modestats.mode_statistics",
-            "analysis_key": parts["analysis_key"],
-            "centroid_analysis_key": parts["centroid_analysis_key"],
-            "description": (
-                "lag and scale summaries of POD modes 1-2 of every window (default and "
-                "centroid-centred analyses), the leading modes in lag form for the shown "
-                "layers, and the cross-coherency of the fluctuation field with a "
-                "row-shuffled null"
-            ),
-        }
-        return out
-
     try:
-        return cached_dataset("modestats", name, parts, compute, cache_dir=cache_dir)
+        return cached_model_study(
+            "modestats",
+            inputs,
+            parts,
+            lambda inp: _model_summary(inp, analyses),
+            keyed_by_fields=False,  # the analyses' keys cover the fields'
+        )
     finally:
         for ana in analyses.values():
             ana.close()
+
+
+def _model_summary(inputs: ModelInputs, analyses: dict[str, xr.Dataset]) -> xr.Dataset:
+    """:func:`summarise_modes` of the analyses and the coherency of the model's fields."""
+    out = summarise_modes(analyses)
+    F = inputs.fields()
+    coh = _coherency_of_fields(F, analyses["peak"]["dominant_scale"].load())
+    del F
+    # "override" keeps every variable's description (the dataset attrs are set below)
+    out = xr.merge([out, coh], compat="override", join="outer", combine_attrs="override")
+    out.attrs = {
+        "model": inputs.name,
+        "source": "msapod.studies.modestats.mode_statistics",
+        "analysis_key": analyses["peak"].attrs["analysis_key"],
+        "centroid_analysis_key": analyses["centroid"].attrs["analysis_key"],
+        "description": (
+            "lag and scale summaries of POD modes 1-2 of every window (default and "
+            "centroid-centred analyses), the leading modes in lag form for the shown "
+            "layers, and the cross-coherency of the fluctuation field with a "
+            "row-shuffled null"
+        ),
+    }
+    return out
 
 
 def zoo_mode_statistics(
@@ -510,25 +511,13 @@ def zoo_mode_statistics(
         The per-model variables with a leading ``model`` dim and an ``architecture``
         coord; the large float32 variables are stored gzip-compressed.
     """
-    from tqdm import tqdm
-
-    from .cache import stack_models
-
-    if models is None:
-        from ..models import zoo  # imports torch: only when the zoo is asked for
-
-        models = zoo.trained()
-    models = list(models)
-    parts = [
-        mode_statistics(m, cache_dir=cache_dir, progress=progress)
-        for m in tqdm(models, desc="modestats", disable=not progress)
-    ]
-    out = stack_models(parts, models)
-    for var in out.variables:
-        out[var].encoding = {}
-    for var in ("mode_lag", "coherency_matrix", "lag_energy"):
-        if var in out:
-            out[var].encoding.update(_COMPRESS)
+    out = stack_zoo(
+        lambda m: mode_statistics(m, cache_dir=cache_dir, progress=progress),
+        models,
+        desc="modestats",
+        progress=progress,
+        compressed=["mode_lag", "coherency_matrix", "lag_energy"],
+    )
     out.attrs["source"] = "msapod.studies.modestats.zoo_mode_statistics"
     out.attrs["format"] = MODESTATS_FORMAT
     return out

@@ -51,12 +51,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import xarray as xr
+from tqdm import tqdm
+
+from .._io import check_int
+from ..models.data import ensemble_ids, load_corpus
+from ..spectra import effective_rank, spectral_concentration
+from .cache import cached_model_study, iter_attention, model_inputs, stack_zoo, zoo_models
 
 __all__ = [
     "PRUNE_FORMAT",
+    "PruneConfig",
     "RANDOMISED",
     "STRATEGIES",
     "ablation_loss",
@@ -64,9 +72,12 @@ __all__ = [
     "budget_contrasts",
     "head_importance",
     "head_ranks",
+    "head_spectra",
+    "mask_plan",
     "model_pruning",
     "prune_masks",
     "pruning_study",
+    "rank_table",
 ]
 
 #: Version of this module's results; part of every cache key.
@@ -75,12 +86,6 @@ PRUNE_FORMAT = 1
 STRATEGIES = ("low-H*", "high-H*", "H*-allocation", "uniform", "random", "importance")
 #: Strategies that draw at random (several draws in :func:`pruning_study`).
 RANDOMISED = ("H*-allocation", "uniform", "random")
-
-
-def _int(value, name: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < least:
-        raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
-    return int(value)
 
 
 def _eps_tuple(eps, primary: float) -> tuple[float, ...]:
@@ -166,13 +171,27 @@ def head_ranks(
         head-averaged field: ``H_star_layer(layer, eps)``, ``T_spec_layer(layer)``,
         ``spectrum_layer(layer, rank)``. Layers and heads are numbered from 1.
     """
-    from ..models.extract import iter_attention
-    from ..spectra import effective_rank, spectral_concentration
-
     eps = _eps_tuple(eps, primary_eps)
     if criterion not in ("energy", "l2"):
         raise ValueError(f"criterion: expected 'energy' or 'l2', got {criterion!r}")
-    tie_modes = _int(tie_modes, "tie_modes", 1)
+    tie_modes = check_int(tie_modes, "tie_modes", 1)
+    spec, lspec = head_spectra(model, ids, batch_size=batch_size, progress=progress, name=name)
+    return rank_table(
+        spec, lspec, eps=eps, primary_eps=primary_eps, criterion=criterion, tie_modes=tie_modes
+    )
+
+
+def head_spectra(
+    model, ids, *, batch_size: int = 16, progress: bool = False, name: str | None = None
+) -> tuple[xr.DataArray, xr.DataArray]:
+    """The full POD spectrum of every head's and every layer's head-averaged plain
+    fluctuation field, one layer extracted at a time (:func:`head_ranks`' extraction).
+
+    Returns
+    -------
+    (xarray.DataArray, xarray.DataArray)
+        ``spectrum(layer, head, rank)`` and ``spectrum_layer(layer, rank)``, numbered from 1.
+    """
     layers, heads, layer_specs = [], [], []
     n = None
     for field in iter_attention(
@@ -200,6 +219,21 @@ def head_ranks(
         coords={"layer": layers, "rank": coords["rank"]},
         attrs={"n_snapshots": n, "long_name": "POD eigenvalues, head-averaged field"},
     )
+    return spec, lspec
+
+
+def rank_table(
+    spec: xr.DataArray,
+    lspec: xr.DataArray,
+    *,
+    eps: tuple[float, ...],
+    primary_eps: float,
+    criterion: str,
+    tie_modes: int,
+) -> xr.Dataset:
+    """:func:`head_ranks`' variables from the spectra of :func:`head_spectra` (checked
+    parameters: ``eps`` sorted, ``primary_eps`` one of them)."""
+    n = spec.sizes["rank"]
 
     def ranks(s: xr.DataArray) -> xr.DataArray:
         hs = [effective_rank(s, e, criterion, n_snapshots=n) for e in eps]
@@ -210,7 +244,6 @@ def head_ranks(
     k = min(tie_modes, n)
     captured = (spec.isel(rank=slice(0, k)).sum("rank") / total.where(total > 0)).fillna(0.0)
     primary = Hh.sel(eps=primary_eps, method="nearest").drop_vars(["eps", "at_rank_limit"])
-    score = primary + 0.5 * (1.0 - captured)
     sc, scl = spectral_concentration(spec), spectral_concentration(lspec)
     ds = xr.Dataset(
         {
@@ -222,7 +255,7 @@ def head_ranks(
             "beta": sc["beta"],
             "r2": sc["r2"],
             "captured": captured,
-            "rank_score": score,
+            "rank_score": primary + 0.5 * (1.0 - captured),
             "spectrum": spec,
             "H_star_layer": Hl.reset_coords("at_rank_limit", drop=True).transpose("layer", "eps"),
             "T_spec_layer": scl["T_spec"],
@@ -291,13 +324,12 @@ def head_importance(
         ``(layer, head)``, numbered from 1; attrs say how it was computed.
     """
     import torch
-    from tqdm import tqdm
 
     from ..models.train import get_batch
 
-    batches = _int(batches, "batches", 1)
-    batch_size = _int(batch_size, "batch_size", 1)
-    seed = _int(seed, "seed", 0)
+    batches = check_int(batches, "batches", 1)
+    batch_size = check_int(batch_size, "batch_size", 1)
+    seed = check_int(seed, "seed", 0)
     tokens = np.asarray(tokens)
     block = model.config.block_size
     if tokens.ndim != 1 or len(tokens) < block + 2:
@@ -362,7 +394,7 @@ def _as_rng(rng, strategy: str) -> np.random.Generator:
         return rng
     if rng is None:
         raise ValueError(f"rng: strategy {strategy!r} draws at random and needs an rng or seed")
-    return np.random.default_rng(_int(rng, "rng", 0))
+    return np.random.default_rng(check_int(rng, "rng", 0))
 
 
 def _allocate(weights: np.ndarray, keep: int, cap: int) -> np.ndarray:
@@ -417,7 +449,7 @@ def prune_masks(scores, budget: int, strategy: str, rng=None) -> np.ndarray:
         raise ValueError(f"strategy: expected one of {STRATEGIES}, got {strategy!r}")
     s = _scores_2d(scores)
     L, H = s.shape
-    budget = _int(budget, "budget", 0)
+    budget = check_int(budget, "budget", 0)
     if budget > L * H:
         raise ValueError(f"budget: expected at most the number of heads {L * H}, got {budget}")
     if strategy not in ("uniform", "random") and not np.isfinite(s).all():
@@ -475,8 +507,8 @@ def ablation_loss(model, mask, tokens, *, batches: int = 20, batch_size: int = 1
         raise ValueError(f"mask: expected shape ({L}, {H}), got {m.shape}")
     if not np.isin(m, (0.0, 1.0)).all():
         raise ValueError("mask: expected only 0 (remove) and 1 (keep)")
-    batches = _int(batches, "batches", 1)
-    batch_size = _int(batch_size, "batch_size", 1)
+    batches = check_int(batches, "batches", 1)
+    batch_size = check_int(batch_size, "batch_size", 1)
     saved = torch.stack([b.attn.head_mask.detach().clone() for b in model.blocks])
     try:
         model.set_head_mask(torch.as_tensor(m, dtype=torch.float32))
@@ -531,7 +563,6 @@ def ablation_losses(
         ``(n_masks,)`` mean cross-entropy in nats per character.
     """
     import torch
-    from tqdm import tqdm
 
     from ..models.train import get_batch
 
@@ -541,9 +572,9 @@ def ablation_losses(
         raise ValueError(f"masks: expected shape (n_masks, {L}, {H}), got {m.shape}")
     if not np.isin(m, (0.0, 1.0)).all():
         raise ValueError("masks: expected only 0 (remove) and 1 (keep)")
-    batches = _int(batches, "batches", 1)
-    batch_size = _int(batch_size, "batch_size", 1)
-    per_call = max(1, _int(max_batch, "max_batch", 1) // batch_size)
+    batches = check_int(batches, "batches", 1)
+    batch_size = check_int(batch_size, "batch_size", 1)
+    per_call = max(1, check_int(max_batch, "max_batch", 1) // batch_size)
     tokens = np.asarray(tokens)
     block = model.config.block_size
     p = next(model.parameters())
@@ -633,82 +664,102 @@ def _tree_losses(model, masks: np.ndarray, x, y, per_call: int) -> np.ndarray:
 # --------------------------------------------------------------------- the study
 
 
+@dataclass(frozen=True)
+class PruneConfig:
+    """Every parameter of the pruning experiment (all of them part of its cache keys).
+
+    Attributes
+    ----------
+    budgets
+        Numbers of heads removed (of 48 in the zoo models).
+    n_random
+        Draws per randomised strategy.
+    seed
+        Seed of the random draws and of the importance batches.
+    n, length, eps, primary_eps, tie_modes
+        Ensemble and H* parameters (:func:`head_ranks`).
+    eval_batches, eval_batch_size
+        Validation batches of :func:`ablation_loss`.
+    importance_batches, importance_batch_size
+        Training batches of :func:`head_importance`.
+    """
+
+    budgets: tuple[int, ...] = (8, 16, 24)
+    n_random: int = 4
+    seed: int = 0
+    n: int = 150
+    length: int = 256
+    eps: tuple[float, ...] = (0.05, 0.10, 0.20)
+    primary_eps: float = 0.10
+    tie_modes: int = 10
+    eval_batches: int = 8
+    eval_batch_size: int = 16
+    importance_batches: int = 16
+    importance_batch_size: int = 8
+
+    def checked(self, n_heads: int, least_random: int = 1) -> PruneConfig:
+        """The config with sorted, distinct budgets (1..``n_heads``) and eps, and
+        ``n_random >= least_random``; ``ValueError`` naming the first bad field."""
+        return replace(
+            self,
+            budgets=tuple(_check_budgets(self.budgets, n_heads)),
+            n_random=check_int(self.n_random, "n_random", least_random),
+            eps=_eps_tuple(self.eps, self.primary_eps),
+        )
+
+    def rank_parts(self) -> dict:
+        """The parameters of :func:`head_ranks` (the key of the cached ranks)."""
+        return {
+            "n": self.n,
+            "length": self.length,
+            "eps": list(self.eps),
+            "primary_eps": self.primary_eps,
+            "tie_modes": self.tie_modes,
+        }
+
+    def parts(self) -> dict:
+        """Every parameter (the key of the cached pruning results)."""
+        return {
+            **self.rank_parts(),
+            "budgets": list(self.budgets),
+            "n_random": self.n_random,
+            "seed": self.seed,
+            "eval_batches": self.eval_batches,
+            "eval_batch_size": self.eval_batch_size,
+            "importance_batches": self.importance_batches,
+            "importance_batch_size": self.importance_batch_size,
+            "strategies": list(STRATEGIES),
+        }
+
+    def ranks(self, model, corpus, *, progress: bool = False, name: str | None = None):
+        """:func:`head_ranks` of ``model`` on the paper ensemble of this config."""
+        ids, _ = ensemble_ids(corpus, n=self.n, length=self.length, seed=0, split="val")
+        return head_ranks(
+            model,
+            ids,
+            eps=self.eps,
+            primary_eps=self.primary_eps,
+            tie_modes=self.tie_modes,
+            progress=progress,
+            name=name,
+        )
+
+
 def _draw_rng(seed: int, budget: int, strategy: str, draw: int) -> np.random.Generator:
     return np.random.default_rng([seed, budget, STRATEGIES.index(strategy), draw])
 
 
-def model_pruning(
-    model,
-    *,
-    corpus=None,
-    budgets: Sequence[int] = (8, 16, 24),
-    n_random: int = 4,
-    seed: int = 0,
-    n: int = 150,
-    length: int = 256,
-    eps: Sequence[float] = (0.05, 0.10, 0.20),
-    primary_eps: float = 0.10,
-    tie_modes: int = 10,
-    eval_batches: int = 8,
-    eval_batch_size: int = 16,
-    importance_batches: int = 16,
-    importance_batch_size: int = 8,
-    ranks: xr.Dataset | None = None,
-    progress: bool = False,
-    name: str | None = None,
-) -> xr.Dataset:
-    """The pruning experiment for one model (uncached; see :func:`pruning_study`).
-
-    Computes :func:`head_ranks` on the paper ensemble (``ensemble_ids(n, length, seed=0,
-    split="val")``) unless ``ranks`` is given, :func:`head_importance` on the training
-    split, and the validation loss (:func:`ablation_loss` on ``corpus.val``, all masks in
-    one :func:`ablation_losses` pass) of the
-    unpruned model and of every strategy's mask for every budget: one draw for the
-    deterministic strategies, ``n_random`` for :data:`RANDOMISED` ones (draw ``d`` of
-    budget ``b`` uses ``default_rng([seed, b, strategy index, d])``).
-
-    Returns
-    -------
-    xarray.Dataset
-        ``base_loss``; ``loss`` and ``loss_increase`` ``(strategy, budget, draw)``, NaN
-        for draws a deterministic strategy does not have; ``mask(strategy, budget,
-        draw, layer, head)`` int8 (1 keep, 0 removed, -1 no such draw); ``importance``
-        and ``importance_raw`` ``(layer, head)``; and the :func:`head_ranks` variables.
-    """
-    from ..models.data import load_corpus
-    from ..models.extract import ensemble_ids
-
-    corpus = load_corpus() if corpus is None else corpus
-    n_random = _int(n_random, "n_random", 1)
-    L, H = model.config.n_layer, model.config.n_head
-    budgets = _check_budgets(budgets, L * H)
-    if ranks is None:
-        ids, _ = ensemble_ids(corpus, n=n, length=length, seed=0, split="val")
-        ranks = head_ranks(
-            model,
-            ids,
-            eps=eps,
-            primary_eps=primary_eps,
-            tie_modes=tie_modes,
-            progress=progress,
-            name=name,
-        )
-    imp_kw = dict(batches=importance_batches, batch_size=importance_batch_size, seed=seed)
-    raw = head_importance(model, corpus.train, normalise=False, progress=progress, **imp_kw)
-    importance = _normalise(raw)
-    scores = {
-        "low-H*": ranks["rank_score"],
-        "high-H*": ranks["rank_score"],
-        "importance": importance,
-        "H*-allocation": ranks["H_star_layer"]
-        .sel(eps=primary_eps, method="nearest")
-        .broadcast_like(ranks["rank_score"]),
-        "uniform": ranks["rank_score"],
-        "random": ranks["rank_score"],
-    }
-    shape = (len(STRATEGIES), len(budgets), n_random)
-    loss = np.full(shape, np.nan)
-    masks = np.full(shape + (L, H), -1, dtype=np.int8)
+def mask_plan(
+    scores: dict[str, xr.DataArray], budgets, n_random: int, seed: int
+) -> tuple[list[tuple[int, int, int]], np.ndarray]:
+    """Every mask of the experiment: ``(jobs, masks)`` with ``jobs`` the
+    ``(strategy, budget, draw)`` indices that exist (one draw for the deterministic
+    strategies, ``n_random`` for :data:`RANDOMISED` ones; draw ``d`` of budget ``b`` uses
+    ``default_rng([seed, b, strategy index, d])``) and ``masks`` int8 ``(strategy, budget,
+    draw, layer, head)``, -1 where no such draw. ``scores``: strategy -> the scores
+    :func:`prune_masks` takes."""
+    L, H = _scores_2d(scores[STRATEGIES[0]]).shape
+    masks = np.full((len(STRATEGIES), len(budgets), n_random, L, H), -1, dtype=np.int8)
     jobs = [
         (i, j, d)
         for i, st in enumerate(STRATEGIES)
@@ -719,6 +770,56 @@ def model_pruning(
         st, b = STRATEGIES[i], budgets[j]
         rng = _draw_rng(seed, b, st, d) if st in RANDOMISED else None
         masks[i, j, d] = prune_masks(scores[st], b, st, rng)
+    return jobs, masks
+
+
+def model_pruning(
+    model,
+    config: PruneConfig | None = None,
+    *,
+    corpus=None,
+    ranks: xr.Dataset | None = None,
+    progress: bool = False,
+    name: str | None = None,
+    **params,
+) -> xr.Dataset:
+    """The pruning experiment for one model (uncached; see :func:`pruning_study`).
+
+    ``config`` (default :class:`PruneConfig`), with any of its fields overridden by
+    ``params``. Computes :func:`head_ranks` on the paper ensemble (``ensemble_ids(n,
+    length, seed=0, split="val")``) unless ``ranks`` is given, :func:`head_importance` on
+    the training split, the masks of :func:`mask_plan`, and the validation loss
+    (:func:`ablation_loss` on ``corpus.val``, all masks in one :func:`ablation_losses`
+    pass) of the unpruned model and of every mask.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``base_loss``; ``loss`` and ``loss_increase`` ``(strategy, budget, draw)``, NaN
+        for draws a deterministic strategy does not have; ``mask(strategy, budget,
+        draw, layer, head)`` int8 (1 keep, 0 removed, -1 no such draw); ``importance``
+        and ``importance_raw`` ``(layer, head)``; and the :func:`head_ranks` variables.
+    """
+    corpus = load_corpus() if corpus is None else corpus
+    L, H = model.config.n_layer, model.config.n_head
+    cfg = replace(config or PruneConfig(), **params).checked(L * H)
+    if ranks is None:
+        ranks = cfg.ranks(model, corpus, progress=progress, name=name)
+    imp_kw = dict(
+        batches=cfg.importance_batches, batch_size=cfg.importance_batch_size, seed=cfg.seed
+    )
+    raw = head_importance(model, corpus.train, normalise=False, progress=progress, **imp_kw)
+    importance = _normalise(raw)
+    layer_h = ranks["H_star_layer"].sel(eps=cfg.primary_eps, method="nearest")
+    scores = {
+        "low-H*": ranks["rank_score"],
+        "high-H*": ranks["rank_score"],
+        "importance": importance,
+        "H*-allocation": layer_h.broadcast_like(ranks["rank_score"]),
+        "uniform": ranks["rank_score"],
+        "random": ranks["rank_score"],
+    }
+    jobs, masks = mask_plan(scores, cfg.budgets, cfg.n_random, cfg.seed)
     # the unpruned model and every mask on the same batches, in one pass (ablation_loss
     # of each, up to float round-off)
     every = np.stack([np.ones((L, H), dtype=np.int8)] + [masks[job] for job in jobs])
@@ -726,18 +827,23 @@ def model_pruning(
         model,
         every,
         corpus.val,
-        batches=eval_batches,
-        batch_size=eval_batch_size,
+        batches=cfg.eval_batches,
+        batch_size=cfg.eval_batch_size,
         progress=progress,
         name=name,
     )
-    base = float(losses[0])
+    loss = np.full(masks.shape[:3], np.nan)
     for job, value in zip(jobs, losses[1:], strict=True):
         loss[job] = value
+    return _pruning_dataset(cfg, ranks, float(losses[0]), loss, masks, raw, importance)
+
+
+def _pruning_dataset(cfg: PruneConfig, ranks, base, loss, masks, raw, importance):
+    """:func:`model_pruning`'s result from its pieces."""
     coords = {
         "strategy": list(STRATEGIES),
-        "budget": list(budgets),
-        "draw": np.arange(n_random),
+        "budget": list(cfg.budgets),
+        "draw": np.arange(cfg.n_random),
         "layer": ranks["layer"].values,
         "head": ranks["head"].values,
     }
@@ -763,17 +869,19 @@ def model_pruning(
     ds["importance"].attrs = dict(importance.attrs)
     ds["importance_raw"].attrs = dict(raw.attrs)
     ds = xr.merge([ds, ranks], combine_attrs="drop_conflicts")
+    L, H = masks.shape[-2:]
     ds.attrs.update(
         {
             "n_heads": L * H,
-            "n_random": n_random,
-            "seed": seed,
-            "eval": f"msapod.train.evaluate on the val split, {eval_batches} x {eval_batch_size}",
+            "n_random": cfg.n_random,
+            "seed": cfg.seed,
+            "eval": f"msapod.train.evaluate on the val split, {cfg.eval_batches} x "
+            f"{cfg.eval_batch_size}",
             "importance": (
-                f"Michel et al. 2019, {importance_batches} x {importance_batch_size} "
+                f"Michel et al. 2019, {cfg.importance_batches} x {cfg.importance_batch_size} "
                 "training-split windows, l2-normalised per layer"
             ),
-            "h_star_ensemble": f"ensemble_ids(n={n}, length={length}, seed=0, split='val')",
+            "h_star_ensemble": f"ensemble_ids(n={cfg.n}, length={cfg.length}, seed=0, split='val')",
         }
     )
     return ds
@@ -782,7 +890,7 @@ def model_pruning(
 def _check_budgets(budgets, n_heads: int) -> list[int]:
     if isinstance(budgets, int | np.integer):
         budgets = [budgets]
-    out = sorted({_int(b, "budgets", 1) for b in budgets})
+    out = sorted({check_int(b, "budgets", 1) for b in budgets})
     if not out:
         raise ValueError("budgets: expected at least one budget")
     if out[-1] > n_heads:
@@ -792,21 +900,11 @@ def _check_budgets(budgets, n_heads: int) -> list[int]:
 
 def pruning_study(
     models: Sequence[str] | None = None,
+    config: PruneConfig | None = None,
     *,
-    budgets: Sequence[int] = (8, 16, 24),
-    n_random: int = 4,
-    seed: int = 0,
-    n: int = 150,
-    length: int = 256,
-    eps: Sequence[float] = (0.05, 0.10, 0.20),
-    primary_eps: float = 0.10,
-    tie_modes: int = 10,
-    eval_batches: int = 8,
-    eval_batch_size: int = 16,
-    importance_batches: int = 16,
-    importance_batch_size: int = 8,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
+    **params,
 ) -> xr.Dataset:
     """Head-pruning experiment (test of C6) on zoo models, cached.
 
@@ -818,19 +916,10 @@ def pruning_study(
     Parameters
     ----------
     models
-        Zoo model names; default the main zoo, :func:`msapod.zoo.models`.
-    budgets
-        Numbers of heads removed (of 48 in the zoo models).
-    n_random
-        Draws per randomised strategy (at least 2, for a spread).
-    seed
-        Seed of the random draws and of the importance batches.
-    n, length, eps, primary_eps, tie_modes
-        Ensemble and H* parameters (:func:`head_ranks`).
-    eval_batches, eval_batch_size
-        Validation batches of :func:`ablation_loss`.
-    importance_batches, importance_batch_size
-        Training batches of :func:`head_importance`.
+        Zoo model names; default the main zoo's trained models.
+    config
+        The experiment's parameters (default :class:`PruneConfig`; ``n_random`` at least
+        2, for a spread), any field overridden by ``params`` (e.g. ``budgets=(8, 16)``).
     cache_dir
         Cache root; default :func:`msapod.studies.cache.cache_dir`.
     progress
@@ -842,95 +931,42 @@ def pruning_study(
         The :func:`model_pruning` variables stacked along ``model``, with coords
         ``architecture`` and ``train_seed``.
     """
-    from ..models import zoo
-    from ..models.data import load_corpus
-    from ..models.zoo import MODELS, ZOO_CONFIGS, load
-    from .cache import cached_dataset, stack_models
+    from ..models.zoo import MODELS, ZOO_CONFIGS
 
-    models = list(zoo.trained() if models is None else models)
+    models = zoo_models(models)
     if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
         raise ValueError(f"models: expected distinct names from {MODELS}, got {models!r}")
-    n_random = _int(n_random, "n_random", 2)
-    cfg = ZOO_CONFIGS[models[0]].model
-    budgets = _check_budgets(budgets, cfg.n_layer * cfg.n_head)
-    eps = _eps_tuple(eps, primary_eps)
+    arch = ZOO_CONFIGS[models[0]].model
+    cfg = replace(config or PruneConfig(), **params).checked(arch.n_layer * arch.n_head, 2)
     corpus = load_corpus()
-    rank_kw = dict(n=n, length=length, eps=list(eps), primary_eps=primary_eps, tie_modes=tie_modes)
-    params = dict(
-        **rank_kw,
-        budgets=budgets,
-        n_random=n_random,
-        seed=seed,
-        eval_batches=eval_batches,
-        eval_batch_size=eval_batch_size,
-        importance_batches=importance_batches,
-        importance_batch_size=importance_batch_size,
-        strategies=list(STRATEGIES),
-    )
-    parts = []
-    for name in models:
-        model = load(name)
+
+    def one(name: str) -> xr.Dataset:
+        inputs = model_inputs(name, cache_dir=cache_dir, progress=progress)
         base = {
-            "weights_sha256": model.weights_sha256,
+            "weights_sha256": inputs.weights_sha256,
             "data_sha256": corpus.sha256,
             "prune_format": PRUNE_FORMAT,
         }
-
-        def ranks_fn(model=model, name=name):
-            from ..models.extract import ensemble_ids
-
-            ids, _ = ensemble_ids(corpus, n=n, length=length, seed=0, split="val")
-            return head_ranks(
-                model,
-                ids,
-                eps=eps,
-                primary_eps=primary_eps,
-                tie_modes=tie_modes,
-                progress=progress,
-                name=name,
-            )
-
-        ranks = cached_dataset(
+        ranks = cached_model_study(
             "head-ranks",
-            name,
-            {**base, **rank_kw, "ensemble_seed": 0, "split": "val"},
-            ranks_fn,
-            cache_dir=cache_dir,
+            inputs,
+            {**base, **cfg.rank_parts(), "ensemble_seed": 0, "split": "val"},
+            lambda inp: cfg.ranks(inp.model, corpus, progress=progress, name=name),
             attrs={"model": name},
+            keyed_by_fields=False,
         )
-
-        def prune_fn(model=model, name=name, ranks=ranks):
-            return model_pruning(
-                model,
-                corpus=corpus,
-                ranks=ranks,
-                progress=progress,
-                name=name,
-                budgets=budgets,
-                n_random=n_random,
-                seed=seed,
-                n=n,
-                length=length,
-                eps=eps,
-                primary_eps=primary_eps,
-                tie_modes=tie_modes,
-                eval_batches=eval_batches,
-                eval_batch_size=eval_batch_size,
-                importance_batches=importance_batches,
-                importance_batch_size=importance_batch_size,
-            )
-
-        ds = cached_dataset(
+        return cached_model_study(
             "pruning",
-            name,
-            {**base, **params},
-            prune_fn,
-            cache_dir=cache_dir,
+            inputs,
+            {**base, **cfg.parts()},
+            lambda inp: model_pruning(
+                inp.model, cfg, corpus=corpus, ranks=ranks, progress=progress, name=name
+            ),
             attrs={"model": name},
+            keyed_by_fields=False,
         )
-        parts.append(ds)
-        del model
-    return stack_models(parts, models).assign_coords(
+
+    return stack_zoo(one, models).assign_coords(
         train_seed=("model", [ZOO_CONFIGS[m].seed for m in models])
     )
 

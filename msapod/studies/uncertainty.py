@@ -41,6 +41,7 @@ from ..wavelets import (
     scale_centroid,
     scale_spectrum_operator,
 )
+from .cache import ModelInputs, cached_analysis, cached_model_study, model_inputs, stack_zoo
 
 __all__ = [
     "arch_difference",
@@ -364,38 +365,47 @@ def zoo_uncertainty(
     xarray.Dataset
         dims ``model``, ``layer`` (``window``, ``eps``); coord ``architecture``.
     """
-    from tqdm import tqdm
-
-    from ..models import zoo
-    from .cache import cached_analysis, cached_dataset, cached_fields, stack_models
-
-    models = list(zoo.trained() if models is None else models)
     eps = [float(e) for e in eps]
-    parts_out = []
-    for name in tqdm(models, desc="uncertainty", disable=not progress):
-        ana = cached_analysis(
-            name, n=n, length=length, seed=seed, progress=progress, cache_dir=cache_dir
+
+    def one(name: str) -> xr.Dataset:
+        inputs = model_inputs(
+            name, n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress
         )
-        key = {
+        ana = cached_analysis(
+            name,
+            n=n,
+            length=length,
+            seed=seed,
+            progress=progress,
+            cache_dir=cache_dir,
+            model=inputs.model,
+        )
+        parts = {
             "analysis_key": ana.attrs["analysis_key"],
             "eps": eps,
             "format": UNCERTAINTY_FORMAT,
         }
+        return cached_model_study(
+            "uncertainty",
+            inputs,
+            parts,
+            lambda inp: _model_uncertainty(inp, ana, eps),
+            keyed_by_fields=False,  # the analysis key covers the fields'
+        )
 
-        def compute(name=name, ana=ana):
-            F = cached_fields(
-                name, n=n, length=length, seed=seed, progress=progress, cache_dir=cache_dir
-            )
-            layers = []
-            for layer in F["layer"].values:
-                sj = scale_jackknife(F.sel(layer=layer).astype(np.float64))
-                layers.append(sj[["scale_centroid", "scale_centroid_se", "energy", "energy_se"]])
-            out = xr.concat(layers, dim=F["layer"])
-            pj = pod_jackknife(ana["gram"], eps=eps)
-            out = xr.merge([out, pj], compat="override", join="outer")
-            out.attrs = {"model": name}
-            return out
+    return stack_zoo(one, models, desc="uncertainty", progress=progress)
 
-        ds = cached_dataset("uncertainty", name, key, compute, cache_dir=cache_dir)
-        parts_out.append(ds)
-    return stack_models(parts_out, models)
+
+def _model_uncertainty(inputs: ModelInputs, ana: xr.Dataset, eps: list[float]) -> xr.Dataset:
+    """Jackknife of one model: scale centroid and energy per layer from its fields, T_spec
+    and H* from the analysis' Gram matrices."""
+    F = inputs.fields()
+    layers = []
+    for layer in F["layer"].values:
+        sj = scale_jackknife(F.sel(layer=layer).astype(np.float64))
+        layers.append(sj[["scale_centroid", "scale_centroid_se", "energy", "energy_se"]])
+    out = xr.concat(layers, dim=F["layer"])
+    pj = pod_jackknife(ana["gram"], eps=eps)
+    out = xr.merge([out, pj], compat="override", join="outer")
+    out.attrs = {"model": inputs.name}
+    return out
