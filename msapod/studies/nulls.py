@@ -216,58 +216,34 @@ def null_fields(
         float32 ``(layer, snapshot, query, key)``; attrs as ``cached_fields``' plus
         ``null``.
     """
-    import re
-    import warnings
-
-    from ..models.data import check_layers, ensemble_ids, load_corpus
-    from .cache import CacheWarning, cache_root
-    from .cache import check_int as _check_int
-    from .cache import key_hash as _key_hash
-    from .cache import key_parts as _key_parts
-    from .cache import read_fields as _read
-    from .cache import write_fields as _write
-    from .cache import zoo_model as _zoo_model
+    from .._io import check_int
+    from .cache import field_store
 
     _check_null(null)
-    n = _check_int(n, "n", 2)
-    length = _check_int(length, "length", 2)
-    seed = _check_int(seed, "seed", 0)
-    shuffle_seed = _check_int(shuffle_seed, "shuffle_seed", 0)
-    if model is None:
-        model = untrained_model(name) if null == "untrained" else None
-    model, sha = _zoo_model(name, model)
-    layers = check_layers(layers, model.config.n_layer)
-    if length > model.config.block_size:
-        raise ValueError(
-            f"length: expected at most the model's block_size {model.config.block_size}, "
-            f"got {length}"
-        )
-    corpus = load_corpus()
-    parts = {
-        **_key_parts(sha, corpus.sha256, n, length, seed, layers),
-        "null": null,
-        "null_format": NULL_FORMAT,
-    }
+    shuffle_seed = check_int(shuffle_seed, "shuffle_seed", 0)
+    extra = {"null": null, "null_format": NULL_FORMAT}
     if null == "shuffled":
-        parts["shuffle_seed"] = shuffle_seed
-    folder = cache_root(cache_dir) / "fields"
-    folder.mkdir(parents=True, exist_ok=True)
-    label = re.sub(r"[^A-Za-z0-9_.-]", "_", _label(name, null))
-    path = folder / f"{label}-n{n}-L{length}-s{seed}-{_key_hash(parts)[:16]}.nc"
-    shape = (len(layers), n, length, length)
-    if path.exists():
-        da, reason = _read(path, parts, shape)
-        if da is not None:
-            return da
-        warnings.warn(f"cache file {path}: {reason}; rebuilding it", CacheWarning, stacklevel=2)
-    ids, offsets = ensemble_ids(corpus, n=n, length=length, seed=seed, split="val")
-    if null == "shuffled":
-        ids = shuffle_snippets(ids, shuffle_seed)
-    _write(path, model, ids, offsets, layers, parts, _label(name, null), batch_size, progress)
-    da, reason = _read(path, parts, shape)
-    if da is None:
-        raise OSError(f"cache file {path}: just written but fails verification: {reason}")
-    return da
+        extra["shuffle_seed"] = shuffle_seed
+
+    def transform(ids: np.ndarray) -> np.ndarray:
+        return shuffle_snippets(ids, shuffle_seed) if null == "shuffled" else ids
+
+    if model is None and null == "untrained":
+        model = untrained_model(name)
+    return field_store(
+        name,
+        model,
+        n=n,
+        length=length,
+        seed=seed,
+        layers=layers,
+        cache_dir=cache_dir,
+        progress=progress,
+        batch_size=batch_size,
+        extra=extra,
+        label=_label(name, null),
+        ids_transform=transform,
+    )
 
 
 def null_evidence(
