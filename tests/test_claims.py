@@ -271,3 +271,100 @@ def test_c6_in_two_parts():
     out = rule_c6(_pruning(deep=0.1, early=1.5, random=0.6, guided=0.2, allocation=0.3))
     assert out.extra["parts"]["C6b"].verdict == "holds" and out.verdict == "holds"
     assert rule_c6(None).verdict == "not testable as stated"
+
+
+def models_by_layer(values):
+    """(model, layer) DataArray from a 4 x 6 array (models differ: training seeds)."""
+    return per_layer(np.asarray(values, float))[0]
+
+
+def test_c4_jackknife_intervals_decide_share_and_difference():
+    share, _ = per_layer([0.0, 0.7, 0.0, 0.7, 0.0, 0.7])
+    reach = xr.ones_like(share, dtype=bool)
+    base, _ = per_layer([0.0, 0.6, 0.0, 0.6, 0.0, 0.6])
+    s_se, _ = per_layer([0.02] * 6)
+    peaks = np.array([2, 3, 2, 2])
+    # mode - window = 0.1 with SE 0.01: beyond its interval in every case
+    d_se, _ = per_layer([0.01] * 6)
+    out = rule_c4(share, reach, peaks, base=base, share_se=s_se, diff_se=d_se)
+    assert out.verdict == "holds" and out.cases.startswith("12 cases: 12 pass")
+    assert "jackknife" in out.rule
+    np.testing.assert_allclose(out.lower.sel(layer=2), 0.7 - Z95 * 0.02)
+    np.testing.assert_allclose(out.upper.sel(layer=4), 0.7 + Z95 * 0.02)
+    # the same difference with SE 0.1: the window alone may do as well
+    d_se, _ = per_layer([0.1] * 6)
+    out = rule_c4(share, reach, peaks, base=base, share_se=s_se, diff_se=d_se)
+    assert out.verdict == "not significant"
+    # the window alone puts more in the range than the mode, beyond the interval
+    base, _ = per_layer([0.0, 0.8, 0.0, 0.8, 0.0, 0.8])
+    d_se, _ = per_layer([0.01] * 6)
+    out = rule_c4(share, reach, peaks, base=base, share_se=s_se, diff_se=d_se)
+    assert out.verdict == "does not hold"
+    # a share below one half fails whatever the difference
+    low, _ = per_layer([0.0, 0.3, 0.0, 0.3, 0.0, 0.3])
+    base, _ = per_layer([0.0, 0.1, 0.0, 0.1, 0.0, 0.1])
+    out = rule_c4(low, reach, peaks, base=base, share_se=s_se, diff_se=d_se)
+    assert out.verdict == "does not hold"
+
+
+def test_c4_over_seeds_is_a_student_t_interval_per_layer():
+    from scipy import stats
+
+    s2 = np.array([0.70, 0.72, 0.69, 0.71])
+    b2 = np.array([0.60, 0.61, 0.60, 0.62])
+    share = models_by_layer(np.column_stack([np.zeros(4), s2, np.zeros(4), s2, np.zeros(4), s2]))
+    base = models_by_layer(np.column_stack([np.zeros(4), b2, np.zeros(4), b2 + 0.2] + [b2] * 2))
+    reach = xr.ones_like(share, dtype=bool)
+    out = rule_c4(share, reach, np.array([2, 3, 2, 2]), base=base)
+    d = s2 - b2
+    half = stats.t.ppf(0.975, 3) * d.std(ddof=1) / 2
+    np.testing.assert_allclose(out.diff["value"].sel(layer=2), d.mean())
+    np.testing.assert_allclose(out.diff["lower"].sel(layer=2), d.mean() - half)
+    np.testing.assert_allclose(out.diff["upper"].sel(layer=2), d.mean() + half)
+    # layers 2 and 6 beat the window; layer 4's window alone does better
+    assert out.verdict == "partly" and out.cases.startswith("3 cases: 2 pass, 1 fail")
+    assert "over seeds" in out.rule and np.isfinite(out.extra["effect"])
+
+
+def test_c9_interval_against_the_margin():
+    from scipy import stats
+
+    r = np.array([0.70, 0.80, 0.75, 0.72])
+    ratio = models_by_layer(np.column_stack([r] * 6))
+    out = rule_c9(ratio)
+    lr = np.log(r)
+    half = stats.t.ppf(0.975, 3) * lr.std(ddof=1) / 2
+    np.testing.assert_allclose(out.diff["value"].values, np.exp(lr.mean()))
+    np.testing.assert_allclose(out.diff["lower"].values, np.exp(lr.mean() - half))
+    np.testing.assert_allclose(out.diff["upper"].values, np.exp(lr.mean() + half))
+    assert out.verdict == "holds" and "Student-t" in out.rule
+    # narrower on average but the seeds disagree: the interval crosses 0.9
+    wide = models_by_layer(np.column_stack([[0.7, 0.95, 0.8, 1.0]] * 6))
+    assert rule_c9(wide).verdict == "not significant"
+    # jackknife standard errors: per model and layer, log-scale intervals
+    ratio, se = per_layer([0.8] * 6, 0.01)
+    out = rule_c9(ratio, se)
+    assert out.verdict == "holds" and "jackknife" in out.rule
+    np.testing.assert_allclose(out.upper.values, 0.8 * np.exp(Z95 * 0.01 / 0.8))
+    ratio, se = per_layer([0.88] * 6, 0.05)  # below 0.9, not beyond its interval
+    assert rule_c9(ratio, se).verdict == "not significant"
+    ratio, se = per_layer([1.2] * 6, 0.01)
+    assert rule_c9(ratio, se).verdict == "does not hold"
+    ratio, se = per_layer([0.95] * 6, 0.01)  # narrower, but within the margin
+    assert rule_c9(ratio, se).verdict == "not significant"
+
+
+def test_depth_groups_that_overlap_or_are_empty():
+    """Two layers: early 1-2 and late 2 compare layer 1 with layer 2; no later layers
+    leaves C5's contrast out and says so."""
+    T, se = per_layer([1.0, 0.5, 1.0, 1.0, 1.0, 1.0], 0.01)
+    T, se = T.sel(layer=[1, 2]), se.sel(layer=[1, 2])
+    out = rule_c3(T, se, early=[1, 2], late=[2])
+    assert "T_spec(layers 2) − T_spec(layers 1)" in out.rule
+    np.testing.assert_allclose(out.contrast["value"], -0.5)
+    H, hse = per_layer([100.0, 90.0, 1, 1, 1, 1], 1.0)
+    out = rule_c5(H.sel(layer=[1, 2]), hse.sel(layer=[1, 2]), n=150, early=[1, 2], rest=[])
+    assert out.verdict == "not testable as stated" and "no layers after" in out.reason
+    from msapod.studies.claims import layer_span
+
+    assert layer_span([]) == "none"

@@ -123,7 +123,11 @@ def case_counts(cells) -> str:
 
 
 def layer_span(layers) -> str:
-    """``"a–b"`` of a sorted list of layer numbers (``"a"`` for one)."""
+    """``"a–b"`` of a sorted list of layer numbers (``"a"`` for one, ``"none"`` for
+    none)."""
+    layers = list(layers)
+    if not layers:
+        return "none"
     return f"{layers[0]}–{layers[-1]}" if len(layers) > 1 else f"{layers[0]}"
 
 

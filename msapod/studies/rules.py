@@ -433,9 +433,9 @@ def _scale_rule(
     cells = decide(
         s.values, None if se_s is None else se_s.values, low, high, log=True, edge=es.values
     )
-    have_shift = all(int(x) in stat["layer"].values for x in (*early, *late))
-    if have_shift:
-        shift, core = _log_shift(stat, se, edge, list(early), list(late))
+    groups = _disjoint(stat, early, late)
+    if groups is not None:
+        shift, core = _log_shift(stat, se, edge, *groups)
     else:
         shift, core = None, np.array([], dtype=str)
     n_low, n_high = int((es.values < 0).sum()), int((es.values > 0).sum())
@@ -459,10 +459,15 @@ def _scale_rule(
                 shift["value"].values, shift["lower"].values, shift["upper"].values, strict=True
             )
         )
+    core_text = (
+        f"(core) a* of layers {layer_span(groups[1])} above that of layers "
+        f"{layer_span(groups[0])} (log ratio > 0), every model; "
+        if groups is not None
+        else ""
+    )
     rule = (
-        f"(core) a* of layers {layer_span(list(late))} above that of layers "
-        f"{layer_span(list(early))} (log ratio > 0), every model; (a) {name} {target} in "
-        f"layers {span}, every model, bounds read as bounds; 95 %, Holm across cases ({where})"
+        f"{core_text}(a) {name} {target} in layers {span}, every model, bounds read as "
+        f"bounds; 95 %, Holm across cases ({where})"
     )
     counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(cells)}"
     return Outcome(
@@ -533,6 +538,42 @@ def rule_c2(
     )
 
 
+def _disjoint(value, first, second) -> tuple[list, list] | None:
+    """Two depth groups without common layers: a layer in both is left to ``second``
+    unless ``first`` would then be empty (with 2 layers, early 1-2 and late 2 compare
+    layer 1 with layer 2); None when a group is empty or has layers ``value`` lacks."""
+    have = {int(v) for v in value["layer"].values}
+    first, second = [int(x) for x in first], [int(x) for x in second]
+    a = [x for x in first if x not in second] or first
+    b = [x for x in second if x not in a]
+    if not a or not b or not {*a, *b} <= have:
+        return None
+    return a, b
+
+
+def _contrast_text(c: xr.Dataset | None, fmt: str) -> str:
+    """Per model ``value [lower, upper]`` of a contrast (``"—"`` without one)."""
+    if c is None:
+        return "—"
+    return ", ".join(
+        f"{fmt.format(float(v))} [{fmt.format(float(lo_))}, {fmt.format(float(up_))}]"
+        for v, lo_, up_ in zip(c["value"], c["lower"], c["upper"], strict=True)
+    )
+
+
+def _layer_intervals(lo, up, layers, se, fmt: str) -> str:
+    """``"layers a–b: [..], .."`` of the intervals at ``layers`` ("point values" without
+    standard errors)."""
+    if se is None:
+        return "point values"
+    if not layers:
+        return "no layers"
+    return (
+        f"layers {layer_span(layers)}: "
+        f"{_ivs(lo.sel(layer=layers).values, up.sel(layer=layers).values, fmt)}"
+    )
+
+
 def _contrast(value, se, first, second):
     """``mean(value[second]) - mean(value[first])`` per model and its SE (layers taken
     as independent: conservative when their errors are positively correlated)."""
@@ -551,6 +592,8 @@ def _paper_inside(x, lo, up, number: float, what: str) -> str:
     """Whether the paper's stated ``number`` lies inside the cases' 95 % intervals."""
     inside = (lo.values <= number) & (up.values >= number)
     k, n = int(inside.sum()), inside.size
+    if n == 0:
+        return ""
     word = "compatible" if k == n else ("not compatible" if k == 0 else "partly compatible")
     return f"{word}: {what} = {number:g} inside the 95 % interval in {k} of {n} cases"
 
@@ -560,6 +603,26 @@ def _ivs(lo, up, fmt="{:.2f}") -> str:
         _fmt_iv(float(a_), float(b_), fmt)
         for a_, b_ in zip(np.ravel(lo), np.ravel(up), strict=True)
     )
+
+
+def _core(value, se, first, second, sign: int):
+    """The per-model contrast ``mean(second) - mean(first)`` over the layers of one depth
+    group only (:func:`_disjoint`) and its cells against ``sign`` (+1: > 0, -1: < 0),
+    Holm across models; ``(None, no cells, None)`` without two such groups."""
+    groups = _disjoint(value, first, second)
+    if groups is None:
+        return None, np.array([], dtype=str), None
+    c = _contrast(value, se, *groups)
+    side = {"low": 0.0} if sign > 0 else {"high": 0.0}
+    return c, decide(c["value"].values, c["se"].values, **side), groups
+
+
+def _verdict(core, other, reason: str) -> tuple[str, str]:
+    """:func:`combine_core` of the cases, or "not testable as stated" (with ``reason``)
+    when there is none."""
+    if np.asarray(core).size + np.asarray(other).size == 0:
+        return NOT_TESTABLE, reason
+    return combine_core(core, other), ""
 
 
 def rule_c3(
@@ -575,93 +638,252 @@ def rule_c3(
 
     Cases: (core) per model, the contrast ``mean T_spec(5-6) - mean T_spec(1-2) < 0``
     (a more concentrated spectrum decays faster: larger beta, smaller T_spec) with its 95 %
-    interval; (a) per model and layer 1-2, the interval of T_spec inside ``1 ± 0.25``.
+    interval, over the layers of one group only (:func:`_disjoint`; none when a group is
+    then empty); (a) per model and layer 1-2, the interval of T_spec inside ``1 ± 0.25``.
     A reversed contrast in every model means "does not hold".
     """
     early, late = list(early), list(late)
     lo, up = _interval(T, se, log=True)
-    c = _contrast(T, se, early, late)
-    core = decide(c["value"].values, c["se"].values, high=0.0)
+    c, core, groups = _core(T, se, early, late, -1)
     Te = T.sel(layer=early)
     a = decide(Te.values, None if se is None else se.sel(layer=early).values, 0.75, 1.25, log=True)
     measured = (
         f"T_spec (N = {n}) layers {layer_span(early)}: {fmt_range(Te, '{:.2f}')}"
         f", layers {layer_span(late)}: {fmt_range(T.sel(layer=late), '{:.2f}')}; late − early: "
-        + ", ".join(
-            f"{float(v):+.2f} [{float(lo_):+.2f}, {float(up_):+.2f}]"
-            for v, lo_, up_ in zip(c["value"], c["lower"], c["upper"], strict=True)
-        )
+        + _contrast_text(c, "{:+.2f}")
     )
+    core_text = (
+        f"(core) T_spec(layers {layer_span(groups[1])}) − T_spec(layers "
+        f"{layer_span(groups[0])}) < 0, every model; "
+        if groups
+        else ""
+    )
+    verdict, reason = _verdict(core, a, "no layers to compare")
     return Outcome(
         "C3",
-        combine_core(core, a),
+        verdict,
         measured,
-        f"(core) T_spec(layers {layer_span(late)}) − T_spec(layers {layer_span(early)}) < 0, "
-        f"every model; (a) T_spec inside 1 ± 25 %, layers {layer_span(early)}; 95 %, Holm "
+        f"{core_text}(a) T_spec inside 1 ± 25 %, layers {layer_span(early)}; 95 %, Holm "
         f"across cases ({where})",
-        f"(core) {case_counts(core)}; (a) {case_counts(a)}",
+        (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(a)}",
+        reason=reason,
         stat=T,
         lower=lo,
         upper=up,
-        contrast=c.drop_vars("se"),
-        interval=(
-            f"layers {layer_span(early)}: "
-            f"{_ivs(lo.sel(layer=early).values, up.sel(layer=early).values)}"
-            if se is not None
-            else "point values"
-        ),
+        contrast=None if c is None else c.drop_vars("se"),
+        interval=_layer_intervals(lo, up, early, se, "{:.2f}"),
         paper_value=_paper_inside(Te, lo.sel(layer=early), up.sel(layer=early), 1.0, "T_spec"),
     )
+
+
+def _q95(df=None):
+    """Two-sided 95 % quantile: normal (``df`` None) or Student-t with ``df`` degrees of
+    freedom (``df < 1`` is read as 1)."""
+    if df is None:
+        return Z95
+    from scipy import stats
+
+    return stats.t.ppf(0.975, np.maximum(np.asarray(df, float), 1.0))
+
+
+def over_seeds(x: xr.DataArray, *, log: bool = False):
+    """Per layer: the mean of ``x (model, layer)`` over the models (training seeds) with a
+    finite value, its standard error ``sd / sqrt(k)`` and degrees of freedom ``k - 1``.
+
+    With ``log`` the mean is taken of ``log x`` (a positive ratio): ``value =
+    exp(mean log x)`` and ``se = value * se(log x)``, the form :func:`decide` reads with
+    ``log=True``. Layers with fewer than two finite values get ``df < 1`` (undecidable).
+
+    Returns
+    -------
+    value, se, df : numpy.ndarray
+        One entry per layer of ``x``.
+    """
+    import warnings
+
+    v = x.transpose("model", "layer").values.astype(np.float64)
+    if log:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            v = np.where(v > 0, np.log(v), np.nan)
+    k = np.isfinite(v).sum(0)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        m = np.nanmean(v, 0)
+        se = np.where(k >= 2, np.nanstd(v, 0, ddof=1) / np.sqrt(np.maximum(k, 1)), np.nan)
+    if log:
+        m = np.exp(m)
+        se = m * se
+    return m, se, k - 1
+
+
+def standardised(value, lower, upper, low=-np.inf, high=np.inf, log=False):
+    """Signed distance of ``value`` inside ``[low, high]`` (negative outside) in units of
+    the interval half-width ``(upper - lower) / 2``; with ``log``, all on the log scale
+    (positive quantities with log-scale intervals). The raw distance for point values
+    (zero width), its sign for a one-sided bound (infinite half-width)."""
+    value, lower, upper = (np.asarray(x, dtype=float) for x in (value, lower, upper))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if log:
+            value, lower, upper = np.log(value), np.log(lower), np.log(upper)
+            low = np.log(low) if low > 0 else -np.inf
+            high = np.log(high) if high > 0 else -np.inf
+        d = np.minimum(value - low, high - value)
+        half = (upper - lower) / 2
+        return np.where(
+            np.isinf(half), np.sign(d), np.where(np.isfinite(half) & (half > 0), d / half, d)
+        )
+
+
+def _median_effect(z) -> float:
+    z = np.asarray(z, float).ravel()
+    z = z[np.isfinite(z)]
+    return float(np.median(z)) if z.size else float("nan")
+
+
+#: C4: the least share of mode 1's lag energy inside the paper's range.
+C4_SHARE = 0.5
 
 
 def rule_c4(
     share: xr.DataArray,
     reach: xr.DataArray,
-    peaks6: xr.DataArray | None = None,
+    peaks6=None,
     *,
     base: xr.DataArray | None = None,
+    share_se: xr.DataArray | None = None,
+    diff_se: xr.DataArray | None = None,
+    seeds: bool = True,
     where: str = "",
 ) -> Outcome:
-    """C4: the scale-selective modes of layers 2, 4, 6 sit at the paper's lags.
+    r"""C4: the scale-selective modes of layers 2, 4, 6 sit at the paper's lags.
+
+    Per layer :math:`\ell \in \{2, 4, 6\}` with its range :math:`R_\ell`
+    (:data:`PAPER_LAGS`), mode 1 of the window :math:`w` of the dominant scale puts the
+    share :math:`s = \sum_{\tau \in R_\ell} e_1(\tau)` of its lag energy
+    :math:`e_1(\tau) \propto w(\tau)^2 v_1^\top G(\tau) v_1` in the range; the
+    window alone (the windowed fluctuation, no mode) puts :math:`b`. A case passes when
+    :math:`s \ge 0.5` **and** :math:`d = s - b > 0` (the mode beats what the window gives
+    by itself), each by its 95 % interval with Holm across the cases (an intersection-union
+    test: "yes" when both pass, "no" when either fails beyond its interval); layer 6 also
+    needs at least two peaks of :math:`e_1` in 10-40 (a count, no interval).
 
     Parameters
     ----------
     share
-        Per ``(model, layer)``: the largest, over the windows of the specification, share
-        of mode 1's lag energy inside the paper's range (:data:`PAPER_LAGS`); NaN where
-        the specification gives no window.
+        :math:`s` per ``(model, layer)``: the largest, over the windows of the
+        specification, share inside the paper's range; NaN where the specification gives
+        no window.
     reach
         Per ``(model, layer)``: whether that window reaches the paper's range at all
         (weight ``w >= exp(-2)`` somewhere in it). A window that cannot reach the range
         leaves the case untestable (decided by construction, not by the data).
     peaks6
-        Per model: local maxima of that mode's lag-energy profile inside 10-40 (layer 6
-        needs "several", >= 2).
+        Per model: local maxima of the mode's lag-energy profile inside 10-40 (layer 6).
     base
-        Per ``(model, layer)``: the same share for the window alone (the windowed
-        fluctuation's lag energy, no mode): the baseline a mode must beat, since a window
-        centred in the range puts energy there by itself. None: no baseline.
-
-    A case passes if the share is >= 0.5 and above the window-alone share (and layer 6
-    has >= 2 peaks); point values (a mode shape carries no interval here).
+        :math:`b` per ``(model, layer)``; None: no baseline (only :math:`s \ge 0.5`).
+    share_se, diff_se
+        Jackknife standard errors over snapshots of :math:`s` and of :math:`d` (the
+        difference's own replicates: :math:`s` and :math:`b` are correlated). Given:
+        the cases are the models x layers, normal 95 % intervals.
+    seeds
+        Without standard errors: the cases are the layers, :math:`\bar s` and
+        :math:`\bar d` the means over the models (training seeds) whose window reaches
+        the range, Student-t intervals with models - 1 degrees of freedom (the
+        per-layer values land in ``Outcome.diff``: ``value`` = :math:`\bar d`). False
+        (or one model): point values per model and layer.
     """
     layers = sorted(PAPER_LAGS)
-    s = share.sel(layer=layers)
-    r = reach.sel(layer=layers).fillna(False).astype(bool)
-    ok = np.isfinite(s.values) & r.values
-    passed = s.values >= 0.5
-    if base is not None:
-        passed &= s.values > np.nan_to_num(base.sel(layer=layers).values, nan=np.inf)
-    if peaks6 is not None:
-        i6 = layers.index(6)
-        passed[:, i6] &= np.nan_to_num(np.asarray(peaks6, float)) >= 2
-    cells = np.where(passed, "yes", "no")[ok]
-    n_none = int((~np.isfinite(s.values)).sum())
-    n_unreach = int((np.isfinite(s.values) & ~r.values).sum())
+    s = share.sel(layer=layers).transpose("model", "layer")
+    r = reach.sel(layer=layers).fillna(False).astype(bool).transpose("model", "layer")
+    sv = s.values.astype(float)
+    bv = None if base is None else base.sel(layer=layers).transpose("model", "layer").values
+    usable = np.isfinite(sv) & r.values
+    if bv is not None:
+        usable &= np.isfinite(bv)
+    dv = None if bv is None else sv - bv
+    n_models = sv.shape[0]
+    ok6 = (
+        np.ones(n_models, bool)
+        if peaks6 is None
+        else np.nan_to_num(np.asarray(peaks6, float)).ravel() >= 2
+    )
+    i6 = layers.index(6)
+    n_none = int((~np.isfinite(sv)).sum())
+    n_unreach = int((np.isfinite(sv) & ~r.values).sum())
+    mode = (
+        "jackknife" if share_se is not None else ("seeds" if seeds and n_models >= 2 else "point")
+    )
+    diff_ds = None
+    lower, upper = share, share
+    if mode == "seeds":
+        S = s.where(usable)
+        s_val, s_se, df = over_seeds(S)
+        if dv is not None:
+            d_val, d_se, _ = over_seeds(S.copy(data=np.where(usable, dv, np.nan)))
+        else:
+            d_val, d_se = np.full(len(layers), np.inf), np.zeros(len(layers))
+        keep = df >= 1
+        u6 = usable[:, i6]
+        # layer 6's peaks (a count per model): 1 every seed has >= 2, 0 none, -1 some
+        peak_ok = np.ones(len(layers), dtype=np.int8)
+        peak_ok[i6] = 1 if ok6[u6].all() else (0 if not ok6[u6].any() else -1)
+        s_val, s_se, d_val, d_se, peak_ok, df = (
+            x[keep] for x in (s_val, s_se, d_val, d_se, peak_ok, df)
+        )
+        q = _q95(df)
+        if dv is not None:
+            lay = np.asarray(layers)[keep]
+            dq = d_se * q
+            diff_ds = xr.Dataset(
+                {
+                    "value": ("layer", d_val),
+                    "lower": ("layer", d_val - dq),
+                    "upper": ("layer", d_val + dq),
+                },
+                coords={"layer": lay},
+            )
+        n_thin = int((~keep & (usable.sum(0) > 0)).sum())
+    else:
+        e_s = np.zeros_like(sv) if share_se is None else _sel6(share_se, layers)
+        e_d = np.zeros_like(sv) if diff_se is None else _sel6(diff_se, layers)
+        peak_m = np.ones(sv.shape, dtype=np.int8)
+        peak_m[:, i6] = ok6
+        s_val, s_se = sv[usable], e_s[usable]
+        d_val = dv[usable] if dv is not None else np.full(s_val.shape, np.inf)
+        d_se = e_d[usable]
+        peak_ok, df, q = peak_m[usable], None, Z95
+        if share_se is not None:
+            half = Z95 * np.nan_to_num(_sel_all(share_se, share))
+            lower = (share - half).clip(0.0, 1.0)
+            upper = (share + half).clip(0.0, 1.0)
+        n_thin = 0
+    a = decide(s_val, s_se, low=C4_SHARE, df=df) if s_val.size else np.array([], str)
+    b = (
+        decide(d_val, d_se, low=0.0, df=df)
+        if s_val.size and dv is not None
+        else np.full(s_val.shape, "yes")
+    )
+    fails = (a == "no") | (b == "no") | (peak_ok == 0)
+    passes = (a == "yes") & (b == "yes") & (peak_ok == 1)
+    cells = np.where(fails, "no", np.where(passes, "yes", "ns")).astype(str)
+    with np.errstate(invalid="ignore"):
+        qs = q * np.nan_to_num(s_se)
+        qd = q * np.nan_to_num(d_se)
+    z = np.minimum(
+        standardised(s_val, s_val - qs, s_val + qs, low=C4_SHARE),
+        standardised(d_val, d_val - qd, d_val + qd, low=0.0) if dv is not None else np.inf,
+    )
+    kind = {
+        "jackknife": "95 % jackknife intervals over snapshots, Holm across cases",
+        "seeds": "per layer the mean over seeds, 95 % Student-t intervals over seeds, "
+        "Holm across layers",
+        "point": "point values",
+    }[mode]
+    per = "every layer 2, 4, 6" if mode == "seeds" else "every model and layer 2, 4, 6"
     rule = (
-        "share of mode 1's lag energy inside the paper's lags ≥ 0.5 and above the window "
-        "alone's share, in a window of the dominant scale (layer 6 also ≥ 2 peaks in "
-        f"10–40), every model and layer 2, 4, 6; point values ({where})"
+        f"share of mode 1's lag energy inside the paper's lags ≥ {C4_SHARE:g} and above "
+        "the window alone's share (difference > 0), in a window of the dominant scale "
+        f"(layer 6 also ≥ 2 peaks in 10–40), {per}; {kind} ({where})"
     )
 
     def fmt(x, layer):
@@ -674,11 +896,27 @@ def rule_c4(
         measured += "; window alone: " + "; ".join(
             f"L{layer} {fmt(base.sel(layer=layers), layer)}" for layer in layers
         )
+    if mode == "seeds":
+        iv = [
+            f"L{L_} share {v:.2f} [{v - h:.2f}, {v + h:.2f}]"
+            + (f", mode − window {x:+.3f} [{x - g:+.3f}, {x + g:+.3f}]" if dv is not None else "")
+            for L_, v, h, x, g in zip(np.asarray(layers)[keep], s_val, qs, d_val, qd, strict=True)
+        ]
+        interval = "; ".join(iv) or "no layer with two seeds"
+        if iv:
+            measured += "; mean over seeds: " + interval
+    elif mode == "jackknife":
+        interval = _ivs(lower.sel(layer=layers).values, upper.sel(layer=layers).values)
+    else:
+        interval = "point values"
     left = []
     if n_none:
         left.append(f"{n_none} without a dominant scale")
     if n_unreach:
         left.append(f"{n_unreach} whose window cannot reach the paper's lags")
+    if n_thin:
+        left.append(f"{n_thin} layers with fewer than two seeds reaching the lags")
+    common = dict(stat=share, lower=lower, upper=upper, diff=diff_ds, interval=interval)
     if cells.size == 0:
         return Outcome(
             "C4",
@@ -687,10 +925,7 @@ def rule_c4(
             rule,
             f"{s.size} cases: " + ", ".join(left),
             reason="no case testable under this reading: " + ", ".join(left),
-            stat=share,
-            lower=share,
-            upper=share,
-            interval="point values",
+            **common,
         )
     return Outcome(
         "C4",
@@ -699,11 +934,19 @@ def rule_c4(
         rule,
         case_counts(cells) + (f"; left out: {', '.join(left)}" if left else ""),
         reason="; ".join(left),
-        stat=share,
-        lower=share,
-        upper=share,
-        interval="point values",
+        extra={"effect": _median_effect(z)},
+        **common,
     )
+
+
+def _sel6(se: xr.DataArray, layers) -> np.ndarray:
+    """``se`` at ``layers`` as a ``(model, layer)`` array (NaN -> 0: a point value)."""
+    return np.nan_to_num(se.sel(layer=layers).transpose("model", "layer").values.astype(float))
+
+
+def _sel_all(se: xr.DataArray, like: xr.DataArray) -> xr.DataArray:
+    """``se`` aligned with ``like`` (NaN where ``se`` has no value)."""
+    return se.reindex_like(like).transpose(*like.dims)
 
 
 def rule_c5(
@@ -718,14 +961,14 @@ def rule_c5(
 ) -> Outcome:
     """C5: H*(0.10) of layers 1-2 above 150, of layers 3-6 about 91 — early needs MORE.
 
-    Cases: (core) per model ``mean H*(1-2) - mean H*(3-6) > 0`` with its 95 % interval;
-    (a) layers 1-2 above 150 (only testable when N - 1 > 150: H* cannot exceed N - 1);
-    (b) layers 3-6 within ±15 % of 91. A reversed contrast means "does not hold".
+    Cases: (core) per model ``mean H*(1-2) - mean H*(3-6) > 0`` with its 95 % interval
+    (none without later layers); (a) layers 1-2 above 150 (only testable when N - 1 > 150:
+    H* cannot exceed N - 1); (b) layers 3-6 within ±15 % of 91. A reversed contrast means
+    "does not hold"; no case at all (two layers at N <= 151) is not testable.
     """
     early, rest = list(early), list(rest)
     lo, up = _interval(H, se, log=True)
-    c = _contrast(H, se, rest, early)  # early - later
-    core = decide(c["value"].values, c["se"].values, low=0.0)
+    c, core, groups = _core(H, se, rest, early, 1)  # early - later
     testable = n - 1 > 150
     sev = (lambda layers: None) if se is None else (lambda layers: se.sel(layer=layers).values)
     a = (
@@ -733,42 +976,48 @@ def rule_c5(
         if testable
         else np.array([], dtype=str)
     )
-    b = decide(H.sel(layer=rest).values, sev(rest), 0.85 * 91, 1.15 * 91, log=True)
+    b = (
+        decide(H.sel(layer=rest).values, sev(rest), 0.85 * 91, 1.15 * 91, log=True)
+        if rest
+        else np.array([], dtype=str)
+    )
+    rest_text = layer_span(rest) if rest else "none"
     measured = (
         f"H*(0.10, {criterion}) at N = {n}: layers {layer_span(early)} "
-        f"{fmt_range(H.sel(layer=early), '{:.0f}')}, layers {layer_span(rest)} "
-        f"{fmt_range(H.sel(layer=rest), '{:.0f}')}; early − later: "
-        + ", ".join(
-            f"{float(v):+.0f} [{float(lo_):+.0f}, {float(up_):+.0f}]"
-            for v, lo_, up_ in zip(c["value"], c["lower"], c["upper"], strict=True)
-        )
+        f"{fmt_range(H.sel(layer=early), '{:.0f}')}, layers {rest_text} "
+        f"{fmt_range(H.sel(layer=rest), '{:.0f}')}; early − later: " + _contrast_text(c, "{:+.0f}")
     )
     rule = (
-        f"(core) H*(layers {layer_span(early)}) − H*(layers {layer_span(rest)}) > 0, every "
-        f"model; (a) H* above 150, layers {layer_span(early)}"
+        (
+            f"(core) H*(layers {layer_span(groups[1])}) − H*(layers {layer_span(groups[0])}) "
+            "> 0, every model; "
+            if groups
+            else ""
+        )
+        + f"(a) H* above 150, layers {layer_span(early)}"
         + ("" if testable else f" — left out: H* ≤ N − 1 = {n - 1} by construction")
-        + f"; (b) H* within 91 ± 15 %, layers {layer_span(rest)}; 95 %, Holm across the "
-        f"cases of each part ({where})"
+        + (f"; (b) H* within 91 ± 15 %, layers {rest_text}" if rest else "")
+        + f"; 95 %, Holm across the cases of each part ({where})"
     )
+    why = [] if testable else [f"'> 150 modes' cannot occur with N = {n} snapshots"]
+    if not rest:
+        why.append("no layers after the early ones")
+    verdict, _ = _verdict(core, np.concatenate([a.ravel(), b.ravel()]), "")
     return Outcome(
         "C5",
-        combine_core(core, np.concatenate([a.ravel(), b.ravel()])),
+        verdict,
         measured,
         rule,
-        f"(core) {case_counts(core)}; (a) "
+        (f"(core) {case_counts(core)}; " if core.size else "")
+        + "(a) "
         + (case_counts(a) if testable else "not testable at this N")
-        + f"; (b) {case_counts(b)}",
-        reason="" if testable else f"'> 150 modes' cannot occur with N = {n} snapshots",
+        + (f"; (b) {case_counts(b)}" if rest else ""),
+        reason="; ".join(why),
         stat=H,
         lower=lo,
         upper=up,
-        contrast=c.drop_vars("se"),
-        interval=(
-            f"layers {layer_span(rest)}: "
-            f"{_ivs(lo.sel(layer=rest).values, up.sel(layer=rest).values, '{:.0f}')}"
-            if se is not None
-            else "point values"
-        ),
+        contrast=None if c is None else c.drop_vars("se"),
+        interval=_layer_intervals(lo, up, rest, se, "{:.0f}"),
         paper_value=_paper_inside(
             H.sel(layer=rest), lo.sel(layer=rest), up.sel(layer=rest), 91.0, "H*(layers 3–6)"
         ),
@@ -1030,28 +1279,57 @@ def rule_c8(
 C9_MARGIN = 0.10
 
 
-def rule_c9(ratio: xr.DataArray, *, where: str = "", margin: float = C9_MARGIN) -> Outcome:
-    """C9: scale-selective modes separate scales the plain modes mix.
+def rule_c9(
+    ratio: xr.DataArray,
+    se: xr.DataArray | None = None,
+    *,
+    seeds: bool = True,
+    where: str = "",
+    margin: float = C9_MARGIN,
+) -> Outcome:
+    r"""C9: scale-selective modes separate scales the plain modes mix.
 
-    ``ratio`` per ``(model, layer)``: the spread (standard deviation of log a under the
-    mode's own scale spectrum) of mode 1 of the first scale window over that of plain
-    mode 1; NaN without a window. A case passes if the ratio is below ``1 - margin`` (the
+    ``ratio`` :math:`\rho` per ``(model, layer)``: the spread (standard deviation of
+    :math:`\log a` under the mode's own scale spectrum) of mode 1 of the first scale
+    window over that of plain mode 1; NaN without a window. A case passes if the 95 %
+    interval of :math:`\rho` (log scale) lies below :math:`1 - m` (``margin``: the
     windowed mode is clearly narrower in *scale*; the lag window alone does not guarantee
-    this -- narrowing in lag broadens in scale), fails at >= 1, and is not significant in
-    between (within the margin). Point values (a mode shape has no interval here).
+    this -- narrowing in lag broadens in scale), fails if it lies at or above 1 (not
+    narrower at all), and is not significant otherwise; Holm across the cases in each of
+    the two tests.
+
+    Parameters
+    ----------
+    ratio
+        :math:`\rho` per ``(model, layer)``.
+    se
+        Jackknife standard errors of :math:`\rho` over snapshots: the cases are the
+        models x layers, normal intervals on the log scale.
+    seeds
+        Without ``se``: the cases are the layers, :math:`\bar\rho` the geometric mean
+        over the models (training seeds) with a window, Student-t interval of
+        :math:`\log \rho` with models - 1 degrees of freedom (in ``Outcome.diff``).
+        False (or one model): point values per model and layer.
     """
-    v = ratio.values
+    v = ratio.transpose("model", "layer").values.astype(float)
     ok = np.isfinite(v)
-    cells = np.where(v[ok] < 1.0 - margin, "yes", np.where(v[ok] >= 1.0, "no", "ns"))
+    mode = "jackknife" if se is not None else ("seeds" if seeds and v.shape[0] >= 2 else "point")
+    kind = {
+        "jackknife": "95 % jackknife intervals over snapshots (log scale), Holm across cases",
+        "seeds": "per layer the geometric mean over seeds, 95 % Student-t interval over seeds "
+        "(log scale), Holm across layers",
+        "point": "point values",
+    }[mode]
+    per = "every layer" if mode == "seeds" else "every model and layer"
+    rule = (
+        f"windowed mode 1 narrower in scale than plain mode 1 by the margin (ratio < "
+        f"{1 - margin:g} by its interval; ≥ 1 by its interval fails), {per}; {kind} ({where})"
+    )
     measured = (
         f"scale spread of windowed / plain mode 1: {fmt_range(ratio, '{:.2f}')} "
         f"(median {np.nanmedian(v):.2f})"
         if ok.any()
         else "no scale window"
-    )
-    rule = (
-        f"windowed mode 1 narrower in scale than plain mode 1 by the margin (ratio < "
-        f"{1 - margin:g}; ≥ 1 fails), every model and layer; point values ({where})"
     )
     if not ok.any():
         return Outcome(
@@ -1066,17 +1344,71 @@ def rule_c9(ratio: xr.DataArray, *, where: str = "", margin: float = C9_MARGIN) 
             upper=ratio,
             interval="point values",
         )
+    lower, upper, diff_ds, df = ratio, ratio, None, None
     n_none = int((~ok).sum())
+    left = [f"{n_none} without a window"] if n_none else []
+    if mode == "seeds":
+        val, e, df = over_seeds(ratio, log=True)
+        keep = df >= 1
+        lay = ratio.transpose("model", "layer")["layer"].values[keep]
+        val, e, df = val[keep], e[keep], df[keep]
+        f = np.exp(_q95(df) * e / val)
+        lo_, up_ = val / f, val * f
+        diff_ds = xr.Dataset(
+            {"value": ("layer", val), "lower": ("layer", lo_), "upper": ("layer", up_)},
+            coords={"layer": lay},
+        )
+        n_thin = int((~keep & ok.any(0)).sum())
+        if n_thin:
+            left.append(f"{n_thin} layers with fewer than two seeds with a window")
+        interval = ", ".join(
+            f"L{int(L_)} {x:.3f} {_fmt_iv(a_, b_, '{:.3f}')}"
+            for L_, x, a_, b_ in zip(lay, val, lo_, up_, strict=True)
+        )
+        if interval:
+            measured += f"; geometric mean over seeds: {interval}"
+    else:
+        val = v[ok]
+        e = (
+            np.zeros_like(val)
+            if se is None
+            else np.nan_to_num(se.transpose("model", "layer").values.astype(float))[ok]
+        )
+        if se is not None:
+            lower, upper = _interval(ratio, se.reindex_like(ratio), log=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f = np.exp(Z95 * e / val)
+        lo_, up_ = val / f, val * f
+        interval = _ivs(lo_, up_) if se is not None else "point values"
+    if val.size == 0:
+        return Outcome(
+            "C9",
+            NOT_TESTABLE,
+            measured,
+            rule,
+            "0 cases: " + ", ".join(left),
+            reason="no case testable under this reading: " + ", ".join(left),
+            stat=ratio,
+            lower=lower,
+            upper=upper,
+            interval=interval or "no layer with two seeds",
+        )
+    narrower = decide(val, e, high=1.0 - margin, log=True, df=df) == "yes"
+    broader = decide(val, e, low=1.0, log=True, df=df) == "yes"
+    cells = np.where(narrower, "yes", np.where(broader, "no", "ns")).astype(str)
+    z = standardised(val, lo_, up_, high=1.0 - margin, log=True)
     return Outcome(
         "C9",
         combine(cells),
         measured,
         rule,
-        case_counts(cells) + (f"; {n_none} without a window (left out)" if n_none else ""),
+        case_counts(cells) + (f"; left out: {', '.join(left)}" if left else ""),
         stat=ratio,
-        lower=ratio,
-        upper=ratio,
-        interval="point values",
+        lower=lower,
+        upper=upper,
+        diff=diff_ds,
+        interval=interval,
+        extra={"effect": _median_effect(z)},
     )
 
 
