@@ -4,6 +4,14 @@
 ``head``): Reynolds split -> Morlet scalogram of the lag profiles -> dominant scales ->
 one Gaussian lag window per dominant scale -> plain and scale-selective POD (all from one
 per-lag Gram tensor) -> T_spec and H*. Every parameter is recorded in the attrs.
+
+The field is checked once and its kernels picked once (:func:`msapod.backends.kernels`);
+the steps then run as private kernels, not through the checked public step functions.
+In memory they share the lag statistics of :mod:`msapod.lagstats`: the lag form
+``X (N, lag, query)`` of u is gathered once, its lag moments C give the scalogram
+``E(a, b)`` and its per-lag Gram tensor ``G(tau)`` every window's Gram
+``K^(w) = sum_tau w(tau)^2 G(tau) / N`` in one product; one more product projects every
+window's leading eigenvectors onto X. Dask data take the chunked kernels' passes.
 """
 
 from __future__ import annotations
@@ -305,9 +313,11 @@ def _lag_ensemble(vals, mean, q, k, causal):
     n, _, Kk = vals.shape
     flat = (np.arange(len(q))[None, :] * Kk + idx.T).ravel()  # (lag, query) -> entry
     X = np.take(vals.reshape(n, -1), flat, axis=1).reshape(n, len(lags), len(q))
-    X = X.astype(np.float64, copy=mean is None and X.dtype != np.float64)
-    if mean is not None:
-        X = np.subtract(X, mean.ravel()[flat].reshape(len(lags), len(q)), out=X)
+    if mean is not None:  # one pass: subtract and cast to float64
+        m = mean.ravel()[flat].reshape(len(lags), len(q))
+        X = np.subtract(X, m, out=np.empty(X.shape) if X.dtype != np.float64 else X)
+    else:
+        X = X.astype(np.float64, copy=False)
     X *= valid.T
     return lags, X
 
