@@ -222,3 +222,34 @@ def test_null_controls_join_the_curve(zoo):
     p = out["joint_p"].values
     assert ((p[np.isfinite(p)] > 0) & (p[np.isfinite(p)] <= 1)).all()
     assert np.isnan(float(out["joint_p"].sel(claim="C10")))  # no null for Theorem 1
+
+
+def test_shuffled_column_holds_the_lag_claims_verdicts(zoo):
+    """The shuffled-snippet null's verdicts: the rule at the default reading on the
+    shuffled fields for the lag-structure claims, "—" for the others, and the scorecard
+    column right after "untrained" (a zoo with its layers reversed plays the shuffled
+    fields, so the verdicts are the reversed zoo's own)."""
+    from msapod.studies.multiverse import add_nulls, evaluate
+    from msapod.studies.nulls import SHUFFLED_CLAIMS, SHUFFLED_NOT_APPLICABLE, _clone
+    from msapod.studies.scorecard import _curve_columns
+
+    data, mv = zoo
+    rev = data.ev.isel(layer=slice(None, None, -1)).assign_coords(layer=data.ev["layer"].values)
+    other = _clone(data, rev, None, None)
+    out = add_nulls(mv.copy(), {"d128": data}, {"d128": data}, {"d128": other})
+    got = out["shuffled_verdict"]
+    spec = {"zoo": "d128", **MAIN_SPEC}
+    for claim in out["claim"].values:
+        word = str(got.sel(claim=claim).values)
+        if claim in SHUFFLED_CLAIMS:
+            assert word == evaluate(str(claim), spec, other).verdict, claim
+        else:
+            assert word == "—" and claim in SHUFFLED_NOT_APPLICABLE, claim
+    card = scorecard_from_outcomes(main_outcomes(data), llm=False)
+    cols = list(card.columns)
+    assert cols.index("shuffled") == cols.index("untrained") + 1
+    assert set(card["shuffled"]) == {"not computed"}
+    _curve_columns(card, out)
+    for claim in SHUFFLED_CLAIMS:
+        assert card.loc[claim, "shuffled"].startswith(str(got.sel(claim=claim).values))
+    assert card.loc["C10", "shuffled"] == "—"

@@ -156,15 +156,15 @@ def test_joint_p_is_the_larger_of_the_two():
 # relabelling ZooData (no recomputation) and the joint tests of the rules
 
 
-def _fake_data(values, arch=ARCH8, layers=6):
-    """A ZooData whose only numbers are a per-(model, layer) ``energy``."""
+def _fake_data(values, arch=ARCH8, layers=6, name="energy", se="energy_se"):
+    """A ZooData whose only numbers are a per-(model, layer) ``name`` and its SE ``se``."""
     from msapod.studies.multiverse import ZooData
 
     models = [f"{a}-{i}" for i, a in enumerate(arch)]
     ev = xr.Dataset(
         {
-            "energy": (("model", "layer"), np.asarray(values, float)),
-            "energy_se": (("model", "layer"), np.full((len(arch), layers), 0.01)),
+            name: (("model", "layer"), np.asarray(values, float)),
+            se: (("model", "layer"), np.full((len(arch), layers), 0.01)),
         },
         coords={
             "model": models,
@@ -212,10 +212,10 @@ def test_joint_tests_on_the_rule_planted_architecture_effect(monkeypatch):
     base = rng.normal(1.0, 0.05, (8, 6))
     planted = base + np.where(np.array(ARCH8) == "ega", 1.0, 0.0)[:, None]
 
-    def fake_evaluate(claim, spec, d):
-        return mv.RULES["C7"](d.ev["energy"], d.ev["energy_se"], where="test")
+    def fake_rule_call(claim, spec, d):
+        return mv.RULES["C7"], (d.ev["energy"], d.ev["energy_se"]), {"where": "test"}
 
-    monkeypatch.setattr(mv, "evaluate", fake_evaluate)
+    monkeypatch.setattr(mv, "rule_call", fake_rule_call)
     specs = _one_spec()
     res = nulls.joint_tests({"z": _fake_data(planted)}, specs, claims=["C7"])
     r = res.sel(claim="C7")
@@ -239,12 +239,13 @@ def test_joint_tests_layer_null_on_planted_early_layers(monkeypatch):
 
     arch = ["baseline"]
     scale = np.array([[3.0, 3.2, 30.0, 31.0, 32.0, 33.0]])
-    data = {"z": _fake_data(scale, arch=arch)}
+    v, se = "scale_stat_value", "scale_stat_se"
+    data = {"z": _fake_data(scale, arch=arch, name=v, se=se)}
 
-    def fake_evaluate(claim, spec, d):
-        return mv.RULES["C1"](d.ev["energy"], d.ev["energy_se"], where="test")
+    def fake_rule_call(claim, spec, d):
+        return mv.RULES["C1"], (d.ev[v], d.ev[se]), {"where": "test"}
 
-    monkeypatch.setattr(mv, "evaluate", fake_evaluate)
+    monkeypatch.setattr(mv, "rule_call", fake_rule_call)
     res = nulls.joint_tests(data, _one_spec(), claims=["C1"])
     r = res.sel(claim="C1")
     assert int(r["n_null"]) == 15 and bool(r["exact"])
@@ -252,7 +253,7 @@ def test_joint_tests_layer_null_on_planted_early_layers(monkeypatch):
     assert float(r["joint_p"]) == max(float(r["p_share"]), float(r["p_median"]))
     assert not bool(r["reachable"])  # one model, 15 labellings: p >= 1/15
     # every layer at fine scales: C1 holds under any labelling, p = 1 (not layer-specific)
-    flat = {"z": _fake_data(np.full((1, 6), 3.0), arch=arch)}
+    flat = {"z": _fake_data(np.full((1, 6), 3.0), arch=arch, name=v, se=se)}
     res = nulls.joint_tests(flat, _one_spec(), claims=["C1"])
     assert float(res.sel(claim="C1")["joint_p"]) == 1.0
 
@@ -417,3 +418,45 @@ def test_null_verdicts_and_the_trained_vs_untrained_null(tiny_zoos):
     assert int(r["n_null"]) == 2**4 and bool(r["exact"]) and not bool(r["reachable"])
     assert 1 / 16 <= float(r["joint_p"]) <= 1
     assert np.isnan(float(ds["joint_p"].sel(claim="C6")))
+
+
+def test_joint_curve_reuses_outcomes_without_changing_them(tiny_zoos):
+    """The joint test's curve (each claim's evidence only, outcomes reused when a rule
+    gets the same numbers) equals the rule run afresh on the fully relabelled zoo."""
+    import msapod.studies.multiverse as mv
+
+    trained, untrained, specs = tiny_zoos
+    arch = trained["z"].ev["architecture"].values.tolist()
+    layers = list(range(1, 7))
+
+    def swap_full(d, s):
+        return nulls.swap_untrained(d, untrained, s)
+
+    cases = [
+        ("C1", nulls.relabel_layers, nulls.relabel_layers, "layer"),
+        ("C4", nulls.relabel_layers, nulls.relabel_layers, "layer"),
+        ("C7", nulls.relabel_architecture, nulls.relabel_architecture, "arch"),
+        ("C9", None, swap_full, "swap"),
+    ]
+    for claim, relabel, reference, kind in cases:
+        if kind == "layer":
+            labs = nulls.layer_labelings(
+                4, layers, nulls.LAYER_ROLES[claim], max_exact=0, n_random=3, seed=1
+            )[0]
+        elif kind == "arch":
+            labs = nulls.architecture_labelings(arch)[0][:4]
+        else:
+            labs = nulls.swap_labelings(4)[0][[0, 5, 10, 15]]
+            u_view = nulls.claim_view(untrained, claim)
+
+            def relabel(d, s, u_view=u_view):
+                return nulls.swap_untrained(d, u_view, s)
+
+        cs = [s for s in specs if mv.applies(claim, s)]
+        curve = nulls.claim_curve(claim, cs, nulls.claim_view(trained, claim), relabel)
+        for lab in [*labs, labs[0]]:  # the observed labelling again: every outcome reused
+            holds, effect = curve(lab)
+            d = reference(trained, lab)["z"]
+            outs = [mv.evaluate(claim, s, d) for s in cs]
+            np.testing.assert_array_equal(holds, [o.verdict == "holds" for o in outs])
+            np.testing.assert_array_equal(effect, [nulls.outcome_effect(o) for o in outs])

@@ -263,6 +263,8 @@ _SYMBOLS = {
     "C9": (r"\rho", None),
 }
 _DIFF_SYMBOLS = {"C7": r"\Delta E", "C8": r"\Delta T_\mathrm{spec}", "L": r"\Delta\mathcal{L}"}
+#: C4 and C9 over seeds: the per-layer statistic the rule decides.
+_SEED_SYMBOLS = {"C4": r"s - s_\mathrm{window}", "C9": r"\bar\rho"}
 
 
 def _num(x: float) -> str:
@@ -273,7 +275,16 @@ def _num(x: float) -> str:
 
 def _measured_math(claim: str, main) -> str:
     """The default reading's key numbers in math: the range of the estimates and of their
-    95 % intervals (``main``: the claim's row of the curve)."""
+    95 % intervals (``main``: the claim's row of the curve). C4 and C9 decided over seeds
+    show their per-layer means (``diff``: mode - window share, geometric mean ratio)."""
+    if claim in _SEED_SYMBOLS and "diff" in main and np.isfinite(main["diff"].values).any():
+        d, lo, up = (main[k].values for k in ("diff", "diff_lower", "diff_upper"))
+        ok = np.isfinite(d)
+        return (
+            f"${_SEED_SYMBOLS[claim]} = {_num(d[ok].min())}$ to ${_num(d[ok].max())}$ over "
+            f"layers (mean over seeds), 95 % intervals within "
+            f"$[{_num(np.nanmin(lo[ok]))}, {_num(np.nanmax(up[ok]))}]$"
+        )
     if claim in _SYMBOLS and "stat" in main:
         sym, layers = _SYMBOLS[claim]
         st = main["stat"]

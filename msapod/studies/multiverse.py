@@ -88,6 +88,7 @@ __all__ = [
     "mode_lag_energy",
     "model_evidence",
     "multiverse_study",
+    "rule_call",
     "specifications",
     "theorem1_check",
     "trained_zoos",
@@ -290,10 +291,10 @@ def _window_modes(G, Xu, lags, keys, need, M_up, iu) -> dict:
     spectra = {}
     if need:
         q = Xu.shape[1]
-        Phi = (V[:, need].T @ Xu.reshape(n, -1)).reshape(len(need), q, n_lag) * W[need][:, None]
-        S = lagstats.snapshot_moments(Phi, upper=True)  # each mode's lag moments
+        Phi = V[:, need].T @ Xu.reshape(n, -1)  # (k, Q * L)
         for j, i in enumerate(need):
-            spectra[i] = M_up @ S[j]
+            phi = Phi[j].reshape(1, q, n_lag) * W[i]
+            spectra[i] = M_up @ lagstats.snapshot_moments(phi, upper=True)[0]
     return {"energy": E, "lambda": lam1, "spectra": spectra}
 
 
@@ -701,6 +702,10 @@ def _where(claim: str, spec: dict) -> str:
     return ", ".join(words[a](spec[a]) for a in CLAIM_AXES[claim]) or "one reading"
 
 
+#: The evidence of C4 (``(..., layer, paper_layer)``); the ``*_se`` are optional.
+C4_VARS = ("c4_share", "c4_reach", "c4_peaks", "c4_base", "c4_share_se", "c4_diff_se")
+
+
 class ZooData:
     """Everything the rules read for one zoo (models stacked along ``model``)."""
 
@@ -731,15 +736,13 @@ class ZooData:
         return sorted(int(v) for v in self.ev["layer"].values) == [1, 2, 3, 4, 5, 6]
 
     def c4(self) -> xr.Dataset:
-        """C4's numbers of layer L measured against layer L's own paper range."""
+        """C4's numbers of layer L measured against layer L's own paper range: ``c4_share``
+        (s), ``c4_reach``, ``c4_peaks``, ``c4_base`` (b) and, where the evidence has them,
+        the jackknife standard errors ``c4_share_se`` and ``c4_diff_se`` (of s - b)."""
         if self._c4 is None:
             ev = self.ev
-            diag = [
-                ev[["c4_share", "c4_reach", "c4_peaks", "c4_base"]].sel(
-                    layer=L, paper_layer=L, drop=True
-                )
-                for L in PAPER_LAGS
-            ]
+            names = [n for n in C4_VARS if n in ev]
+            diag = [ev[names].sel(layer=L, paper_layer=L, drop=True) for L in PAPER_LAGS]
             self._c4 = xr.concat(
                 diag, dim=xr.DataArray(list(PAPER_LAGS), dims="layer", name="layer")
             )
@@ -769,6 +772,20 @@ class ZooData:
 
 def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
     """The claim's :data:`~msapod.studies.rules.RULES` function under ``spec``."""
+    got = rule_call(claim, spec, data)
+    if isinstance(got, Outcome):
+        return got
+    rule, args, kwargs = got
+    return rule(*args, **kwargs)
+
+
+def rule_call(claim: str, spec: dict, data: ZooData):
+    """What :func:`evaluate` computes, before the rule runs: ``(rule, args, kwargs)``,
+    the rule function and the numbers it reads under ``spec`` (small arrays per model and
+    layer); or the :class:`~msapod.studies.rules.Outcome` itself where the claim cannot
+    be evaluated (not testable as stated). The joint test
+    (:func:`msapod.studies.nulls.claim_curve`) reuses an outcome when the same numbers
+    come back."""
     from .rules import NOT_TESTABLE
 
     if spec["n"] == MAIN_SPEC["n"]:  # the default: the ensemble's own N (150 for the zoo)
@@ -795,18 +812,22 @@ def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
     if claim in ("C1", "C2"):
         sel = {**sel_scale, "scale_stat": spec["scale_stat"]}
         v = ev["scale_stat_value"].sel(sel)
-        return rule(
-            v,
-            ev["scale_stat_se"].sel(sel),
-            statistic=spec["scale_stat"],
-            where=where,
-            edge=ev["scale_stat_edge"].sel(sel),
-            **early,
-            **late,
+        return (
+            rule,
+            (v, ev["scale_stat_se"].sel(sel)),
+            dict(
+                statistic=spec["scale_stat"],
+                where=where,
+                edge=ev["scale_stat_edge"].sel(sel),
+                **early,
+                **late,
+            ),
         )
     if claim == "C7":
-        return rule(
-            ev["energy"].sel(sel_scale), ev["energy_se"].sel(sel_scale), where=where, **arch
+        return (
+            rule,
+            (ev["energy"].sel(sel_scale), ev["energy_se"].sel(sel_scale)),
+            dict(where=where, **arch),
         )
     if claim in ("C3", "C5", "C8"):
         quantity, which = (
@@ -824,41 +845,49 @@ def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
             )
         value, se = got
         if claim == "C3":
-            return rule(value, se, n=spec["n"], where=where, **early, **late)
+            return rule, (value, se), dict(n=spec["n"], where=where, **early, **late)
         if claim == "C5":
-            return rule(
-                value, se, n=spec["n"], criterion=spec["criterion"], where=where, **early, **rest
-            )
-        return rule(value, se, where=where, **arch)
+            kw = dict(n=spec["n"], criterion=spec["criterion"], where=where, **early, **rest)
+            return rule, (value, se), kw
+        return rule, (value, se), dict(where=where, **arch)
     if claim in ("C4", "C9"):
         sel = {a: spec[a] for a in CLAIM_AXES["C4"]}
         if claim == "C9":
-            return rule(ev["c9_ratio"].sel(sel), where=where)
+            se = ev["c9_ratio_se"].sel(sel) if "c9_ratio_se" in ev else None
+            return rule, (ev["c9_ratio"].sel(sel), se), dict(where=where)
         d4 = data.c4().sel(sel)
         template = xr.full_like(ev["T_spec"].isel(fit=0, drop=True), np.nan)
-        share = d4["c4_share"].transpose("model", "layer").combine_first(template)
-        reach = d4["c4_reach"].astype(bool).transpose("model", "layer")
-        peaks6 = d4["c4_peaks"].sel(layer=6).values
-        base = d4["c4_base"].transpose("model", "layer").combine_first(template)
-        return rule(share, reach, peaks6, base=base, where=where)
+
+        def per_layer(name):
+            if name not in d4:
+                return None
+            return d4[name].transpose("model", "layer").combine_first(template)
+
+        args = (
+            per_layer("c4_share"),
+            d4["c4_reach"].astype(bool).transpose("model", "layer"),
+            d4["c4_peaks"].sel(layer=6).values,
+        )
+        kw = dict(
+            base=per_layer("c4_base"),
+            share_se=per_layer("c4_share_se"),
+            diff_se=per_layer("c4_diff_se"),
+            where=where,
+        )
+        return rule, args, kw
     if claim == "C6":
-        return rule(data.c6)
+        return rule, (data.c6,), {}
     if claim == "C10":
         if "t1_gap" not in ev:
             return Outcome("C10", NOT_TESTABLE, "not run", "", "0 cases", reason="no check run")
         gap = ev["t1_gap"].max()
-        out = rule(
-            float(gap),
-            int(ev["t1_beaten"].sum()),
-            int(ev["t1_trials"].sum()),
-            label=_t1_label(ev, data.models),
-        )
-        return out
+        args = (float(gap), int(ev["t1_beaten"].sum()), int(ev["t1_trials"].sum()))
+        return rule, args, dict(label=_t1_label(ev, data.models))
     if claim == "L":
         if data.losses is None:
             return Outcome("L", NOT_TESTABLE, "no losses", "", "0 cases", reason="no losses")
         loss, unfinished = data.losses
-        return rule(loss, unfinished=unfinished, **arch)
+        return rule, (loss,), dict(unfinished=unfinished, **arch)
     raise ValueError(f"claim: expected one of {CLAIM_IDS}, got {claim!r}")
 
 
@@ -972,9 +1001,12 @@ def multiverse_study(
         Optional ``{zoo: ZooData}`` (tests: synthetic evidence; not cached then).
     nulls
         Add the null controls (:mod:`msapod.studies.nulls`): ``untrained_verdict`` (the
-        default reading's verdict on the untrained models of the main zoo) and the joint
-        test over the curve (``joint_p``, ``joint_note``, ``joint_null``,
-        ``joint_reachable`` per claim). Default: True for the zoo, False with ``data``.
+        default reading's verdict on the untrained models of the main zoo),
+        ``shuffled_verdict`` (on the main zoo's trained models with the characters of
+        each snippet shuffled, the claims about lag structure; computed at the default
+        reading only) and the joint test over the curve (``joint_p``, ``joint_note``,
+        ``joint_null``, ``joint_reachable`` per claim). Default: True for the zoo, False
+        with ``data``.
 
     Returns
     -------
@@ -1024,7 +1056,7 @@ def multiverse_study(
         ds = assemble_study(trained, untrained, got)
         if not nulls:
             return ds
-        from .nulls import null_zoo_data
+        from .nulls import main_axes, null_zoo_data
 
         null_data = {
             z: null_zoo_data(
@@ -1032,7 +1064,17 @@ def multiverse_study(
             )
             for z in trained
         }
-        return add_nulls(ds, got, null_data)
+        main = trained[0]  # the shuffled null: the main zoo at the default reading
+        shuffled = {
+            main: null_zoo_data(
+                zoo_mod.trained(main),
+                "shuffled",
+                cache_dir=cache_dir,
+                progress=progress,
+                axes=main_axes(),
+            )
+        }
+        return add_nulls(ds, got, null_data, shuffled)
 
     if convergence is not None or pruning is not None:
         return compute()
@@ -1043,22 +1085,35 @@ def multiverse_study(
     )
 
 
-def add_nulls(ds: xr.Dataset, data: dict, untrained: dict | None) -> xr.Dataset:
+def add_nulls(
+    ds: xr.Dataset, data: dict, untrained: dict | None, shuffled: dict | None = None
+) -> xr.Dataset:
     """``ds`` (:func:`assemble_study`) with the null controls of
     :mod:`msapod.studies.nulls`: ``untrained_verdict(claim)`` (the default reading on the
-    untrained models of the main zoo; "not computed" without them) and the joint test
-    over the specification curve, ``joint_p``, ``joint_note``, ``joint_null``,
-    ``joint_reachable`` (claim)."""
+    untrained models of the main zoo; "not computed" without them),
+    ``shuffled_verdict(claim)`` (the default reading on the main zoo's shuffled-snippet
+    fields, ``{zoo: ZooData}`` of :func:`~msapod.studies.nulls.null_zoo_data`, for
+    :data:`~msapod.studies.nulls.SHUFFLED_CLAIMS`; "—" for the other claims, "not
+    computed" without them) and the joint test over the specification curve,
+    ``joint_p``, ``joint_note``, ``joint_null``, ``joint_reachable`` (claim)."""
     from . import nulls as nl
 
     zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
     main = str(ds.attrs.get("main_zoo", "")) or zoos[0]
+    claims = ds["claim"].values
     if untrained:
-        u = nl.null_verdicts(untrained[main]).reindex(claim=ds["claim"].values)
+        u = nl.null_verdicts(untrained[main]).reindex(claim=claims)
         u = xr.where(u == "", "not applicable", u)
         ds["untrained_verdict"] = u.astype(str)
     else:
         ds["untrained_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
+    if shuffled and main in shuffled:
+        s = nl.null_verdicts(shuffled[main], "shuffled_verdict", nl.SHUFFLED_CLAIMS)
+        s = s.reindex(claim=claims)
+        ds["shuffled_verdict"] = xr.where(s == "", "—", s).astype(str)
+    else:
+        ds["shuffled_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
+    ds["shuffled_verdict"].attrs["not_applicable"] = json.dumps(nl.SHUFFLED_NOT_APPLICABLE)
     jt = nl.joint_tests(data, specifications(zoos), untrained=untrained or None)
     jt = jt.reindex(claim=ds["claim"].values)
     ds["joint_p"] = jt["joint_p"].astype(float)

@@ -18,8 +18,11 @@ that hold larger than chance would give?*
   weights, the positions and each snippet's characters but destroys the order of the
   text (words, lines, speaker turns), so the lag structure that remains is what the
   model's positional machinery (position embeddings, causal normalisation, recency) makes
-  of any input. It is the null for the claims about lag structure (C1, C2, C4, C7, C9):
-  structure present in the text-driven fields but not here is driven by the text.
+  of any input. It is the null for the claims about lag structure (C1, C2, C4, C7, C9:
+  :data:`SHUFFLED_CLAIMS`): structure present in the text-driven fields but not here is
+  driven by the text. The others get no shuffled verdict (``"—"``,
+  :data:`SHUFFLED_NOT_APPLICABLE` says why). Its evidence is computed at the default
+  reading only (:data:`MAIN_AXES`): the scorecard's ``shuffled`` column, not a curve.
 
 **Joint test** (Simonsohn, Simmons & Nelson 2020, "Specification curve analysis"). For a
 claim with specifications ``s = 1..S`` the curve has two summaries: the share of
@@ -74,6 +77,7 @@ __all__ = [
     "joint_test",
     "joint_tests",
     "layer_labelings",
+    "main_axes",
     "null_evidence",
     "null_fields",
     "null_verdicts",
@@ -90,6 +94,18 @@ __all__ = [
 
 #: The null ensembles.
 NULLS = ("untrained", "shuffled")
+#: The claims the shuffled-snippet null addresses: the lag structure of the fields.
+SHUFFLED_CLAIMS = ("C1", "C2", "C4", "C7", "C9")
+#: Why the other claims get no shuffled verdict.
+SHUFFLED_NOT_APPLICABLE = {
+    "C3": "T_spec describes how the variance across snippets spreads over POD modes; "
+    "shuffling changes what varies between snippets, not the lag structure",
+    "C5": "H* counts POD modes of the variance across snippets (as C3)",
+    "C6": "head pruning needs the validation loss of the trained text",
+    "C8": "an architecture contrast of T_spec (as C3)",
+    "C10": "Theorem 1 is an identity of POD on any ensemble",
+    "L": "the loss claim is about training, not the fields",
+}
 #: Version of the null fields' and evidence's layout; part of their cache keys.
 NULL_FORMAT = 1
 
@@ -254,13 +270,16 @@ def null_evidence(
     progress: bool = False,
     theorem1_layer: int = 0,
     fields: xr.DataArray | None = None,
+    axes: dict | None = None,
 ) -> xr.Dataset:
     """:func:`~msapod.studies.multiverse.fields_evidence` of :func:`null_fields` (cached).
 
     The same Dataset :func:`~msapod.studies.multiverse.model_evidence` returns for the
     trained model, keyed like it (the null fields' key, the multiverse axes and format)
     under ``<cache>/multiverse-evidence/<null>-<name>-*.nc``. ``fields``: use these null
-    fields instead of :func:`null_fields` (tests).
+    fields instead of :func:`null_fields` (tests). ``axes``: the readings to compute
+    (default every one of :data:`~msapod.studies.multiverse.AXES`; :data:`MAIN_AXES`:
+    the default reading only).
     """
     from . import multiverse as mv
     from .cache import cached_dataset
@@ -271,11 +290,12 @@ def null_evidence(
         if fields is not None
         else null_fields(name, null, cache_dir=cache_dir, progress=progress)
     )
+    AX = mv.AXES if axes is None else {**mv.AXES, **axes}
     parts = {
         "fields_key": F.attrs.get("key"),
         "weights_sha256": F.attrs.get("weights_sha256"),
         "null": null,
-        "axes": json.dumps({k: list(v) for k, v in mv.AXES.items()}, default=str),
+        "axes": json.dumps({k: list(v) for k, v in AX.items()}, default=str),
         "num_scales": mv.NUM_SCALES,
         "fixed_k": list(mv.FIXED_K),
         "theorem1_layer": theorem1_layer,
@@ -284,13 +304,21 @@ def null_evidence(
     }
 
     def compute():
-        out = mv.fields_evidence(F, theorem1_layer=theorem1_layer)
+        out = mv.fields_evidence(F, theorem1_layer=theorem1_layer, axes=axes)
         out.attrs = {"model": name, "null": null}
         return out
 
-    return cached_dataset(
-        "multiverse-evidence", _label(name, null), parts, compute, cache_dir=cache_dir
-    )
+    label = _label(name, null) + ("" if axes is None else "-default")
+    return cached_dataset("multiverse-evidence", label, parts, compute, cache_dir=cache_dir)
+
+
+def main_axes() -> dict:
+    """The window readings cut to the default reading (what the shuffled null computes):
+    ``{axis: (default,)}`` for the axes of the scale spectrum and the windows."""
+    from .multiverse import MAIN_SPEC
+
+    window = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
+    return {a: (MAIN_SPEC[a],) for a in window}
 
 
 def null_zoo_data(
@@ -300,6 +328,7 @@ def null_zoo_data(
     cache_dir=None,
     progress: bool = False,
     evidence: Sequence[xr.Dataset] | None = None,
+    axes: dict | None = None,
 ):
     """A :class:`~msapod.studies.multiverse.ZooData` of ``models`` under ``null``.
 
@@ -307,7 +336,8 @@ def null_zoo_data(
     :func:`~msapod.studies.multiverse.evaluate` work unchanged); ``ev.attrs["null"]``
     names the null. No convergence ensembles (N = 600), no pruning study and no losses:
     those specifications and C6, L are not testable on a null. ``evidence``: per-model
-    evidence to use instead of :func:`null_evidence` (tests).
+    evidence to use instead of :func:`null_evidence` (tests); ``axes``: the readings
+    (:func:`null_evidence`).
     """
     from .cache import stack_models
     from .multiverse import ZooData
@@ -317,7 +347,12 @@ def null_zoo_data(
     if evidence is None:
         evidence = [
             null_evidence(
-                m, null, cache_dir=cache_dir, progress=progress, theorem1_layer=4 if i == 0 else 0
+                m,
+                null,
+                cache_dir=cache_dir,
+                progress=progress,
+                theorem1_layer=4 if i == 0 else 0,
+                axes=axes,
             )
             for i, m in enumerate(models)
         ]
@@ -332,20 +367,25 @@ def null_zoo_data(
 NO_NULL_CLAIMS = ("C6", "L")
 
 
-def null_verdicts(data, name: str = "untrained_verdict") -> xr.DataArray:
+def null_verdicts(
+    data, name: str = "untrained_verdict", claims: Sequence[str] | None = None
+) -> xr.DataArray:
     """The default reading's verdict of every claim on a null ZooData
-    (:func:`null_zoo_data`), by :func:`~msapod.studies.multiverse.main_outcomes`, the
-    rules the trained zoo uses; ``""`` for :data:`NO_NULL_CLAIMS`.
+    (:func:`null_zoo_data`), by :func:`~msapod.studies.multiverse.evaluate` under
+    :data:`~msapod.studies.multiverse.MAIN_SPEC`, the rules the trained zoo uses; ``""``
+    for :data:`NO_NULL_CLAIMS` and for the claims not in ``claims`` (default: every
+    other claim; the shuffled null: :data:`SHUFFLED_CLAIMS`).
 
     Returns
     -------
     xarray.DataArray
         str, dim ``claim`` (:data:`~msapod.studies.multiverse.CLAIM_IDS`), named ``name``.
     """
-    from .multiverse import CLAIM_IDS, main_outcomes
+    from .multiverse import CLAIM_IDS, MAIN_SPEC, evaluate
 
-    outs = main_outcomes(data)
-    words = ["" if c in NO_NULL_CLAIMS else outs[c].verdict for c in CLAIM_IDS]
+    keep = [c for c in CLAIM_IDS if c not in NO_NULL_CLAIMS and (claims is None or c in claims)]
+    spec = {"zoo": "", **MAIN_SPEC}
+    words = [evaluate(c, spec, data).verdict if c in keep else "" for c in CLAIM_IDS]
     null = str(data.ev.attrs.get("null", ""))
     return xr.DataArray(
         np.asarray(words, dtype=str),
@@ -630,21 +670,10 @@ LOG_CLAIMS = {"C1", "C2", "C3", "C5"}
 
 
 def _standardised(value, lower, upper, low=-np.inf, high=np.inf, log=False):
-    """Signed distance of ``value`` inside ``[low, high]`` (negative outside) in units of
-    the interval half-width ``(upper - lower) / 2``; with ``log``, all on the log scale
-    (positive quantities with log-scale intervals). The raw distance for point values
-    (zero width), its sign for a one-sided bound (infinite half-width)."""
-    value, lower, upper = (np.asarray(x, dtype=float) for x in (value, lower, upper))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if log:
-            value, lower, upper = np.log(value), np.log(lower), np.log(upper)
-            low = np.log(low) if low > 0 else -np.inf
-            high = np.log(high) if high > 0 else -np.inf
-        d = np.minimum(value - low, high - value)
-        half = (upper - lower) / 2
-        return np.where(
-            np.isinf(half), np.sign(d), np.where(np.isfinite(half) & (half > 0), d / half, d)
-        )
+    """:func:`msapod.studies.rules.standardised` (the rules' own effects use it too)."""
+    from .rules import standardised
+
+    return standardised(value, lower, upper, low, high, log)
 
 
 def outcome_effect(outcome) -> float:
@@ -813,6 +842,41 @@ def joint_test(
     )
 
 
+def _digest(args, kwargs) -> str | None:
+    """sha1 of the numbers a rule reads (:func:`~msapod.studies.multiverse.rule_call`'s
+    ``args`` and ``kwargs``, the text-only ``where`` left out): array values with their
+    dtype and shape, and the coordinates along their dims (model names, layer numbers,
+    architecture labels); None when an argument is of a kind not hashed here."""
+    h = hashlib.sha1()
+
+    def add(x) -> bool:
+        if x is None or isinstance(x, bool | int | float | str):
+            h.update(repr(x).encode())
+        elif isinstance(x, list | tuple):
+            h.update(b"[")
+            if not all(add(v) for v in x):
+                return False
+            h.update(b"]")
+        elif isinstance(x, xr.DataArray) and x.dtype.kind in "biuf":
+            h.update(repr((x.dims, x.dtype.str, x.shape)).encode())
+            h.update(np.ascontiguousarray(x.values).tobytes())
+            for name, c in x.coords.items():
+                if c.ndim:  # coordinates along dims; scalar ones name the reading only
+                    h.update(repr((name, c.dims, c.values.tolist())).encode())
+        elif isinstance(x, np.ndarray) and x.dtype.kind in "biuf":
+            h.update(repr((x.dtype.str, x.shape)).encode())
+            h.update(np.ascontiguousarray(x).tobytes())
+        else:
+            return False
+        return True
+
+    if not add(list(args)):
+        return None
+    if not add(sorted((k, v) for k, v in kwargs.items() if k != "where")):
+        return None
+    return h.hexdigest()
+
+
 def claim_curve(
     claim: str,
     specs: Sequence[dict],
@@ -821,20 +885,78 @@ def claim_curve(
 ) -> Callable[[object], tuple[np.ndarray, np.ndarray]]:
     """``curve(labelling)`` for :func:`joint_test`: the claim's verdict and effect under
     each of ``specs`` (its applicable specifications) on ``relabel(data, labelling)``,
-    by :func:`~msapod.studies.multiverse.evaluate`."""
-    from .multiverse import evaluate
+    by :func:`~msapod.studies.multiverse.evaluate`.
+
+    A rule is a function of the numbers it reads: the curve keeps ``(holds, effect)`` per
+    digest of those numbers (:func:`~msapod.studies.multiverse.rule_call`), so a
+    specification or relabelling that hands the rule the same numbers as an earlier one
+    (two readings finding the same window, a relabelling that leaves a claim's layers in
+    place) reuses that outcome instead of running the rule again."""
+    from .multiverse import rule_call
 
     specs = list(specs)
+    memo: dict[str, tuple[bool, float]] = {}
+
+    def one(s, d):
+        got = rule_call(claim, s, d[s["zoo"]])
+        if not isinstance(got, tuple):  # an Outcome: not testable under this reading
+            return got.verdict == "holds", outcome_effect(got)
+        rule, args, kwargs = got
+        key = _digest(args, kwargs)
+        if key is None or key not in memo:
+            out = rule(*args, **kwargs)
+            value = (out.verdict == "holds", outcome_effect(out))
+            if key is None:
+                return value
+            memo[key] = value
+        return memo[key]
 
     def curve(labelling):
         d = relabel(data, labelling)
-        outs = [evaluate(claim, s, d[s["zoo"]]) for s in specs]
+        rows = [one(s, d) for s in specs]
         return (
-            np.array([o.verdict == "holds" for o in outs], dtype=bool),
-            np.array([outcome_effect(o) for o in outs], dtype=float),
+            np.array([h for h, _ in rows], dtype=bool),
+            np.array([e for _, e in rows], dtype=float),
         )
 
     return curve
+
+
+#: The evidence variables each claim's rule reads (:func:`joint_tests` relabels only
+#: these; the others never reach the rule).
+CLAIM_EVIDENCE = {
+    "C1": ("scale_stat_value", "scale_stat_se", "scale_stat_edge"),
+    "C2": ("scale_stat_value", "scale_stat_se", "scale_stat_edge"),
+    "C3": ("T_spec", "T_spec_se"),
+    "C4": (
+        "c4_share",
+        "c4_reach",
+        "c4_peaks",
+        "c4_base",
+        "c4_share_se",
+        "c4_diff_se",
+        "T_spec",
+    ),
+    "C5": ("H_star", "H_star_se"),
+    "C7": ("energy", "energy_se"),
+    "C8": ("T_spec", "T_spec_se"),
+    "C9": ("c9_ratio", "c9_ratio_se"),
+    "C10": ("t1_gap", "t1_beaten", "t1_trials"),
+    "L": (),
+}
+
+
+def claim_view(data: Mapping | None, claim: str) -> dict | None:
+    """``{zoo: ZooData}`` whose evidence holds only what ``claim``'s rule reads
+    (:data:`CLAIM_EVIDENCE`; coordinates and attrs kept), so a relabelling permutes or
+    swaps that and nothing else."""
+    if data is None or claim not in CLAIM_EVIDENCE:
+        return None if data is None else dict(data)
+    out = {}
+    for z, d in data.items():
+        names = [n for n in CLAIM_EVIDENCE[claim] if n in d.ev]
+        out[z] = _clone(d, d.ev[names], d.conv, d.losses)
+    return out
 
 
 #: Layer groups each layer claim reads (for the layer-label null).
@@ -973,14 +1095,17 @@ def joint_tests(
                 len(models), max_exact=max_exact, n_random=n_rand, seed=seed
             )
 
-            def relabel(d, s):
-                return swap_untrained(d, untrained, s)
+            u_view = claim_view(untrained, claim)
+
+            def relabel(d, s, u_view=u_view):
+                return swap_untrained(d, u_view, s)
 
             what = "trained/untrained swaps"
         else:
             raise ValueError(f"nulls: expected kinds from {NULL_KINDS}, got {kind!r} for {claim}")
+        view = claim_view(data, claim)
         res = joint_test(
-            claim_curve(claim, cs, data, relabel), labs, exact=exact, alpha=alpha, what=what
+            claim_curve(claim, cs, view, relabel), labs, exact=exact, alpha=alpha, what=what
         )
         q = [0.05, 0.5, 0.95]
         with np.errstate(all="ignore"):

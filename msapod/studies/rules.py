@@ -734,6 +734,10 @@ def standardised(value, lower, upper, low=-np.inf, high=np.inf, log=False):
         )
 
 
+def _layers(n: int) -> str:
+    return "layer" if n == 1 else "layers"
+
+
 def _median_effect(z) -> float:
     z = np.asarray(z, float).ravel()
     z = z[np.isfinite(z)]
@@ -915,7 +919,7 @@ def rule_c4(
     if n_unreach:
         left.append(f"{n_unreach} whose window cannot reach the paper's lags")
     if n_thin:
-        left.append(f"{n_thin} layers with fewer than two seeds reaching the lags")
+        left.append(f"{n_thin} {_layers(n_thin)} with fewer than two seeds reaching the lags")
     common = dict(stat=share, lower=lower, upper=upper, diff=diff_ds, interval=interval)
     if cells.size == 0:
         return Outcome(
@@ -1360,7 +1364,7 @@ def rule_c9(
         )
         n_thin = int((~keep & ok.any(0)).sum())
         if n_thin:
-            left.append(f"{n_thin} layers with fewer than two seeds with a window")
+            left.append(f"{n_thin} {_layers(n_thin)} with fewer than two seeds with a window")
         interval = ", ".join(
             f"L{int(L_)} {x:.3f} {_fmt_iv(a_, b_, '{:.3f}')}"
             for L_, x, a_, b_ in zip(lay, val, lo_, up_, strict=True)

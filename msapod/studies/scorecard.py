@@ -81,16 +81,21 @@ def zoo_scorecard(
         so).
     multiverse
         :func:`msapod.studies.multiverse.multiverse_study` result: fills ``robust_share``,
-        ``joint_p`` and ``untrained`` (None: "not computed").
+        ``joint_p``, ``untrained`` and ``shuffled`` (None: "not computed").
 
     Returns
     -------
     pandas.DataFrame
         Index ``claim``; columns ``paper``, ``verdict``, ``measured``, ``interval``,
         ``rule``, ``cases``, ``reason``, ``paper_value_compatible``, ``untrained``,
-        ``robust_share``, ``joint_p``, ``page``, ``llm_measured``, ``llm_verdict``. The
-        verdicts are the book's default reading, decided by the path of
-        :func:`msapod.studies.check_claims` (fields -> evidence -> rules).
+        ``shuffled``, ``robust_share``, ``joint_p``, ``page``, ``llm_measured``,
+        ``llm_verdict``. The verdicts are the book's default reading, decided by the path
+        of :func:`msapod.studies.check_claims` (fields -> evidence -> rules).
+        ``untrained`` and ``shuffled`` are the same rule at the same reading on the
+        untrained copies of the models and on the trained models with the characters of
+        each snippet shuffled (:mod:`msapod.studies.nulls`); "—" in ``shuffled`` for the
+        claims that are not about lag structure
+        (:data:`msapod.studies.nulls.SHUFFLED_NOT_APPLICABLE` says why).
     """
     from ..models import zoo
     from .multiverse import main_outcomes, zoo_data
@@ -120,25 +125,36 @@ def scorecard_from_outcomes(
     order[6:6] = [c for c in ("C6a", "C6b") if c in card.index]
     card = card.loc[order]
     card["untrained"] = NOT_COMPUTED
+    card["shuffled"] = NOT_COMPUTED
     card["robust_share"] = NOT_COMPUTED
     card["joint_p"] = NOT_COMPUTED
     if multiverse is not None:
         _curve_columns(card, multiverse)
     card["page"] = [PAGES[c] for c in card.index]
     cols = ["paper", "verdict", "measured", "interval", "rule", "cases", "reason"]
-    cols += ["paper_value_compatible", "untrained", "robust_share", "joint_p", "page"]
+    cols += ["paper_value_compatible", "untrained", "shuffled", "robust_share", "joint_p"]
+    cols += ["page"]
     return _merge_llm(card[cols], llm, progress)
 
 
+#: What a null column says when the null's verdict matches a trained "holds".
+SAME_HOLDS = {
+    "untrained": "holds (not specific to training)",
+    "shuffled": "holds (not driven by the order of the text)",
+}
+
+
 def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
-    """``robust_share``, ``joint_p`` and ``untrained`` of each claim from the curve."""
+    """``robust_share``, ``joint_p``, ``untrained`` and ``shuffled`` of each claim from
+    the curve."""
     from .claims import robustness
 
     for claim in card.index:
         if claim not in mv["claim"].values:  # the parts of C6: one reading, no null
-            card.loc[claim, ["robust_share", "untrained", "joint_p"]] = [
+            card.loc[claim, ["robust_share", "untrained", "shuffled", "joint_p"]] = [
                 "one reading",
                 "not applicable",
+                "—",
                 "—",
             ]
             continue
@@ -149,11 +165,12 @@ def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
         if "joint_p" in mv:
             p = float(mv["joint_p"].sel(claim=claim))
             card.loc[claim, "joint_p"] = f"{p:.3g}" if np.isfinite(p) else "—"
-        if "untrained_verdict" in mv:
-            u = str(mv["untrained_verdict"].sel(claim=claim).values)
-            if u == "holds" and card.loc[claim, "verdict"] == "holds":
-                u = "holds (not specific to training)"
-            card.loc[claim, "untrained"] = u
+        for col in ("untrained", "shuffled"):
+            if f"{col}_verdict" in mv:
+                u = str(mv[f"{col}_verdict"].sel(claim=claim).values)
+                if u == "holds" and card.loc[claim, "verdict"] == "holds":
+                    u = SAME_HOLDS[col]
+                card.loc[claim, col] = u
 
 
 def _merge_llm(card: pd.DataFrame, llm, progress: bool) -> pd.DataFrame:
@@ -213,25 +230,9 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     n = int(ds.attrs.get("n_snapshots", plain.sizes.get("rank", 150)))
     T_se = one(ds["T_spec_se"]) if "T_spec_se" in ds else None
     H_se = one(ds["H_star_se"].sel(eps=0.10)) if "H_star_se" in ds else None
+    scale = dict(where=where, early=g["early"], late=g["late"], unit=cpt, edge=one(edge))
     outs = [
-        rule_c1(
-            one(peak),
-            None,
-            where=where,
-            early=g["early"],
-            late=g["late"],
-            unit=cpt,
-            edge=one(edge),
-        ),
-        rule_c2(
-            one(peak),
-            None,
-            where=where,
-            early=g["early"],
-            late=g["late"],
-            unit=cpt,
-            edge=one(edge),
-        ),
+        *(rule(one(peak), None, **scale) for rule in (rule_c1, rule_c2)),
         rule_c3(one(plain["T_spec"]), T_se, n=n, where=where, early=g["early"], late=g["late"]),
         rule_c5(
             one(plain["H_star"].sel(eps=0.10).astype(float)),
