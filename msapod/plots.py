@@ -129,6 +129,14 @@ def style():
         mpl.rcParams.update(saved)
 
 
+def use_style() -> None:
+    """Apply the book's figure style (:data:`STYLE`) to matplotlib's global rcParams, for
+    the figures a page draws itself (a page preamble calls it once)."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update(STYLE)
+
+
 def architecture(model: str) -> str:
     """The architecture of a zoo model name: ``"ega-2"`` -> ``"ega"``,
     ``"baseline-d256-1"`` -> ``"baseline"``; a bare architecture is returned as is."""
@@ -1051,5 +1059,6 @@ __all__ = [
     "scalogram",
     "specification_curve",
     "style",
+    "use_style",
     "verdict_bars",
 ]

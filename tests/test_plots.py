@@ -283,6 +283,15 @@ def test_legend_below_and_outer_labels_on_a_page_grid():
     _no_legend_over_data(fig)
 
 
+def test_use_style_sets_the_global_rcparams():
+    import matplotlib as mpl
+
+    with mpl.rc_context():
+        mpl.rcParams["font.size"] = 6
+        plots.use_style()
+        assert {k: mpl.rcParams[k] for k in plots.STYLE} == plots.STYLE
+
+
 def test_format_table():
     df = pd.DataFrame(
         {
