@@ -229,14 +229,14 @@ def test_shuffled_column_holds_the_lag_claims_verdicts(zoo):
     shuffled fields for the lag-structure claims, "—" for the others, and the scorecard
     column right after "untrained" (a zoo with its layers reversed plays the shuffled
     fields, so the verdicts are the reversed zoo's own)."""
-    from msapod.studies.multiverse import add_nulls, evaluate
+    from msapod.studies.multiverse import evaluate, null_verdict_columns
     from msapod.studies.nulls import SHUFFLED_CLAIMS, SHUFFLED_NOT_APPLICABLE, _clone
     from msapod.studies.scorecard import _curve_columns
 
     data, mv = zoo
     rev = data.ev.isel(layer=slice(None, None, -1)).assign_coords(layer=data.ev["layer"].values)
     other = _clone(data, rev, None, None)
-    out = add_nulls(mv.copy(), {"d128": data}, {"d128": data}, {"d128": other})
+    out = null_verdict_columns(mv.copy(), {"d128": data}, {"d128": other})
     got = out["shuffled_verdict"]
     spec = {"zoo": "d128", **MAIN_SPEC}
     for claim in out["claim"].values:

@@ -88,6 +88,7 @@ __all__ = [
     "mode_lag_energy",
     "model_evidence",
     "multiverse_study",
+    "null_verdict_columns",
     "rule_call",
     "specifications",
     "theorem1_check",
@@ -738,14 +739,17 @@ class ZooData:
     def c4(self) -> xr.Dataset:
         """C4's numbers of layer L measured against layer L's own paper range: ``c4_share``
         (s), ``c4_reach``, ``c4_peaks``, ``c4_base`` (b) and, where the evidence has them,
-        the jackknife standard errors ``c4_share_se`` and ``c4_diff_se`` (of s - b)."""
+        the jackknife standard errors ``c4_share_se`` and ``c4_diff_se`` (of s - b); dims
+        ``model``, ``layer`` (every layer of the zoo, NaN outside 2, 4, 6) first, then the
+        readings. Formed once per ZooData: each specification only selects its reading."""
         if self._c4 is None:
             ev = self.ev
             names = [n for n in C4_VARS if n in ev]
             diag = [ev[names].sel(layer=L, paper_layer=L, drop=True) for L in PAPER_LAGS]
-            self._c4 = xr.concat(
-                diag, dim=xr.DataArray(list(PAPER_LAGS), dims="layer", name="layer")
-            )
+            c4 = xr.concat(diag, dim=xr.DataArray(list(PAPER_LAGS), dims="layer", name="layer"))
+            c4["c4_reach"] = c4["c4_reach"].astype(bool)
+            c4 = c4.reindex(layer=ev["layer"].values, fill_value={"c4_reach": False})
+            self._c4 = c4.transpose("model", "layer", ...)
         return self._c4
 
     def pod(self, n: int, quantity: str, which: str):
@@ -856,18 +860,11 @@ def rule_call(claim: str, spec: dict, data: ZooData):
             se = ev["c9_ratio_se"].sel(sel) if "c9_ratio_se" in ev else None
             return rule, (ev["c9_ratio"].sel(sel), se), dict(where=where)
         d4 = data.c4().sel(sel)
-        template = xr.full_like(ev["T_spec"].isel(fit=0, drop=True), np.nan)
 
         def per_layer(name):
-            if name not in d4:
-                return None
-            return d4[name].transpose("model", "layer").combine_first(template)
+            return d4[name] if name in d4 else None
 
-        args = (
-            per_layer("c4_share"),
-            d4["c4_reach"].astype(bool).transpose("model", "layer"),
-            d4["c4_peaks"].sel(layer=6).values,
-        )
+        args = (per_layer("c4_share"), d4["c4_reach"], d4["c4_peaks"].sel(layer=6).values)
         kw = dict(
             base=per_layer("c4_base"),
             share_se=per_layer("c4_share_se"),
@@ -1085,17 +1082,16 @@ def multiverse_study(
     )
 
 
-def add_nulls(
-    ds: xr.Dataset, data: dict, untrained: dict | None, shuffled: dict | None = None
+def null_verdict_columns(
+    ds: xr.Dataset, untrained: dict | None, shuffled: dict | None = None
 ) -> xr.Dataset:
-    """``ds`` (:func:`assemble_study`) with the null controls of
+    """``ds`` (:func:`assemble_study`) with the null verdicts of
     :mod:`msapod.studies.nulls`: ``untrained_verdict(claim)`` (the default reading on the
-    untrained models of the main zoo; "not computed" without them),
+    untrained models of the main zoo; "not computed" without them) and
     ``shuffled_verdict(claim)`` (the default reading on the main zoo's shuffled-snippet
     fields, ``{zoo: ZooData}`` of :func:`~msapod.studies.nulls.null_zoo_data`, for
-    :data:`~msapod.studies.nulls.SHUFFLED_CLAIMS`; "—" for the other claims, "not
-    computed" without them) and the joint test over the specification curve,
-    ``joint_p``, ``joint_note``, ``joint_null``, ``joint_reachable`` (claim)."""
+    :data:`~msapod.studies.nulls.SHUFFLED_CLAIMS`; "—" for the other claims, whose
+    reasons its attr ``not_applicable`` holds; "not computed" without them)."""
     from . import nulls as nl
 
     zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
@@ -1114,6 +1110,20 @@ def add_nulls(
     else:
         ds["shuffled_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
     ds["shuffled_verdict"].attrs["not_applicable"] = json.dumps(nl.SHUFFLED_NOT_APPLICABLE)
+    return ds
+
+
+def add_nulls(
+    ds: xr.Dataset, data: dict, untrained: dict | None, shuffled: dict | None = None
+) -> xr.Dataset:
+    """``ds`` (:func:`assemble_study`) with the null controls of
+    :mod:`msapod.studies.nulls`: the null verdicts of :func:`null_verdict_columns` and
+    the joint test over the specification curve, ``joint_p``, ``joint_note``,
+    ``joint_null``, ``joint_reachable`` (claim)."""
+    from . import nulls as nl
+
+    zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
+    ds = null_verdict_columns(ds, untrained, shuffled)
     jt = nl.joint_tests(data, specifications(zoos), untrained=untrained or None)
     jt = jt.reindex(claim=ds["claim"].values)
     ds["joint_p"] = jt["joint_p"].astype(float)
