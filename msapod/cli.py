@@ -268,7 +268,7 @@ def _cmd_reproduce(args) -> int:
 
 def _cmd_analyze(args) -> int:
     """``msapod analyze``: exit 2 for a bad input, 1 for a failure, 0 when written."""
-    from .studies.own_model import UsageError, analyze_sources, save_dataset, write_report
+    from .studies.own_model import UsageError, save_dataset, write_report
 
     notes: list[str] = []
 
@@ -287,31 +287,7 @@ def _cmd_analyze(args) -> int:
         out = Path(args.out)
         if out.exists() and not out.is_dir():
             raise UsageError(f"--out: {out} is a file; expected a folder")
-        ds = analyze_sources(
-            args.sources,
-            labels=args.labels,
-            text=args.text,
-            n=args.n,
-            length=args.length,
-            seed=args.seed,
-            layers=args.layers,
-            average_heads=args.heads == "average",
-            batch_size=args.batch_size,
-            cache_dir=args.cache_dir,
-            progress=not args.quiet,
-            log=log,
-            scale_min=args.scale_min,
-            scale_max=args.scale_max,
-            n_scales=args.n_scales,
-            omega0=args.omega0,
-            max_peaks=args.max_peaks,
-            centre=args.centre,
-            width=args.width,
-            field=args.field,
-            eps=args.eps,
-            n_modes=args.n_modes,
-            claims=not args.no_claims,
-        )
+        ds = _analyze(args, log)
         stage = "output"
         nc = save_dataset(ds, out / "analysis.nc")
         print(f"dataset: {nc}")
@@ -340,6 +316,37 @@ def _cmd_analyze(args) -> int:
     return 0
 
 
+def _analyze(args, log):
+    """:func:`msapod.studies.own_model.analyze_sources` with the command's arguments."""
+    from .studies.own_model import analyze_sources
+
+    return analyze_sources(
+        args.sources,
+        labels=args.labels,
+        text=args.text,
+        n=args.n,
+        length=args.length,
+        seed=args.seed,
+        layers=args.layers,
+        average_heads=args.heads == "average",
+        batch_size=args.batch_size,
+        cache_dir=args.cache_dir,
+        progress=not args.quiet,
+        log=log,
+        scale_min=args.scale_min,
+        scale_max=args.scale_max,
+        n_scales=args.n_scales,
+        omega0=args.omega0,
+        max_peaks=args.max_peaks,
+        centre=args.centre,
+        width=args.width,
+        field=args.field,
+        eps=args.eps,
+        n_modes=args.n_modes,
+        claims=not args.no_claims,
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="msapod", description="Multiscale POD of transformer attention fields"
@@ -350,6 +357,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", required=True)
 
+    for add in (_add_train, _add_zoo, _add_extract, _add_reproduce, _add_analyze):
+        add(sub)
+    return p
+
+
+def _add_train(sub) -> None:
     t = sub.add_parser("train", help="train or resume a zoo model or a configured run")
     t.add_argument("name", nargs="?", help="zoo model name (see `msapod zoo`)")
     t.add_argument("--config", help="TrainConfig as JSON (TrainConfig.to_dict format)")
@@ -361,9 +374,13 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--quiet", action="store_true", help="no progress bar")
     t.set_defaults(func=_cmd_train)
 
+
+def _add_zoo(sub) -> None:
     z = sub.add_parser("zoo", help="list the zoo models and verify their checkpoints")
     z.set_defaults(func=_cmd_zoo)
 
+
+def _add_extract(sub) -> None:
     e = sub.add_parser("extract", help="fill the attention-field cache of a zoo model")
     e.add_argument("name", help="zoo model name")
     e.add_argument("--n", type=int, default=150, help="snapshots (default 150)")
@@ -376,6 +393,8 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=_cmd_extract)
 
+
+def _add_reproduce(sub) -> None:
     r = sub.add_parser(
         "reproduce",
         help="compute every number the book shows into a results folder (resumable)",
@@ -417,6 +436,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no progress bars")
     r.set_defaults(func=_cmd_reproduce)
 
+
+def _add_analyze(sub) -> None:
     a = sub.add_parser(
         "analyze",
         help="analyse your own model(s): labelled dataset and HTML report",
@@ -469,7 +490,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     a.add_argument("--quiet", action="store_true", help="no progress bars")
     a.set_defaults(func=_cmd_analyze)
-    return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -40,8 +40,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
-from .._io import atomic_path, cache_dir, sha256_file
+from .._io import atomic_path, cache_dir, check_int, sha256_file
 from .data import Corpus, load_corpus
 from .gpt import GPT, GPTConfig
 
@@ -177,9 +178,8 @@ def validation_loss(
     stride = block // 2 if stride is None else stride
     if ids.ndim != 1 or len(ids) < 2:
         raise ValueError(f"ids: expected a 1-D sequence of >= 2 tokens, got shape {ids.shape}")
-    if isinstance(stride, bool) or not isinstance(stride, int | np.integer):
-        raise ValueError(f"stride: expected an integer, got {stride!r}")
-    if not 1 <= stride <= block:
+    stride = check_int(stride, "stride", 1)
+    if stride > block:
         raise ValueError(f"stride: expected 1 <= stride <= block_size={block}, got {stride}")
     n = len(ids) - 1  # targets ids[1:], predicted from ids[:-1]
     width = min(block, n)
@@ -503,39 +503,18 @@ def train(
         The full state is saved atomically every ``save_every`` steps (1-100) and at each
         evaluation; a resumed run equals an uninterrupted one bit for bit (on the same
         machine and thread count).
-    """
-    from tqdm import tqdm
 
+    Over 60 lines with its documentation: the training loop keeps its timers, running
+    losses and progress bar in one frame, so that a resumed run replays it exactly.
+    """
     corpus = corpus if corpus is not None else load_corpus()
-    if cfg.model.vocab_size != corpus.vocab_size:
-        raise ValueError(
-            f"cfg.model.vocab_size: expected {corpus.vocab_size} for this corpus, "
-            f"got {cfg.model.vocab_size}"
-        )
-    if isinstance(save_every, bool) or not isinstance(save_every, int) or save_every < 1:
-        raise ValueError(f"save_every: expected a positive integer, got {save_every!r}")
-    if save_every > SAVE_EVERY:
-        raise ValueError(f"save_every: expected at most {SAVE_EVERY} steps, got {save_every}")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"device: {device!r} requested but no CUDA device is available")
-    if cfg.precision == "bf16" and dev.type == "cpu" and not cpu_has_native_bf16():
-        warnings.warn(
-            "precision='bf16' on a CPU without native bf16: autocast is emulated and about "
-            "24x slower than fp32 here (benchmarks/bench_train.py); train in fp32",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+    dev = _check_run(cfg, corpus, save_every, device)
     if threads:
         torch.set_num_threads(threads)
     run = Path(run)
-    if resume and (run / CONFIG).is_file():
-        meta = read_config(run)
-        if TrainConfig.from_dict(meta["train"]) != cfg:
-            raise ValueError(f"run: {run} holds a different config; use another folder")
-        if meta.get("step") == cfg.steps and (run / LOG).is_file():
-            _finish(run, corpus)
-            return json.loads((run / LOG).read_text())
+    if resume and _finished(run, cfg):
+        _finish(run, corpus)
+        return json.loads((run / LOG).read_text())
     run.mkdir(parents=True, exist_ok=True)
     key = state_key(cfg, corpus.sha256)
     spath = state_file(cfg, corpus.sha256, state_root)
@@ -565,13 +544,8 @@ def train(
         done, n_interval = step + 1, n_interval + 1
         evaluate_now = done % cfg.eval_interval == 0 or done == cfg.steps
         if evaluate_now:
-            log["s_per_step"].append((time.time() - t_interval) / n_interval)
-            log["load_average"].append(_load())
-            val = evaluate(model, corpus.val, cfg.eval_batches, cfg.batch_size)
-            log["steps"].append(done)
-            log["train_loss"].append(float(np.mean(running)))
-            log["val_loss"].append(val)
-            log["time_s"].append(time.time() - t0)
+            times = (t0, t_interval, n_interval)
+            val = _record(log, model, cfg, corpus, done, times, running)
             running.clear()
             t_interval, n_interval = time.time(), 0
             bar.set_postfix(val=f"{val:.3f}")
@@ -584,6 +558,54 @@ def train(
     _finish(run, corpus)
     spath.unlink(missing_ok=True)  # the finished run is in ``run``
     return log
+
+
+def _check_run(cfg: TrainConfig, corpus: Corpus, save_every, device: str) -> torch.device:
+    """The device of a run, after checking the run's arguments against each other."""
+    if cfg.model.vocab_size != corpus.vocab_size:
+        raise ValueError(
+            f"cfg.model.vocab_size: expected {corpus.vocab_size} for this corpus, "
+            f"got {cfg.model.vocab_size}"
+        )
+    save_every = check_int(save_every, "save_every", 1)
+    if save_every > SAVE_EVERY:
+        raise ValueError(f"save_every: expected at most {SAVE_EVERY} steps, got {save_every}")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device: {device!r} requested but no CUDA device is available")
+    if cfg.precision == "bf16" and dev.type == "cpu" and not cpu_has_native_bf16():
+        warnings.warn(
+            "precision='bf16' on a CPU without native bf16: autocast is emulated and about "
+            "24x slower than fp32 here (benchmarks/bench_train.py); train in fp32",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return dev
+
+
+def _finished(run: Path, cfg: TrainConfig) -> bool:
+    """Whether ``run`` holds the finished run of ``cfg`` (``ValueError`` if it holds
+    another config)."""
+    if not (run / CONFIG).is_file():
+        return False
+    meta = read_config(run)
+    if TrainConfig.from_dict(meta["train"]) != cfg:
+        raise ValueError(f"run: {run} holds a different config; use another folder")
+    return meta.get("step") == cfg.steps and (run / LOG).is_file()
+
+
+def _record(log: dict, model, cfg, corpus, done: int, times: tuple, running: list) -> float:
+    """Evaluate at step ``done`` and append it to ``log`` (``times``: the run's start and
+    the start and number of steps of the interval); returns the validation loss."""
+    t0, t_interval, n_interval = times
+    log["s_per_step"].append((time.time() - t_interval) / n_interval)
+    log["load_average"].append(_load())
+    val = evaluate(model, corpus.val, cfg.eval_batches, cfg.batch_size)
+    log["steps"].append(done)
+    log["train_loss"].append(float(np.mean(running)))
+    log["val_loss"].append(val)
+    log["time_s"].append(time.time() - t0)
+    return val
 
 
 def _step(model, opt, cfg: TrainConfig, corpus: Corpus, step: int, dev, autocast, running):

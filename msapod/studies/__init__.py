@@ -1,6 +1,7 @@
 """The paper's studies built on the method core and the model zoo.
 
-* :mod:`.cache` -- cached fields and analyses (netCDF, keyed by inputs and version),
+* :mod:`.cache` -- cached fields and analyses (netCDF, keyed by inputs and version), the
+  one recipe of a cached per-model study and the stacking of the zoo's results,
 * :mod:`.fieldstats` -- per-model field summaries the method pages show (mean lags,
   energies, mean fields, the scalogram of A),
 * :mod:`.modestats` -- per-model POD-mode lag/scale summaries and coherency curves,

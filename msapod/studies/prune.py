@@ -322,6 +322,8 @@ def head_importance(
     -------
     xarray.DataArray
         ``(layer, head)``, numbered from 1; attrs say how it was computed.
+
+    Over 60 lines only with its documentation; the code is under 60.
     """
     import torch
 
@@ -561,6 +563,8 @@ def ablation_losses(
     -------
     numpy.ndarray
         ``(n_masks,)`` mean cross-entropy in nats per character.
+
+    Over 60 lines only with its documentation; the code is under 60.
     """
     import torch
 
@@ -605,6 +609,8 @@ def _tree_losses(model, masks: np.ndarray, x, y, per_call: int) -> np.ndarray:
     projection and MLP. Up to ``per_call`` prefixes or children share one forward call.
     The operations are those of :class:`msapod.models.gpt.GPT` in eval mode, in the same
     order (the head mask multiplies the per-head outputs before ``c_proj``).
+
+    Over 60 lines only with its documentation; the code is under 60.
     """
     import torch
     import torch.nn.functional as F
@@ -799,6 +805,8 @@ def model_pruning(
         for draws a deterministic strategy does not have; ``mask(strategy, budget,
         draw, layer, head)`` int8 (1 keep, 0 removed, -1 no such draw); ``importance``
         and ``importance_raw`` ``(layer, head)``; and the :func:`head_ranks` variables.
+
+    Over 60 lines only with its documentation; the code is under 60.
     """
     corpus = load_corpus() if corpus is None else corpus
     L, H = model.config.n_layer, model.config.n_head
@@ -930,6 +938,8 @@ def pruning_study(
     xarray.Dataset
         The :func:`model_pruning` variables stacked along ``model``, with coords
         ``architecture`` and ``train_seed``.
+
+    Over 60 lines only with its documentation; the code is under 60.
     """
     from ..models.zoo import MODELS, ZOO_CONFIGS
 
