@@ -49,6 +49,8 @@ __all__ = [
     "concat_layers",
     "field_store",
     "fields_key",
+    "iter_attention",
+    "key_hash",
     "model_inputs",
     "netcdf_safe",
     "stack_models",
@@ -85,7 +87,7 @@ def cache_root(folder: str | os.PathLike | None = None) -> Path:
     return path
 
 
-def zoo_model(name: str, model=None):
+def _zoo_model(name: str, model=None):
     """``(model, weights_sha256)``: ``model`` or ``msapod.zoo.load(name)``, checked."""
     if model is None:
         from ..models.zoo import load  # at call time, so a patched msapod.zoo.load is honoured
@@ -108,7 +110,7 @@ def iter_attention(*args, **kw):
     return extract(*args, **kw)
 
 
-def key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
+def _key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
     return {
         "weights_sha256": weights_sha256,
         "data_sha256": data_sha256,
@@ -137,7 +139,7 @@ def fields_key(
     """Key of the fields :func:`cached_fields` serves for checkpoint ``weights_sha256``
     and this ensemble and layer list, computed without extracting or reading them (the
     one recipe: studies that depend on the fields key their caches with it)."""
-    return key_hash(key_parts(weights_sha256, load_corpus().sha256, n, length, seed, layers))
+    return key_hash(_key_parts(weights_sha256, load_corpus().sha256, n, length, seed, layers))
 
 
 def values_sha256(values: np.ndarray) -> str:
@@ -146,7 +148,9 @@ def values_sha256(values: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(values, dtype="<f4")).hexdigest()
 
 
-def read_fields(path: Path, parts: dict, shape: tuple[int, ...]) -> tuple[xr.DataArray | None, str]:
+def _read_fields(
+    path: Path, parts: dict, shape: tuple[int, ...]
+) -> tuple[xr.DataArray | None, str]:
     """Load and verify a cache file; returns ``(array, "")`` or ``(None, reason)``."""
     try:
         with xr.open_dataarray(path, engine="h5netcdf") as da:
@@ -177,7 +181,7 @@ def read_fields(path: Path, parts: dict, shape: tuple[int, ...]) -> tuple[xr.Dat
     return da, ""
 
 
-def write_fields(
+def _write_fields(
     path: Path, model, ids, offsets, layers, parts, name, batch_size, progress
 ) -> None:
     """Stream the head-averaged fields layer by layer into ``path`` (atomically)."""
@@ -266,7 +270,7 @@ def field_store(
     n = check_int(n, "n", 2)
     length = check_int(length, "length", 2)
     seed = check_int(seed, "seed", 0)
-    model, sha = zoo_model(name, model)
+    model, sha = _zoo_model(name, model)
     layers = check_layers(layers, model.config.n_layer)
     if length > model.config.block_size:
         raise ValueError(
@@ -275,22 +279,22 @@ def field_store(
         )
     label = name if label is None else label
     corpus = load_corpus()
-    parts = {**key_parts(sha, corpus.sha256, n, length, seed, layers), **(extra or {})}
+    parts = {**_key_parts(sha, corpus.sha256, n, length, seed, layers), **(extra or {})}
     folder = cache_root(cache_dir) / "fields"
     folder.mkdir(parents=True, exist_ok=True)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", label)
     path = folder / f"{safe}-n{n}-L{length}-s{seed}-{key_hash(parts)[:16]}.nc"
     shape = (len(layers), n, length, length)
     if path.exists():
-        da, reason = read_fields(path, parts, shape)
+        da, reason = _read_fields(path, parts, shape)
         if da is not None:
             return da
         warnings.warn(f"cache file {path}: {reason}; rebuilding it", CacheWarning, stacklevel=3)
     ids, offsets = ensemble_ids(corpus, n=n, length=length, seed=seed, split="val")
     if ids_transform is not None:
         ids = ids_transform(ids)
-    write_fields(path, model, ids, offsets, layers, parts, label, batch_size, progress)
-    da, reason = read_fields(path, parts, shape)
+    _write_fields(path, model, ids, offsets, layers, parts, label, batch_size, progress)
+    da, reason = _read_fields(path, parts, shape)
     if da is None:
         raise OSError(f"cache file {path}: just written but fails verification: {reason}")
     return da
@@ -507,7 +511,7 @@ def model_inputs(
     n = check_int(n, "n", 2)
     length = check_int(length, "length", 2)
     seed = check_int(seed, "seed", 0)
-    model, sha = zoo_model(name, model)
+    model, sha = _zoo_model(name, model)
     layers = check_layers(None, model.config.n_layer)
     fkey = fields_key(sha, n=n, length=length, seed=seed, layers=layers)
     return ModelInputs(name, model, sha, n, length, seed, fkey, cache_dir, progress)
