@@ -8,7 +8,7 @@ per-lag Gram tensor) -> T_spec and H*. Every parameter is recorded in the attrs.
 The field is checked once and its kernels picked once (:func:`msapod.backends.kernels`);
 the steps then run as private kernels, not through the checked public step functions.
 In memory they share the lag statistics of :mod:`msapod.lagstats`: the lag form
-``X (N, lag, query)`` of u is gathered once, its lag moments C give the scalogram
+``X (lag, query, N)`` of u is gathered once, its lag moments C give the scalogram
 ``E(a, b)`` and its per-lag Gram tensor ``G(tau)`` every window's Gram
 ``K^(w) = sum_tau w(tau)^2 G(tau) / N`` in one product; one more product projects every
 window's leading eigenvectors onto X. Dask data take the chunked kernels' passes.
@@ -213,7 +213,7 @@ def _steps_memory(
     A, *, dim, scales, omega0, max_peaks, include_edges, field, centre, width, n_modes, **_
 ):
     """The steps in memory on the lag statistics (:mod:`msapod.lagstats`): the lag form
-    ``X (N, lag, query)`` of u is gathered once; its lag moments give the scalogram, its
+    ``X (lag, query, N)`` of u is gathered once; its lag moments give the scalogram, its
     per-lag Gram tensor every window's Gram, and one product every window's modes."""
     vals = A.transpose(dim, "query", "key").values
     n = vals.shape[0]
@@ -222,11 +222,13 @@ def _steps_memory(
     causal_A, causal_u = _causality(vals, mean, q, k)
     lags, X = _lag_ensemble(vals, mean, q, k, causal_u)
     Q, n_lag = len(q), len(lags)
+    square = bool(lags[0] == 0 and n_lag == Q and np.array_equal(q, np.arange(Q)))
     if field == "fluctuation":
-        lags_t, C = lags, _moments(X)
+        lags_t, C = lags, lagstats.ensemble_moments(X, causal_rows=square)
     else:
         lags_t, XA = _lag_ensemble(vals, None, q, k, causal_A)
-        C = _moments(XA)
+        sq = bool(lags_t[0] == 0 and len(lags_t) == Q and np.array_equal(q, np.arange(Q)))
+        C = lagstats.ensemble_moments(XA, causal_rows=sq)
         del XA
     s = check_scales(default_scales(len(lags_t)) if scales is None else scales, len(lags_t))
     warn_unresolved(s, omega0)
@@ -243,8 +245,7 @@ def _steps_memory(
     W[0] = 1.0
     ok = np.isfinite(a)
     W[1:][ok] = lagstats.gaussian_windows(lags, c[ok], sigma[ok])
-    square = lags[0] == 0 and n_lag == Q and np.array_equal(q, np.arange(Q))
-    G = lagstats._lag_gram_lagmajor(X.transpose(1, 0, 2), square, 1)
+    G = lagstats._lag_gram_lagmajor(X, square, 2)
     K = lagstats.window_grams(G, W)
     del G
     n_w = len(W)
@@ -255,9 +256,9 @@ def _steps_memory(
             V[w] = np.eye(n, n_modes)
             continue
         spectrum[w], V[w] = eigensolve(K[w], n_modes)
-    # every window's leading modes from one product: (window * mode, lag * query)
-    P = V.transpose(0, 2, 1).reshape(n_w * n_modes, n) @ X.reshape(n, -1)
-    P = P.reshape(n_w, n_modes, n_lag, Q) * W[:, None, :, None]
+    # every window's leading modes from one product: (lag * query, window * mode)
+    P = X.reshape(n_lag * Q, n) @ V.transpose(1, 0, 2).reshape(n, n_w * n_modes)
+    P = P.reshape(n_lag, Q, n_w, n_modes).transpose(2, 3, 0, 1) * W[:, None, :, None]
     kidx, kvalid = lookup(lags, q[:, None] - k[None, :])
     modes = np.empty((n_w, n_modes, Q, len(k)))
     coef = np.empty((n_w, n, n_modes))
@@ -308,27 +309,19 @@ def _causality(vals, mean, q, k) -> tuple[bool, bool]:
 
 
 def _lag_ensemble(vals, mean, q, k, causal):
-    """Lags and the lag form ``X (N, lag, query)`` of ``vals - mean`` (float64)."""
+    """Lags and the lag-major form ``X (lag, query, N)`` of ``vals - mean`` (float64)."""
     lags, idx, valid = lag_layout(q, k, causal)
     n, _, Kk = vals.shape
     flat = (np.arange(len(q))[None, :] * Kk + idx.T).ravel()  # (lag, query) -> entry
-    X = np.take(vals.reshape(n, -1), flat, axis=1).reshape(n, len(lags), len(q))
-    if mean is not None:  # one pass: subtract and cast to float64
-        m = mean.ravel()[flat].reshape(len(lags), len(q))
-        X = np.subtract(X, m, out=np.empty(X.shape) if X.dtype != np.float64 else X)
-    else:
-        X = X.astype(np.float64, copy=False)
-    X *= valid.T
-    return lags, X
-
-
-def _moments(X) -> np.ndarray:
-    """``C = <r r^T>`` of a lag ensemble ``X (N, lag, query)`` (snapshot by snapshot)."""
-    n, n_lag, Q = X.shape
-    C = np.zeros((n_lag, n_lag))
-    for b in range(0, n, 16):
-        C += np.matmul(X[b : b + 16], X[b : b + 16].transpose(0, 2, 1)).sum(0)
-    return C / (n * Q)
+    taken = np.take(vals.reshape(n, -1), flat, axis=1)  # (N, lag * query)
+    X = np.empty((len(flat), n))
+    if mean is None:
+        X[...] = taken.T
+    else:  # one pass: transpose, subtract and cast to float64
+        np.subtract(taken.T, mean.ravel()[flat][:, None], out=X)
+    del taken
+    X *= valid.T.reshape(-1, 1)
+    return lags, X.reshape(len(lags), len(q), n)
 
 
 def _scalogram_dataset(E, spec, s, lags, omega0, dim, coords) -> xr.Dataset:

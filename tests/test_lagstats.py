@@ -89,3 +89,24 @@ def test_scalogram_energy_matches_the_transform():
     Phi = msapod.wavelet_matrix(scales, lags)
     W = np.einsum("abt,nt->nab", Phi, r)
     np.testing.assert_allclose(E, (np.abs(W) ** 2).mean(0), rtol=1e-10, atol=1e-14)
+
+
+def test_causal_row_blocks_skip_only_zeros():
+    rng = np.random.default_rng(5)
+    q, t = np.meshgrid(np.arange(70), np.arange(70), indexing="ij")
+    X = rng.standard_normal((4, 70, 70)) * (q >= t)  # (N, query, lag), three lag blocks
+    np.testing.assert_allclose(
+        lagstats.snapshot_moments(X, causal_rows=True), lagstats.snapshot_moments(X), atol=1e-11
+    )
+    np.testing.assert_allclose(
+        lagstats.snapshot_moments(X, upper=True, causal_rows=True),
+        lagstats.snapshot_moments(X, upper=True),
+        atol=1e-11,
+    )
+    Xt = np.ascontiguousarray(X.transpose(2, 1, 0))  # (lag, query, N)
+    np.testing.assert_allclose(
+        lagstats.ensemble_moments(Xt, causal_rows=True), lagstats.ensemble_moments(Xt), atol=1e-12
+    )
+    np.testing.assert_allclose(
+        lagstats._lag_gram_lagmajor(Xt, True, 2), lagstats.lag_gram_tensor(X), atol=1e-11
+    )
