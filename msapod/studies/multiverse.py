@@ -366,9 +366,17 @@ def layer_evidence(
     energy_se = np.full(shape_stat[:3], np.nan)
     C_full = {}
     spectra_full = {}
+    qpos, kpos = A["query"].values, A["key"].values
+    square = (
+        lags[0] == 0
+        and len(lags) == q
+        and np.array_equal(qpos, kpos)
+        and np.array_equal(qpos, np.arange(q))
+    )
     for fi, f in enumerate(AX["field"]):
         X = Xu if f == "u" else XA
-        S = _moments_upper(X, iu)  # per-snapshot lag moments (upper triangles)
+        # per-snapshot lag moments (upper triangles)
+        S = lagstats.snapshot_moments(X, upper=True, causal_rows=square)
         P = S @ M_up.T  # (N, grids * scales)
         C_full[f] = lagstats.from_upper(S.sum(0) / (n * q), n_lag)
         del S
@@ -400,13 +408,6 @@ def layer_evidence(
                 energy_se[fi, ni, gi] = _jack_se(sp_rep.sum(-1))
     del XA
     # per-lag Gram tensor of u and the plain POD
-    qpos, kpos = A["query"].values, A["key"].values
-    square = (
-        lags[0] == 0
-        and len(lags) == q
-        and np.array_equal(qpos, kpos)
-        and np.array_equal(qpos, np.arange(q))
-    )
     G = lag_gram_tensor(Xu, causal_rows=square)  # (L, N, N)
     K = lagstats.window_grams(G, np.ones(n_lag))
     lam, V = eig_desc(K)
