@@ -217,7 +217,10 @@ def scale_reading(
 def _interval(stat, se, log: bool = False):
     """95 % interval ``stat +- Z95 se``; on the log scale (``stat exp(+-Z95 se / stat)``)
     for a positive quantity."""
-    se = xr.zeros_like(stat) if se is None else se.fillna(0.0)
+    if se is None:
+        se = xr.zeros_like(stat)
+    else:  # fillna(0.0) without xarray's apply_ufunc (the joint test calls this often)
+        se = se.copy(data=np.where(np.isnan(se.values), 0.0, se.values))
     if log:
         with np.errstate(invalid="ignore", divide="ignore"):
             f = np.exp(Z95 * se / stat)
@@ -341,20 +344,22 @@ def _log_shift(stat, se, edge, first, second):
     val, lo_, up_ = (np.full(len(models), np.nan) for _ in range(3))
     p_se = np.zeros(len(models))
     fixed = np.full(len(models), "", dtype=object)
-    for i, m in enumerate(models):
+    # (model, layer) arrays once; the groups are column indexes into them
+    where_ = {int(v): j for j, v in enumerate(stat["layer"].values)}
+
+    def grid(da, kind=float):
+        return da.transpose("model", "layer").values.astype(kind)
+
+    X = grid(stat)
+    S = None if se is None else grid(se.reindex_like(stat))
+    E = None if edge is None else grid(edge.reindex_like(stat), int)
+    for i in range(len(models)):
         parts = {}
         for name, layers in (("first", first), ("second", second)):
-            x = stat.sel(model=m, layer=layers).values.astype(float)
-            s_ = (
-                np.nan_to_num(se.sel(model=m, layer=layers).values.astype(float))
-                if se is not None
-                else np.zeros_like(x)
-            )
-            e_ = (
-                edge.sel(model=m, layer=layers).values
-                if edge is not None
-                else np.zeros(len(x), int)
-            )
+            cols = [where_[int(v)] for v in layers]
+            x = X[i, cols]
+            s_ = np.nan_to_num(S[i, cols]) if S is not None else np.zeros_like(x)
+            e_ = E[i, cols] if E is not None else np.zeros(len(x), int)
             lx = np.log(x)
             ls = np.where(x > 0, s_ / x, 0.0)
             lo_l = np.where(e_ < 0, -np.inf, lx - Z95 * ls)
@@ -406,7 +411,9 @@ def _scale_rule(
     se = None if se is None else se * unit
     if edge is None:
         edge = xr.zeros_like(stat, dtype=int)
-    edge = edge.fillna(0).astype(int)
+    elif edge.dtype.kind == "f":
+        edge = edge.copy(data=np.where(np.isnan(edge.values), 0, edge.values))
+    edge = edge.astype(int)
     s = stat.sel(layer=layers)
     es = edge.sel(layer=layers)
     lo, up = _interval(stat, se, log=True)
@@ -444,11 +451,9 @@ def _scale_rule(
         bounds.append(f"{n_low} at or below the grid's first scale")
     if n_high:
         bounds.append(f"{n_high} at or above its last")
-    ivs = [
-        _fmt_iv(float(lo.sel(model=m, layer=L_)), float(up.sel(model=m, layer=L_)))
-        for m in s["model"].values
-        for L_ in layers
-    ]
+    lo_v = lo.sel(layer=layers).transpose("model", "layer").values
+    up_v = up.sel(layer=layers).transpose("model", "layer").values
+    ivs = [_fmt_iv(float(a_), float(b_)) for a_, b_ in zip(lo_v.ravel(), up_v.ravel(), strict=True)]
     measured = f"{name}, layers {span}: {fmt_range(s)} characters" + (
         f" ({', '.join(bounds)}: read as bounds)" if bounds else ""
     )
@@ -890,16 +895,12 @@ def rule_c4(
         f"(layer 6 also ≥ 2 peaks in 10–40), {per}; {kind} ({where})"
     )
 
-    def fmt(x, layer):
-        v = x.sel(layer=layer)
-        return fmt_range(v, "{:.2f}") if np.isfinite(v).any() else "—"
+    def fmt(x):  # per layer, the range over models (x: (model, layer) at ``layers``)
+        return "; ".join(f"L{L_} {fmt_range(x[:, j], '{:.2f}')}" for j, L_ in enumerate(layers))
 
-    text = "; ".join(f"L{layer} {fmt(s, layer)}" for layer in layers)
-    measured = f"lag-energy share in the paper's range (models min–max): {text}"
-    if base is not None:
-        measured += "; window alone: " + "; ".join(
-            f"L{layer} {fmt(base.sel(layer=layers), layer)}" for layer in layers
-        )
+    measured = f"lag-energy share in the paper's range (models min–max): {fmt(sv)}"
+    if bv is not None:
+        measured += "; window alone: " + fmt(bv)
     if mode == "seeds":
         iv = [
             f"L{L_} share {v:.2f} [{v - h:.2f}, {v + h:.2f}]"
