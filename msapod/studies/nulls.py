@@ -860,7 +860,7 @@ def _digest(args, kwargs) -> str | None:
         elif isinstance(x, xr.DataArray) and x.dtype.kind in "biuf":
             h.update(repr((x.dims, x.dtype.str, x.shape)).encode())
             h.update(np.ascontiguousarray(x.values).tobytes())
-            for name, c in x.coords.items():
+            for name, c in x.coords.variables.items():
                 if c.ndim:  # coordinates along dims; scalar ones name the reading only
                     h.update(repr((name, c.dims, c.values.tolist())).encode())
         elif isinstance(x, np.ndarray) and x.dtype.kind in "biuf":

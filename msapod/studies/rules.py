@@ -214,6 +214,12 @@ def scale_reading(
     return np.where(inner, v, bound), edge
 
 
+def _grid(da: xr.DataArray, *dims: str) -> np.ndarray:
+    """``da``'s values in the order ``dims`` (default model, layer), without carrying its
+    coordinates along (a DataArray transpose copies every coordinate)."""
+    return da.variable.transpose(*(dims or ("model", "layer"))).values
+
+
 def _interval(stat, se, log: bool = False):
     """95 % interval ``stat +- Z95 se``; on the log scale (``stat exp(+-Z95 se / stat)``)
     for a positive quantity."""
@@ -347,12 +353,9 @@ def _log_shift(stat, se, edge, first, second):
     # (model, layer) arrays once; the groups are column indexes into them
     where_ = {int(v): j for j, v in enumerate(stat["layer"].values)}
 
-    def grid(da, kind=float):
-        return da.transpose("model", "layer").values.astype(kind)
-
-    X = grid(stat)
-    S = None if se is None else grid(se.reindex_like(stat))
-    E = None if edge is None else grid(edge.reindex_like(stat), int)
+    X = _grid(stat).astype(float)
+    S = None if se is None else _grid(se.reindex_like(stat)).astype(float)
+    E = None if edge is None else _grid(edge.reindex_like(stat)).astype(int)
     for i in range(len(models)):
         parts = {}
         for name, layers in (("first", first), ("second", second)):
@@ -451,8 +454,8 @@ def _scale_rule(
         bounds.append(f"{n_low} at or below the grid's first scale")
     if n_high:
         bounds.append(f"{n_high} at or above its last")
-    lo_v = lo.sel(layer=layers).transpose("model", "layer").values
-    up_v = up.sel(layer=layers).transpose("model", "layer").values
+    lo_v = _grid(lo.sel(layer=layers))
+    up_v = _grid(up.sel(layer=layers))
     ivs = [_fmt_iv(float(a_), float(b_)) for a_, b_ in zip(lo_v.ravel(), up_v.ravel(), strict=True)]
     measured = f"{name}, layers {span}: {fmt_range(s)} characters" + (
         f" ({', '.join(bounds)}: read as bounds)" if bounds else ""
@@ -691,7 +694,7 @@ def _q95(df=None):
     return stats.t.ppf(0.975, np.maximum(np.asarray(df, float), 1.0))
 
 
-def over_seeds(x: xr.DataArray, *, log: bool = False):
+def over_seeds(x: xr.DataArray | np.ndarray, *, log: bool = False):
     """Per layer: the mean of ``x (model, layer)`` over the models (training seeds) with a
     finite value, its standard error ``sd / sqrt(k)`` and degrees of freedom ``k - 1``.
 
@@ -706,7 +709,7 @@ def over_seeds(x: xr.DataArray, *, log: bool = False):
     """
     import warnings
 
-    v = x.transpose("model", "layer").values.astype(np.float64)
+    v = (_grid(x) if isinstance(x, xr.DataArray) else np.asarray(x)).astype(np.float64)
     if log:
         with np.errstate(invalid="ignore", divide="ignore"):
             v = np.where(v > 0, np.log(v), np.nan)
@@ -802,11 +805,12 @@ def rule_c4(
         (or one model): point values per model and layer.
     """
     layers = sorted(PAPER_LAGS)
-    s = share.sel(layer=layers).transpose("model", "layer")
-    r = reach.sel(layer=layers).fillna(False).astype(bool).transpose("model", "layer")
-    sv = s.values.astype(float)
-    bv = None if base is None else base.sel(layer=layers).transpose("model", "layer").values
-    usable = np.isfinite(sv) & r.values
+    sv = _grid(share.sel(layer=layers)).astype(float)
+    rv = _grid(reach.sel(layer=layers))
+    rv = np.where(np.isnan(rv), False, rv) if rv.dtype.kind == "f" else rv
+    rv = rv.astype(bool)
+    bv = None if base is None else _grid(base.sel(layer=layers)).astype(float)
+    usable = np.isfinite(sv) & rv
     if bv is not None:
         usable &= np.isfinite(bv)
     dv = None if bv is None else sv - bv
@@ -818,17 +822,16 @@ def rule_c4(
     )
     i6 = layers.index(6)
     n_none = int((~np.isfinite(sv)).sum())
-    n_unreach = int((np.isfinite(sv) & ~r.values).sum())
+    n_unreach = int((np.isfinite(sv) & ~rv).sum())
     mode = (
         "jackknife" if share_se is not None else ("seeds" if seeds and n_models >= 2 else "point")
     )
     diff_ds = None
     lower, upper = share, share
     if mode == "seeds":
-        S = s.where(usable)
-        s_val, s_se, df = over_seeds(S)
+        s_val, s_se, df = over_seeds(np.where(usable, sv, np.nan))
         if dv is not None:
-            d_val, d_se, _ = over_seeds(S.copy(data=np.where(usable, dv, np.nan)))
+            d_val, d_se, _ = over_seeds(np.where(usable, dv, np.nan))
         else:
             d_val, d_se = np.full(len(layers), np.inf), np.zeros(len(layers))
         keep = df >= 1
@@ -928,7 +931,7 @@ def rule_c4(
             NOT_TESTABLE,
             measured,
             rule,
-            f"{s.size} cases: " + ", ".join(left),
+            f"{sv.size} cases: " + ", ".join(left),
             reason="no case testable under this reading: " + ", ".join(left),
             **common,
         )
@@ -946,7 +949,7 @@ def rule_c4(
 
 def _sel6(se: xr.DataArray, layers) -> np.ndarray:
     """``se`` at ``layers`` as a ``(model, layer)`` array (NaN -> 0: a point value)."""
-    return np.nan_to_num(se.sel(layer=layers).transpose("model", "layer").values.astype(float))
+    return np.nan_to_num(_grid(se.sel(layer=layers)).astype(float))
 
 
 def _sel_all(se: xr.DataArray, like: xr.DataArray) -> xr.DataArray:
@@ -1316,7 +1319,7 @@ def rule_c9(
         :math:`\log \rho` with models - 1 degrees of freedom (in ``Outcome.diff``).
         False (or one model): point values per model and layer.
     """
-    v = ratio.transpose("model", "layer").values.astype(float)
+    v = _grid(ratio).astype(float)
     ok = np.isfinite(v)
     mode = "jackknife" if se is not None else ("seeds" if seeds and v.shape[0] >= 2 else "point")
     kind = {
@@ -1355,7 +1358,7 @@ def rule_c9(
     if mode == "seeds":
         val, e, df = over_seeds(ratio, log=True)
         keep = df >= 1
-        lay = ratio.transpose("model", "layer")["layer"].values[keep]
+        lay = ratio["layer"].values[keep]
         val, e, df = val[keep], e[keep], df[keep]
         f = np.exp(_q95(df) * e / val)
         lo_, up_ = val / f, val * f
@@ -1374,11 +1377,7 @@ def rule_c9(
             measured += f"; geometric mean over seeds: {interval}"
     else:
         val = v[ok]
-        e = (
-            np.zeros_like(val)
-            if se is None
-            else np.nan_to_num(se.transpose("model", "layer").values.astype(float))[ok]
-        )
+        e = np.zeros_like(val) if se is None else np.nan_to_num(_grid(se).astype(float))[ok]
         if se is not None:
             lower, upper = _interval(ratio, se.reindex_like(ratio), log=True)
         with np.errstate(invalid="ignore", divide="ignore"):
