@@ -224,11 +224,10 @@ def _steps_memory(
     Q, n_lag = len(q), len(lags)
     square = bool(lags[0] == 0 and n_lag == Q and np.array_equal(q, np.arange(Q)))
     if field == "fluctuation":
-        lags_t, C = lags, lagstats.ensemble_moments(X, causal_rows=square)
+        lags_t, C = lags, lagstats.ensemble_moments(X)
     else:
         lags_t, XA = _lag_ensemble(vals, None, q, k, causal_A)
-        sq = bool(lags_t[0] == 0 and len(lags_t) == Q and np.array_equal(q, np.arange(Q)))
-        C = lagstats.ensemble_moments(XA, causal_rows=sq)
+        C = lagstats.ensemble_moments(XA)
         del XA
     s = check_scales(default_scales(len(lags_t)) if scales is None else scales, len(lags_t))
     warn_unresolved(s, omega0)
