@@ -1,7 +1,7 @@
-"""Time of the whole specification grid (msapod.studies.multiverse) on the trained zoos.
+"""Time of the whole specification grid (msapod.studies.verdict.multiverse) on the trained zoos.
 
 With the head-averaged fields in the cache (``msapod reproduce`` or
-:func:`msapod.studies.cache.cached_fields`), the script recomputes, for every model of
+:func:`msapod.studies.store.cache.cached_fields`), the script recomputes, for every model of
 every trained zoo, the per-layer evidence (per-snapshot lag moments of u and A, the
 per-lag Gram tensor, every scale grid / normalisation / statistic with its jackknife,
 every window's leading mode) **without** reading the evidence cache, then evaluates every
@@ -36,8 +36,8 @@ def main() -> None:
 
     import msapod
     from msapod.models import zoo as zoo_mod
-    from msapod.studies.cache import cached_fields, stack_models
-    from msapod.studies.multiverse import (
+    from msapod.studies.store.cache import cached_fields, stack_models
+    from msapod.studies.verdict.multiverse import (
         ZooData,
         assemble_study,
         fields_evidence,
@@ -74,9 +74,9 @@ def main() -> None:
         ev.attrs["n_snapshots"] = int(ev.sizes["rank"])
         conv = c6 = None
         if not args.no_studies:
-            from msapod.studies.claims import Z95
-            from msapod.studies.convergence import convergence_study
-            from msapod.studies.prune import c6_verdict, pruning_study
+            from msapod.studies.measure.convergence import convergence_study
+            from msapod.studies.measure.prune import c6_verdict, pruning_study
+            from msapod.studies.verdict.claims import Z95
 
             conv = convergence_study(models, progress=False).sel(model=models)
             c6 = c6_verdict(pruning_study(models, progress=False), z=Z95)

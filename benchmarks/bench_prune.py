@@ -1,11 +1,11 @@
-"""Per-mask vs batched head-ablation losses (``msapod.studies.prune``), in one process.
+"""Per-mask vs batched head-ablation losses (``msapod.studies.measure.prune``), in one process.
 
 The old way scores each head mask with its own full forward passes
-(:func:`msapod.studies.prune.ablation_loss`, one :func:`msapod.models.train.evaluate`
-per mask); the new one, :func:`msapod.studies.prune.ablation_losses`, scores all masks
+(:func:`msapod.studies.measure.prune.ablation_loss`, one :func:`msapod.models.train.evaluate`
+per mask); the new one, :func:`msapod.studies.measure.prune.ablation_losses`, scores all masks
 on each token batch at once, sharing the forward pass of common mask prefixes and each
 prefix's attention. Both run on one zoo model (default ``baseline-1``) for a reduced
-set of masks drawn like :func:`msapod.studies.prune.model_pruning` draws them (the
+set of masks drawn like :func:`msapod.studies.measure.prune.model_pruning` draws them (the
 unpruned model, the randomised strategies at every budget, and low/high "H*" masks
 from a stand-in score that orders heads by layer, since the real per-head H* takes
 minutes to compute). The two are timed alternately, ``--repeats`` times each, and the
@@ -31,7 +31,7 @@ import torch
 
 from msapod.models.data import load_corpus
 from msapod.models.zoo import load
-from msapod.studies import prune
+from msapod.studies.measure import prune
 
 
 def masks_for(L: int, H: int, budgets, draws: int, seed: int = 0) -> np.ndarray:

@@ -195,7 +195,7 @@ def _cmd_zoo(args) -> int:
 
 
 def _cmd_extract(args) -> int:
-    from .studies.cache import cached_fields
+    from .studies.store.cache import cached_fields
 
     if args.threads is not None:
         if args.threads < 1:
@@ -221,7 +221,7 @@ def _cmd_reproduce(args) -> int:
     import os
 
     from .studies.reproduce import reproduce
-    from .studies.results import results_dir
+    from .studies.store.results import results_dir
 
     args.results = results_dir(args.results)
     if args.cache_dir:

@@ -6,8 +6,9 @@ two second-moment objects carry the whole method:
 * the **lag second-moment matrices** ``S_s = sum_i r_{s,i} r_{s,i}^T`` (lag x lag, one
   per snapshot) and their ensemble mean ``C = sum_s S_s / (N Q)``: every Morlet
   scalogram ``E(a, b) = psi_ab^H C psi_ab`` and scale spectrum ``E(a) = M_a . vec(C)``
-  (:func:`scalogram_energy`, :func:`msapod.wavelets.scale_spectrum_operator`) is a
-  quadratic form of them, and so is every leave-one-out replicate;
+  (:func:`msapod.wavelets.scalogram_energy`,
+  :func:`msapod.wavelets.scale_spectrum_operator`) is a quadratic form of them, and so is
+  every leave-one-out replicate;
 * the **per-lag Gram tensor** ``G(tau)[s, t] = sum_i r_{s,i}(tau) r_{t,i}(tau)``: every
   Gaussian window w has the Gram matrix ``K^(w) = sum_tau w(tau)^2 G(tau) / N``
   (:func:`window_grams`), whose eigenpairs are the scale-selective POD (w = 1: the plain
@@ -28,7 +29,6 @@ __all__ = [
     "gaussian_windows",
     "lag_gram_tensor",
     "mode_lag_energy",
-    "scalogram_energy",
     "snapshot_moments",
     "upper_operator",
     "window_grams",
@@ -176,15 +176,3 @@ def gaussian_windows(lags: np.ndarray, centre, width) -> np.ndarray:
     s = np.atleast_1d(np.asarray(width, dtype=np.float64))
     lags = np.asarray(lags, dtype=np.float64)
     return np.exp(-((lags[None, :] - c[:, None]) ** 2) / (2 * s[:, None] ** 2))
-
-
-def scalogram_energy(C: np.ndarray, scales, lags, omega0: float = 6.0) -> np.ndarray:
-    """Scalogram ``E(a, b) = psi_ab^H C psi_ab`` (scale, lag) of lag moments ``C``, at the
-    positions ``b = lags`` (negative rounding clipped at 0)."""
-    from .wavelets import wavelet_parts
-
-    s = tuple(float(v) for v in np.atleast_1d(scales))
-    lag = tuple(float(v) for v in np.atleast_1d(lags))
-    Pr, Pi = wavelet_parts(s, lag, float(omega0))
-    e = np.einsum("kt,kt->k", Pr @ C, Pr) + np.einsum("kt,kt->k", Pi @ C, Pi)
-    return np.maximum(e, 0.0).reshape(len(s), len(lag))

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from . import lagstats
+from . import lagstats, wavelets
 from ._labels import check_eps, lag_layout, lookup, positions
 from .backends import kernels
 from .backends.memory import eigensolve
@@ -231,7 +231,7 @@ def _steps_memory(
         del XA
     s = check_scales(default_scales(len(lags_t)) if scales is None else scales, len(lags_t))
     warn_unresolved(s, omega0)
-    E = lagstats.scalogram_energy(C, s, lags_t, omega0)
+    E = wavelets.scalogram_energy(C, s, lags_t, omega0)
     spec = E.sum(-1) / s
     ratio = float(fourier_period(1.0, omega0))
     idx = peak_indices(spec, max_peaks, include_edges)

@@ -69,7 +69,7 @@ def test_zoo_dataset_equals_analyze(zoo_run):
     from msapod import analyze
     from msapod.models import zoo
     from msapod.models.extract import collect_attention, ensemble_ids
-    from msapod.studies.uncertainty import pod_jackknife, scale_jackknife
+    from msapod.studies.measure.uncertainty import pod_jackknife, scale_jackknife
 
     root, _, base, ega = zoo_run
     ds = xr.open_dataset(root / "out" / "analysis.nc")
@@ -322,7 +322,7 @@ def test_model_without_attention_output(hf_models):
 def test_gguf_route(tmp_path, capsys):
     pytest.importorskip("transformers", reason="the llm extra is not installed")
     pytest.importorskip("gguf", reason="the llm extra is not installed")
-    from msapod.studies import llm
+    from msapod.studies.measure import llm
 
     try:
         llm.smollm2_path(verify=False)

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 
-import msapod.studies.cache as cache_mod
+import msapod.studies.store.cache as cache_mod
 from msapod.cli import main
 from msapod.models.data import SHA256
 from msapod.models.extract import collect_attention, ensemble_ids
 from msapod.models.gpt import GPT, GPTConfig
 from msapod.models.train import TrainConfig, load_checkpoint, save_checkpoint
-from msapod.studies.cache import CacheWarning, cache_dir, cached_fields
+from msapod.studies.store.cache import CacheWarning, cache_dir, cached_fields
 
 torch.set_num_threads(1)
 
@@ -216,7 +216,7 @@ def test_zoo_load_and_cli_extract(model, tmp_path, monkeypatch, counter, capsys)
 def test_cached_dataset_roundtrip_tamper_and_key_change(tmp_path):
     import xarray as xr
 
-    from msapod.studies.cache import CacheWarning, cached_dataset
+    from msapod.studies.store.cache import CacheWarning, cached_dataset
 
     calls = []
 

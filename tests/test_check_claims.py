@@ -6,7 +6,7 @@ import pytest
 import xarray as xr
 
 from msapod.studies import check_claims
-from msapod.studies.claims import VERDICTS
+from msapod.studies.verdict.claims import VERDICTS
 
 MODELS = ["b1", "b2", "e1", "e2"]
 ARCH = ["baseline", "baseline", "ega", "ega"]

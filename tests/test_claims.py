@@ -1,12 +1,12 @@
-"""Per-claim rules (msapod.studies.rules) and the verdict admonitions (claims.py):
+"""Per-claim rules (msapod.studies.verdict.rules) and the verdict admonitions (claims.py):
 planted answers on small synthetic numbers."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from msapod.studies.claims import VERDICTS, Z95, classify, combine
-from msapod.studies.rules import (
+from msapod.studies.verdict.claims import VERDICTS, Z95, classify, combine
+from msapod.studies.verdict.rules import (
     combine_core,
     decide,
     interior_peak,
@@ -219,7 +219,7 @@ def test_llm_rows_use_the_same_rules():
     """The SmolLM2 rows come from the same rule functions (depth groups, tokens ->
     characters), on any analyze() result with a layer dim."""
     import msapod
-    from msapod.studies.scorecard import llm_rows
+    from msapod.studies.verdict.scorecard import llm_rows
 
     rng = np.random.default_rng(0)
     L, n = 16, 8
@@ -258,7 +258,7 @@ def _pruning(deep, early, random, guided, allocation, n_models=4):
 
 
 def test_c6_in_two_parts():
-    from msapod.studies.rules import rule_c6
+    from msapod.studies.verdict.rules import rule_c6
 
     # deep heads cheap, early ones dear, H*-guided removal dearer than random: C6a holds,
     # C6b does not hold, C6 partly
@@ -365,6 +365,6 @@ def test_depth_groups_that_overlap_or_are_empty():
     H, hse = per_layer([100.0, 90.0, 1, 1, 1, 1], 1.0)
     out = rule_c5(H.sel(layer=[1, 2]), hse.sel(layer=[1, 2]), n=150, early=[1, 2], rest=[])
     assert out.verdict == "not testable as stated" and "no layers after" in out.reason
-    from msapod.studies.claims import layer_span
+    from msapod.studies.verdict.claims import layer_span
 
     assert layer_span([]) == "none"

@@ -5,8 +5,8 @@ import pytest
 import xarray as xr
 
 import msapod
-from msapod.studies.convergence import nested_ensemble, nested_spectra
-from msapod.studies.uncertainty import fractional_rank
+from msapod.studies.measure.convergence import nested_ensemble, nested_spectra
+from msapod.studies.measure.uncertainty import fractional_rank
 
 
 def _fields(n=90, L=24, seed=1):

@@ -31,7 +31,7 @@ def _u(n=8, length=12):
 
 
 def test_cached_coordinates_are_verified(tmp_path):
-    from msapod.studies.cache import CacheWarning, cached_dataset
+    from msapod.studies.store.cache import CacheWarning, cached_dataset
 
     calls = []
 

@@ -1,4 +1,4 @@
-"""Field statistics (msapod.studies.fieldstats): planted answers on synthetic fields."""
+"""Field statistics (msapod.studies.measure.fieldstats): planted answers on synthetic fields."""
 
 from __future__ import annotations
 
@@ -8,9 +8,13 @@ import torch
 import xarray as xr
 
 import msapod
-import msapod.studies.fieldstats as fs
-from msapod.studies.cache import cached_fields
-from msapod.studies.fieldstats import field_statistics, summarise_fields, zoo_field_statistics
+import msapod.studies.measure.fieldstats as fs
+from msapod.studies.measure.fieldstats import (
+    field_statistics,
+    summarise_fields,
+    zoo_field_statistics,
+)
+from msapod.studies.store.cache import cached_fields
 
 torch.set_num_threads(1)
 

@@ -1,7 +1,7 @@
 """The package layout: the method core runs without torch, and the import rules hold.
 
 * ``import msapod`` and ``msapod.analyze`` of a numpy-backed field import no torch (nor
-  reading a cached netCDF through ``msapod.studies.cache``);
+  reading a cached netCDF through ``msapod.studies.store.cache``);
 * the core (``msapod/*.py``) and ``msapod/backends`` import nothing from ``models`` or
   ``studies``; no module imports a ``_``-prefixed name from another module; the imports
   form no cycle, counting those inside functions (a lazy import still ties two modules).
@@ -30,7 +30,7 @@ A /= A.sum(-1, keepdims=True)
 A = xr.DataArray(A, dims=("snapshot", "query", "key"))
 out = msapod.analyze(A, max_peaks=2)
 assert np.isfinite(out["T_spec"].sel(window="plain")), out
-import msapod.studies.cache, msapod.studies.scorecard, msapod.models.data
+import msapod.studies.store.cache, msapod.studies.verdict.scorecard, msapod.models.data
 assert "torch" not in sys.modules, sorted(m for m in sys.modules if "torch" in m)
 print("ok")
 """
@@ -131,3 +131,36 @@ def test_no_import_cycles():
     for node in graph:
         if node not in state:
             visit(node, [])
+
+
+STUDY_TIERS = ("store", "measure", "verdict")
+
+
+def _study_tier(module: str) -> int | None:
+    """0 store, 1 measure, 2 verdict, 3 the commands on top (``reproduce``, ``own_model``)."""
+    parts = module.split(".")
+    if parts[:2] != ["msapod", "studies"] or len(parts) < 3:
+        return None
+    return STUDY_TIERS.index(parts[2]) if parts[2] in STUDY_TIERS else 3
+
+
+def test_study_tiers_import_only_down():
+    bad = []
+    for module, deps in _graph(top_level_only=False).items():
+        own = _study_tier(module)
+        if own is None or module == "msapod.studies":
+            continue
+        for dep in deps:
+            tier = _study_tier(dep)
+            if tier is not None and dep != "msapod.studies" and tier > own:
+                bad.append(f"{module} -> {dep}")
+    assert not bad, bad
+
+
+def test_every_study_module_is_in_a_tier():
+    loose = [
+        p.name
+        for p in (ROOT / "studies").glob("*.py")
+        if p.name not in ("__init__.py", "reproduce.py", "own_model.py")
+    ]
+    assert not loose, loose

@@ -14,7 +14,7 @@ import xarray as xr
 
 import msapod
 from msapod.models.data import ensemble_offsets
-from msapod.studies import llm
+from msapod.studies.measure import llm
 
 
 def chunk_tokenizer(text, add_special_tokens=False, return_offsets_mapping=True):
@@ -214,7 +214,7 @@ def test_depth_groups():
 
 def test_llm_verdict_rules():
     """The scorecard's LLM rows on planted answers."""
-    from msapod.studies.scorecard import llm_rows
+    from msapod.studies.verdict.scorecard import llm_rows
 
     layers = np.arange(1, 31)
     # early layers: 2 tokens = 6.2 characters (<= 7); late: 8 tokens = 24.8 (>= 20)

@@ -1,10 +1,10 @@
-"""Mode and coherency statistics (msapod.studies.modestats) on planted synthetic inputs."""
+"""Mode and coherency statistics (msapod.studies.measure.modestats) on planted synthetic inputs."""
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from msapod.studies import modestats as ms
+from msapod.studies.measure import modestats as ms
 
 
 def _field(values, L):
@@ -188,7 +188,7 @@ def _fake_fields(L=24, n=12, layers=(1, 2, 3, 4, 5, 6), seed=0):
 
 
 def test_mode_statistics_end_to_end_on_fakes(monkeypatch, tmp_path):
-    from msapod.studies import cache
+    from msapod.studies.store import cache
 
     ana = _fake_analysis(L=48)  # the fixed scale a = 24 needs at least 48 lags
     ana["dominant_scale"] = (("layer", "peak"), np.tile([6.0, np.nan, np.nan], (6, 1)))

@@ -1,4 +1,4 @@
-"""The specification curve (msapod.studies.multiverse) on small synthetic fields: the
+"""The specification curve (msapod.studies.verdict.multiverse) on small synthetic fields: the
 moment/Gram shortcuts equal the library's direct computations, and the main
 specification's verdicts equal the scorecard's."""
 
@@ -8,8 +8,9 @@ import xarray as xr
 
 import msapod
 from msapod.fields import reynolds, to_lag
-from msapod.studies.claims import VERDICTS, main_verdict, verdict_markdown, verdict_shares
-from msapod.studies.multiverse import (
+from msapod.studies.verdict.claims import VERDICTS, main_verdict, verdict_markdown, verdict_shares
+from msapod.studies.verdict.curve import multiverse_study
+from msapod.studies.verdict.multiverse import (
     AXES,
     CLAIM_AXES,
     MAIN_SPEC,
@@ -20,11 +21,10 @@ from msapod.studies.multiverse import (
     layer_evidence,
     main_outcomes,
     mode_lag_energy,
-    multiverse_study,
     specifications,
     window_gram,
 )
-from msapod.studies.scorecard import scorecard_from_outcomes
+from msapod.studies.verdict.scorecard import scorecard_from_outcomes
 
 MODELS = ["baseline-1", "baseline-2", "ega-1", "ega-2"]
 
@@ -96,7 +96,7 @@ def test_scale_statistics_equal_the_scalogram(field, evidence):
 
 
 def test_scale_jackknife_matches_the_uncertainty_study(field, evidence):
-    from msapod.studies.uncertainty import scale_jackknife
+    from msapod.studies.measure.uncertainty import scale_jackknife
 
     sj = scale_jackknife(field, scales=_grid(3, 24))
     se = evidence["scale_stat_se"].sel(
@@ -119,7 +119,7 @@ def test_specifications_cover_every_claims_subgrid():
 def zoo():
     """Four synthetic "models" of 6 layers; the window axes are cut to one reading each
     (the full grid is exercised on the zoo by the benchmark) so the test stays fast."""
-    import msapod.studies.multiverse as mvmod
+    import msapod.studies.verdict.multiverse as mvmod
 
     small = {**mvmod.AXES, "centre": ("energy-max",), "width": (1.0,), "scale_min": (3, 2)}
     with pytest.MonkeyPatch.context() as mp:
@@ -177,7 +177,7 @@ def test_verdict_markdown_starts_with_the_main_verdict(zoo):
 
 
 def test_flips_and_robustness(zoo):
-    from msapod.studies.claims import ROBUST_SHARE, axis_flips, robustness
+    from msapod.studies.verdict.claims import ROBUST_SHARE, axis_flips, robustness
 
     _, mv = zoo
     for claim in ("C1", "C4", "C10"):
@@ -193,7 +193,7 @@ def test_flips_and_robustness(zoo):
 
 
 def test_theorem1_check_matches_basis_error(field):
-    from msapod.studies.multiverse import theorem1_check
+    from msapod.studies.verdict.multiverse import theorem1_check
 
     u = reynolds(field)["fluctuation"]
     gap, beaten, trials = theorem1_check(u)
@@ -213,7 +213,7 @@ def test_null_controls_join_the_curve(zoo):
     """The untrained verdict and the joint test land in the study, one value per claim
     (the synthetic zoo stands in for its own untrained copy: the plumbing, not the
     numbers, is tested here; the null's statistics are tested in test_nulls)."""
-    from msapod.studies.multiverse import add_nulls
+    from msapod.studies.verdict.curve import add_nulls
 
     data, mv = zoo
     out = add_nulls(mv.copy(), {"d128": data}, {"d128": data})
@@ -229,9 +229,10 @@ def test_shuffled_column_holds_the_lag_claims_verdicts(zoo):
     shuffled fields for the lag-structure claims, "—" for the others, and the scorecard
     column right after "untrained" (a zoo with its layers reversed plays the shuffled
     fields, so the verdicts are the reversed zoo's own)."""
-    from msapod.studies.multiverse import evaluate, null_verdict_columns
-    from msapod.studies.nulls import SHUFFLED_CLAIMS, SHUFFLED_NOT_APPLICABLE, _clone
-    from msapod.studies.scorecard import _curve_columns
+    from msapod.studies.verdict.curve import null_verdict_columns
+    from msapod.studies.verdict.multiverse import evaluate
+    from msapod.studies.verdict.nulls import SHUFFLED_CLAIMS, SHUFFLED_NOT_APPLICABLE, _clone
+    from msapod.studies.verdict.scorecard import _curve_columns
 
     data, mv = zoo
     rev = data.ev.isel(layer=slice(None, None, -1)).assign_coords(layer=data.ev["layer"].values)

@@ -1,4 +1,4 @@
-"""Null controls and the joint test over the specification curve (msapod.studies.nulls):
+"""Null controls and the joint test over the specification curve (msapod.studies.verdict.nulls):
 exact enumeration counts, planted architecture and layer effects give small p, unrelated
 labels give p values that are not significant (uniform under the null), the untrained
 model is the training run's initialisation, and null fields are cached and verified."""
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from msapod.studies import nulls
-from msapod.studies.nulls import (
+from msapod.studies.verdict import nulls
+from msapod.studies.verdict.nulls import (
     architecture_labelings,
     joint_test,
     layer_labelings,
@@ -158,7 +158,7 @@ def test_joint_p_is_the_larger_of_the_two():
 
 def _fake_data(values, arch=ARCH8, layers=6, name="energy", se="energy_se"):
     """A ZooData whose only numbers are a per-(model, layer) ``name`` and its SE ``se``."""
-    from msapod.studies.multiverse import ZooData
+    from msapod.studies.verdict.multiverse import ZooData
 
     models = [f"{a}-{i}" for i, a in enumerate(arch)]
     ev = xr.Dataset(
@@ -198,7 +198,7 @@ def test_relabel_architecture_and_layers_share_the_evidence():
 
 
 def _one_spec():
-    from msapod.studies.multiverse import MAIN_SPEC
+    from msapod.studies.verdict.multiverse import MAIN_SPEC
 
     return [{"zoo": "z", **MAIN_SPEC}]
 
@@ -206,7 +206,7 @@ def _one_spec():
 def test_joint_tests_on_the_rule_planted_architecture_effect(monkeypatch):
     """C7 through multiverse.evaluate: EGA energy planted above baseline in every layer
     gives joint p = 1/70; the same numbers with unrelated labels do not."""
-    import msapod.studies.multiverse as mv
+    import msapod.studies.verdict.multiverse as mv
 
     rng = np.random.default_rng(0)
     base = rng.normal(1.0, 0.05, (8, 6))
@@ -235,7 +235,7 @@ def test_joint_tests_on_the_rule_planted_architecture_effect(monkeypatch):
 def test_joint_tests_layer_null_on_planted_early_layers(monkeypatch):
     """C1 on planted scales: layers 1-2 at 3, the others at 30: the observed labelling is
     the only one of the 15 where C1 holds."""
-    import msapod.studies.multiverse as mv
+    import msapod.studies.verdict.multiverse as mv
 
     arch = ["baseline"]
     scale = np.array([[3.0, 3.2, 30.0, 31.0, 32.0, 33.0]])
@@ -325,7 +325,7 @@ def test_null_fields_are_cached_and_keyed_by_the_null(tmp_path, tiny_model):
 
 
 def test_outcome_effect_signs_and_units():
-    from msapod.studies.rules import Outcome
+    from msapod.studies.verdict.rules import Outcome
 
     def da(v):
         return xr.DataArray(
@@ -381,7 +381,7 @@ def attention(n, length, seed, scale, layers):
 def tiny_zoos():
     """Trained-like and untrained-like synthetic evidence of 2 + 2 models (the readings
     cut to one per window axis, as in the multiverse tests)."""
-    import msapod.studies.multiverse as mv
+    import msapod.studies.verdict.multiverse as mv
 
     models = ["baseline-1", "baseline-2", "ega-1", "ega-2"]
     small = {**mv.AXES, "centre": ("energy-max",), "width": (1.0,), "scale_min": (3,)}
@@ -403,8 +403,8 @@ def tiny_zoos():
 
 
 def test_null_verdicts_and_the_trained_vs_untrained_null(tiny_zoos):
-    from msapod.studies.claims import VERDICTS
-    from msapod.studies.multiverse import CLAIM_IDS
+    from msapod.studies.verdict.claims import VERDICTS
+    from msapod.studies.verdict.multiverse import CLAIM_IDS
 
     trained, untrained, specs = tiny_zoos
     v = nulls.null_verdicts(untrained["z"])
@@ -423,7 +423,7 @@ def test_null_verdicts_and_the_trained_vs_untrained_null(tiny_zoos):
 def test_joint_curve_reuses_outcomes_without_changing_them(tiny_zoos):
     """The joint test's curve (each claim's evidence only, outcomes reused when a rule
     gets the same numbers) equals the rule run afresh on the fully relabelled zoo."""
-    import msapod.studies.multiverse as mv
+    import msapod.studies.verdict.multiverse as mv
 
     trained, untrained, specs = tiny_zoos
     arch = trained["z"].ev["architecture"].values.tolist()

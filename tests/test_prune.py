@@ -11,7 +11,7 @@ import xarray as xr
 
 from msapod.models.gpt import GPT, GPTConfig
 from msapod.models.train import evaluate, get_batch
-from msapod.studies import prune
+from msapod.studies.measure import prune
 
 torch.set_num_threads(1)
 

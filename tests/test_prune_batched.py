@@ -1,4 +1,4 @@
-"""Batched head ablation and the direct per-head spectra of ``msapod.studies.prune``.
+"""Batched head ablation and the direct per-head spectra of ``msapod.studies.measure.prune``.
 
 ``ablation_losses`` scores many masks per forward batch (shared prefixes, stacked
 masks); the reference is the plain loop of ``ablation_loss``, one ``evaluate`` per mask.
@@ -16,7 +16,7 @@ import torch
 import xarray as xr
 
 from msapod.models.gpt import GPT, GPTConfig
-from msapod.studies import prune
+from msapod.studies.measure import prune
 
 torch.set_num_threads(1)
 

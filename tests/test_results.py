@@ -14,7 +14,7 @@ from msapod._io import sha256_file
 from msapod.models import zoo
 from msapod.models.data import SHA256
 from msapod.studies.reproduce import _provenance, analysis_file
-from msapod.studies.results import (
+from msapod.studies.store.results import (
     RTOL,
     ResultsError,
     _close_text,

@@ -5,7 +5,7 @@ import pytest
 
 from msapod.cli import main
 from msapod.studies.reproduce import STEPS, reproduce
-from msapod.studies.scorecard import classify, combine
+from msapod.studies.verdict.scorecard import classify, combine
 
 
 def test_classify_intervals_against_a_range():

@@ -5,7 +5,12 @@ import pytest
 import xarray as xr
 
 import msapod
-from msapod.studies.uncertainty import arch_difference, pod_jackknife, scale_jackknife, t_quantile
+from msapod.studies.measure.uncertainty import (
+    arch_difference,
+    pod_jackknife,
+    scale_jackknife,
+    t_quantile,
+)
 
 
 def _fields(n=10, L=36, seed=0):

@@ -1,27 +1,44 @@
-"""The paper's studies built on the method core and the model zoo.
+"""The paper's studies built on the method core and the model zoo, in three tiers.
 
-* :mod:`.cache` -- cached fields and analyses (netCDF, keyed by inputs and version), the
-  one recipe of a cached per-model study and the stacking of the zoo's results,
-* :mod:`.fieldstats` -- per-model field summaries the method pages show (mean lags,
-  energies, mean fields, the scalogram of A),
-* :mod:`.modestats` -- per-model POD-mode lag/scale summaries and coherency curves,
-* :mod:`.uncertainty` -- jackknife intervals of T_spec, H* and the scale centroid,
-* :mod:`.convergence` -- nested-ensemble convergence of the spectra,
-* :mod:`.prune` -- head pruning guided by the POD spectra (claim C6),
-* :mod:`.llm` -- the same analysis on a real LLM (SmolLM2-135M),
-* :mod:`.claims` -- claim texts, verdict words, interval formatting and verdict admonitions,
-* :mod:`.rules` -- one rule per claim (95 % intervals, contrasts, edge-aware scales),
-* :mod:`.multiverse` -- every claim over the specification curve of reasonable readings,
-* :mod:`.nulls` -- null controls (untrained models, shuffled snippets) and the joint test
-  over the specification curve (permutation of architecture and layer labels),
-* :mod:`.check` -- :func:`check_claims`: the field-based claims on any attention fields,
-* :mod:`.own_model` -- ``msapod analyze``: any model and text to a dataset with intervals
-  and a self-contained HTML report,
-* :mod:`.scorecard` -- the claims checked against the zoo (the book's default reading),
+Imports only go down the list (``tests/test_layout.py`` checks it, imports inside
+functions included):
+
+* :mod:`.store` -- where fields and results are kept and verified:
+
+  * :mod:`.store.cache` -- the one field store (zoo and null ensembles), the one cached
+    per-model study recipe and the stacking of the zoo's results,
+  * :mod:`.store.results` -- the shipped ``results/``: manifest, verified loading and
+    comparison;
+
+* :mod:`.measure` -- what is measured on the fields and the models, no verdicts:
+
+  * :mod:`.measure.fieldstats` -- per-model field summaries the method pages show,
+  * :mod:`.measure.modestats` -- POD-mode lag/scale summaries and coherency curves,
+  * :mod:`.measure.uncertainty` -- jackknife intervals of T_spec, H* and the scale centroid,
+  * :mod:`.measure.convergence` -- nested-ensemble convergence of the spectra,
+  * :mod:`.measure.prune` -- head pruning guided by the POD spectra (the numbers behind C6),
+  * :mod:`.measure.llm` -- the same analysis on a real LLM (SmolLM2-135M);
+
+* :mod:`.verdict` -- how the claims are decided:
+
+  * :mod:`.verdict.rules` -- one rule per claim (95 % intervals, contrasts, edge-aware
+    scales, Holm across cases),
+  * :mod:`.verdict.claims` -- claim texts, verdict words, intervals and verdict boxes,
+  * :mod:`.verdict.multiverse` -- every claim over the specification curve of readings,
+  * :mod:`.verdict.curve` -- the curve on every trained zoo with its null columns and
+    joint test, cached (what ``multiverse.nc`` holds),
+  * :mod:`.verdict.nulls` -- null controls (untrained models, shuffled snippets) and the
+    joint test over the specification curve,
+  * :mod:`.verdict.check` -- :func:`check_claims`: the field-based claims on any fields,
+  * :mod:`.verdict.scorecard` -- the claims checked against the zoo;
+
+and on top, using all three:
+
 * :mod:`.reproduce` -- every cached study in one command, and ``--check``,
-* :mod:`.results` -- the shipped ``results/``: verified loading and comparison.
+* :mod:`.own_model` -- ``msapod analyze``: any model and text to a dataset with intervals
+  and a self-contained HTML report.
 """
 
-from .check import check_claims
+from .verdict.check import check_claims
 
 __all__ = ["check_claims"]

@@ -15,8 +15,8 @@ a Hugging Face model folder or id (loaded with eager attention; the ``hf`` extra
    interrupted run resumes at the next batch and a finished one is never recomputed;
 3. analyses one layer at a time with :func:`msapod.analyze` (steps 2-10, the book's code)
    and attaches leave-one-snapshot-out jackknife standard errors and 95 % intervals of the
-   scale centroid (:func:`~msapod.studies.uncertainty.scale_jackknife`) and of T_spec and
-   H*(eps) per window (:func:`~msapod.studies.uncertainty.pod_jackknife`), each layer
+   scale centroid (:func:`~msapod.studies.measure.uncertainty.scale_jackknife`) and of T_spec and
+   H*(eps) per window (:func:`~msapod.studies.measure.uncertainty.pod_jackknife`), each layer
    cached on its own;
 4. stacks the layers, and the sources along a ``model`` dim with an ``architecture``
    coordinate, into one dataset whose attrs record every parameter and whose ``model``
@@ -48,7 +48,7 @@ import numpy as np
 import xarray as xr
 
 from .._io import atomic_path, check_int, package_version
-from .cache import (
+from .store.cache import (
     cache_root,
     cached_dataset,
     concat_layers,
@@ -357,7 +357,7 @@ def _is_msapod_run(config: Path) -> bool:
 
 
 def _gguf_source(spec: str, label: str | None) -> Source:
-    from . import llm
+    from .measure import llm
 
     try:
         path = Path(spec).expanduser() if spec.endswith(".gguf") else llm.smollm2_path(False)
@@ -806,8 +806,8 @@ def analyse_field(F: xr.DataArray, params: dict, scales) -> xr.Dataset:
     Over 60 lines only with its documentation; the code is under 60.
     """
     from ..pipeline import analyze
-    from .modestats import lag_energy
-    from .uncertainty import pod_jackknife, scale_jackknife, t_quantile
+    from .measure.modestats import lag_energy
+    from .measure.uncertainty import pod_jackknife, scale_jackknife, t_quantile
 
     ana = analyze(
         F,
@@ -1163,7 +1163,7 @@ def analyze_sources(
             out.attrs["claims_models"] = card.attrs["claims_models"]
             out.attrs["claims_rules"] = (
                 "msapod.studies.check_claims: the book's default reading of "
-                "msapod.studies.rules (the scorecard's rules)"
+                "msapod.studies.verdict.rules (the scorecard's rules)"
             )
     return out
 
@@ -1183,7 +1183,7 @@ def evaluate_claims(
     """The paper's field-based claims on the analysed models, by the book's rules.
 
     :func:`msapod.studies.check_claims` (the default reading of
-    :mod:`msapod.studies.rules`, as the scorecard) on the head-averaged fields of every
+    :mod:`msapod.studies.verdict.rules`, as the scorecard) on the head-averaged fields of every
     model that is causal and analysed at all its layers, all such models together (so
     that the claims comparing architectures are decided where there are at least two
     models of each; otherwise they say they need more models). Cached by the fields' keys.
@@ -1564,7 +1564,7 @@ def _claims_html(ds: xr.Dataset) -> str:
     out = [
         "<p>Decided on "
         f"{esc(str(ds.attrs.get('claims_models', '')))} by the book's rules (the default "
-        "reading of <code>msapod.studies.rules</code>, the same code as the book's "
+        "reading of <code>msapod.studies.verdict.rules</code>, the same code as the book's "
         "scorecard, through <code>msapod.studies.check_claims</code>). What a single model "
         "can decide is decided; claims that compare architectures (C7, C8) need at least "
         "two models of each architecture and say so. Verdicts: holds, partly, not "

@@ -1,7 +1,7 @@
 """``msapod reproduce``: (re)compute every number the book shows, in one command.
 
 Each step calls the same cached functions the book's pages call, so a step whose cache
-is present and verified (keys and sha256 checks of :mod:`msapod.studies.cache`) is skipped in
+is present and verified (keys and sha256 checks of :mod:`msapod.studies.store.cache`) is skipped in
 seconds, an interrupted run resumes where it stopped, and a book build after
 ``msapod reproduce`` only reads. The results folder receives light copies as netCDF and
 the scorecard as CSV, with a ``manifest.json`` of sha256 sums::
@@ -21,7 +21,7 @@ the scorecard as CSV, with a ``manifest.json`` of sha256 sums::
 
 plus ``zoo_analysis-<variant>.nc`` for the other analysis settings the pages show
 (:data:`BOOK_ANALYSES`). The repository ships this folder; the pages read it through
-:func:`msapod.studies.results.load_result`, and :func:`check` (``msapod reproduce
+:func:`msapod.studies.store.results.load_result`, and :func:`check` (``msapod reproduce
 --check``) recomputes it into a temporary folder and compares.
 """
 
@@ -40,16 +40,16 @@ import xarray as xr
 
 from .._io import COMPRESS, atomic_path, package_version, sha256_file
 from ..models.data import SHA256 as DATA_SHA256
-from .cache import netcdf_safe, zoo_analysis
-from .convergence import convergence_study
-from .fieldstats import zoo_field_statistics
-from .llm import smollm2_analysis, token_layout
-from .modestats import zoo_mode_statistics
-from .multiverse import multiverse_study
-from .prune import pruning_study
-from .results import check_results, load_result, manifest, read_manifest, results_dir
-from .scorecard import zoo_scorecard
-from .uncertainty import zoo_uncertainty
+from .measure.convergence import convergence_study
+from .measure.fieldstats import zoo_field_statistics
+from .measure.llm import smollm2_analysis, token_layout
+from .measure.modestats import zoo_mode_statistics
+from .measure.prune import pruning_study
+from .measure.uncertainty import zoo_uncertainty
+from .store.cache import netcdf_safe, zoo_analysis
+from .store.results import check_results, load_result, manifest, read_manifest, results_dir
+from .verdict.curve import multiverse_study
+from .verdict.scorecard import zoo_scorecard
 
 __all__ = [
     "BOOK_ANALYSES",
@@ -74,7 +74,7 @@ STEPS = (
     "scorecard",
 )
 
-#: Parameter sets of :func:`msapod.studies.cache.cached_analysis` that the book's pages read
+#: Parameter sets of :func:`msapod.studies.store.cache.cached_analysis` that the book's pages read
 #: (page 04's window-rule sensitivity, page 05's centroid-centred windows).
 BOOK_ANALYSES: tuple[dict, ...] = (
     {},
@@ -344,7 +344,7 @@ def check(
     The recomputation reads the field and analysis cache like any run (``$MSAPOD_CACHE``:
     point it at an empty folder to recompute from the checkpoints, as CI does) into
     ``scratch`` (default a new temporary folder, removed afterwards). The comparison is
-    :func:`msapod.studies.results.check_results`: same files, variables and coordinates,
+    :func:`msapod.studies.store.results.check_results`: same files, variables and coordinates,
     numbers within its tolerances, verdicts identical.
 
     Returns

@@ -2,10 +2,10 @@
 
 :func:`zoo_scorecard` computes the table the book's scorecard page shows and
 ``msapod reproduce`` writes as CSV. Its verdicts are the **main specification** of the
-specification curve (:mod:`msapod.studies.multiverse`), decided by the same rule
-functions (:mod:`msapod.studies.rules`) on the same numbers, so the scorecard, the
+specification curve (:mod:`msapod.studies.verdict.multiverse`), decided by the same rule
+functions (:mod:`msapod.studies.verdict.rules`) on the same numbers, so the scorecard, the
 specification curve and every page's verdict admonition
-(:func:`msapod.studies.claims.verdict_markdown`) agree by construction. Verdicts:
+(:func:`msapod.studies.verdict.claims.verdict_markdown`) agree by construction. Verdicts:
 
 * **holds** -- every model/layer the claim is about passes, with its 95 % interval;
 * **partly** -- some pass (with their interval), others do not or are not significant;
@@ -19,7 +19,7 @@ The LLM columns (SmolLM2-135M) are decided by the same rule functions
 
 Intervals: per model and layer, 1.96 jackknife standard errors over snapshots;
 architecture differences (C7, C8, the loss) use the Student-t interval over the training
-seeds of :func:`msapod.studies.uncertainty.arch_difference`.
+seeds of :func:`msapod.studies.measure.uncertainty.arch_difference`.
 """
 
 from __future__ import annotations
@@ -70,17 +70,17 @@ def zoo_scorecard(
         Zoo models (default the main zoo's: two or three seeds per architecture).
     uncertainty
         Ignored (kept for compatibility): the intervals come from the specification
-        curve's own jackknife (:func:`msapod.studies.multiverse.layer_evidence`).
+        curve's own jackknife (:func:`msapod.studies.verdict.multiverse.layer_evidence`).
     convergence, pruning
-        Results of :func:`msapod.studies.convergence.convergence_study` and
-        :func:`msapod.studies.prune.pruning_study`; computed (or read from the cache) when
+        Results of :func:`msapod.studies.measure.convergence.convergence_study` and
+        :func:`msapod.studies.measure.prune.pruning_study`; computed (or read from the cache) when
         None; False skips them (N = 600 readings and C6 are then not testable).
     llm
-        Result of :func:`msapod.studies.llm.smollm2_analysis`; None computes it when the
+        Result of :func:`msapod.studies.measure.llm.smollm2_analysis`; None computes it when the
         optional ``llm`` extra is installed, False skips it (the LLM columns then say
         so).
     multiverse
-        :func:`msapod.studies.multiverse.multiverse_study` result: fills ``robust_share``,
+        :func:`msapod.studies.verdict.curve.multiverse_study` result: fills ``robust_share``,
         ``joint_p``, ``untrained`` and ``shuffled`` (None: "not computed").
 
     Returns
@@ -93,11 +93,11 @@ def zoo_scorecard(
         of :func:`msapod.studies.check_claims` (fields -> evidence -> rules).
         ``untrained`` and ``shuffled`` are the same rule at the same reading on the
         untrained copies of the models and on the trained models with the characters of
-        each snippet shuffled (:mod:`msapod.studies.nulls`); "—" in ``shuffled`` for the
+        each snippet shuffled (:mod:`msapod.studies.verdict.nulls`); "—" in ``shuffled`` for the
         claims that are not about lag structure
-        (:data:`msapod.studies.nulls.SHUFFLED_NOT_APPLICABLE` says why).
+        (:data:`msapod.studies.verdict.nulls.SHUFFLED_NOT_APPLICABLE` says why).
     """
-    from ..models import zoo
+    from ...models import zoo
     from .multiverse import main_outcomes, zoo_data
 
     models = list(zoo.models() if models is None else models)
@@ -190,7 +190,7 @@ def _merge_llm(card: pd.DataFrame, llm, progress: bool) -> pd.DataFrame:
 
 def _llm_rows(llm, progress: bool) -> list[dict]:
     try:
-        from .llm import smollm2_analysis
+        from ..measure.llm import smollm2_analysis
     except ImportError as err:  # the optional extra is missing: say so in the table
         return [
             dict(claim=c, measured=f"not run ({err})", verdict="not run")
@@ -205,14 +205,14 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     """C1, C2, C3 and C5 on an LLM analysis with the zoo's rules (:mod:`.rules`).
 
     ``ds`` is a :func:`msapod.analyze` result with a ``layer`` dim (e.g.
-    :func:`msapod.studies.llm.smollm2_analysis`). Depth groups come from
-    :func:`msapod.studies.llm.depth_groups`; scales are converted from tokens to
+    :func:`msapod.studies.measure.llm.smollm2_analysis`). Depth groups come from
+    :func:`msapod.studies.measure.llm.depth_groups`; scales are converted from tokens to
     characters with the ensemble's characters per token. The dominant scale is read
     from the analysis' own scale spectrum as in the zoo (interior maximum, else a bound at
     the grid's edge); it has no jackknife here ("point value"). T_spec and H* use the
     shipped jackknife standard errors (``T_spec_se``, ``H_star_se``) when present.
     """
-    from .llm import depth_groups
+    from ..measure.llm import depth_groups
     from .rules import rule_c1, rule_c2, rule_c3, rule_c5, scale_reading
 
     cpt = float(ds.attrs.get("ensemble_chars_per_token", ds.attrs.get("chars_per_token", 1.0)))

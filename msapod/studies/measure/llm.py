@@ -14,7 +14,7 @@ same seed. At 3.10 characters per token (measured on the split), the default
 ``length = 83`` tokens spans about 256 characters, the zoo snippets' span, so the lag
 range 1..L/2 of the scalogram covers about the same text (1..41 tokens, 3..127
 characters). Lags are in tokens; the scorecard's LLM rows
-(:func:`msapod.studies.scorecard.llm_rows`) convert them to characters with the
+(:func:`msapod.studies.verdict.scorecard.llm_rows`) convert them to characters with the
 ensemble's measured characters per token.
 
 :func:`smollm2_analysis` is streamed and resumable: (1) one forward pass per batch of
@@ -45,9 +45,9 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
-from .._io import check_int, verify_sha256
-from ..models.data import ensemble_offsets, load_corpus, load_text
-from .cache import cache_root, cached_dataset, concat_layers, key_hash, values_sha256
+from ..._io import check_int, verify_sha256
+from ...models.data import ensemble_offsets, load_corpus, load_text
+from ..store.cache import cache_root, cached_dataset, concat_layers, key_hash, values_sha256
 
 __all__ = [
     "GGUF_FILE",
@@ -478,7 +478,7 @@ class _Fields:
 
     def _extract(self, f, plan, length: int, model, progress: bool) -> None:
         """Run the forward passes of the batches not done yet, flagging each when written."""
-        from ..models.extract import collect_attention
+        from ...models.extract import collect_attention
 
         done = f["done"][()]
         ids = f["ids"][()]
@@ -537,10 +537,10 @@ def _parts(n: int, length: int, seed: int, params: dict) -> dict:
 
 
 def _analyse_layer(fields: _Fields, layer: int, params: dict, ens: dict) -> xr.Dataset:
-    from ..pipeline import analyze
-    from ..resampling import bootstrap_spectrum, jackknife_se
-    from ..spectra import effective_rank
-    from ..spectra import spectral_concentration as conc
+    from ...pipeline import analyze
+    from ...resampling import bootstrap_spectrum, jackknife_se
+    from ...spectra import effective_rank
+    from ...spectra import spectral_concentration as conc
 
     values = fields.layer(layer - 1)
     n, length = values.shape[:2]
@@ -593,7 +593,7 @@ def smollm2_analysis(
         The ensemble of :func:`token_ensemble`: ``n`` snippets of ``length`` tokens
         (default 150 x 83 tokens, about 256 characters each, as in the zoo).
     cache_dir
-        Cache root; default :func:`msapod.studies.cache.cache_dir`.
+        Cache root; default :func:`msapod.studies.store.cache.cache_dir`.
     progress
         tqdm bars over forward passes and layers.
     keep_fields

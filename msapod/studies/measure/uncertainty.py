@@ -31,17 +31,17 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from ..fields import check_field, reynolds, to_lag
-from ..resampling import bootstrap_spectrum, jackknife_se
-from ..spectra import effective_rank, spectral_concentration, tail_fraction, tail_rank
-from ..wavelets import (
+from ...fields import check_field, reynolds, to_lag
+from ...resampling import bootstrap_spectrum, jackknife_se
+from ...spectra import effective_rank, spectral_concentration, tail_fraction, tail_rank
+from ...wavelets import (
     check_scales,
     fourier_period,
     log_scales,
     scale_centroid,
     scale_spectrum_operator,
 )
-from .cache import ModelInputs, cached_analysis, cached_model_study, model_inputs, stack_zoo
+from ..store.cache import ModelInputs, cached_analysis, cached_model_study, model_inputs, stack_zoo
 
 __all__ = [
     "arch_difference",
@@ -370,8 +370,9 @@ def zoo_uncertainty(
     """Jackknife standard errors of the zoo's per-layer numbers (cached).
 
     For every zoo model and layer (head-averaged fields of
-    :func:`msapod.studies.cache.cached_fields`, default analysis of
-    :func:`msapod.studies.cache.cached_analysis`): the scale centroid and scalogram energy of u
+    :func:`msapod.studies.store.cache.cached_fields`, default analysis of
+    :func:`msapod.studies.store.cache.cached_analysis`): the scale centroid and scalogram
+    energy of u
     (:func:`scale_jackknife`), and T_spec and H*(eps) of every window
     (:func:`pod_jackknife`). One model is processed at a time.
 

@@ -1,9 +1,9 @@
 """Mode and coherency statistics of the zoo: what the method pages 04-06 show.
 
 For one zoo model, everything below is computed from the default analysis
-(:func:`msapod.studies.cache.cached_analysis`, ``centre="peak"``), the analysis with
+(:func:`msapod.studies.store.cache.cached_analysis`, ``centre="peak"``), the analysis with
 centroid-centred windows (``centre="centroid"``) and, for the coherency, the
-head-averaged fields (:func:`msapod.studies.cache.cached_fields`: the paper's ensemble
+head-averaged fields (:func:`msapod.studies.store.cache.cached_fields`: the paper's ensemble
 of N = 150 snapshots of L = 256 characters, all six layers). The result is cached as
 verified netCDF keyed by both analyses' keys and :data:`MODESTATS_FORMAT`. The book's
 pages read the stacked result of :func:`zoo_mode_statistics` from the shipped
@@ -57,10 +57,10 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from .._io import COMPRESS
-from ..fields import reynolds, to_lag
-from ..wavelets import coherency, log_scales, scalogram
-from .cache import ModelInputs, cached_analysis, cached_model_study, model_inputs, stack_zoo
+from ..._io import COMPRESS
+from ...fields import reynolds, to_lag
+from ...wavelets import coherency, log_scales, scalogram
+from ..store.cache import ModelInputs, cached_analysis, cached_model_study, model_inputs, stack_zoo
 
 __all__ = [
     "FIXED_SCALES",
@@ -423,9 +423,9 @@ def mode_statistics(
     name
         Zoo model name.
     n, length, seed
-        The ensemble (see :func:`msapod.studies.cache.cached_fields`).
+        The ensemble (see :func:`msapod.studies.store.cache.cached_fields`).
     cache_dir
-        Cache root; default :func:`msapod.studies.cache.cache_dir`.
+        Cache root; default :func:`msapod.studies.store.cache.cache_dir`.
     progress
         Show progress while fields or analyses are computed.
 
@@ -477,7 +477,7 @@ def _model_summary(inputs: ModelInputs, analyses: dict[str, xr.Dataset]) -> xr.D
     out = xr.merge([out, coh], compat="override", join="outer", combine_attrs="override")
     out.attrs = {
         "model": inputs.name,
-        "source": "msapod.studies.modestats.mode_statistics",
+        "source": "msapod.studies.measure.modestats.mode_statistics",
         "analysis_key": analyses["peak"].attrs["analysis_key"],
         "centroid_analysis_key": analyses["centroid"].attrs["analysis_key"],
         "description": (
@@ -520,6 +520,6 @@ def zoo_mode_statistics(
         progress=progress,
         compressed=["mode_lag", "coherency_matrix", "lag_energy"],
     )
-    out.attrs["source"] = "msapod.studies.modestats.zoo_mode_statistics"
+    out.attrs["source"] = "msapod.studies.measure.modestats.zoo_mode_statistics"
     out.attrs["format"] = MODESTATS_FORMAT
     return out

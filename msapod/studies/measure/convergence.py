@@ -20,11 +20,11 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
-from ..fields import check_field
-from ..models.data import ensemble_offsets, load_corpus
-from ..resampling import double_centre
-from ..spectra import effective_rank, spectral_concentration
-from .cache import ModelInputs, cached_model_study, iter_attention, model_inputs, stack_zoo
+from ...fields import check_field
+from ...models.data import ensemble_offsets, load_corpus
+from ...resampling import double_centre
+from ...spectra import effective_rank, spectral_concentration
+from ..store.cache import ModelInputs, cached_model_study, iter_attention, model_inputs, stack_zoo
 from .uncertainty import fractional_rank
 
 __all__ = ["convergence_study", "nested_ensemble", "nested_spectra"]
@@ -80,7 +80,7 @@ def nested_spectra(
         dims ``n`` (and ``eps``, ``rank`` up to max(ns)): ``spectrum(n, rank)`` (NaN
         beyond N), ``T_spec`` (fit 1..N/2), ``T_spec_fixed`` (fit ``fixed_k``),
         ``H_star(n, eps)``, ``at_rank_limit(n, eps)``, and jackknife ``*_se`` (for H*:
-        of :func:`msapod.studies.uncertainty.fractional_rank`).
+        of :func:`msapod.studies.measure.uncertainty.fractional_rank`).
 
     Over 60 lines only with its documentation; the code is under 60.
     """

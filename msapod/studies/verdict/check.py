@@ -1,10 +1,10 @@
 """The paper's field-based claims on any attention fields, with the book's rules.
 
 :func:`check_claims` is the scorecard's own path (fields -> per-layer evidence
-(:func:`msapod.studies.multiverse.fields_evidence`) -> the rule of each claim under the
-book's default reading (:func:`msapod.studies.multiverse.main_outcomes`) -> a table)
+(:func:`msapod.studies.verdict.multiverse.fields_evidence`) -> the rule of each claim under the
+book's default reading (:func:`msapod.studies.verdict.multiverse.main_outcomes`) -> a table)
 applied to fields the caller brings: one's own model, untrained models, shuffled inputs.
-The zoo's scorecard (:func:`msapod.studies.scorecard.zoo_scorecard`) is the same path on
+The zoo's scorecard (:func:`msapod.studies.verdict.scorecard.zoo_scorecard`) is the same path on
 the zoo's cached fields, so a verdict here and there is decided by the same code.
 """
 
@@ -113,7 +113,7 @@ def check_claims(
     -------
     pandas.DataFrame
         Index ``claim``; columns ``verdict`` (a word of
-        :data:`msapod.studies.claims.VERDICTS`), ``measured``, ``interval`` (the 95 %
+        :data:`msapod.studies.verdict.claims.VERDICTS`), ``measured``, ``interval`` (the 95 %
         intervals, or "point value"), ``rule``, ``cases``, ``reason``, ``paper`` (the
         claim as stated) and ``paper_value`` (whether a number the paper states is inside
         the intervals).
@@ -121,14 +121,14 @@ def check_claims(
     Notes
     -----
     The layer groups are the paper's (early 1-2, late 5-6, the rest 3-6) for six layers
-    and :func:`msapod.studies.llm.depth_groups` ("literal": early 1-2, late the last
+    and :func:`msapod.studies.measure.llm.depth_groups` ("literal": early 1-2, late the last
     third) otherwise; C4 and C8 name layers of the paper's six-layer model and are not
     testable on other depths. C10 (Theorem 1) is checked on layer 4 (or the middle layer)
     of the first model.
 
     Over 60 lines only with its documentation; the code is under 60.
     """
-    from .llm import depth_groups
+    from ..measure.llm import depth_groups
     from .multiverse import MAIN_SPEC, ZooData, fields_evidence, main_outcomes
 
     fields = _check_fields(fields, dim)

@@ -1,7 +1,7 @@
 """Field statistics of the zoo: the plain summaries the method pages 01-03 show.
 
 For one zoo model, every statistic below is computed from the head-averaged fields
-:math:`A_s^l(i, j)` of :func:`msapod.studies.cache.cached_fields` (the paper's ensemble:
+:math:`A_s^l(i, j)` of :func:`msapod.studies.store.cache.cached_fields` (the paper's ensemble:
 N = 150 snapshots of L = 256 characters, all six layers) in one pass, one layer at a
 time, and cached as verified netCDF. The book's pages read the stacked result of
 :func:`zoo_field_statistics` from the shipped ``results/fieldstats.nc`` and never extract
@@ -46,10 +46,10 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from .._io import COMPRESS
-from ..fields import check_field
-from ..wavelets import fourier_period, scalogram
-from .cache import ModelInputs, cached_model_study, model_inputs, stack_zoo
+from ..._io import COMPRESS
+from ...fields import check_field
+from ...wavelets import fourier_period, scalogram
+from ..store.cache import ModelInputs, cached_model_study, model_inputs, stack_zoo
 
 __all__ = [
     "FIELDSTATS_FORMAT",
@@ -174,7 +174,7 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
     A
         Attention probabilities :math:`A_s^l(i, j)`, dims ``("layer", "snapshot",
         "query", "key")`` with query and key positions ``0 .. L-1`` (as returned by
-        :func:`msapod.studies.cache.cached_fields`); at least two snapshots. Each layer
+        :func:`msapod.studies.store.cache.cached_fields`); at least two snapshots. Each layer
         is converted to float64 on its own, so memory peaks at a few copies of one layer.
     omega0
         Morlet centre frequency of ``scale_spectrum_A``.
@@ -232,7 +232,9 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
         "length": length,
         "omega0": omega0,
         "split_half": f"snapshots 0..{A.sizes['snapshot'] // 2 - 1} vs the rest",
-        "method": "msapod.studies.fieldstats.summarise_fields, float64, one layer at a time",
+        "method": (
+            "msapod.studies.measure.fieldstats.summarise_fields, float64, one layer at a time"
+        ),
     }
     return ds
 
@@ -254,7 +256,7 @@ def field_statistics(
     name
         Zoo model name (:data:`msapod.zoo.MODELS`).
     n, length, seed
-        The ensemble of :func:`msapod.studies.cache.cached_fields` (N snapshots of L
+        The ensemble of :func:`msapod.studies.store.cache.cached_fields` (N snapshots of L
         characters of the validation split).
     progress
         Progress bar while the fields are extracted (only on a cold field cache).
@@ -262,7 +264,7 @@ def field_statistics(
         Cache root (default ``$MSAPOD_CACHE`` or ``~/.cache/msapod``).
     model
         An already loaded checkpoint with ``weights_sha256`` instead of
-        ``msapod.zoo.load(name)`` (as in :func:`~msapod.studies.cache.cached_fields`).
+        ``msapod.zoo.load(name)`` (as in :func:`~msapod.studies.store.cache.cached_fields`).
 
     Returns
     -------
@@ -317,7 +319,7 @@ def zoo_field_statistics(
     -------
     xarray.Dataset
         dims ``model``, ``layer``, ``snapshot``, ``query``, ``key``, ``lag``, ``scale``;
-        coord ``architecture`` on ``model`` (:func:`~msapod.studies.cache.stack_models`);
+        coord ``architecture`` on ``model`` (:func:`~msapod.studies.store.cache.stack_models`);
         the per-model ``fields_key`` and ``weights_sha256`` become variables on
         ``model``. ``mean_field`` is float32 and compressed on disk.
     """
@@ -335,7 +337,7 @@ def zoo_field_statistics(
     drop = ("fieldstats_key", "cache_key_parts", "values_sha256", "description")
     out.attrs = {k: v for k, v in out.attrs.items() if k not in drop}
     out.attrs["description"] = (
-        "field statistics of the zoo (msapod.studies.fieldstats): head-averaged attention "
+        "field statistics of the zoo (msapod.studies.measure.fieldstats): head-averaged attention "
         f"of {n} validation snippets of {length} characters (seed {seed}), every layer"
     )
     return out

@@ -10,8 +10,8 @@ combines them with :func:`combine` (the rules themselves: :mod:`.rules`):
 * **does not hold** -- no case passes and at least one fails beyond its interval;
 * **not testable as stated** -- the claim cannot be checked with this setup.
 
-The per-claim rules are in :mod:`msapod.studies.rules`; the specification curve (every
-claim under every reasonable reading of the paper) in :mod:`msapod.studies.multiverse`.
+The per-claim rules are in :mod:`msapod.studies.verdict.rules`; the specification curve (every
+claim under every reasonable reading of the paper) in :mod:`msapod.studies.verdict.multiverse`.
 Pages show a verdict only through :func:`verdict_markdown` / :func:`show_verdict`, which
 read the specification curve, so a page cannot disagree with the scorecard.
 
@@ -235,7 +235,7 @@ def axis_flips(claim: str, mv, zoo: str | None = None) -> dict[str, float]:
 
 
 #: Each claim's rule in one line (book symbols, MyST math); the full rule is in
-#: :mod:`msapod.studies.rules` and on the page "The paper and its open choices".
+#: :mod:`msapod.studies.verdict.rules` and on the page "The paper and its open choices".
 RULE_LINES = {
     "C1": r"$a^*_{1,2} \le 7$ in every model, and $a^*$ larger in layers 5–6 than in 1–2",
     "C2": r"$a^*_{5,6} \ge 20$ in every model, and $a^*$ larger in layers 5–6 than in 1–2",
@@ -366,7 +366,7 @@ def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
     claim
         ``"C1"`` ... ``"C10"`` or ``"L"``.
     mv
-        :func:`msapod.studies.multiverse.multiverse_study` result.
+        :func:`msapod.studies.verdict.curve.multiverse_study` result.
     zoo
         Zoo name (default: the main zoo). A zoo that is not trained gives an admonition
         saying so.

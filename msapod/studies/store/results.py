@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .._io import verify_sha256
-from ..models.data import SHA256 as DATA_SHA256
+from ..._io import verify_sha256
+from ...models.data import SHA256 as DATA_SHA256
 
 __all__ = [
     "ATOL",
@@ -63,7 +63,7 @@ def results_dir(folder: str | os.PathLike | None = None) -> Path:
     env = os.environ.get("MSAPOD_RESULTS")
     if env:
         return Path(env).expanduser()
-    return Path(__file__).resolve().parents[2] / "results"
+    return Path(__file__).resolve().parents[3] / "results"
 
 
 def read_manifest(path: Path) -> dict:
@@ -112,7 +112,7 @@ def manifest(folder: str | os.PathLike | None = None) -> dict:
 
 
 def _check_provenance(man: dict, path: Path) -> None:
-    from ..models import zoo
+    from ...models import zoo
 
     prov = man.get("provenance")
     if not isinstance(prov, dict):

@@ -3,7 +3,7 @@
 The paper leaves many choices open (the book's page "The paper and its open choices").
 Following the specification-curve analysis of Simonsohn, Simmons & Nelson (2020) and the
 multiverse analysis of Steegen et al. (2016), each claim is decided by its rule
-(:mod:`msapod.studies.rules`) under every combination of the readings that affect it, and
+(:mod:`msapod.studies.verdict.rules`) under every combination of the readings that affect it, and
 the share of specifications giving each verdict is reported next to the verdict of the
 **book's default reading**.
 
@@ -28,7 +28,7 @@ C6, C10 and L have one reading per zoo. The scale claims are evaluated at N = 15
 
 **The book's default reading** takes the paper's stated choice wherever the paper states
 one and the book's own choice elsewhere, each tagged in :data:`READING_TAGS` (and in the
-attrs of :func:`multiverse_study`): the scalogram of the attention A (*paper*), the 1/a
+attrs of :func:`.curve.multiverse_study`): the scalogram of the attention A (*paper*), the 1/a
 rectified scale spectrum (*book*), scales log-spaced from 3 to L/2 (*book*: the paper
 gives no grid), the dominant scale as a local maximum with edge maxima read as bounds
 (*paper*), the window centred where the energy of a* sits with sigma = a* (*book*), H*
@@ -49,18 +49,16 @@ model and layer is held in memory at a time.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from .. import lagstats
-from ..backends.memory import eig_desc
+from ... import lagstats, wavelets
+from ...backends.memory import eig_desc
 from .claims import CLAIMS
 from .rules import (
     PAPER_LAGS,
@@ -78,7 +76,6 @@ __all__ = [
     "MAIN_SPEC",
     "READING_TAGS",
     "ZooData",
-    "add_nulls",
     "assemble_study",
     "evaluate",
     "fields_evidence",
@@ -87,8 +84,6 @@ __all__ = [
     "main_outcomes",
     "mode_lag_energy",
     "model_evidence",
-    "multiverse_study",
-    "null_verdict_columns",
     "rule_call",
     "specifications",
     "theorem1_check",
@@ -168,7 +163,7 @@ CLAIM_IDS = tuple(CLAIM_AXES)
 
 
 def _grid(scale_min: float, n_lag: int) -> np.ndarray:
-    from ..wavelets import log_scales
+    from ...wavelets import log_scales
 
     return log_scales(n_lag, float(scale_min), n_lag / 2, NUM_SCALES)
 
@@ -178,7 +173,7 @@ _OPERATORS: dict = {}
 
 def _operator(scale_min: float, lags: np.ndarray, omega0: float) -> np.ndarray:
     """Morlet scale-spectrum operator ``M (scale, lag * lag)`` of one grid (memoised)."""
-    from ..wavelets import scale_spectrum_operator
+    from ...wavelets import scale_spectrum_operator
 
     key = (float(scale_min), len(lags), float(lags[0]), float(omega0))
     if key not in _OPERATORS:
@@ -332,10 +327,10 @@ def layer_evidence(
         ``c4_peaks`` (C4); ``c9_ratio`` (C9); ``spectrum`` (plain POD); optionally
         ``t1_gap``, ``t1_beaten``.
     """
-    from ..fields import check_field, to_lag
-    from ..resampling import bootstrap_spectrum
-    from ..spectra import effective_rank, spectral_concentration
-    from .uncertainty import fractional_rank
+    from ...fields import check_field, to_lag
+    from ...resampling import bootstrap_spectrum
+    from ...spectra import effective_rank, spectral_concentration
+    from ..measure.uncertainty import fractional_rank
 
     check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim, min_snapshots=3)
     AX = AXES if axes is None else {**AXES, **axes}
@@ -442,10 +437,10 @@ def layer_evidence(
 
     plain_spec = phi_spectra(V[:, 0], None)
 
-    from ..wavelets import fourier_period
+    from ...wavelets import fourier_period
 
     def energy_max_lag(f: str, a: float) -> float:
-        E_b = lagstats.scalogram_energy(C_full[f], [a], lags, omega0)[0]
+        E_b = wavelets.scalogram_energy(C_full[f], [a], lags, omega0)[0]
         return float(lags[int(np.argmax(E_b))])
 
     dims_w = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
@@ -566,7 +561,7 @@ def theorem1_check(u: xr.DataArray, *, dim: str = "snapshot", seed: int = 0):
     random basis' error is ``mean_s ||u_s||^2 - mean_s ||Q^T u_s||^2`` for an orthonormal
     ``Q`` drawn on the causal entries (the quantity :func:`msapod.basis_error` computes).
     """
-    from ..decomposition import pod, reconstruction_error
+    from ...decomposition import pod, reconstruction_error
 
     n = u.sizes[dim]
     ranks = [k for k in (1, 5, 20) if k < n - 1] or [1]
@@ -618,11 +613,11 @@ def model_evidence(
 ) -> xr.Dataset:
     """:func:`layer_evidence` of every layer of zoo model ``name`` (cached).
 
-    Streams one layer of :func:`msapod.studies.cache.cached_fields` at a time. The cache
+    Streams one layer of :func:`msapod.studies.store.cache.cached_fields` at a time. The cache
     key holds the fields' key (weights and data sha256, ensemble) and the weights'
     sha256.
     """
-    from .cache import cached_dataset, cached_fields
+    from ..store.cache import cached_dataset, cached_fields
 
     F = cached_fields(name, progress=progress, cache_dir=cache_dir)
     parts = {
@@ -654,7 +649,7 @@ def trained_zoos(zoos: Sequence[str] | None = None) -> tuple[list[str], list[str
     then used with its trained models (:func:`msapod.models.zoo.trained`), for what they
     can decide (the architecture contrasts need two seeds of each and say so otherwise).
     """
-    from ..models import zoo
+    from ...models import zoo
 
     names = list(zoo.ZOOS) if zoos is None else list(zoos)
     for z in names:
@@ -768,7 +763,7 @@ class ZooData:
             return c[name], c[f"{name}_se"]
         if which == "energy":
             return c["H_star"].sel(eps=EPS), c["H_star_se"].sel(eps=EPS)
-        from ..spectra import effective_rank
+        from ...spectra import effective_rank
 
         lam = c["spectrum"].sel(rank=slice(1, n))
         H = effective_rank(lam.fillna(0.0), EPS, "l2", n_snapshots=n).reset_coords(drop=True)
@@ -776,7 +771,7 @@ class ZooData:
 
 
 def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
-    """The claim's :data:`~msapod.studies.rules.RULES` function under ``spec``."""
+    """The claim's :data:`~msapod.studies.verdict.rules.RULES` function under ``spec``."""
     got = rule_call(claim, spec, data)
     if isinstance(got, Outcome):
         return got
@@ -787,9 +782,9 @@ def evaluate(claim: str, spec: dict, data: ZooData) -> Outcome:
 def rule_call(claim: str, spec: dict, data: ZooData):
     """What :func:`evaluate` computes, before the rule runs: ``(rule, args, kwargs)``,
     the rule function and the numbers it reads under ``spec`` (small arrays per model and
-    layer); or the :class:`~msapod.studies.rules.Outcome` itself where the claim cannot
+    layer); or the :class:`~msapod.studies.verdict.rules.Outcome` itself where the claim cannot
     be evaluated (not testable as stated). The joint test
-    (:func:`msapod.studies.nulls.claim_curve`) reuses an outcome when the same numbers
+    (:func:`msapod.studies.verdict.nulls.claim_curve`) reuses an outcome when the same numbers
     come back."""
     from .rules import NOT_TESTABLE
 
@@ -908,7 +903,7 @@ def zoo_losses(models) -> tuple[xr.DataArray, bool]:
     ``config.json``: :func:`msapod.models.train.validation_loss` of the stored model) and
     whether any model stopped before its planned steps (its loss is then the last
     20-batch estimate, and the rule says the models are unfinished)."""
-    from ..models.zoo import ZOO_CONFIGS, architecture, path
+    from ...models.zoo import ZOO_CONFIGS, architecture, path
 
     cfg = [json.loads((path(m) / "config.json").read_text()) for m in models]
     loss = xr.DataArray(
@@ -934,7 +929,7 @@ def zoo_data(
     ``convergence`` / ``pruning``: a study result, None (compute or read it from the
     cache) or False (skip: N = 600 and C6 are then not testable).
     """
-    from .cache import stack_models
+    from ..store.cache import stack_models
 
     models = list(models)
     ev = stack_models(
@@ -948,12 +943,12 @@ def zoo_data(
     )
     ev.attrs["n_snapshots"] = int(ev.sizes["rank"])
     if convergence is None:
-        from .convergence import convergence_study
+        from ..measure.convergence import convergence_study
 
         convergence = convergence_study(models, progress=progress, cache_dir=cache_dir)
     conv = convergence.sel(model=models) if convergence is not False else None
     if pruning is None:
-        from .prune import pruning_study
+        from ..measure.prune import pruning_study
 
         pruning = pruning_study(models, progress=progress, cache_dir=cache_dir)
     c6 = pruning if pruning is not False else None
@@ -966,182 +961,9 @@ def main_outcomes(data: ZooData) -> dict[str, Outcome]:
     return {c: evaluate(c, spec, data) for c in CLAIM_IDS}
 
 
-def _source_hash() -> str:
-    h = hashlib.sha256()
-    for mod in ("rules.py", "multiverse.py", "claims.py", "nulls.py"):
-        h.update((Path(__file__).parent / mod).read_bytes())
-    return h.hexdigest()
-
-
-def multiverse_study(
-    zoos: Sequence[str] | None = None,
-    *,
-    progress: bool = False,
-    convergence: dict | None = None,
-    pruning: dict | None = None,
-    cache_dir=None,
-    data: dict | None = None,
-    nulls: bool | None = None,
-) -> xr.Dataset:
-    """Every claim under every specification of its sub-grid, on every trained zoo.
-
-    Parameters
-    ----------
-    zoos
-        Zoo names (default every zoo of :data:`msapod.models.zoo.ZOOS`); zoos whose
-        models are not all trained are skipped and listed in the attr ``not_trained``.
-    progress
-        Progress bars.
-    convergence, pruning
-        Optional ``{zoo: study result or False}`` (default: read or compute the cached
-        studies; False skips, making N = 600 or C6 not testable).
-    data
-        Optional ``{zoo: ZooData}`` (tests: synthetic evidence; not cached then).
-    nulls
-        Add the null controls (:mod:`msapod.studies.nulls`): ``untrained_verdict`` (the
-        default reading's verdict on the untrained models of the main zoo),
-        ``shuffled_verdict`` (on the main zoo's trained models with the characters of
-        each snippet shuffled, the claims about lag structure; computed at the default
-        reading only) and the joint test over the curve (``joint_p``, ``joint_note``,
-        ``joint_null``, ``joint_reachable`` per claim). Default: True for the zoo, False
-        with ``data``.
-
-    Returns
-    -------
-    xarray.Dataset
-        dims ``claim``, ``spec``, ``model``, ``layer``. Coordinates along ``spec``: one
-        per axis (``zoo``, ``field``, ``normalisation``, ``scale_min``, ``scale_stat``,
-        ``centre``, ``width``, ``criterion``, ``n``, ``fit``) and the boolean ``main``.
-        Variables: ``verdict(claim, spec)`` (a verdict word; "" where the claim does not
-        apply), ``applicable``, ``measured``, ``rule``, ``cases``, ``reason``;
-        ``stat``, ``lower``, ``upper`` (claim, spec, model, layer: the key statistic and
-        its 95 % interval, NaN where not applicable); ``contrast*`` (claim, spec, model:
-        C3, C5) and ``diff*`` (claim, spec, layer: C7, C8, L); per claim ``claim_text``,
-        ``axes``, ``threshold_low``, ``threshold_high``. Attrs: ``zoos`` (analysed, the
-        main zoo first), ``main_zoo``, ``not_trained``, ``main_specification`` (JSON).
-    """
-    if data is not None:
-        trained, untrained = list(data), []
-        ds = assemble_study(trained, untrained, data)
-        return add_nulls(ds, data, None) if nulls else ds
-    nulls = True if nulls is None else nulls
-    from ..models import zoo as zoo_mod
-
-    trained, untrained = trained_zoos(zoos)
-    parts = {"source": _source_hash(), "zoos": trained, "format": EVIDENCE_FORMAT}
-    weights = {}
-    for z in trained:
-        for m in zoo_mod.trained(z):
-            weights[m] = json.loads((zoo_mod.path(m) / "config.json").read_text()).get(
-                "weights_sha256", ""
-            )
-    parts["weights_sha256"] = weights
-    parts["nulls"] = bool(nulls)
-    if convergence is not None or pruning is not None:
-        parts["external"] = "studies passed in"
-
-    def compute():
-        got = {
-            z: zoo_data(
-                zoo_mod.trained(z),
-                convergence=(convergence or {}).get(z),
-                pruning=(pruning or {}).get(z),
-                progress=progress,
-                cache_dir=cache_dir,
-            )
-            for z in trained
-        }
-        ds = assemble_study(trained, untrained, got)
-        if not nulls:
-            return ds
-        from .nulls import main_axes, null_zoo_data
-
-        null_data = {
-            z: null_zoo_data(
-                zoo_mod.trained(z), "untrained", cache_dir=cache_dir, progress=progress
-            )
-            for z in trained
-        }
-        main = trained[0]  # the shuffled null: the main zoo at the default reading
-        shuffled = {
-            main: null_zoo_data(
-                zoo_mod.trained(main),
-                "shuffled",
-                cache_dir=cache_dir,
-                progress=progress,
-                axes=main_axes(),
-            )
-        }
-        return add_nulls(ds, got, null_data, shuffled)
-
-    if convergence is not None or pruning is not None:
-        return compute()
-    from .cache import cached_dataset
-
-    return cached_dataset(
-        "multiverse", "study-" + "+".join(trained), parts, compute, cache_dir=cache_dir
-    )
-
-
-def null_verdict_columns(
-    ds: xr.Dataset, untrained: dict | None, shuffled: dict | None = None
-) -> xr.Dataset:
-    """``ds`` (:func:`assemble_study`) with the null verdicts of
-    :mod:`msapod.studies.nulls`: ``untrained_verdict(claim)`` (the default reading on the
-    untrained models of the main zoo; "not computed" without them) and
-    ``shuffled_verdict(claim)`` (the default reading on the main zoo's shuffled-snippet
-    fields, ``{zoo: ZooData}`` of :func:`~msapod.studies.nulls.null_zoo_data`, for
-    :data:`~msapod.studies.nulls.SHUFFLED_CLAIMS`; "—" for the other claims, whose
-    reasons its attr ``not_applicable`` holds; "not computed" without them)."""
-    from . import nulls as nl
-
-    zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
-    main = str(ds.attrs.get("main_zoo", "")) or zoos[0]
-    claims = ds["claim"].values
-    if untrained:
-        u = nl.null_verdicts(untrained[main]).reindex(claim=claims)
-        u = xr.where(u == "", "not applicable", u)
-        ds["untrained_verdict"] = u.astype(str)
-    else:
-        ds["untrained_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
-    if shuffled and main in shuffled:
-        s = nl.null_verdicts(shuffled[main], "shuffled_verdict", nl.SHUFFLED_CLAIMS)
-        s = s.reindex(claim=claims)
-        ds["shuffled_verdict"] = xr.where(s == "", "—", s).astype(str)
-    else:
-        ds["shuffled_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
-    ds["shuffled_verdict"].attrs["not_applicable"] = json.dumps(nl.SHUFFLED_NOT_APPLICABLE)
-    return ds
-
-
-def add_nulls(
-    ds: xr.Dataset, data: dict, untrained: dict | None, shuffled: dict | None = None
-) -> xr.Dataset:
-    """``ds`` (:func:`assemble_study`) with the null controls of
-    :mod:`msapod.studies.nulls`: the null verdicts of :func:`null_verdict_columns` and
-    the joint test over the specification curve, ``joint_p``, ``joint_note``,
-    ``joint_null``, ``joint_reachable`` (claim)."""
-    from . import nulls as nl
-
-    zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
-    ds = null_verdict_columns(ds, untrained, shuffled)
-    jt = nl.joint_tests(data, specifications(zoos), untrained=untrained or None)
-    jt = jt.reindex(claim=ds["claim"].values)
-    ds["joint_p"] = jt["joint_p"].astype(float)
-    for k in ("note", "null", "reachable"):
-        if k in jt:
-            v = jt[k]
-            ds[f"joint_{k}"] = v.fillna(False) if k == "reachable" else v.fillna("").astype(str)
-    ds.attrs["joint_test"] = (
-        "Simonsohn, Simmons & Nelson (2020): the share of specifications that hold and the "
-        "median effect against the same statistics under the null (msapod.studies.nulls)"
-    )
-    return ds
-
-
 def assemble_study(trained, untrained, data: dict) -> xr.Dataset:
     """Evaluate every claim under every specification of its sub-grid on ``data``
-    (``{zoo: ZooData}``) and collect the :func:`multiverse_study` Dataset."""
+    (``{zoo: ZooData}``) and collect the :func:`.curve.multiverse_study` Dataset."""
     specs = specifications(trained)
     models = [m for z in trained for m in data[z].models]
     layers = sorted({int(v) for z in trained for v in data[z].ev["layer"].values})

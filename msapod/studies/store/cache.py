@@ -12,7 +12,7 @@ to a temporary name and moved into place with :func:`os.replace`, so a crash nev
 a half-written cache file under the final name.
 
 :func:`field_store` is the one field cache (:func:`cached_fields` and the null ensembles
-of :mod:`msapod.studies.nulls` call it); :func:`model_inputs` and
+of :mod:`msapod.studies.verdict.nulls` call it); :func:`model_inputs` and
 :func:`cached_model_study` are the one recipe of a cached per-model study (the model and
 its weights' sha256, the key from the fields' key, the verified fields, the cached
 result); :func:`stack_zoo` stacks a per-model study over the zoo.
@@ -33,9 +33,9 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
-from .._io import COMPRESS, atomic_path, cache_dir, check_int, package_version
-from ..models.data import check_layers, ensemble_ids, load_corpus
-from ..pipeline import analyze
+from ..._io import COMPRESS, atomic_path, cache_dir, check_int, package_version
+from ...models.data import check_layers, ensemble_ids, load_corpus
+from ...pipeline import analyze
 
 __all__ = [
     "CacheWarning",
@@ -90,7 +90,7 @@ def cache_root(folder: str | os.PathLike | None = None) -> Path:
 def _zoo_model(name: str, model=None):
     """``(model, weights_sha256)``: ``model`` or ``msapod.zoo.load(name)``, checked."""
     if model is None:
-        from ..models.zoo import load  # at call time, so a patched msapod.zoo.load is honoured
+        from ...models.zoo import load  # at call time, so a patched msapod.zoo.load is honoured
 
         model = load(name)
     sha = getattr(model, "weights_sha256", None)
@@ -105,7 +105,7 @@ def _zoo_model(name: str, model=None):
 def iter_attention(*args, **kw):
     """:func:`msapod.models.extract.iter_attention`, imported when fields are extracted
     (it needs torch; reading a cached file does not)."""
-    from ..models.extract import iter_attention as extract
+    from ...models.extract import iter_attention as extract
 
     return extract(*args, **kw)
 
@@ -706,7 +706,7 @@ def zoo_analysis(
 def zoo_models(models: Sequence[str] | None = None) -> list[str]:
     """``models`` as a list; default every trained model of the main zoo."""
     if models is None:
-        from ..models import zoo  # imports torch: only when the zoo is asked for
+        from ...models import zoo  # imports torch: only when the zoo is asked for
 
         return list(zoo.trained())
     return list(models)
@@ -739,7 +739,7 @@ def stack_zoo(
 def stack_models(parts: Sequence[xr.Dataset], models: Sequence[str]) -> xr.Dataset:
     """Concatenate per-model results along a ``model`` dim with an ``architecture`` coord
     (each zoo model's configured attention: ``"baseline"`` or ``"ega"``)."""
-    from ..models.zoo import architecture  # imports torch: per-model results come from it
+    from ...models.zoo import architecture  # imports torch: per-model results come from it
 
     models = list(models)
     out = xr.concat(

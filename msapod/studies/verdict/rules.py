@@ -1,7 +1,7 @@
 """One rule per claim: measured values with 95 % intervals -> per-case outcomes -> verdict.
 
-Every page, the scorecard (:func:`msapod.studies.scorecard.zoo_scorecard`), the LLM rows
-and the specification curve (:mod:`msapod.studies.multiverse`) decide a claim with the
+Every page, the scorecard (:func:`msapod.studies.verdict.scorecard.zoo_scorecard`), the LLM rows
+and the specification curve (:mod:`msapod.studies.verdict.multiverse`) decide a claim with the
 function of this module named after it (:data:`RULES`). Each takes the numbers measured
 under **one specification** (one reading of the paper) and returns an :class:`Outcome`.
 
@@ -16,7 +16,7 @@ Conventions, stated once:
   one-sided tests against the claim's range, **Holm-corrected across the cases of the
   claim** (family-wise 5 %); a rejected case is ``"yes"`` (inside the range) or ``"no"``
   (outside), the others ``"ns"``. With one case this is the 95 % interval read against the
-  range. Cases are combined with :func:`msapod.studies.claims.combine`.
+  range. Cases are combined with :func:`msapod.studies.verdict.claims.combine`.
 * **Contrasts first** (C1, C2, C3, C5): a claim that states an early-vs-late *shift* or
   *contrast* does not hold when the contrast is reversed beyond its interval in every
   model, whatever the threshold cases say (:func:`combine_core`).
@@ -96,7 +96,7 @@ class Outcome:
     claim
         ``"C1"`` ... ``"C10"`` or ``"L"``.
     verdict
-        One of :data:`msapod.studies.claims.VERDICTS`.
+        One of :data:`msapod.studies.verdict.claims.VERDICTS`.
     measured, rule, cases, reason
         What was measured (text with numbers), the rule, the per-case counts, and why a
         claim is not testable (empty otherwise).
@@ -252,7 +252,7 @@ def decide(
     finite ends) and "outside it"; its two-sided p-value ``2 min(p_in, p_out)`` enters
     Holm's step-down procedure over all cases, and a rejected case is "yes" or "no" by the
     smaller of the two. One case at ``alpha = 0.05`` is the 95 % interval read against the
-    range (:func:`msapod.studies.claims.classify`).
+    range (:func:`msapod.studies.verdict.claims.classify`).
 
     Parameters
     ----------
@@ -1204,7 +1204,7 @@ TREATMENT, CONTROL = "ega", "baseline"
 
 
 def _arch(value, se, treatment=TREATMENT, control=CONTROL):
-    from .uncertainty import arch_difference
+    from ..measure.uncertainty import arch_difference
 
     d = arch_difference(value, se, treatment=treatment, control=control)
     out = xr.Dataset({"value": d["diff"], "lower": d["lower"], "upper": d["upper"], "se": d["se"]})
@@ -1240,7 +1240,7 @@ def rule_c7(
     control: str = CONTROL,
 ) -> Outcome:
     """C7: EGA - baseline scalogram energy > 0 in every layer (95 % seed-and-snapshot
-    interval of :func:`msapod.studies.uncertainty.arch_difference`, Holm across layers)."""
+    interval of :func:`msapod.studies.measure.uncertainty.arch_difference`, Holm across layers)."""
     if (out := _too_few("C7", E, treatment, control)) is not None:
         return out
     d = _arch(E, se, treatment, control)

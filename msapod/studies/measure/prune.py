@@ -19,8 +19,9 @@ number of heads anywhere else. This module measures it:
   :func:`ablation_losses`: the same for many masks at once, sharing the forward pass of
   common mask prefixes (what :func:`model_pruning` uses; equal up to float round-off).
 * :func:`pruning_study`: all of it for the zoo models, cached per model with
-  :func:`msapod.studies.cache.cached_dataset`; :func:`budget_contrasts` compares low-H*
-  with random pruning budget by budget (the verdict is :func:`msapod.studies.rules.rule_c6`).
+  :func:`msapod.studies.store.cache.cached_dataset`; :func:`budget_contrasts` compares low-H*
+  with random pruning budget by budget (the verdict is
+  :func:`msapod.studies.verdict.rules.rule_c6`).
 
 Strategies (``budget`` heads removed out of ``n_layer * n_head``):
 
@@ -57,10 +58,10 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
-from .._io import check_int
-from ..models.data import ensemble_ids, load_corpus
-from ..spectra import effective_rank, spectral_concentration
-from .cache import cached_model_study, iter_attention, model_inputs, stack_zoo, zoo_models
+from ..._io import check_int
+from ...models.data import ensemble_ids, load_corpus
+from ...spectra import effective_rank, spectral_concentration
+from ..store.cache import cached_model_study, iter_attention, model_inputs, stack_zoo, zoo_models
 
 __all__ = [
     "PRUNE_FORMAT",
@@ -327,7 +328,7 @@ def head_importance(
     """
     import torch
 
-    from ..models.train import get_batch
+    from ...models.train import get_batch
 
     batches = check_int(batches, "batches", 1)
     batch_size = check_int(batch_size, "batch_size", 1)
@@ -501,7 +502,7 @@ def ablation_loss(model, mask, tokens, *, batches: int = 20, batch_size: int = 1
     """
     import torch
 
-    from ..models.train import evaluate
+    from ...models.train import evaluate
 
     L, H = model.config.n_layer, model.config.n_head
     m = np.asarray(mask, dtype=np.float64)
@@ -568,7 +569,7 @@ def ablation_losses(
     """
     import torch
 
-    from ..models.train import get_batch
+    from ...models.train import get_batch
 
     L, H = model.config.n_layer, model.config.n_head
     m = np.asarray(masks, dtype=np.float64)
@@ -919,7 +920,7 @@ def pruning_study(
     One model at a time: its per-head H* (:func:`head_ranks`, cached under
     ``<cache>/head-ranks``) and its pruning results (:func:`model_pruning`, cached
     under ``<cache>/pruning``), each keyed by the weights' and the data's sha256, every
-    parameter and :data:`PRUNE_FORMAT` (see :func:`msapod.studies.cache.cached_dataset`).
+    parameter and :data:`PRUNE_FORMAT` (see :func:`msapod.studies.store.cache.cached_dataset`).
 
     Parameters
     ----------
@@ -929,7 +930,7 @@ def pruning_study(
         The experiment's parameters (default :class:`PruneConfig`; ``n_random`` at least
         2, for a spread), any field overridden by ``params`` (e.g. ``budgets=(8, 16)``).
     cache_dir
-        Cache root; default :func:`msapod.studies.cache.cache_dir`.
+        Cache root; default :func:`msapod.studies.store.cache.cache_dir`.
     progress
         Show progress bars (one model and one layer at a time).
 
@@ -941,7 +942,7 @@ def pruning_study(
 
     Over 60 lines only with its documentation; the code is under 60.
     """
-    from ..models.zoo import MODELS, ZOO_CONFIGS
+    from ...models.zoo import MODELS, ZOO_CONFIGS
 
     models = zoo_models(models)
     if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
@@ -1032,7 +1033,7 @@ def _budget_row(study: xr.Dataset, inc: xr.DataArray, b) -> dict:
 def budget_contrasts(study: xr.Dataset) -> dict:
     """Low-H* pruning against random pruning, budget by budget, from a
     :func:`pruning_study` result (numbers only; the verdict on C6 is
-    :func:`msapod.studies.rules.rule_c6`'s).
+    :func:`msapod.studies.verdict.rules.rule_c6`'s).
 
     For every budget ``b`` and model ``m``: ``D_m = Delta_low-H*(m, b) - mean over draws
     of Delta_random(m, b, d)`` (loss increases). ``D = mean_m D_m`` with standard error

@@ -1,11 +1,11 @@
 """Null controls and a joint test over the specification curve.
 
-Two questions the specification curve (:mod:`msapod.studies.multiverse`) cannot answer
+Two questions the specification curve (:mod:`msapod.studies.verdict.multiverse`) cannot answer
 by itself: *which structure did training create?* and *is the share of specifications
 that hold larger than chance would give?*
 
 **Null ensembles.** The same extraction, the same cache keying and the same evidence
-(:func:`msapod.studies.multiverse.fields_evidence`) as for a trained zoo model, on
+(:func:`msapod.studies.verdict.multiverse.fields_evidence`) as for a trained zoo model, on
 
 * ``"untrained"``: the zoo configuration's architecture with its weights at
   initialisation (:func:`untrained_model`: ``torch.manual_seed(cfg.seed); GPT(cfg.model)``,
@@ -53,8 +53,8 @@ and the median effect are. The smallest attainable p is ``1 / B`` (ties aside): 
 with ``1 / B > alpha`` *cannot* reach significance, and :class:`JointTest` says so.
 
 Relabelling never recomputes fields or Grams: it permutes the per-model, per-layer
-evidence already held in :class:`~msapod.studies.multiverse.ZooData` and calls
-:func:`~msapod.studies.multiverse.evaluate` again.
+evidence already held in :class:`~msapod.studies.verdict.multiverse.ZooData` and calls
+:func:`~msapod.studies.verdict.multiverse.evaluate` again.
 """
 
 from __future__ import annotations
@@ -152,9 +152,9 @@ def untrained_model(name: str):
     """
     import torch
 
-    from ..models.gpt import GPT
-    from ..models.train import STORAGE
-    from ..models.zoo import ZOO_CONFIGS
+    from ...models.gpt import GPT
+    from ...models.train import STORAGE
+    from ...models.zoo import ZOO_CONFIGS
 
     if name not in ZOO_CONFIGS:
         raise ValueError(f"name: expected one of {list(ZOO_CONFIGS)}, got {name!r}")
@@ -208,7 +208,7 @@ def null_fields(
     """Head-averaged attention fields of zoo model ``name`` under a null, cached.
 
     The same extraction and the same verified cache file format as
-    :func:`msapod.studies.cache.cached_fields` (``<cache>/fields/``), keyed by the
+    :func:`msapod.studies.store.cache.cached_fields` (``<cache>/fields/``), keyed by the
     weights' sha256, the data's sha256, the ensemble and the null.
 
     Parameters
@@ -219,7 +219,7 @@ def null_fields(
         ``"untrained"`` (:func:`untrained_model` on the usual ensemble) or ``"shuffled"``
         (the trained model on the ensemble shuffled by :func:`shuffle_snippets`).
     n, length, seed, layers
-        The ensemble and layers, as for :func:`~msapod.studies.cache.cached_fields`.
+        The ensemble and layers, as for :func:`~msapod.studies.store.cache.cached_fields`.
     shuffle_seed
         Seed of the within-snippet shuffle (``"shuffled"`` only).
     model
@@ -232,8 +232,8 @@ def null_fields(
         float32 ``(layer, snapshot, query, key)``; attrs as ``cached_fields``' plus
         ``null``.
     """
-    from .._io import check_int
-    from .cache import field_store
+    from ..._io import check_int
+    from ..store.cache import field_store
 
     _check_null(null)
     shuffle_seed = check_int(shuffle_seed, "shuffle_seed", 0)
@@ -272,17 +272,17 @@ def null_evidence(
     fields: xr.DataArray | None = None,
     axes: dict | None = None,
 ) -> xr.Dataset:
-    """:func:`~msapod.studies.multiverse.fields_evidence` of :func:`null_fields` (cached).
+    """:func:`~msapod.studies.verdict.multiverse.fields_evidence` of :func:`null_fields` (cached).
 
-    The same Dataset :func:`~msapod.studies.multiverse.model_evidence` returns for the
+    The same Dataset :func:`~msapod.studies.verdict.multiverse.model_evidence` returns for the
     trained model, keyed like it (the null fields' key, the multiverse axes and format)
     under ``<cache>/multiverse-evidence/<null>-<name>-*.nc``. ``fields``: use these null
     fields instead of :func:`null_fields` (tests). ``axes``: the readings to compute
-    (default every one of :data:`~msapod.studies.multiverse.AXES`; :data:`MAIN_AXES`:
+    (default every one of :data:`~msapod.studies.verdict.multiverse.AXES`; :data:`MAIN_AXES`:
     the default reading only).
     """
+    from ..store.cache import cached_dataset
     from . import multiverse as mv
-    from .cache import cached_dataset
 
     _check_null(null)
     F = (
@@ -330,16 +330,16 @@ def null_zoo_data(
     evidence: Sequence[xr.Dataset] | None = None,
     axes: dict | None = None,
 ):
-    """A :class:`~msapod.studies.multiverse.ZooData` of ``models`` under ``null``.
+    """A :class:`~msapod.studies.verdict.multiverse.ZooData` of ``models`` under ``null``.
 
     The model names are the trained ones (so the ``architecture`` coordinate and
-    :func:`~msapod.studies.multiverse.evaluate` work unchanged); ``ev.attrs["null"]``
+    :func:`~msapod.studies.verdict.multiverse.evaluate` work unchanged); ``ev.attrs["null"]``
     names the null. No convergence ensembles (N = 600), no pruning study and no losses:
     those specifications and C6, L are not testable on a null. ``evidence``: per-model
     evidence to use instead of :func:`null_evidence` (tests); ``axes``: the readings
     (:func:`null_evidence`).
     """
-    from .cache import stack_models
+    from ..store.cache import stack_models
     from .multiverse import ZooData
 
     _check_null(null)
@@ -371,15 +371,15 @@ def null_verdicts(
     data, name: str = "untrained_verdict", claims: Sequence[str] | None = None
 ) -> xr.DataArray:
     """The default reading's verdict of every claim on a null ZooData
-    (:func:`null_zoo_data`), by :func:`~msapod.studies.multiverse.evaluate` under
-    :data:`~msapod.studies.multiverse.MAIN_SPEC`, the rules the trained zoo uses; ``""``
+    (:func:`null_zoo_data`), by :func:`~msapod.studies.verdict.multiverse.evaluate` under
+    :data:`~msapod.studies.verdict.multiverse.MAIN_SPEC`, the rules the trained zoo uses; ``""``
     for :data:`NO_NULL_CLAIMS` and for the claims not in ``claims`` (default: every
     other claim; the shuffled null: :data:`SHUFFLED_CLAIMS`).
 
     Returns
     -------
     xarray.DataArray
-        str, dim ``claim`` (:data:`~msapod.studies.multiverse.CLAIM_IDS`), named ``name``.
+        str, dim ``claim`` (:data:`~msapod.studies.verdict.multiverse.CLAIM_IDS`), named ``name``.
     """
     from .multiverse import CLAIM_IDS, MAIN_SPEC, evaluate
 
@@ -670,7 +670,7 @@ LOG_CLAIMS = {"C1", "C2", "C3", "C5"}
 
 
 def _standardised(value, lower, upper, low=-np.inf, high=np.inf, log=False):
-    """:func:`msapod.studies.rules.standardised` (the rules' own effects use it too)."""
+    """:func:`msapod.studies.verdict.rules.standardised` (the rules' own effects use it too)."""
     from .rules import standardised
 
     return standardised(value, lower, upper, low, high, log)
@@ -684,7 +684,7 @@ def outcome_effect(outcome) -> float:
     claim's cases of: the architecture difference times its stated sign over its interval
     half-width (C7, C8, L); otherwise both the early/late contrast likewise (C1, C2, C3,
     C5, when the rule reports one) and the distance of the key statistic from the claim's
-    threshold (:data:`~msapod.studies.rules.THRESHOLDS`) over its half-width (log scale
+    threshold (:data:`~msapod.studies.verdict.rules.THRESHOLDS`) over its half-width (log scale
     for positive quantities, raw for point values: C4, C9), in the layers the claim names.
     An interval that excludes the claim's boundary gives ``|effect| > 1``.
     """
@@ -843,7 +843,7 @@ def joint_test(
 
 
 def _digest(args, kwargs) -> str | None:
-    """sha1 of the numbers a rule reads (:func:`~msapod.studies.multiverse.rule_call`'s
+    """sha1 of the numbers a rule reads (:func:`~msapod.studies.verdict.multiverse.rule_call`'s
     ``args`` and ``kwargs``, the text-only ``where`` left out): array values with their
     dtype and shape, and the coordinates along their dims (model names, layer numbers,
     architecture labels); None when an argument is of a kind not hashed here."""
@@ -885,10 +885,10 @@ def claim_curve(
 ) -> Callable[[object], tuple[np.ndarray, np.ndarray]]:
     """``curve(labelling)`` for :func:`joint_test`: the claim's verdict and effect under
     each of ``specs`` (its applicable specifications) on ``relabel(data, labelling)``,
-    by :func:`~msapod.studies.multiverse.evaluate`.
+    by :func:`~msapod.studies.verdict.multiverse.evaluate`.
 
     A rule is a function of the numbers it reads: the curve keeps ``(holds, effect)`` per
-    digest of those numbers (:func:`~msapod.studies.multiverse.rule_call`), so a
+    digest of those numbers (:func:`~msapod.studies.verdict.multiverse.rule_call`), so a
     specification or relabelling that hands the rule the same numbers as an earlier one
     (two readings finding the same window, a relabelling that leaves a claim's layers in
     place) reuses that outcome instead of running the rule again."""
@@ -1006,7 +1006,7 @@ def joint_tests(
     data
         ``{zoo: ZooData}`` of the trained zoos (as the specification curve uses).
     specs
-        :func:`~msapod.studies.multiverse.specifications` of those zoos; each claim uses
+        :func:`~msapod.studies.verdict.multiverse.specifications` of those zoos; each claim uses
         the ones it applies to.
     claims
         Default: every claim with a null in ``nulls``.

@@ -1,0 +1,188 @@
+"""The specification-curve study, cached: every claim under every reading of the curve
+(:func:`msapod.studies.verdict.multiverse.assemble_study`) on every trained zoo, with the
+null controls of :mod:`msapod.studies.verdict.nulls` (the untrained and shuffled-snippet
+verdicts at the default reading and the joint test over the curve).
+
+This is the one place where the curve and its nulls meet, so :mod:`.multiverse` (the
+curve) and :mod:`.nulls` (the nulls, built on the curve) import each other nowhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from ...models import zoo as zoo_mod
+from ..store.cache import cached_dataset
+from . import nulls as nl
+from .multiverse import EVIDENCE_FORMAT, assemble_study, specifications, trained_zoos, zoo_data
+
+__all__ = ["add_nulls", "multiverse_study", "null_verdict_columns"]
+
+
+def _source_hash() -> str:
+    h = hashlib.sha256()
+    for mod in ("rules.py", "multiverse.py", "claims.py", "nulls.py", "curve.py"):
+        h.update((Path(__file__).parent / mod).read_bytes())
+    return h.hexdigest()
+
+
+def multiverse_study(
+    zoos: Sequence[str] | None = None,
+    *,
+    progress: bool = False,
+    convergence: dict | None = None,
+    pruning: dict | None = None,
+    cache_dir=None,
+    data: dict | None = None,
+    nulls: bool | None = None,
+) -> xr.Dataset:
+    """Every claim under every specification of its sub-grid, on every trained zoo.
+
+    Parameters
+    ----------
+    zoos
+        Zoo names (default every zoo of :data:`msapod.models.zoo.ZOOS`); zoos whose
+        models are not all trained are skipped and listed in the attr ``not_trained``.
+    progress
+        Progress bars.
+    convergence, pruning
+        Optional ``{zoo: study result or False}`` (default: read or compute the cached
+        studies; False skips, making N = 600 or C6 not testable).
+    data
+        Optional ``{zoo: ZooData}`` (tests: synthetic evidence; not cached then).
+    nulls
+        Add the null controls (:mod:`msapod.studies.verdict.nulls`): ``untrained_verdict`` (the
+        default reading's verdict on the untrained models of the main zoo),
+        ``shuffled_verdict`` (on the main zoo's trained models with the characters of
+        each snippet shuffled, the claims about lag structure; computed at the default
+        reading only) and the joint test over the curve (``joint_p``, ``joint_note``,
+        ``joint_null``, ``joint_reachable`` per claim). Default: True for the zoo, False
+        with ``data``.
+
+    Returns
+    -------
+    xarray.Dataset
+        dims ``claim``, ``spec``, ``model``, ``layer``. Coordinates along ``spec``: one
+        per axis (``zoo``, ``field``, ``normalisation``, ``scale_min``, ``scale_stat``,
+        ``centre``, ``width``, ``criterion``, ``n``, ``fit``) and the boolean ``main``.
+        Variables: ``verdict(claim, spec)`` (a verdict word; "" where the claim does not
+        apply), ``applicable``, ``measured``, ``rule``, ``cases``, ``reason``;
+        ``stat``, ``lower``, ``upper`` (claim, spec, model, layer: the key statistic and
+        its 95 % interval, NaN where not applicable); ``contrast*`` (claim, spec, model:
+        C3, C5) and ``diff*`` (claim, spec, layer: C7, C8, L); per claim ``claim_text``,
+        ``axes``, ``threshold_low``, ``threshold_high``. Attrs: ``zoos`` (analysed, the
+        main zoo first), ``main_zoo``, ``not_trained``, ``main_specification`` (JSON).
+    """
+    if data is not None:
+        trained, untrained = list(data), []
+        ds = assemble_study(trained, untrained, data)
+        return add_nulls(ds, data, None) if nulls else ds
+    nulls = True if nulls is None else nulls
+    trained, untrained = trained_zoos(zoos)
+    parts = {"source": _source_hash(), "zoos": trained, "format": EVIDENCE_FORMAT}
+    weights = {}
+    for z in trained:
+        for m in zoo_mod.trained(z):
+            weights[m] = json.loads((zoo_mod.path(m) / "config.json").read_text()).get(
+                "weights_sha256", ""
+            )
+    parts["weights_sha256"] = weights
+    parts["nulls"] = bool(nulls)
+    if convergence is not None or pruning is not None:
+        parts["external"] = "studies passed in"
+
+    def compute():
+        got = {
+            z: zoo_data(
+                zoo_mod.trained(z),
+                convergence=(convergence or {}).get(z),
+                pruning=(pruning or {}).get(z),
+                progress=progress,
+                cache_dir=cache_dir,
+            )
+            for z in trained
+        }
+        ds = assemble_study(trained, untrained, got)
+        if not nulls:
+            return ds
+        null_data = {
+            z: nl.null_zoo_data(
+                zoo_mod.trained(z), "untrained", cache_dir=cache_dir, progress=progress
+            )
+            for z in trained
+        }
+        main = trained[0]  # the shuffled null: the main zoo at the default reading
+        shuffled = {
+            main: nl.null_zoo_data(
+                zoo_mod.trained(main),
+                "shuffled",
+                cache_dir=cache_dir,
+                progress=progress,
+                axes=nl.main_axes(),
+            )
+        }
+        return add_nulls(ds, got, null_data, shuffled)
+
+    if convergence is not None or pruning is not None:
+        return compute()
+    return cached_dataset(
+        "multiverse", "study-" + "+".join(trained), parts, compute, cache_dir=cache_dir
+    )
+
+
+def null_verdict_columns(
+    ds: xr.Dataset, untrained: dict | None, shuffled: dict | None = None
+) -> xr.Dataset:
+    """``ds`` (:func:`assemble_study`) with the null verdicts of
+    :mod:`msapod.studies.verdict.nulls`: ``untrained_verdict(claim)`` (the default reading on the
+    untrained models of the main zoo; "not computed" without them) and
+    ``shuffled_verdict(claim)`` (the default reading on the main zoo's shuffled-snippet
+    fields, ``{zoo: ZooData}`` of :func:`~msapod.studies.verdict.nulls.null_zoo_data`, for
+    :data:`~msapod.studies.verdict.nulls.SHUFFLED_CLAIMS`; "—" for the other claims, whose
+    reasons its attr ``not_applicable`` holds; "not computed" without them)."""
+    zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
+    main = str(ds.attrs.get("main_zoo", "")) or zoos[0]
+    claims = ds["claim"].values
+    if untrained:
+        u = nl.null_verdicts(untrained[main]).reindex(claim=claims)
+        u = xr.where(u == "", "not applicable", u)
+        ds["untrained_verdict"] = u.astype(str)
+    else:
+        ds["untrained_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
+    if shuffled and main in shuffled:
+        s = nl.null_verdicts(shuffled[main], "shuffled_verdict", nl.SHUFFLED_CLAIMS)
+        s = s.reindex(claim=claims)
+        ds["shuffled_verdict"] = xr.where(s == "", "—", s).astype(str)
+    else:
+        ds["shuffled_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
+    ds["shuffled_verdict"].attrs["not_applicable"] = json.dumps(nl.SHUFFLED_NOT_APPLICABLE)
+    return ds
+
+
+def add_nulls(
+    ds: xr.Dataset, data: dict, untrained: dict | None, shuffled: dict | None = None
+) -> xr.Dataset:
+    """``ds`` (:func:`assemble_study`) with the null controls of
+    :mod:`msapod.studies.verdict.nulls`: the null verdicts of :func:`null_verdict_columns` and
+    the joint test over the specification curve, ``joint_p``, ``joint_note``,
+    ``joint_null``, ``joint_reachable`` (claim)."""
+    zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
+    ds = null_verdict_columns(ds, untrained, shuffled)
+    jt = nl.joint_tests(data, specifications(zoos), untrained=untrained or None)
+    jt = jt.reindex(claim=ds["claim"].values)
+    ds["joint_p"] = jt["joint_p"].astype(float)
+    for k in ("note", "null", "reachable"):
+        if k in jt:
+            v = jt[k]
+            ds[f"joint_{k}"] = v.fillna(False) if k == "reachable" else v.fillna("").astype(str)
+    ds.attrs["joint_test"] = (
+        "Simonsohn, Simmons & Nelson (2020): the share of specifications that hold and the "
+        "median effect against the same statistics under the null (msapod.studies.verdict.nulls)"
+    )
+    return ds
