@@ -121,6 +121,30 @@ def lag_gram_tensor(X: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
     return _lag_gram_lagmajor(np.ascontiguousarray(X.transpose(2, 0, 1)), causal_rows, 1)
 
 
+def _moments_snapmajor(X: np.ndarray, causal_rows: bool) -> np.ndarray:
+    """:func:`ensemble_moments` of a snapshot-major ensemble ``X (N, lag, query)``: per
+    pair of lag blocks one batched product over the snapshots (rows below the later
+    block's first lag skipped with ``causal_rows``), summed over the snapshots."""
+    n, n_lag, Q = X.shape
+    C = np.empty((n_lag, n_lag))
+    for a, b, i0 in _blocks(n_lag):
+        i0 = i0 if causal_rows else 0
+        C[a, b] = np.matmul(X[:, a, i0:], X[:, b, i0:].transpose(0, 2, 1)).sum(0)
+        C[b, a] = C[a, b].T
+    return C / (n * Q)
+
+
+def _lag_gram_snapmajor(X: np.ndarray, causal_rows: bool) -> np.ndarray:
+    """:func:`lag_gram_tensor` of a snapshot-major ensemble ``X (N, lag, query)``: one
+    product per lag on the strided ``(N, query)`` slice (no transposed copy of X)."""
+    n, n_lag, _ = X.shape
+    G = np.empty((n_lag, n, n))
+    for t in range(n_lag):
+        x = X[:, t, t:] if causal_rows else X[:, t]
+        np.matmul(x, x.T, out=G[t])
+    return G
+
+
 def _lag_gram_lagmajor(Xt: np.ndarray, causal_rows: bool, snap_axis: int) -> np.ndarray:
     """:func:`lag_gram_tensor` of a lag-major ensemble: ``Xt (lag, N, query)``
     (``snap_axis`` 1) or ``(lag, query, N)`` (``snap_axis`` 2)."""

@@ -224,10 +224,11 @@ def _steps_memory(
     Q, n_lag = len(q), len(lags)
     square = bool(lags[0] == 0 and n_lag == Q and np.array_equal(q, np.arange(Q)))
     if field == "fluctuation":
-        lags_t, C = lags, lagstats.ensemble_moments(X)
+        lags_t, C = lags, lagstats._moments_snapmajor(X, square)
     else:
         lags_t, XA = _lag_ensemble(vals, None, q, k, causal_A)
-        C = lagstats.ensemble_moments(XA)
+        square_t = bool(lags_t[0] == 0 and len(lags_t) == Q and np.array_equal(q, np.arange(Q)))
+        C = lagstats._moments_snapmajor(XA, square_t)
         del XA
     s = check_scales(default_scales(len(lags_t)) if scales is None else scales, len(lags_t))
     warn_unresolved(s, omega0)
@@ -244,7 +245,7 @@ def _steps_memory(
     W[0] = 1.0
     ok = np.isfinite(a)
     W[1:][ok] = lagstats.gaussian_windows(lags, c[ok], sigma[ok])
-    G = lagstats._lag_gram_lagmajor(X, square, 2)
+    G = lagstats._lag_gram_snapmajor(X, square)
     K = lagstats.window_grams(G, W)
     del G
     n_w = len(W)
@@ -255,9 +256,11 @@ def _steps_memory(
             V[w] = np.eye(n, n_modes)
             continue
         spectrum[w], V[w] = eigensolve(K[w], n_modes)
-    # every window's leading modes from one product: (lag * query, window * mode)
-    P = X.reshape(n_lag * Q, n) @ V.transpose(1, 0, 2).reshape(n, n_w * n_modes)
-    P = P.reshape(n_lag, Q, n_w, n_modes).transpose(2, 3, 0, 1) * W[:, None, :, None]
+    # every window's leading modes from one product: (window * mode, lag * query)
+    P = V.transpose(0, 2, 1).reshape(n_w * n_modes, n) @ X.reshape(n, n_lag * Q)
+    del X
+    P = P.reshape(n_w, n_modes, n_lag, Q)
+    P *= W[:, None, :, None]
     kidx, kvalid = lookup(lags, q[:, None] - k[None, :])
     modes = np.empty((n_w, n_modes, Q, len(k)))
     coef = np.empty((n_w, n, n_modes))
@@ -308,19 +311,29 @@ def _causality(vals, mean, q, k) -> tuple[bool, bool]:
 
 
 def _lag_ensemble(vals, mean, q, k, causal):
-    """Lags and the lag-major form ``X (lag, query, N)`` of ``vals - mean`` (float64)."""
+    """Lags and the snapshot-major lag form ``X (N, lag, query)`` of ``vals - mean``
+    (float64), gathered a few snapshots at a time (no full-size float32 intermediate)."""
     lags, idx, valid = lag_layout(q, k, causal)
     n, _, Kk = vals.shape
     flat = (np.arange(len(q))[None, :] * Kk + idx.T).ravel()  # (lag, query) -> entry
-    taken = np.take(vals.reshape(n, -1), flat, axis=1)  # (N, lag * query)
-    X = np.empty((len(flat), n))
-    if mean is None:
-        X[...] = taken.T
-    else:  # one pass: transpose, subtract and cast to float64
-        np.subtract(taken.T, mean.ravel()[flat][:, None], out=X)
-    del taken
-    X *= valid.T.reshape(-1, 1)
-    return lags, X.reshape(len(lags), len(q), n)
+    keep = valid.T.ravel()
+    m = None if mean is None else mean.ravel()[flat]
+    src = vals.reshape(n, -1)
+    X = np.empty((n, len(flat)))
+    step = max(1, _GATHER // len(flat))
+    for lo in range(0, n, step):
+        taken = np.take(src[lo : lo + step], flat, axis=1)
+        out = X[lo : lo + step]
+        if m is None:
+            out[...] = taken
+        else:
+            np.subtract(taken, m, out=out)
+        out *= keep
+    return lags, X.reshape(n, len(lags), len(q))
+
+
+#: Entries gathered per block of snapshots in :func:`_lag_ensemble`.
+_GATHER = 1 << 20
 
 
 def _scalogram_dataset(E, spec, s, lags, omega0, dim, coords) -> xr.Dataset:
@@ -372,10 +385,24 @@ def _assemble(
     eps_list = eps
     labels = _labels(max_peaks)
     valid = np.isfinite(peaks)
-    win_valid = _by_window(valid, True, labels)
+    win_valid = _by_window_1d(valid, True, labels)
     conc = spectral_concentration(res["spectrum"], k_min, k_max)
     n = A.sizes[dim]
     H, at_limit = _ranks(res["spectrum"], eps_list, criterion, n)
+    # the missing windows NaN in numpy (in place where float: arrays the steps formed),
+    # then the Dataset in one constructor
+    missing = np.flatnonzero(~win_valid.values)
+    window = win_valid["window"].variable
+
+    def per_window(da: xr.DataArray) -> xr.DataArray:
+        arr = da.values
+        if arr.dtype.kind != "f":
+            arr = arr.astype(np.float64)
+        if missing.size:
+            np.moveaxis(arr, da.dims.index("window"), 0)[missing] = np.nan
+        coords = {c: da.coords[c].variable for c in da.coords if c != "window"}
+        return xr.DataArray(arr, dims=da.dims, coords={**coords, "window": window}, attrs=da.attrs)
+
     out = xr.Dataset(
         {
             "mean": mean,
@@ -385,44 +412,24 @@ def _assemble(
             "dominant_period": peaks["period"].reset_coords(drop=True),
             "dominant_energy": peaks["peak_energy"].reset_coords(drop=True),
             "dominant_edge": peaks["edge"].reset_coords(drop=True),
-            "spectrum": res["spectrum"],
-            "eigenvalues": res["eigenvalues"],
-            "modes": res["modes"].astype(np.float32),
-            "coefficients": res["coefficients"],
-            "total_energy": res["total_energy"],
-            "gram": res["gram"],
-            "beta": conc["beta"],
-            "T_spec": conc["T_spec"],
-            "r2": conc["r2"],
-            "beta_stderr": conc["beta_stderr"],
-            "H_star": H,
+            "spectrum": per_window(res["spectrum"]),
+            "eigenvalues": per_window(res["eigenvalues"]),
+            "modes": per_window(res["modes"].astype(np.float32)),
+            "coefficients": per_window(res["coefficients"]),
+            "total_energy": per_window(res["total_energy"]),
+            "gram": per_window(res["gram"]),
+            "beta": per_window(conc["beta"]),
+            "T_spec": per_window(conc["T_spec"]),
+            "r2": per_window(conc["r2"]),
+            "beta_stderr": per_window(conc["beta_stderr"]),
+            "H_star": per_window(H),
             "at_rank_limit": at_limit,
+            "window_centre": _by_window_1d(wp["centre"], np.nan, labels),
+            "window_width": _by_window_1d(wp["width"], np.nan, labels),
+            "window_scale": _by_window_1d(peaks, np.nan, labels),
+            "scale_centroid": _centroid(sc["spectrum"]),
         }
     )
-    out["window_centre"] = _by_window(wp["centre"], np.nan, labels)
-    out["window_width"] = _by_window(wp["width"], np.nan, labels)
-    out["window_scale"] = _by_window(peaks, np.nan, labels)
-    out["scale_centroid"] = _centroid(sc["spectrum"])
-    per_window = [
-        "gram",
-        "spectrum",
-        "eigenvalues",
-        "modes",
-        "coefficients",
-        "total_energy",
-        "beta",
-        "T_spec",
-        "r2",
-        "beta_stderr",
-        "H_star",
-    ]
-    for name in per_window:
-        if name == "gram":  # N x N per window: NaN the missing windows in place, no copy
-            g = out["gram"].data
-            missing = np.flatnonzero(~win_valid.values)
-            np.moveaxis(g, out["gram"].dims.index("window"), 0)[missing] = np.nan
-            continue
-        out[name] = out[name].where(win_valid)
     if coherency:
         if R is None:
             R = _lag_fluctuation(A, dim, mean)
@@ -510,3 +517,12 @@ def _by_window(da: xr.DataArray, plain, labels: list[str]) -> xr.DataArray:
     first = xr.full_like(da.isel(peak=0, drop=True), plain).expand_dims(window=labels[:1])
     rest = da.rename(peak="window").assign_coords(window=labels[1:])
     return xr.concat([first, rest], dim="window")
+
+
+def _by_window_1d(da: xr.DataArray, plain, labels: list[str]) -> xr.DataArray:
+    """:func:`_by_window` of a 1-D per-``peak`` array, in numpy."""
+    vals = np.asarray(da.values)
+    arr = np.concatenate([np.full(1, plain, dtype=vals.dtype), vals])
+    window = np.empty(len(labels), dtype=object)
+    window[:] = labels
+    return xr.DataArray(arr, dims="window", coords={"window": window})
