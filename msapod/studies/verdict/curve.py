@@ -89,9 +89,7 @@ def multiverse_study(
     weights = {}
     for z in trained:
         for m in zoo_mod.trained(z):
-            weights[m] = json.loads((zoo_mod.path(m) / "config.json").read_text()).get(
-                "weights_sha256", ""
-            )
+            weights[m] = zoo_mod.identity(m).weights_sha256
     parts["weights_sha256"] = weights
     parts["nulls"] = bool(nulls)
     if convergence is not None or pruning is not None:

@@ -903,13 +903,14 @@ def zoo_losses(models) -> tuple[xr.DataArray, bool]:
     ``config.json``: :func:`msapod.models.train.validation_loss` of the stored model) and
     whether any model stopped before its planned steps (its loss is then the last
     20-batch estimate, and the rule says the models are unfinished)."""
-    from ...models.zoo import ZOO_CONFIGS, architecture, path
+    from ...models.zoo import ZOO_CONFIGS, identity
 
-    cfg = [json.loads((path(m) / "config.json").read_text()) for m in models]
+    ids = [identity(m) for m in models]
+    cfg = [i.meta for i in ids]
     loss = xr.DataArray(
         [c.get("val_loss_split", c["val_loss"]) for c in cfg],
         dims="model",
-        coords={"model": models, "architecture": ("model", [architecture(m) for m in models])},
+        coords={"model": models, "architecture": ("model", [i.architecture for i in ids])},
         attrs={"long_name": "validation loss over the whole split", "units": "nats/char"},
     )
     unfinished = any(c["step"] < ZOO_CONFIGS[m].steps for c, m in zip(cfg, models, strict=True))
@@ -1008,7 +1009,9 @@ def assemble_study(trained, untrained, data: dict) -> xr.Dataset:
     spec_coords = {a: ("spec", np.asarray([s[a] for s in specs])) for a in ("zoo", *AXES)}
     main = [all(s[a] == MAIN_SPEC[a] for a in AXES) for s in specs]
     spec_coords["main"] = ("spec", np.asarray(main, dtype=bool))
-    arch = ["ega" if m.startswith("ega") else "baseline" for m in models]
+    arch = [
+        str(data[z].ev["architecture"].sel(model=m).item()) for z in trained for m in data[z].models
+    ]
     model_zoo = [z for z in trained for _ in data[z].models]
     ds = xr.Dataset(
         {
