@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 import xarray as xr
+from numpy.lib.stride_tricks import as_strided
 
 from . import lagstats, wavelets
 from ._labels import check_eps, lag_layout, lookup, positions
@@ -302,11 +303,11 @@ def _causality(vals, mean, q, k) -> tuple[bool, bool]:
     upper = k[None, :] > q[:, None]
     if not upper.any():
         return True, True
-    above = vals[:, upper]
-    m = mean[upper]
-    causal_A = bool((above == 0).all())
-    # |A_s - m| is largest at the extreme A_s (float subtraction is monotone)
-    causal_u = bool(((above.max(0) - m == 0) & (above.min(0) - m == 0)).all())
+    # every A_s (finite, checked) is zero there iff the extreme A_s are; |A_s - m| is
+    # largest at the extreme A_s (float subtraction is monotone)
+    hi, lo, m = vals.max(0)[upper], vals.min(0)[upper], mean[upper]
+    causal_A = bool(((hi == 0) & (lo == 0)).all())
+    causal_u = bool(((hi - m == 0) & (lo - m == 0)).all())
     return causal_A, causal_u
 
 
@@ -314,7 +315,9 @@ def _lag_ensemble(vals, mean, q, k, causal):
     """Lags and the snapshot-major lag form ``X (N, lag, query)`` of ``vals - mean``
     (float64), gathered a few snapshots at a time (no full-size float32 intermediate)."""
     lags, idx, valid = lag_layout(q, k, causal)
-    n, _, Kk = vals.shape
+    n, Q, Kk = vals.shape
+    if causal and len(lags) == Q == Kk and np.array_equal(q, lags) and np.array_equal(k, lags):
+        return lags, _lag_ensemble_causal(vals, mean)
     flat = (np.arange(len(q))[None, :] * Kk + idx.T).ravel()  # (lag, query) -> entry
     keep = valid.T.ravel()
     m = None if mean is None else mean.ravel()[flat]
@@ -334,6 +337,30 @@ def _lag_ensemble(vals, mean, q, k, causal):
 
 #: Entries gathered per block of snapshots in :func:`_lag_ensemble`.
 _GATHER = 1 << 20
+
+
+def _lag_ensemble_causal(vals, mean):
+    """:func:`_lag_ensemble` of a causal square field (queries and keys ``0..L-1``, zero
+    above the diagonal): ``X[s, tau, i] = u_s[i, i - tau]`` is a strided view of the
+    flattened snapshot after ``L`` zeros (stride ``L + 1`` along the query, ``-1`` along the
+    lag), whose entries for ``i < tau`` fall on the zeros above the diagonal or the
+    padding."""
+    n, L, _ = vals.shape
+    step = max(1, _GATHER // (L * L))
+    buf = np.zeros((min(step, n), L + L * L))
+    X = np.empty((n, L, L))
+    m = None if mean is None else mean.ravel()
+    for lo in range(0, n, step):
+        b = min(step, n - lo)
+        if m is None:
+            buf[:b, L:] = vals[lo : lo + b].reshape(b, -1)
+        else:
+            np.subtract(vals[lo : lo + b].reshape(b, -1), m, out=buf[:b, L:])
+        row, item = buf.strides
+        X[lo : lo + b] = as_strided(
+            buf[:b, L:], shape=(b, L, L), strides=(row, -item, (L + 1) * item), writeable=False
+        )
+    return X
 
 
 def _scalogram_dataset(E, spec, s, lags, omega0, dim, coords) -> xr.Dataset:
@@ -403,7 +430,7 @@ def _assemble(
         coords = {c: da.coords[c].variable for c in da.coords if c != "window"}
         return xr.DataArray(arr, dims=da.dims, coords={**coords, "window": window}, attrs=da.attrs)
 
-    out = xr.Dataset(
+    out = _dataset(
         {
             "mean": mean,
             "energy": sc["energy"],
@@ -526,3 +553,19 @@ def _by_window_1d(da: xr.DataArray, plain, labels: list[str]) -> xr.DataArray:
     window = np.empty(len(labels), dtype=object)
     window[:] = labels
     return xr.DataArray(arr, dims="window", coords={"window": window})
+
+
+def _dataset(arrays: dict[str, xr.DataArray]) -> xr.Dataset:
+    """One Dataset of DataArrays that agree on their coordinates (each coordinate taken
+    from the first array that has it, in the order the Dataset constructor gives
+    DataArrays): no alignment."""
+    pool = {}
+    for da in arrays.values():
+        for c in da.coords:
+            pool.setdefault(c, da.coords[c].variable)
+    coords = {}
+    for da in arrays.values():
+        for c in (*da.coords, *da.dims):
+            if c in pool and c not in coords:
+                coords[c] = pool[c]
+    return xr.Dataset({k: da.variable for k, da in arrays.items()}, coords=coords)
