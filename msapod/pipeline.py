@@ -29,7 +29,7 @@ from .backends import kernels
 from .backends.memory import eigensolve
 from .decomposition import Layout, decompose, finish_modes, pod_dataset
 from .fields import check_with, is_causal, lag_form, split_from_mean
-from .spectra import effective_rank, spectral_concentration
+from .spectra import spectral_concentration, tail_fraction, tail_rank
 from .wavelets import (
     check_scales,
     default_scales,
@@ -503,12 +503,20 @@ def _coherency_at_peaks(R, peaks, omega0, dim, max_peaks) -> xr.DataArray:
 
 
 def _ranks(spectrum, eps_list, criterion, n) -> tuple[xr.DataArray, xr.DataArray]:
-    """H*(eps) and its at_rank_limit flag along a new ``eps`` dim."""
-    eps_da = xr.DataArray(eps_list, dims="eps", name="eps")
-    Hs = [effective_rank(spectrum, e, criterion, n_snapshots=n) for e in eps_list]
-    H = xr.concat([h.reset_coords(drop=True) for h in Hs], dim=eps_da)
-    at_limit = xr.concat([h["at_rank_limit"].reset_coords(drop=True) for h in Hs], dim=eps_da)
-    return H, at_limit
+    """H*(eps) and its at_rank_limit flag along a leading ``eps`` dim (as
+    :func:`msapod.effective_rank` gives them, from one tail fraction for every eps)."""
+    if criterion not in ("energy", "l2"):
+        raise ValueError(f"criterion: expected 'energy' or 'l2', got {criterion!r}")
+    lam = spectrum.transpose(..., "rank")
+    tail = tail_fraction(lam.values)
+    H = np.stack([tail_rank(tail, e if criterion == "energy" else e**2) for e in eps_list])
+    dims = ("eps", *lam.dims[:-1])
+    coords = {"eps": np.asarray(eps_list, dtype=np.float64)}
+    coords.update({d: spectrum.indexes[d] for d in lam.dims[:-1] if d in spectrum.indexes})
+    return (
+        xr.DataArray(H, dims=dims, coords=coords),
+        xr.DataArray(H >= n - 1, dims=dims, coords=coords),
+    )
 
 
 def _labels(max_peaks: int) -> list[str]:

@@ -72,3 +72,34 @@ def test_analyze_rejects_bad_input():
         msapod.analyze(A, eps=1.5)
     with pytest.raises(ValueError, match="scales"):
         msapod.analyze(A, scales=[3.0, 50.0])
+
+
+def test_lag_ensemble_causal_view_matches_definition():
+    from msapod.pipeline import _lag_ensemble
+
+    A = planted_attention(n=7, L=20).values
+    mean = A.mean(0)
+    pos = np.arange(20)
+    lags, X = _lag_ensemble(A, mean, pos, pos, True)  # the strided view of the padded rows
+    want = np.zeros((7, 20, 20))
+    for tau in range(20):
+        for i in range(tau, 20):
+            want[:, tau, i] = A[:, i, i - tau] - mean[i, i - tau]
+    np.testing.assert_array_equal(lags, pos)
+    np.testing.assert_array_equal(X, want)
+    # the general gather (keys given as a shuffled coordinate) agrees
+    order = np.random.default_rng(0).permutation(20)
+    _, Xg = _lag_ensemble(A[:, :, order], mean[:, order], pos, pos[order], True)
+    np.testing.assert_array_equal(Xg, want)
+
+
+@pytest.mark.parametrize("criterion", ["energy", "l2"])
+def test_analyze_ranks_match_effective_rank(criterion):
+    ds = msapod.analyze(planted_attention(n=30, L=64), n_modes=3, criterion=criterion)
+    ds = ds.sel(window=np.isfinite(ds["total_energy"]).values)  # the windows of found peaks
+    for e in ds["eps"].values:
+        H = msapod.effective_rank(ds["spectrum"], float(e), criterion, n_snapshots=30)
+        np.testing.assert_array_equal(ds["H_star"].sel(eps=e).values, H.values)
+        np.testing.assert_array_equal(
+            ds["at_rank_limit"].sel(eps=e).values, H["at_rank_limit"].values
+        )
