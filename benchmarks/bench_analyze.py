@@ -179,18 +179,27 @@ def main() -> None:
         f"{t_fast[1] / t_plain[1]:.2f} CPU (target <= 1)"
     )
 
-    t_all = c_all = 0.0
+    if not args.layers:
+        return
+    walls, cpus, wins = [], [], []
     for k in range(args.layers):
         layer = synthetic_layer(args.n, args.length, k + 1)  # input synthesis: not timed
         t0, c0 = time.perf_counter(), time.process_time()
-        msapod.analyze(layer)
-        t_all += time.perf_counter() - t0
-        c_all += time.process_time() - c0
-        del layer
+        out = msapod.analyze(layer)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+        wins.append(int(np.isfinite(out["dominant_scale"]).sum()))
+        del layer, out
+    t_all, c_all = sum(walls), sum(cpus)
     print(
         f"msapod.analyze, {args.layers} layers streamed one at a time: {t_all:.1f} s wall, "
         f"{c_all:.1f} s CPU ({t_all / args.layers:.2f} s per layer; target < 6 s for the "
         f"zoo's 24 on 2 cores); peak RSS {peak_rss_mb():.0f} MB"
+    )
+    print(
+        f"  per layer: median {np.median(walls):.3f} s wall, {np.median(cpus):.3f} s CPU "
+        f"(vs best single layer {t_fast[0]:.3f} / {t_fast[1]:.3f}); windows per layer "
+        f"{min(wins)}-{max(wins)} (+ plain)"
     )
     if not args.naive:
         return

@@ -8,10 +8,12 @@ per-lag Gram tensor) -> T_spec and H*. Every parameter is recorded in the attrs.
 The field is checked once and its kernels picked once (:func:`msapod.backends.kernels`);
 the steps then run as private kernels, not through the checked public step functions.
 In memory they share the lag statistics of :mod:`msapod.lagstats`: the lag form
-``X (lag, query, N)`` of u is gathered once, its lag moments C give the scalogram
+``X (N, lag, query)`` of u is gathered once (snapshot-major, so no transposed copy; a
+strided view for a causal square field), its lag moments C give the scalogram
 ``E(a, b)`` and its per-lag Gram tensor ``G(tau)`` every window's Gram
 ``K^(w) = sum_tau w(tau)^2 G(tau) / N`` in one product; one more product projects every
-window's leading eigenvectors onto X. Dask data take the chunked kernels' passes.
+window's leading eigenvectors onto X. The output Dataset is assembled from numpy arrays
+in one constructor. Dask data take the chunked kernels' passes.
 """
 
 from __future__ import annotations
@@ -214,7 +216,7 @@ def _steps_memory(
     A, *, dim, scales, omega0, max_peaks, include_edges, field, centre, width, n_modes, **_
 ):
     """The steps in memory on the lag statistics (:mod:`msapod.lagstats`): the lag form
-    ``X (lag, query, N)`` of u is gathered once; its lag moments give the scalogram, its
+    ``X (N, lag, query)`` of u is gathered once; its lag moments give the scalogram, its
     per-lag Gram tensor every window's Gram, and one product every window's modes."""
     vals = A.transpose(dim, "query", "key").values
     n = vals.shape[0]
