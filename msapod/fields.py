@@ -70,13 +70,17 @@ def check_field(
     Dask-backed data are checked chunk by chunk in one pass (``dask.compute`` of the
     NaN/inf count, the smallest entry and the worst row sum), never loaded whole.
     """
-    check_meta(A, name, dims)
-    if min_snapshots is not None and snapshot_dim in A.dims:
-        check_count(A, name, min_snapshots, snapshot_dim)
-    if stochastic:
-        require_key(A, name)
-    kernels(A).check_values(A, name, stochastic=stochastic, atol=atol)
-    return A
+    return check_with(
+        None,
+        A,
+        name=name,
+        dims=dims,
+        stochastic=stochastic,
+        atol=atol,
+        min_snapshots=min_snapshots,
+        snapshot_dim=snapshot_dim,
+        lazy=False,
+    )
 
 
 def check_lazy(A, *, name: str = "A", dims: Sequence[str] = FIELD_DIMS, **kw) -> xr.DataArray:
@@ -98,12 +102,16 @@ def check_with(
     atol: float = 1e-3,
     min_snapshots: int | None = 2,
     snapshot_dim: str = "snapshot",
+    lazy: bool = True,
 ) -> xr.DataArray:
-    """:func:`check_lazy` with the kernels of ``A`` already picked (one dispatch)."""
+    """:func:`check_lazy` with the kernels of ``A`` already picked (one dispatch);
+    ``kern=None`` picks them after the metadata check, ``lazy=False`` checks the values
+    of dask data too (:func:`check_field`)."""
     check_meta(A, name, dims)
     if min_snapshots is not None and snapshot_dim in A.dims:
         check_count(A, name, min_snapshots, snapshot_dim)
-    if kern.CHECKS_IN_PASS:
+    kern = kernels(A) if kern is None else kern
+    if lazy and kern.CHECKS_IN_PASS:
         return A
     if stochastic:
         require_key(A, name)
