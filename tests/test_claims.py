@@ -368,3 +368,54 @@ def test_depth_groups_that_overlap_or_are_empty():
     from msapod.studies.verdict.claims import layer_span
 
     assert layer_span([]) == "none"
+
+
+def test_grouped_jackknife_intervals_use_student_t():
+    from scipy import stats
+
+    q9 = stats.t.ppf(0.975, 9)
+    share, _ = per_layer([0.0, 0.7, 0.0, 0.7, 0.0, 0.7])
+    base, _ = per_layer([0.0, 0.6, 0.0, 0.6, 0.0, 0.6])
+    s_se, _ = per_layer([0.02] * 6)
+    # 0.1 / 0.03 = 3.3: beyond Holm over 12 cases with normal p (2.87), not with t(9) (3.83)
+    d_se, _ = per_layer([0.03] * 6)
+    reach = xr.ones_like(share, dtype=bool)
+    peaks = np.array([2, 3, 2, 2])
+    normal = rule_c4(share, reach, peaks, base=base, share_se=s_se, diff_se=d_se)
+    t9 = rule_c4(share, reach, peaks, base=base, share_se=s_se, diff_se=d_se, se_df=9)
+    assert normal.verdict == "holds" and t9.verdict == "not significant"
+    assert "10 groups, t(9)" in t9.rule
+    np.testing.assert_allclose(t9.lower.sel(layer=2), 0.7 - q9 * 0.02)
+    ratio, se = per_layer([0.8] * 6, 0.01)
+    out = rule_c9(ratio, se, se_df=9)
+    np.testing.assert_allclose(out.upper.values, 0.8 * np.exp(q9 * 0.01 / 0.8))
+    assert "t(9)" in out.rule
+
+
+def test_one_seed_per_architecture_takes_c4_c9_intervals_over_snapshots():
+    from msapod.studies.verdict.multiverse import MAIN_SPEC, ZooData, evaluate
+
+    rng = np.random.default_rng(0)
+    models = ["baseline-1", "ega-1"]
+    shape = (2, 6, 2)  # model, layer, normalisation
+    ev = xr.Dataset(
+        {
+            "c9_ratio": (("model", "layer", "normalisation"), 0.8 + 0.01 * rng.random(shape)),
+            "c9_ratio_se": (("model", "layer", "normalisation"), np.full(shape, 0.01)),
+        },
+        coords={
+            "model": models,
+            "layer": np.arange(1, 7),
+            "normalisation": ["rectified", "raw"],
+            "architecture": ("model", ["baseline", "ega"]),
+        },
+    )
+    spec = {"zoo": "z", **{a: v for a, v in MAIN_SPEC.items() if a != "normalisation"}}
+    spec["normalisation"] = "rectified"
+    ev9 = ev.expand_dims({a: [spec[a]] for a in ("field", "scale_min", "scale_stat", "centre")})
+    ev9 = ev9.expand_dims(width=[spec["width"]])
+    one = evaluate("C9", spec, ZooData(models, ev9))
+    assert "jackknife" in one.rule and one.verdict == "holds"
+    two = ev9.assign_coords(architecture=("model", ["baseline", "baseline"]))
+    seeds = evaluate("C9", spec, ZooData(models, two))
+    assert "over seeds" in seeds.rule

@@ -254,3 +254,60 @@ def test_shuffled_column_holds_the_lag_claims_verdicts(zoo):
     for claim in SHUFFLED_CLAIMS:
         assert card.loc[claim, "shuffled"].startswith(str(got.sel(claim=claim).values))
     assert card.loc["C10", "shuffled"] == "—"
+
+
+def test_window_jackknife_equals_refits_without_each_group():
+    """C4's and C9's delete-group jackknife (the Gram tensor re-centred without a group)
+    equals recomputing the Reynolds split, the Gram tensor and each window's mode 1 from
+    the kept snapshots alone."""
+    from msapod.lagstats import snapshot_moments
+    from msapod.studies.verdict import multiverse as mv
+
+    A = attention(n=2 * mv.JACKKNIFE_GROUPS + 3, length=20, seed=4)
+    R = to_lag(A).transpose("snapshot", "query", "lag")
+    X, lags = R.values, R["lag"].values
+    Xu = X - X.mean(0)
+    grids = [mv._grid(g, len(lags)) for g in (3, 2)]
+    M_up, iu = mv._upper_operator(
+        np.concatenate([mv._operator(g, lags, 6.0) for g in (3, 2)]), len(lags)
+    )
+    keys = [(2.0, 1.5), (6.0, 3.0), (9.0, 4.0)]
+    c4_key = np.array([[0, 1, 2], [2, -1, 1]])  # two readings x three paper ranges
+    c9_key = np.full((2, 2, 2), -1)  # (reading, normalisation, grid)
+    c9_key[0, 0, 0], c9_key[1, 1, 1], c9_key[1, 0, 1] = 1, 2, 0
+    got = mv._window_jackknife(
+        mv.lag_gram_tensor(Xu), Xu, lags, keys, c4_key, c9_key, M_up, grids, [True, False]
+    )
+    inside = np.array([(lags >= lo) & (lags <= hi) for lo, hi in mv.PAPER_LAGS.values()])
+    s_rep, d_rep, r_rep = [], [], []
+    nS = mv.NUM_SCALES
+    for drop in np.array_split(np.arange(X.shape[0]), mv.JACKKNIFE_GROUPS):
+        Xk = np.delete(X, drop, axis=0)
+        Uk = Xk - Xk.mean(0)
+        G = mv.lag_gram_tensor(Uk)
+        modes = mv._window_modes(G, Uk, lags, keys, [0, 1, 2], M_up, iu)
+        lag_e = np.einsum("tss->t", G)
+        share = modes["energy"] @ inside.T
+        w2e = msapod.lagstats.gaussian_windows(lags, *zip(*keys, strict=True)) ** 2 * lag_e
+        base = (w2e @ inside.T) / w2e.sum(1, keepdims=True)
+        r = np.arange(3)[None, :]
+        s_rep.append(np.where(c4_key >= 0, share[c4_key, r], np.nan))
+        d_rep.append(np.where(c4_key >= 0, share[c4_key, r] - base[c4_key, r], np.nan))
+        K0 = mv.window_gram(G, np.ones(len(lags)))
+        v0 = np.linalg.eigh(K0)[1][:, -1]
+        phi0 = np.tensordot(v0, Uk, axes=(0, 0))
+        plain = M_up @ snapshot_moments(phi0[None], upper=True)[0]
+        rr = np.full(c9_key.shape, np.nan)
+        for ix, j in np.ndenumerate(c9_key):
+            if j < 0:
+                continue
+            s, gi = grids[ix[2]], ix[2]
+            wgt = 1 / s if ix[1] == 0 else np.ones_like(s)
+            sl = slice(gi * nS, (gi + 1) * nS)
+            rr[ix] = mv._spread(modes["spectra"][j][sl] * wgt, s) / mv._spread(plain[sl] * wgt, s)
+        r_rep.append(rr)
+    for g, rep in zip(got, (s_rep, d_rep, r_rep), strict=True):
+        want = mv._jack_se(np.array(rep))
+        np.testing.assert_allclose(g, want, rtol=1e-7, atol=1e-12)
+        assert np.isfinite(want[np.isfinite(g) | np.isfinite(want)]).all()
+    assert np.isnan(got[0][1, 1]) and np.isfinite(got[0][0, 0]) and got[2][0, 0, 0] > 0

@@ -94,7 +94,10 @@ __all__ = [
 ]
 
 #: Version of :func:`model_evidence`'s output; part of its cache key.
-EVIDENCE_FORMAT = 2
+EVIDENCE_FORMAT = 3
+#: Groups of the delete-group jackknife of C4's shares and C9's ratios (15 snapshots
+#: each at N = 150); intervals from it use Student-t with ``JACKKNIFE_GROUPS - 1`` df.
+JACKKNIFE_GROUPS = 10
 #: Scales per grid (log-spaced from ``scale_min`` to L/2).
 NUM_SCALES = 48
 #: Fixed T_spec fit range (the convergence study's ``fixed_k``).
@@ -294,6 +297,80 @@ def _window_modes(G, Xu, lags, keys, need, M_up, iu) -> dict:
     return {"energy": E, "lambda": lam1, "spectra": spectra}
 
 
+def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified):
+    """Delete-group jackknife standard errors of C4's share :math:`s`, of :math:`s - b`
+    and of C9's ratio :math:`\\rho`, each window held at its full-ensemble choice.
+
+    The snapshots fall into :data:`JACKKNIFE_GROUPS` contiguous groups; without each group
+    the Reynolds mean is re-estimated (the Gram tensor of the kept fluctuations is
+    ``J G(tau) J``, ``J`` the centring matrix), and with it every used window's mode 1, its
+    lag energy, the window alone's share and (C9) the scale spectra of the windowed and the
+    plain mode 1. Returns ``(share_se, diff_se, ratio_se)`` shaped like ``c4_key`` (the
+    window index per C4 case, -1 none) and ``c9_key``; NaN where a case has no window.
+    """
+    n_lag, n, _ = G.shape
+    q = Xu.shape[1]
+    groups = JACKKNIFE_GROUPS
+    used = sorted(
+        {int(j) for j in c4_key.ravel() if j >= 0} | {int(j) for j in c9_key.ravel() if j >= 0}
+    )
+    s_rep = np.full((groups, *c4_key.shape), np.nan)
+    d_rep = np.full((groups, *c4_key.shape), np.nan)
+    r_rep = np.full((groups, *c9_key.shape), np.nan)
+    if not used or n < 2 * groups:
+        return _jack_se(s_rep), _jack_se(d_rep), _jack_se(r_rep)
+    pos = {j: i for i, j in enumerate(used)}
+    W = lagstats.gaussian_windows(lags, [keys[j][0] for j in used], [keys[j][1] for j in used])
+    Wp = np.vstack([W, np.ones(n_lag)])  # the last: no window (C9's plain mode)
+    inside = np.array([(lags >= lo) & (lags <= hi) for lo, hi in PAPER_LAGS.values()]).T
+    has4 = c4_key >= 0
+    k4 = np.vectorize(lambda j: pos.get(int(j), 0))(c4_key)
+    r4 = np.broadcast_to(np.arange(c4_key.shape[-1]), c4_key.shape)
+    c9_cases = [(ix, pos[int(j)]) for ix, j in np.ndenumerate(c9_key) if j >= 0]
+    c9_cols = sorted({c for _, c in c9_cases})
+    nS = NUM_SCALES
+    for b, drop in enumerate(np.array_split(np.arange(n), groups)):
+        keep = np.setdiff1d(np.arange(n), drop)
+        Gk = G[:, keep][:, :, keep]
+        Gk = (
+            Gk
+            - Gk.mean(1, keepdims=True)
+            - Gk.mean(2, keepdims=True)
+            + Gk.mean((1, 2), keepdims=True)
+        )
+        K = lagstats.window_grams(Gk, Wp)
+        V = np.empty((len(keep), len(Wp)))
+        with threadpool_limits(1, user_api="blas"):
+            for i in range(len(Wp)):
+                V[:, i] = np.linalg.eigh(K[i])[1][:, -1]
+        del K
+        E = lagstats.mode_lag_energy(Gk, Wp[:-1], V[:, :-1])
+        share = E @ inside  # (window, range)
+        w2e = W**2 * np.einsum("tss->t", Gk)[None, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            base = (w2e @ inside) / w2e.sum(1, keepdims=True)
+        s_rep[b] = np.where(has4, share[k4, r4], np.nan)
+        d_rep[b] = np.where(has4, share[k4, r4] - base[k4, r4], np.nan)
+        if not c9_cases:
+            continue
+        Xc = Xu[keep] - Xu[keep].mean(0, keepdims=True)
+        cols = [*c9_cols, len(W)]
+        Phi = V[:, cols].T @ Xc.reshape(len(keep), -1)
+        del Xc
+        spec = {
+            c: M_up @ lagstats.snapshot_moments(Phi[t].reshape(1, q, n_lag) * Wp[c], upper=True)[0]
+            for t, c in enumerate(cols)
+        }
+        for ix, c in c9_cases:
+            gi, ni = ix[2], ix[1]
+            s = grids[gi]
+            wgt = 1.0 / s if rectified[ni] else np.ones_like(s)
+            sl = slice(gi * nS, (gi + 1) * nS)
+            plain = _spread(spec[len(W)][sl] * wgt, s)
+            r_rep[b][ix] = _spread(spec[c][sl] * wgt, s) / plain
+    return _jack_se(s_rep), _jack_se(d_rep), _jack_se(r_rep)
+
+
 def layer_evidence(
     A: xr.DataArray,
     *,
@@ -451,6 +528,8 @@ def layer_evidence(
     reach = np.zeros(shape_w + (3,), dtype=bool)
     c4_peaks = np.full(shape_w + (3,), np.nan)
     c9 = np.full(shape_w, np.nan)
+    c4_key = np.full(shape_w + (3,), -1)  # the window each C4 case reads (index in keys)
+    c9_key = np.full(shape_w, -1)
     a_star = np.full(shape_stat + (3,), np.nan)
     layer_ranges = list(PAPER_LAGS.values())
     # pass 1: every window (c, sigma) of every reading; pass 2 (batched): their modes
@@ -500,6 +579,7 @@ def layer_evidence(
             wgt = 1.0 / s if norm == "rectified" else np.ones_like(s)
             mspec = modes["spectra"][j][gi * nS : (gi + 1) * nS]
             c9[ix] = _spread(mspec * wgt, s) / plain_spread[gi, norm]
+            c9_key[ix] = j
         for r, (lo, hi) in enumerate(layer_ranges):
             inside = (lags >= lo) & (lags <= hi)
             sh = float(e[inside].sum())
@@ -513,6 +593,18 @@ def layer_evidence(
                 base[ix + (r,)] = float(w2e[inside].sum() / w2e.sum()) if w2e.sum() > 0 else np.nan
                 reach[ix + (r,)] = ok
                 c4_peaks[ix + (r,)] = _count_peaks(e, lags, lo, hi)
+                c4_key[ix + (r,)] = j
+    share_se, diff_se, c9_se = _window_jackknife(
+        G,
+        Xu,
+        lags,
+        keys,
+        c4_key,
+        c9_key,
+        M_up,
+        [grids[g] for g in AX["scale_min"]],
+        [AX["normalisation"][i] == "rectified" for i in range(len(AX["normalisation"]))],
+    )
     n_windows = len(keys)
     coords = {a: list(AX[a]) for a in (*dims_w, "criterion", "fit")}
     coords["paper_layer"] = sorted(PAPER_LAGS)
@@ -538,7 +630,10 @@ def layer_evidence(
             "c4_reach": ((*dims_w, "paper_layer"), reach),
             "c4_base": ((*dims_w, "paper_layer"), base),
             "c4_peaks": ((*dims_w, "paper_layer"), c4_peaks),
+            "c4_share_se": ((*dims_w, "paper_layer"), share_se),
+            "c4_diff_se": ((*dims_w, "paper_layer"), diff_se),
             "c9_ratio": (dims_w, c9),
+            "c9_ratio_se": (dims_w, c9_se),
             "spectrum": ("rank", lam),
         },
         coords={k: np.asarray(v) for k, v in coords.items()} | {"rank": np.arange(1, n + 1)},
@@ -549,7 +644,12 @@ def layer_evidence(
     ds["t1_gap"] = gap
     ds["t1_beaten"] = float(beaten)
     ds["t1_trials"] = float(trials)
-    ds.attrs = {"n_snapshots": n, "omega0": omega0, "n_windows": n_windows}
+    ds.attrs = {
+        "n_snapshots": n,
+        "omega0": omega0,
+        "n_windows": n_windows,
+        "jackknife_groups": JACKKNIFE_GROUPS,
+    }
     return ds
 
 
@@ -728,6 +828,16 @@ class ZooData:
         self.treatment, self.control = treatment, control
         self._c4 = None
 
+    def over_seeds(self) -> bool:
+        """Whether every architecture has at least two models: the layer claims C4 and C9
+        then take their intervals over the seeds (the cases are the layers); otherwise over
+        the snapshots of each model (the delete-group jackknife, the cases are the models x
+        layers)."""
+        if "architecture" not in self.ev.coords:
+            return len(self.models) >= 2
+        _, counts = np.unique(self.ev["architecture"].values, return_counts=True)
+        return bool(counts.min() >= 2)
+
     def six_layers(self) -> bool:
         """Whether the models have the paper's six layers 1..6 (C4 and C8 name them)."""
         return sorted(int(v) for v in self.ev["layer"].values) == [1, 2, 3, 4, 5, 6]
@@ -852,9 +962,11 @@ def rule_call(claim: str, spec: dict, data: ZooData):
         return rule, (value, se), dict(where=where, **arch)
     if claim in ("C4", "C9"):
         sel = {a: spec[a] for a in CLAIM_AXES["C4"]}
+        jack = not data.over_seeds()
+        se_df = JACKKNIFE_GROUPS - 1
         if claim == "C9":
-            se = ev["c9_ratio_se"].sel(sel) if "c9_ratio_se" in ev else None
-            return rule, (ev["c9_ratio"].sel(sel), se), dict(where=where)
+            se = ev["c9_ratio_se"].sel(sel) if jack and "c9_ratio_se" in ev else None
+            return rule, (ev["c9_ratio"].sel(sel), se), dict(se_df=se_df, where=where)
         d4 = data.c4().sel(sel)
 
         def per_layer(name):
@@ -863,8 +975,9 @@ def rule_call(claim: str, spec: dict, data: ZooData):
         args = (per_layer("c4_share"), d4["c4_reach"], d4["c4_peaks"].sel(layer=6).values)
         kw = dict(
             base=per_layer("c4_base"),
-            share_se=per_layer("c4_share_se"),
-            diff_se=per_layer("c4_diff_se"),
+            share_se=per_layer("c4_share_se") if jack else None,
+            diff_se=per_layer("c4_diff_se") if jack else None,
+            se_df=se_df,
             where=where,
         )
         return rule, args, kw

@@ -220,18 +220,25 @@ def _grid(da: xr.DataArray, *dims: str) -> np.ndarray:
     return da.variable.transpose(*(dims or ("model", "layer"))).values
 
 
-def _interval(stat, se, log: bool = False):
-    """95 % interval ``stat +- Z95 se``; on the log scale (``stat exp(+-Z95 se / stat)``)
-    for a positive quantity."""
+def _interval(stat, se, log: bool = False, q: float = Z95):
+    """95 % interval ``stat +- q se`` (``q``: the quantile, normal by default); on the
+    log scale (``stat exp(+-q se / stat)``) for a positive quantity."""
     if se is None:
         se = xr.zeros_like(stat)
     else:  # fillna(0.0) without xarray's apply_ufunc (the joint test calls this often)
         se = se.copy(data=np.where(np.isnan(se.values), 0.0, se.values))
     if log:
         with np.errstate(invalid="ignore", divide="ignore"):
-            f = np.exp(Z95 * se / stat)
+            f = np.exp(q * se / stat)
         return stat / f, stat * f
-    return stat - Z95 * se, stat + Z95 * se
+    return stat - q * se, stat + q * se
+
+
+def _jack_words(df: int | None) -> str:
+    """How a jackknife interval over snapshots was formed, in words."""
+    if df is None:
+        return "95 % jackknife intervals over snapshots"
+    return f"95 % delete-group jackknife intervals over snapshots ({df + 1} groups, t({df}))"
 
 
 def decide(
@@ -764,6 +771,7 @@ def rule_c4(
     base: xr.DataArray | None = None,
     share_se: xr.DataArray | None = None,
     diff_se: xr.DataArray | None = None,
+    se_df: int | None = None,
     seeds: bool = True,
     where: str = "",
 ) -> Outcome:
@@ -796,7 +804,10 @@ def rule_c4(
     share_se, diff_se
         Jackknife standard errors over snapshots of :math:`s` and of :math:`d` (the
         difference's own replicates: :math:`s` and :math:`b` are correlated). Given:
-        the cases are the models x layers, normal 95 % intervals.
+        the cases are the models x layers, 95 % intervals normal or, with ``se_df``,
+        Student-t with ``se_df`` degrees of freedom (a delete-group jackknife).
+    se_df
+        Degrees of freedom of the jackknife standard errors (None: normal).
     seeds
         Without standard errors: the cases are the layers, :math:`\bar s` and
         :math:`\bar d` the means over the models (training seeds) whose window reaches
@@ -863,9 +874,11 @@ def rule_c4(
         s_val, s_se = sv[usable], e_s[usable]
         d_val = dv[usable] if dv is not None else np.full(s_val.shape, np.inf)
         d_se = e_d[usable]
-        peak_ok, df, q = peak_m[usable], None, Z95
+        peak_ok = peak_m[usable]
+        df = None if se_df is None or share_se is None else np.full(s_val.shape, se_df)
+        q = _q95(None if df is None else se_df)
         if share_se is not None:
-            half = Z95 * np.nan_to_num(_sel_all(share_se, share))
+            half = q * np.nan_to_num(_sel_all(share_se, share))
             lower = (share - half).clip(0.0, 1.0)
             upper = (share + half).clip(0.0, 1.0)
         n_thin = 0
@@ -886,7 +899,7 @@ def rule_c4(
         standardised(d_val, d_val - qd, d_val + qd, low=0.0) if dv is not None else np.inf,
     )
     kind = {
-        "jackknife": "95 % jackknife intervals over snapshots, Holm across cases",
+        "jackknife": _jack_words(se_df) + ", Holm across cases",
         "seeds": "per layer the mean over seeds, 95 % Student-t intervals over seeds, "
         "Holm across layers",
         "point": "point values",
@@ -1291,6 +1304,7 @@ def rule_c9(
     ratio: xr.DataArray,
     se: xr.DataArray | None = None,
     *,
+    se_df: int | None = None,
     seeds: bool = True,
     where: str = "",
     margin: float = C9_MARGIN,
@@ -1312,7 +1326,10 @@ def rule_c9(
         :math:`\rho` per ``(model, layer)``.
     se
         Jackknife standard errors of :math:`\rho` over snapshots: the cases are the
-        models x layers, normal intervals on the log scale.
+        models x layers, intervals on the log scale, normal or, with ``se_df``,
+        Student-t with ``se_df`` degrees of freedom (a delete-group jackknife).
+    se_df
+        Degrees of freedom of ``se`` (None: normal).
     seeds
         Without ``se``: the cases are the layers, :math:`\bar\rho` the geometric mean
         over the models (training seeds) with a window, Student-t interval of
@@ -1323,7 +1340,7 @@ def rule_c9(
     ok = np.isfinite(v)
     mode = "jackknife" if se is not None else ("seeds" if seeds and v.shape[0] >= 2 else "point")
     kind = {
-        "jackknife": "95 % jackknife intervals over snapshots (log scale), Holm across cases",
+        "jackknife": _jack_words(se_df) + " (log scale), Holm across cases",
         "seeds": "per layer the geometric mean over seeds, 95 % Student-t interval over seeds "
         "(log scale), Holm across layers",
         "point": "point values",
@@ -1378,10 +1395,12 @@ def rule_c9(
     else:
         val = v[ok]
         e = np.zeros_like(val) if se is None else np.nan_to_num(_grid(se).astype(float))[ok]
+        q = _q95(se_df if se is not None else None)
         if se is not None:
-            lower, upper = _interval(ratio, se.reindex_like(ratio), log=True)
+            lower, upper = _interval(ratio, se.reindex_like(ratio), log=True, q=q)
+            df = None if se_df is None else np.full(val.shape, se_df)
         with np.errstate(invalid="ignore", divide="ignore"):
-            f = np.exp(Z95 * e / val)
+            f = np.exp(q * e / val)
         lo_, up_ = val / f, val * f
         interval = _ivs(lo_, up_) if se is not None else "point values"
     if val.size == 0:
