@@ -409,8 +409,8 @@ def _add_reproduce(sub) -> None:
         action="store_true",
         help="recompute into a temporary folder and compare with the results folder "
         "(numbers within tolerance, verdicts identical); exit 1 if they differ. Without "
-        "--all: the per-model studies of one model per architecture and zoo, the LLM, "
-        "the whole specification curve and the scorecard",
+        "--all: the per-model studies and the claims' evidence of one model per "
+        "architecture and zoo, the LLM, the whole specification curve and the scorecard",
     )
     r.add_argument(
         "--all",
@@ -422,13 +422,14 @@ def _add_reproduce(sub) -> None:
         "--steps",
         nargs="+",
         help="subset of: zoo fieldstats modestats uncertainty convergence pruning llm "
-        "multiverse scorecard (default all)",
+        "evidence multiverse scorecard (default all)",
     )
     r.add_argument(
         "--models",
         nargs="+",
         help="zoo models of the per-model steps (default: every trained model of the main "
-        "zoo); the specification curve and the scorecard always use every trained zoo",
+        "zoo); the evidence, the specification curve and the scorecard always use every "
+        "trained zoo",
     )
     r.add_argument("--no-llm", action="store_true", help="skip the SmolLM2-135M step")
     r.add_argument("--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)")

@@ -15,6 +15,9 @@ the scorecard as CSV, with a ``manifest.json`` of sha256 sums::
       convergence.nc       H*(eps) and T_spec against the ensemble size N
       pruning.nc           head-pruning study (test of C6)
       llm.nc               SmolLM2-135M analysis (optional ``llm`` extra)
+      evidence.nc          per model of every trained zoo: every number the claims read,
+                           under every reading (plus evidence-untrained.nc at
+                           initialisation and evidence-shuffled.nc on shuffled snippets)
       multiverse.nc        every claim over the specification curve (C1-C10, L)
       scorecard.csv        claims C1-C10 (+ the EGA loss), verdicts, rules, LLM columns
       manifest.json        files, sha256, provenance (weights and data sha256), timings
@@ -48,7 +51,7 @@ from .measure.prune import pruning_study
 from .measure.uncertainty import zoo_uncertainty
 from .store.cache import netcdf_safe, zoo_analysis
 from .store.results import check_results, load_result, manifest, read_manifest, results_dir
-from .verdict.curve import multiverse_study
+from .verdict.curve import EVIDENCE_KINDS, multiverse_study, zoo_evidence
 from .verdict.scorecard import zoo_scorecard
 
 __all__ = [
@@ -58,6 +61,7 @@ __all__ = [
     "analysis_file",
     "check",
     "check_models",
+    "evidence_file",
     "reproduce",
 ]
 
@@ -70,6 +74,7 @@ STEPS = (
     "convergence",
     "pruning",
     "llm",
+    "evidence",
     "multiverse",
     "scorecard",
 )
@@ -118,8 +123,31 @@ _STUDIES = {
 }
 
 
+def evidence_file(kind: str) -> str:
+    """File name of the evidence of ``kind`` (:data:`~.verdict.curve.EVIDENCE_KINDS`):
+    ``evidence.nc`` for the trained models, ``evidence-<kind>.nc`` for the nulls."""
+    if kind not in EVIDENCE_KINDS:
+        raise ValueError(f"kind: expected one of {EVIDENCE_KINDS}, got {kind!r}")
+    return "evidence.nc" if kind == "trained" else f"evidence-{kind}.nc"
+
+
+def _evidence_step(out: Path, models, progress: bool, done: dict, manifest: dict) -> Path:
+    """Write the evidence files of ``models`` (None: every trained model of every trained
+    zoo); returns the trained models' file (recorded by the caller)."""
+    ev = done["evidence"] = zoo_evidence(models, progress=progress)
+    for kind in reversed(EVIDENCE_KINDS):  # the trained models' file last: the record
+        if kind not in ev:
+            continue
+        path = out / evidence_file(kind)
+        _save(ev[kind], path)
+        if kind != "trained":
+            manifest["files"][path.name] = sha256_file(path)
+    return path
+
+
 def _multiverse(progress: bool, done: dict) -> xr.Dataset:
-    """The specification curve, given the convergence and pruning studies of this run."""
+    """The specification curve, given the evidence, convergence and pruning studies of
+    this run."""
     from ..models import zoo
 
     given = {}
@@ -131,7 +159,7 @@ def _multiverse(progress: bool, done: dict) -> xr.Dataset:
                 for z in zoo.ZOOS
                 if zoo.trained(z) and set(zoo.trained(z)) <= set(ds["model"].values.tolist())
             }
-    return multiverse_study(progress=progress, **given)
+    return multiverse_study(progress=progress, evidence=done.get("evidence"), **given)
 
 
 def _llm_available() -> str:
@@ -165,25 +193,27 @@ def _plan(steps, models, llm: bool) -> tuple[list[str], list[str]]:
             )
     default = list(zoo.trained())
     models = list(default if models is None else models)
-    whole = [s for s in steps if s in ("multiverse", "scorecard")]
+    whole = [s for s in steps if s in ("evidence", "multiverse", "scorecard")]
     if whole and models != default:
         raise ValueError(
-            f"models: the {' and '.join(whole)} step(s) use every trained model of the main "
-            f"zoo {default}; got {models}. Run the per-model steps with --models and these "
-            "steps without it"
+            f"models: the {', '.join(whole)} step(s) use every trained model (the main zoo "
+            f"{default} and every other trained zoo); got {models}. Run the per-model steps "
+            "with --models and these steps without it"
         )
     return steps, models
 
 
-def _open_manifest(out: Path, models: list[str], log) -> dict:
+def _open_manifest(out: Path, models: list[str], log, *, every_zoo: bool = False) -> dict:
     """The manifest of the results folder ``out`` (created), restarted if it was computed
-    from other models or data, with this run's version, models and provenance."""
+    from other models or data, with this run's version, models and provenance (with
+    ``every_zoo``, the weights of every trained model of every trained zoo, which the
+    evidence and the specification curve read)."""
     if out.exists() and not out.is_dir():
         raise ValueError(f"--results: {out} is a file; expected a folder (or a new path)")
     out.mkdir(parents=True, exist_ok=True)
     path = out / "manifest.json"
     manifest = read_manifest(path)
-    provenance = _provenance(models)
+    provenance = _provenance(models + (_other_zoos_models(models) if every_zoo else []))
     if manifest.get("provenance") not in (None, provenance):
         log(f"[reproduce] {path}: other models or data than before; starting afresh")
         manifest = {}
@@ -210,10 +240,13 @@ def _zoo_step(out: Path, models: list[str], progress: bool, manifest: dict) -> P
     return path
 
 
-def _run_step(step: str, out: Path, models, llm: bool, progress: bool, done, manifest) -> Path:
+def _run_step(step: str, out: Path, plan: dict, progress: bool, done, manifest) -> Path:
     """Run one step into ``out``; its dataset (if any) goes into ``done``; returns its file."""
+    models, llm = plan["models"], plan["llm"]
     if step == "zoo":
         return _zoo_step(out, models, progress, manifest)
+    if step == "evidence":
+        return _evidence_step(out, plan["evidence_models"], progress, done, manifest)
     if step == "scorecard":
         card = zoo_scorecard(
             models,
@@ -245,6 +278,7 @@ def reproduce(
     progress: bool = True,
     log=print,
     inputs: dict[str, xr.Dataset] | None = None,
+    evidence_models: Sequence[str] | None = None,
 ) -> dict:
     """Run the reproduction steps and write the results folder.
 
@@ -268,8 +302,12 @@ def reproduce(
         Called with one line per step.
     inputs
         Results of steps that are not run, by step name (e.g. the verified shipped
-        ``pruning`` dataset), used by the later steps that read them (the
-        specification curve and the scorecard).
+        ``pruning`` dataset, or the ``evidence`` as ``{kind: dataset}``), used by the
+        later steps that read them (the specification curve and the scorecard).
+    evidence_models
+        Models of the evidence step (default every trained model of every trained zoo:
+        the specification curve reads them all); the default check passes one model per
+        architecture and zoo.
 
     Returns
     -------
@@ -278,17 +316,28 @@ def reproduce(
     """
     steps, models = _plan(steps, models, llm)
     out = Path(results)
-    manifest = _open_manifest(out, models, log)
-    done: dict[str, xr.Dataset] = dict(inputs or {})
+    whole = any(s in steps for s in ("evidence", "multiverse", "scorecard"))
+    manifest = _open_manifest(out, models, log, every_zoo=whole)
+    done: dict = dict(inputs or {})
+    plan = {"models": models, "llm": llm, "evidence_models": evidence_models}
     for step in steps:
         t0 = time.perf_counter()
-        path = _run_step(step, out, models, llm, progress, done, manifest)
+        path = _run_step(step, out, plan, progress, done, manifest)
         manifest["files"][path.name] = sha256_file(path)
         manifest["timings_s"][step] = round(time.perf_counter() - t0, 1)
         log(f"[{step}] {path} ({manifest['timings_s'][step]} s)")
         with atomic_path(out / "manifest.json") as tmp:
             tmp.write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def _other_zoos_models(models: Sequence[str]) -> list[str]:
+    """The trained models of every trained zoo (:func:`~.verdict.multiverse.trained_zoos`)
+    that are not in ``models``."""
+    from ..models import zoo
+    from .verdict.multiverse import trained_zoos
+
+    return [m for z in trained_zoos()[0] for m in zoo.trained(z) if m not in models]
 
 
 def _provenance(models: Sequence[str]) -> dict:
@@ -337,9 +386,12 @@ def check(
 
     * the per-model studies (:data:`PER_MODEL_STEPS`) for :func:`check_models` (one model
       per architecture and zoo), compared with those models' slices of the shipped files;
+    * the evidence of the claims (trained, untrained and shuffled-snippet fields) for
+      :func:`check_models` of every zoo the results read, compared with those models'
+      slices of the shipped ``evidence*.nc``;
     * the SmolLM2 study (when ``llm``), the whole specification curve and the scorecard
-      for every model, with the per-model studies of the other models read from the
-      shipped, verified files (the curve extracts every model's attention fields again).
+      for every model, from the shipped, verified per-model studies and evidence (the
+      curve, its null columns and the joint test are recomputed in full).
 
     The recomputation reads the field and analysis cache like any run (``$MSAPOD_CACHE``:
     point it at an empty folder to recompute from the checkpoints, as CI does) into
@@ -377,20 +429,38 @@ def _partial_recompute(tmp: Path, shipped: Path, man: dict, *, llm, progress, lo
     files to compare, each with the models recomputed for it (``None``: all)."""
     models = list(man["models"])
     subset = check_models(models)
-    log(f"[check] per-model studies on {', '.join(subset)}; the curve on all models")
+    every = list(man["provenance"]["weights_sha256"])
+    ev_subset = check_models(every)
+    log(
+        f"[check] per-model studies on {', '.join(subset)}; the evidence on "
+        f"{', '.join(ev_subset)}; the curve and the scorecard on every model"
+    )
     per_model = [s for s in STEPS if s in PER_MODEL_STEPS]
     reproduce(tmp / "part", steps=per_model, models=subset, progress=progress, log=log)
+    reproduce(
+        tmp / "evidence", steps=["evidence"], evidence_models=ev_subset, progress=progress, log=log
+    )
     given = {s: load_result(s, shipped) for s in ("uncertainty", "convergence", "pruning")}
-    rest = [s for s in STEPS if s not in PER_MODEL_STEPS]
+    given["evidence"] = {
+        k: load_result(evidence_file(k), shipped)
+        for k in EVIDENCE_KINDS
+        if evidence_file(k) in man["files"]
+    }
+    rest = [s for s in STEPS if s not in PER_MODEL_STEPS and s != "evidence"]
     reproduce(
         tmp / "all", steps=rest, models=models, llm=llm, progress=progress, log=log, inputs=given
     )
-    for sub in ("part", "all"):
+    files: dict[str, list[str] | None] = {}
+    for sub in ("part", "evidence", "all"):
         for f in (tmp / sub).iterdir():
-            if f.name != "manifest.json":
-                shutil.move(str(f), tmp / f.name)
-    return {
-        f: (subset if f.startswith(tuple(PER_MODEL_STEPS)) else None)
-        for f in man["files"]
-        if llm or not f.startswith("llm")
-    }
+            if f.name == "manifest.json":
+                continue
+            shutil.move(str(f), tmp / f.name)
+            if sub == "part":
+                files[f.name] = subset
+            elif sub == "evidence":
+                with xr.open_dataset(tmp / f.name, engine="h5netcdf") as ds:
+                    files[f.name] = [str(m) for m in ds["model"].values]
+            else:
+                files[f.name] = None
+    return {f: files.get(f, None) for f in man["files"] if llm or not f.startswith("llm")}

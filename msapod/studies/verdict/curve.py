@@ -18,11 +18,67 @@ import numpy as np
 import xarray as xr
 
 from ...models import zoo as zoo_mod
-from ..store.cache import cached_dataset
+from ..store.cache import cached_dataset, stack_models
 from . import nulls as nl
-from .multiverse import EVIDENCE_FORMAT, assemble_study, specifications, trained_zoos, zoo_data
+from .multiverse import (
+    EVIDENCE_FORMAT,
+    assemble_study,
+    model_evidence,
+    specifications,
+    trained_zoos,
+    zoo_data,
+)
 
-__all__ = ["add_nulls", "multiverse_study", "null_verdict_columns"]
+__all__ = [
+    "EVIDENCE_KINDS",
+    "add_nulls",
+    "multiverse_study",
+    "null_verdict_columns",
+    "zoo_evidence",
+]
+
+#: The evidence the curve reads, by kind: the trained models of every trained zoo (every
+#: reading), the same models at initialisation (every reading) and the main zoo's trained
+#: models on shuffled snippets (the default reading; :func:`.nulls.main_axes`).
+EVIDENCE_KINDS = ("trained", "untrained", "shuffled")
+
+
+def zoo_evidence(
+    models: Sequence[str] | None = None, *, progress: bool = False, cache_dir=None
+) -> dict[str, xr.Dataset]:
+    """The per-model evidence of :data:`EVIDENCE_KINDS`, each stacked along ``model``
+    (computed or read from the cache; ``msapod reproduce`` ships it as
+    ``results/evidence*.nc``).
+
+    ``models``: a subset of the trained models of the trained zoos (the default check's
+    one model per architecture and zoo); default all of them. The Theorem 1 check runs on
+    layer 4 of each zoo's first model, as in :func:`multiverse_study`.
+    """
+    trained, _ = trained_zoos()
+    names = [m for z in trained for m in zoo_mod.trained(z)]
+    if models is not None:
+        unknown = [m for m in models if m not in names]
+        if unknown:
+            raise ValueError(
+                f"models: expected trained models of the zoos {trained}, got {unknown}"
+            )
+    picked = {k: [] for k in EVIDENCE_KINDS}
+    parts = {k: [] for k in EVIDENCE_KINDS}
+    for z in trained:
+        zoo_models = list(zoo_mod.trained(z))
+        for m in zoo_models:
+            if models is not None and m not in models:
+                continue
+            t1 = 4 if m == zoo_models[0] else 0
+            kw = dict(progress=progress, cache_dir=cache_dir, theorem1_layer=t1)
+            picked["trained"].append(m)
+            parts["trained"].append(model_evidence(m, **kw))
+            picked["untrained"].append(m)
+            parts["untrained"].append(nl.null_evidence(m, "untrained", **kw))
+            if z == trained[0]:
+                picked["shuffled"].append(m)
+                parts["shuffled"].append(nl.null_evidence(m, "shuffled", axes=nl.main_axes(), **kw))
+    return {k: stack_models(parts[k], picked[k]) for k in EVIDENCE_KINDS if parts[k]}
 
 
 def _source_hash() -> str:
@@ -41,6 +97,7 @@ def multiverse_study(
     cache_dir=None,
     data: dict | None = None,
     nulls: bool | None = None,
+    evidence: dict[str, xr.Dataset] | None = None,
 ) -> xr.Dataset:
     """Every claim under every specification of its sub-grid, on every trained zoo.
 
@@ -64,6 +121,9 @@ def multiverse_study(
         reading only) and the joint test over the curve (``joint_p``, ``joint_note``,
         ``joint_null``, ``joint_reachable`` per claim). Default: True for the zoo, False
         with ``data``.
+    evidence
+        Optional :func:`zoo_evidence` of every model (e.g. the shipped, verified
+        ``results/evidence*.nc``) instead of computing or reading it (not cached then).
 
     Returns
     -------
@@ -92,8 +152,8 @@ def multiverse_study(
             weights[m] = zoo_mod.identity(m).weights_sha256
     parts["weights_sha256"] = weights
     parts["nulls"] = bool(nulls)
-    if convergence is not None or pruning is not None:
-        parts["external"] = "studies passed in"
+    external = convergence is not None or pruning is not None or evidence is not None
+    ev = evidence or {}
 
     def compute():
         got = {
@@ -103,16 +163,16 @@ def multiverse_study(
                 pruning=(pruning or {}).get(z),
                 progress=progress,
                 cache_dir=cache_dir,
+                evidence=ev.get("trained"),
             )
             for z in trained
         }
         ds = assemble_study(trained, untrained, got)
         if not nulls:
             return ds
+        kw = dict(cache_dir=cache_dir, progress=progress)
         null_data = {
-            z: nl.null_zoo_data(
-                zoo_mod.trained(z), "untrained", cache_dir=cache_dir, progress=progress
-            )
+            z: nl.null_zoo_data(zoo_mod.trained(z), "untrained", evidence=ev.get("untrained"), **kw)
             for z in trained
         }
         main = trained[0]  # the shuffled null: the main zoo at the default reading
@@ -120,14 +180,14 @@ def multiverse_study(
             main: nl.null_zoo_data(
                 zoo_mod.trained(main),
                 "shuffled",
-                cache_dir=cache_dir,
-                progress=progress,
                 axes=nl.main_axes(),
+                evidence=ev.get("shuffled"),
+                **kw,
             )
         }
         return add_nulls(ds, got, null_data, shuffled)
 
-    if convergence is not None or pruning is not None:
+    if external:
         return compute()
     return cached_dataset(
         "multiverse", "study-" + "+".join(trained), parts, compute, cache_dir=cache_dir

@@ -83,6 +83,7 @@ __all__ = [
     "layer_evidence",
     "main_outcomes",
     "mode_lag_energy",
+    "stacked_evidence",
     "model_evidence",
     "rule_call",
     "specifications",
@@ -1037,24 +1038,20 @@ def zoo_data(
     pruning: xr.Dataset | None | bool = None,
     progress: bool = False,
     cache_dir=None,
+    evidence: xr.Dataset | None = None,
 ) -> ZooData:
     """Gather the evidence of one zoo's models (computed or read from the cache).
 
     ``convergence`` / ``pruning``: a study result, None (compute or read it from the
-    cache) or False (skip: N = 600 and C6 are then not testable).
+    cache) or False (skip: N = 600 and C6 are then not testable). ``evidence``: the
+    models' stacked evidence (:func:`stacked_evidence`, e.g. the shipped
+    ``results/evidence.nc``) instead of computing or reading it.
     """
-    from ..store.cache import stack_models
-
     models = list(models)
-    ev = stack_models(
-        [
-            model_evidence(
-                m, progress=progress, cache_dir=cache_dir, theorem1_layer=4 if i == 0 else 0
-            )
-            for i, m in enumerate(models)
-        ],
-        models,
-    )
+    if evidence is None:
+        ev = stacked_evidence(models, progress=progress, cache_dir=cache_dir)
+    else:
+        ev = evidence.sel(model=models)
     ev.attrs["n_snapshots"] = int(ev.sizes["rank"])
     if convergence is None:
         from ..measure.convergence import convergence_study
@@ -1067,6 +1064,18 @@ def zoo_data(
         pruning = pruning_study(models, progress=progress, cache_dir=cache_dir)
     c6 = pruning if pruning is not False else None
     return ZooData(models, ev, conv, c6, zoo_losses(models))
+
+
+def stacked_evidence(models: Sequence[str], *, progress: bool = False, cache_dir=None):
+    """:func:`model_evidence` of one zoo's ``models`` stacked along ``model`` (the
+    Theorem 1 check on layer 4 of the first model)."""
+    from ..store.cache import stack_models
+
+    parts = [
+        model_evidence(m, progress=progress, cache_dir=cache_dir, theorem1_layer=4 if i == 0 else 0)
+        for i, m in enumerate(models)
+    ]
+    return stack_models(parts, models)
 
 
 def main_outcomes(data: ZooData) -> dict[str, Outcome]:
