@@ -327,7 +327,7 @@ def null_zoo_data(
     *,
     cache_dir=None,
     progress: bool = False,
-    evidence: Sequence[xr.Dataset] | None = None,
+    evidence: Sequence[xr.Dataset] | xr.Dataset | None = None,
     axes: dict | None = None,
 ):
     """A :class:`~msapod.studies.verdict.multiverse.ZooData` of ``models`` under ``null``.
@@ -336,8 +336,9 @@ def null_zoo_data(
     :func:`~msapod.studies.verdict.multiverse.evaluate` work unchanged); ``ev.attrs["null"]``
     names the null. No convergence ensembles (N = 600), no pruning study and no losses:
     those specifications and C6, L are not testable on a null. ``evidence``: per-model
-    evidence to use instead of :func:`null_evidence` (tests); ``axes``: the readings
-    (:func:`null_evidence`).
+    evidence to use instead of :func:`null_evidence` (tests), or the models' evidence
+    already stacked along ``model`` (the shipped ``results/evidence-<null>.nc``);
+    ``axes``: the readings (:func:`null_evidence`).
     """
     from ..store.cache import stack_models
     from .multiverse import ZooData
@@ -356,7 +357,10 @@ def null_zoo_data(
             )
             for i, m in enumerate(models)
         ]
-    ev = stack_models(list(evidence), models)
+    if isinstance(evidence, xr.Dataset):
+        ev = evidence.sel(model=models)
+    else:
+        ev = stack_models(list(evidence), models)
     ev.attrs["n_snapshots"] = int(ev.sizes["rank"])
     ev.attrs["null"] = null
     return ZooData(models, ev, None, None, None)
