@@ -49,12 +49,14 @@ import xarray as xr
 
 from .._io import atomic_path, check_int, package_version
 from .store.cache import (
+    FieldFile,
+    TokenEnsemble,
     cache_root,
     cached_dataset,
     concat_layers,
     netcdf_safe,
+    state_sha256,
     text_coords,
-    values_sha256,
 )
 
 __all__ = [
@@ -156,26 +158,6 @@ def _gpt_source(spec: str, label: str, kind: str, model) -> Source:
     )
 
 
-def _state_sha256(model) -> str:
-    """sha256 over a torch model's config and every tensor (name, dtype, shape, bytes)."""
-    h = hashlib.sha256()
-    cfg = getattr(model, "config", None)
-    if cfg is not None and hasattr(cfg, "to_json_string"):
-        h.update(cfg.to_json_string(use_diff=False).encode())
-    for name, t in sorted(model.state_dict().items()):
-        h.update(name.encode())
-        h.update(str(t.dtype).encode())
-        h.update(repr(tuple(t.shape)).encode())
-        h.update(t.detach().cpu().contiguous().view(-1).view(dtype=_byte_dtype()).numpy())
-    return h.hexdigest()
-
-
-def _byte_dtype():
-    import torch
-
-    return torch.uint8
-
-
 def _quiet_hf():
     """transformers' logging at error level (no 'weights not used' chatter)."""
     from transformers.utils import logging as hf_logging
@@ -251,7 +233,7 @@ def _hf_source(spec: str, label: str | None, local_only: bool) -> Source:
         kind="hf",
         model=model,
         tokenizer=tokenizer,
-        sha256=_state_sha256(model),
+        sha256=state_sha256(model, with_config=True),
         n_layer=int(n_layer),
         n_head=int(n_head),
         max_len=getattr(c, "max_position_embeddings", None),
@@ -409,39 +391,8 @@ def probe(source: Source) -> None:
 # ----------------------------------------------------------------------------- ensemble
 
 
-@dataclass(frozen=True)
-class Ensemble:
-    """The snippet ensemble of one source.
-
-    Attributes
-    ----------
-    ids
-        ``(n, length)`` int64 token ids.
-    offsets
-        ``(n,)`` token offsets of the snippets in the tokenised text.
-    text_source
-        ``"TinyShakespeare validation split"`` or the text file's path.
-    text_sha256
-        sha256 of the text (UTF-8).
-    n_tokens
-        Tokens of the whole text.
-    unit
-        ``"character"`` (the zoo's vocabulary) or ``"token"``.
-    chars_per_token
-        Characters per token over the whole text (1 for characters).
-    """
-
-    ids: np.ndarray
-    offsets: np.ndarray
-    text_source: str
-    text_sha256: str
-    n_tokens: int
-    unit: str
-    chars_per_token: float
-
-    @property
-    def ids_sha256(self) -> str:
-        return hashlib.sha256(np.ascontiguousarray(self.ids, dtype="<i8").tobytes()).hexdigest()
+#: The snippet ensemble of one source (:class:`~msapod.studies.store.cache.TokenEnsemble`).
+Ensemble = TokenEnsemble
 
 
 def _read_text(text: str | os.PathLike | None) -> tuple[str, str]:
@@ -467,7 +418,7 @@ def make_ensemble(
     n: int = 150,
     length: int = 256,
     seed: int = 0,
-) -> Ensemble:
+) -> TokenEnsemble:
     """Draw ``n`` non-overlapping snippets of ``length`` tokens of ``text`` for ``source``.
 
     The text (default: the zoo's validation split) is tokenised as a whole, with the
@@ -508,12 +459,11 @@ def make_ensemble(
                 raise UsageError(
                     f"--text: {err} of {source.label} (the zoo's 65 characters)"
                 ) from None
-        unit, cpt = "character", 1.0
+        unit = "character"
     else:
         enc = source.tokenizer(body, add_special_tokens=False)
         tokens = np.asarray(enc["input_ids"], dtype=np.int64).ravel()
         unit = "token"
-        cpt = len(body) / max(1, len(tokens))
     slots = len(tokens) // length
     if slots < n:
         raise UsageError(
@@ -523,14 +473,14 @@ def make_ensemble(
         )
     offsets = ensemble_offsets(len(tokens), n=n, length=length, seed=seed)
     ids = tokens[offsets[:, None] + np.arange(length)]
-    return Ensemble(
+    return TokenEnsemble(
         ids=ids,
         offsets=offsets.astype(np.int64),
+        n_tokens=int(len(tokens)),
+        n_chars=len(body),
+        unit=unit,
         text_source=where,
         text_sha256=text_sha,
-        n_tokens=int(len(tokens)),
-        unit=unit,
-        chars_per_token=float(cpt),
     )
 
 
@@ -547,165 +497,41 @@ def _batch_plan(n: int, per_snippet: int, batch_size: int | None) -> list[tuple[
     return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
 
 
-class FieldStore:
-    """The fields of one source and ensemble in one HDF5 file, written batch by batch.
+def _build_fields(
+    store: FieldFile,
+    source: Source,
+    ens: TokenEnsemble,
+    layers: list[int],
+    average_heads: bool,
+    batch_size: int | None,
+    progress: bool,
+) -> None:
+    """Extract the fields of ``source`` over ``ens`` into ``store``, resuming a partial
+    file: ``(layer, [head,] snapshot, query, key)``, one forward pass per batch."""
+    n, length = ens.ids.shape
+    H = source.n_head
+    plan = _batch_plan(n, source.n_layer * H * length * length * 4, batch_size)
+    shape = (len(layers), n, length, length)
+    if not average_heads:
+        shape = (len(layers), H, n, length, length)
 
-    ``attention(layer, [head,] snapshot, query, key)`` float32, chunked per snapshot,
-    layer and head, with a completion flag per batch; the file is moved to its final name
-    with a sha256 per layer once every batch is written.
-    """
-
-    def __init__(self, path: Path, key: str):
-        self.path = path
-        self.key = key
-        self.partial = path.with_name(path.name + ".partial")
-
-    def _open(self, path: Path):
-        import h5py
-
-        try:
-            f = h5py.File(path, "r")
-        except Exception:  # noqa: BLE001 - unreadable means: not there
-            return None
-        if f.attrs.get("key") != self.key or "layer_sha256" not in f:
-            f.close()
-            return None
-        return f
-
-    def complete(self) -> bool:
-        f = self._open(self.path)
-        if f is None:
-            return False
-        f.close()
-        return True
-
-    def layer(self, k: int) -> np.ndarray:
-        """Verified float32 field of layer index ``k``: ``([head,] snapshot, query, key)``."""
-        f = self._open(self.path)
-        if f is None:
-            raise OSError(f"fields file {self.path}: missing or from another key")
-        with f:
-            values = np.ascontiguousarray(f["attention"][k], dtype="<f4")
-            want = f["layer_sha256"][k]
-            want = want.decode() if isinstance(want, bytes) else str(want)
-        got = values_sha256(values)
-        if got != want:
-            raise OSError(f"fields file {self.path}: layer index {k} sha256 {got} != {want}")
-        return values
-
-    def build(
-        self,
-        source: Source,
-        ens: Ensemble,
-        layers: list[int],
-        average_heads: bool,
-        batch_size: int | None,
-        progress: bool,
-    ) -> None:
-        """Extract the fields, resuming a partial file with the same key."""
-        n, length = ens.ids.shape
-        H = source.n_head
-        per = source.n_layer * H * length * length * 4
-        plan = _batch_plan(n, per, batch_size)
-        shape = (
-            (len(layers), n, length, length)
-            if average_heads
-            else (len(layers), H, n, length, length)
-        )
-        f = self._resume(len(plan), shape)
-        if f is None:
-            chunks = (1, 1, length, length) if average_heads else (1, 1, 1, length, length)
-            f = self._start(len(plan), shape, chunks)
-        try:
-            self._extract(f, plan, source, ens, layers, average_heads, progress)
-            sums = [values_sha256(f["attention"][k]) for k in range(len(layers))]
-            f.create_dataset("layer_sha256", data=np.array(sums, dtype="S64"))
-        finally:
-            f.close()
-        os.replace(self.partial, self.path)
-
-    def _resume(self, n_batches: int, shape: tuple):
-        """The partial file opened for appending if it has this key, plan and shape, else
-        None (a stale or broken one is removed)."""
-        import h5py
-
-        if not self.partial.exists():
-            return None
-        f = None
-        try:
-            f = h5py.File(self.partial, "a")
-            if (
-                f.attrs.get("key") != self.key
-                or f["done"].shape != (n_batches,)
-                or f["attention"].shape != shape
-            ):
-                raise ValueError("stale")
-            return f
-        except Exception:  # noqa: BLE001 - a stale or broken partial file is redone
-            if f is not None:
-                f.close()
-            self.partial.unlink()
-            return None
-
-    def _start(self, n_batches: int, shape: tuple, chunks: tuple):
-        """A new partial file: empty fields, no batch done."""
-        import h5py
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        f = h5py.File(self.partial, "w")
-        f.attrs["key"] = self.key
-        f.create_dataset(
-            "attention",
-            shape=shape,
-            dtype="f4",
-            chunks=chunks,
-            compression="gzip",
-            compression_opts=1,
-            shuffle=True,
-        )
-        f.create_dataset("done", data=np.zeros(n_batches, dtype="u1"))
-        f.flush()
-        return f
-
-    def _extract(self, f, plan, source: Source, ens, layers, average_heads, progress) -> None:
-        """Run the forward passes of the batches not done yet, flagging each when written."""
-        from tqdm import tqdm
-
+    def extract(a: int, b: int, arrays) -> np.ndarray:
         from ..models.extract import collect_attention
 
-        done = f["done"][()]
-        todo = [i for i in range(len(plan)) if not done[i]]
-        bar = tqdm(
-            total=len(plan),
-            initial=len(plan) - len(todo),
-            desc=f"{source.label}: attention",
-            unit="batch",
-            disable=not progress,
-            mininterval=1,
+        part = collect_attention(
+            source.model,
+            ens.ids[a:b],
+            layers=layers,
+            average_heads=average_heads,
+            batch_size=b - a,
+            progress=False,
+            dtype=np.float32,
         )
-        with bar:
-            for i in todo:
-                a, b = plan[i]
-                part = collect_attention(
-                    source.model,
-                    ens.ids[a:b],
-                    layers=layers,
-                    average_heads=average_heads,
-                    batch_size=b - a,
-                    progress=False,
-                    dtype=np.float32,
-                )
-                if average_heads:
-                    f["attention"][:, a:b] = part.values
-                else:
-                    f["attention"][:, :, a:b] = part.transpose(
-                        "layer", "head", "snapshot", "query", "key"
-                    ).values
-                del part
-                f.flush()
-                f["done"][i] = 1
-                f.flush()
-                bar.update(1)
+        if not average_heads:
+            part = part.transpose("layer", "head", "snapshot", "query", "key")
+        return part.values
+
+    store.build(plan, shape, extract, progress=progress, desc=f"{source.label}: attention")
 
 
 # ----------------------------------------------------------------------------- analysis
@@ -894,7 +720,7 @@ def _json(value) -> str:
 
 def analyze_source(
     source: Source,
-    ens: Ensemble,
+    ens: TokenEnsemble,
     *,
     layers: Sequence[int] | None = None,
     average_heads: bool = True,
@@ -929,7 +755,7 @@ def analyze_source(
     root = cache_root(cache_dir)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", source.label)
     label = f"{safe}-n{n}-L{length}"
-    store = FieldStore(root / "analyze-fields" / f"{label}-{fkey[:16]}.h5", fkey)
+    store = FieldFile(root / "analyze-fields" / f"{label}-{fkey[:16]}.h5", fkey)
     aparts = {"fields_key": fkey, "params": _json(params), "own_format": OWN_FORMAT}
     parts = []
     bar = tqdm(
@@ -941,7 +767,7 @@ def analyze_source(
             def compute(k=k, layer=layer):
                 if not store.complete():
                     bar.clear()
-                    store.build(source, ens, layers, average_heads, batch_size, progress)
+                    _build_fields(store, source, ens, layers, average_heads, batch_size, progress)
                 return _analyse_layer(store.layer(k), layer, params, scales)
 
             parts.append(
@@ -960,7 +786,7 @@ def analyze_source(
     return ds
 
 
-def _fields_parts(source: Source, ens: Ensemble, layers, average_heads: bool) -> dict:
+def _fields_parts(source: Source, ens: TokenEnsemble, layers, average_heads: bool) -> dict:
     """The key parts of a source's fields over an ensemble."""
     n, length = ens.ids.shape
     return {
@@ -976,7 +802,7 @@ def _fields_parts(source: Source, ens: Ensemble, layers, average_heads: bool) ->
     }
 
 
-def _source_attrs(attrs, source: Source, ens: Ensemble, average_heads, fkey, path) -> dict:
+def _source_attrs(attrs, source: Source, ens: TokenEnsemble, average_heads, fkey, path) -> dict:
     """The combined layers' attrs less the cache's, plus the source's and text's provenance."""
     keep = {
         k: v
@@ -1266,11 +1092,11 @@ def _head_mean_fields(ok: list, progress: bool) -> xr.DataArray:
     where removed since), ``(model, layer, snapshot, query, key)``."""
     fields = []
     for src, ens, ds in ok:
-        store = FieldStore(Path(ds.attrs["fields_file"]), ds.attrs["fields_key"])
+        store = FieldFile(Path(ds.attrs["fields_file"]), ds.attrs["fields_key"])
         if not store.complete():  # analyses cached, fields file removed since
             layers = [int(v) for v in ds["layer"].values]
             heads = bool(ds.attrs["average_heads"])
-            store.build(src, ens, layers, heads, None, progress)
+            _build_fields(store, src, ens, layers, heads, None, progress)
         values = np.stack([store.layer(k) for k in range(ds.sizes["layer"])])
         if values.ndim == 5:  # heads kept: the claims are about the head mean
             values = values.mean(axis=1, dtype=np.float64).astype(np.float32)

@@ -36,7 +36,6 @@ import os
 import sys
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 from pathlib import Path
@@ -47,7 +46,14 @@ from tqdm import tqdm
 
 from ..._io import check_int, verify_sha256
 from ...models.data import ensemble_offsets, load_corpus, load_text
-from ..store.cache import cache_root, cached_dataset, concat_layers, key_hash, values_sha256
+from ..store.cache import (
+    FieldFile,
+    TokenEnsemble,
+    cache_root,
+    cached_dataset,
+    concat_layers,
+    key_hash,
+)
 
 __all__ = [
     "GGUF_FILE",
@@ -247,47 +253,12 @@ def load_tokenizer(path: str | os.PathLike | None = None):
 # ----------------------------------------------------------------------------- ensemble
 
 
-@dataclass(frozen=True)
-class TokenEnsemble:
-    """Non-overlapping BPE snippets of the validation split.
-
-    Attributes
-    ----------
-    ids
-        ``(n, length)`` int64 token ids.
-    offsets
-        ``(n,)`` token offsets of the snippets in the tokenised split.
-    char_start, char_end
-        ``(n,)`` character offsets (within the split) of each snippet's first character
-        and one past its last.
-    n_tokens, n_chars
-        Tokens and characters of the whole split.
-    """
-
-    ids: np.ndarray
-    offsets: np.ndarray
-    char_start: np.ndarray
-    char_end: np.ndarray
-    n_tokens: int
-    n_chars: int
-
-    @property
-    def chars_per_token(self) -> float:
-        """Characters per token over the whole split."""
-        return self.n_chars / self.n_tokens
-
-    @property
-    def snippet_chars(self) -> np.ndarray:
-        """Characters covered by each snippet."""
-        return self.char_end - self.char_start
-
-    @property
-    def ensemble_chars_per_token(self) -> float:
-        """Mean characters per token over the snippets."""
-        return float(self.snippet_chars.mean() / self.ids.shape[1])
+#: What :func:`token_ensemble` tokenises.
+VAL_TEXT = "TinyShakespeare validation split (last 10 %)"
 
 
 def _val_text() -> str:
+    """The validation split: the text after the corpus' training part."""
     corpus = load_corpus()
     text = load_text()
     return text[len(corpus.train) :]
@@ -328,10 +299,13 @@ def token_ensemble(tokenizer, n: int = DEFAULT_N, length: int = DEFAULT_LENGTH, 
     return TokenEnsemble(
         ids=ids[rows],
         offsets=offsets.astype(np.int64),
-        char_start=spans[offsets, 0],
-        char_end=spans[offsets + length - 1, 1],
         n_tokens=len(ids),
         n_chars=len(text),
+        unit="token",
+        text_source=VAL_TEXT,
+        text_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        char_start=spans[offsets, 0],
+        char_end=spans[offsets + length - 1, 1],
     )
 
 
@@ -359,158 +333,59 @@ def _versions() -> dict:
     return out
 
 
-class _Fields:
-    """Head-averaged fields of every layer in one HDF5 file (written batch by batch)."""
+def _ensemble_record(ens: TokenEnsemble) -> tuple[dict, dict]:
+    """The arrays and attrs of the fields file that describe the ensemble ``ens``."""
+    arrays = {
+        "ids": ens.ids,
+        "token_offset": ens.offsets,
+        "char_start": ens.char_start,
+        "char_end": ens.char_end,
+    }
+    attrs = {
+        "n_tokens_split": ens.n_tokens,
+        "n_chars_split": ens.n_chars,
+        "chars_per_token": ens.chars_per_token,
+        "ensemble_chars_per_token": ens.ensemble_chars_per_token,
+    }
+    return arrays, attrs
 
-    def __init__(self, path: Path, key: str):
-        self.path = path
-        self.key = key
 
-    def _open_ok(self):
-        """The finished file if it carries ``key`` and readable checksums, else None."""
-        import h5py
+def _build_fields(fields: FieldFile, n: int, length: int, seed: int, progress: bool) -> None:
+    """Extract the head-averaged fields of every layer into ``fields`` (resuming a
+    partial file), loading the model once, when a new file or a batch first needs it."""
+    loaded = []
 
-        try:
-            f = h5py.File(self.path, "r")
-        except Exception:
-            return None
-        if f.attrs.get("key") != self.key or "layer_sha256" not in f:
-            f.close()
-            return None
-        return f
+    def model_and_tokenizer():
+        if not loaded:
+            loaded.append(load_smollm2())
+        return loaded[0]
 
-    def complete(self) -> bool:
-        f = self._open_ok()
-        if f is None:
-            return False
-        f.close()
-        return True
+    def ensemble() -> tuple[dict, dict]:
+        _, tokenizer = model_and_tokenizer()
+        return _ensemble_record(token_ensemble(tokenizer, n, length, seed))
 
-    def layer(self, k: int) -> np.ndarray:
-        """Verified float32 ``(snapshot, query, key)`` field of layer index ``k``."""
-        f = self._open_ok()
-        if f is None:
-            raise OSError(f"fields file {self.path}: missing or from another key")
-        with f:
-            values = np.ascontiguousarray(f["attention"][k], dtype="<f4")
-            want = f["layer_sha256"][k]
-            want = want.decode() if isinstance(want, bytes) else str(want)
-        got = values_sha256(values)
-        if got != want:
-            raise OSError(f"fields file {self.path}: layer {k + 1} sha256 {got} != {want}")
-        return values
-
-    def ensemble(self) -> dict:
-        f = self._open_ok()
-        if f is None:
-            raise OSError(f"fields file {self.path}: missing or from another key")
-        with f:
-            out = {k: f[k][()] for k in ("token_offset", "char_start", "char_end", "ids")}
-            out.update({k: v for k, v in f.attrs.items() if k != "key"})
-        return out
-
-    def build(self, n: int, length: int, seed: int, progress: bool) -> None:
-        """Extract the fields (resuming a partial file with the same key)."""
-        partial = self.path.with_name(self.path.name + ".partial")
-        plan = _batch_plan(n, length)
-        f = self._resume(partial, len(plan))
-        model = None
-        if f is None:
-            model, tokenizer = load_smollm2()
-            f = self._start(partial, len(plan), token_ensemble(tokenizer, n, length, seed))
-        try:
-            self._extract(f, plan, length, model, progress)
-            sums = [values_sha256(f["attention"][k]) for k in range(N_LAYER)]
-            f.create_dataset("layer_sha256", data=np.array(sums, dtype="S64"))
-        finally:
-            f.close()
-        os.replace(partial, self.path)
-
-    def _resume(self, partial: Path, n_batches: int):
-        """The partial file opened for appending if it has this key and plan, else None
-        (a stale or unreadable one is removed with a warning)."""
-        import h5py
-
-        if not partial.exists():
-            return None
-        f = None
-        try:
-            f = h5py.File(partial, "a")
-            if f.attrs.get("key") != self.key or f["done"].shape != (n_batches,):
-                raise ValueError("stale")
-            return f
-        except Exception:
-            if f is not None:
-                f.close()
-            warnings.warn(
-                f"fields file {partial}: unreadable or stale; starting again", stacklevel=4
-            )
-            partial.unlink()
-            return None
-
-    def _start(self, partial: Path, n_batches: int, ens: TokenEnsemble):
-        """A new partial file for the ensemble ``ens``: empty fields, no batch done."""
-        import h5py
-
-        n, length = ens.ids.shape
-        f = h5py.File(partial, "w")
-        f.attrs["key"] = self.key
-        f.create_dataset(
-            "attention",
-            shape=(N_LAYER, n, length, length),
-            dtype="f4",
-            chunks=(1, 1, length, length),
-            compression="gzip",
-            compression_opts=1,
-            shuffle=True,
-        )
-        f.create_dataset("done", data=np.zeros(n_batches, dtype="u1"))
-        f.create_dataset("ids", data=ens.ids)
-        f.create_dataset("token_offset", data=ens.offsets)
-        f.create_dataset("char_start", data=ens.char_start)
-        f.create_dataset("char_end", data=ens.char_end)
-        f.attrs["n_tokens_split"] = ens.n_tokens
-        f.attrs["n_chars_split"] = ens.n_chars
-        f.attrs["chars_per_token"] = ens.chars_per_token
-        f.attrs["ensemble_chars_per_token"] = ens.ensemble_chars_per_token
-        f.flush()
-        return f
-
-    def _extract(self, f, plan, length: int, model, progress: bool) -> None:
-        """Run the forward passes of the batches not done yet, flagging each when written."""
+    def extract(a: int, b: int, arrays) -> np.ndarray:
         from ...models.extract import collect_attention
 
-        done = f["done"][()]
-        ids = f["ids"][()]
-        todo = [i for i in range(len(plan)) if not done[i]]
-        bar = tqdm(
-            total=len(plan),
-            initial=len(plan) - len(todo),
-            desc="SmolLM2 forward passes",
-            disable=not progress,
-            mininterval=2,
+        model, _ = model_and_tokenizer()
+        part = collect_attention(
+            model.model,  # the decoder alone: no logits over the vocabulary
+            arrays["ids"][a:b],
+            average_heads=True,
+            batch_size=b - a,
+            progress=False,
+            dtype=np.float32,
         )
-        with bar:
-            for i in todo:
-                if model is None:
-                    model, _ = load_smollm2()
-                a, b = plan[i]
-                part = collect_attention(
-                    model.model,  # the decoder alone: no logits over the vocabulary
-                    ids[a:b],
-                    average_heads=True,
-                    batch_size=b - a,
-                    progress=False,
-                    dtype=np.float32,
-                )
-                if part.shape != (N_LAYER, b - a, length, length):
-                    raise ValueError(f"SmolLM2: unexpected attention shape {part.shape}")
-                f["attention"][:, a:b] = part.values
-                del part
-                f.flush()
-                f["done"][i] = 1
-                f.flush()
-                bar.update(1)
+        return part.values
+
+    fields.build(
+        _batch_plan(n, length),
+        (N_LAYER, n, length, length),
+        extract,
+        ensemble=ensemble,
+        progress=progress,
+        desc="SmolLM2 forward passes",
+    )
 
 
 # ----------------------------------------------------------------------------- analysis
@@ -536,7 +411,7 @@ def _parts(n: int, length: int, seed: int, params: dict) -> dict:
     }
 
 
-def _analyse_layer(fields: _Fields, layer: int, params: dict, ens: dict) -> xr.Dataset:
+def _analyse_layer(fields: FieldFile, layer: int, params: dict, ens: dict) -> xr.Dataset:
     from ...pipeline import analyze
     from ...resampling import bootstrap_spectrum, jackknife_se
     from ...spectra import effective_rank
@@ -632,11 +507,11 @@ def smollm2_analysis(
     root = cache_root(cache_dir)
     folder = root / "llm-fields"
     folder.mkdir(parents=True, exist_ok=True)
-    fields = _Fields(folder / f"{label}-{key[:16]}.h5", key)
+    fields = FieldFile(folder / f"{label}-{key[:16]}.h5", key)
 
     def compute() -> xr.Dataset:
         if not fields.complete():
-            fields.build(n, length, seed, progress)
+            _build_fields(fields, n, length, seed, progress)
         return _all_layers(fields, label, parts, params, cache_dir, progress)
 
     ds = cached_dataset(
@@ -652,7 +527,7 @@ def smollm2_analysis(
     return ds
 
 
-def _all_layers(fields: _Fields, label, parts, params, cache_dir, progress) -> xr.Dataset:
+def _all_layers(fields: FieldFile, label, parts, params, cache_dir, progress) -> xr.Dataset:
     """Every layer's analysis (each cached on its own) combined, with the ensemble's
     provenance as attrs."""
     ens = fields.ensemble()

@@ -39,7 +39,9 @@ from ...pipeline import analyze
 
 __all__ = [
     "CacheWarning",
+    "FieldFile",
     "ModelInputs",
+    "TokenEnsemble",
     "cache_dir",
     "cache_root",
     "cached_analysis",
@@ -55,6 +57,7 @@ __all__ = [
     "netcdf_safe",
     "stack_models",
     "stack_zoo",
+    "state_sha256",
     "text_coords",
     "values_sha256",
     "zoo_analysis",
@@ -146,6 +149,307 @@ def values_sha256(values: np.ndarray) -> str:
     """sha256 of float32 field values as contiguous little-endian bytes (the checksum
     of every field file, netCDF or HDF5)."""
     return hashlib.sha256(np.ascontiguousarray(values, dtype="<f4")).hexdigest()
+
+
+def state_sha256(model, *, with_config: bool = False) -> str:
+    """sha256 of a torch model's state dict.
+
+    Every tensor in name order (a tied ``lm_head.weight`` left out, as in a checkpoint)
+    contributes its name, shape and float32 bytes (other dtypes: their own bytes).
+
+    Parameters
+    ----------
+    model
+        A ``torch.nn.Module``.
+    with_config
+        Hash the model's Hugging Face configuration first
+        (``model.config.to_json_string(use_diff=False)``, where it has one), so that the
+        same tensors under another configuration hash differently.
+
+    Returns
+    -------
+    str
+        The hex digest.
+    """
+    h = hashlib.sha256()
+    cfg = getattr(model, "config", None)
+    if with_config and cfg is not None and hasattr(cfg, "to_json_string"):
+        h.update(cfg.to_json_string(use_diff=False).encode())
+    for k, v in sorted(model.state_dict().items()):
+        if k == "lm_head.weight":
+            continue
+        t = v.detach().cpu()
+        h.update(k.encode())
+        h.update(str(tuple(t.shape)).encode())
+        arr = t.float().numpy() if t.is_floating_point() else t.numpy()
+        h.update(np.ascontiguousarray(arr).tobytes())
+    return h.hexdigest()
+
+
+# ----------------------------------------------------------------- snippets and fields
+
+
+@dataclass(frozen=True)
+class TokenEnsemble:
+    """Non-overlapping snippets of a tokenised text: the ensemble of a field file.
+
+    Attributes
+    ----------
+    ids
+        ``(n, length)`` int64 token ids.
+    offsets
+        ``(n,)`` token offsets of the snippets in the tokenised text.
+    n_tokens, n_chars
+        Tokens and characters of the whole text.
+    unit
+        ``"token"``, or ``"character"`` for the zoo's character vocabulary.
+    text_source
+        What the text is: a description or a file's path.
+    text_sha256
+        sha256 of the text (UTF-8).
+    char_start, char_end
+        ``(n,)`` character offsets of each snippet's first character and one past its
+        last, where the tokenizer reports them; else None.
+    """
+
+    ids: np.ndarray
+    offsets: np.ndarray
+    n_tokens: int
+    n_chars: int
+    unit: str
+    text_source: str
+    text_sha256: str
+    char_start: np.ndarray | None = None
+    char_end: np.ndarray | None = None
+
+    @property
+    def chars_per_token(self) -> float:
+        """Characters per token over the whole text (1 for characters)."""
+        return self.n_chars / self.n_tokens
+
+    @property
+    def ids_sha256(self) -> str:
+        """sha256 of the token ids as contiguous little-endian int64 bytes."""
+        return hashlib.sha256(np.ascontiguousarray(self.ids, dtype="<i8").tobytes()).hexdigest()
+
+    @property
+    def snippet_chars(self) -> np.ndarray:
+        """Characters covered by each snippet (needs the character spans)."""
+        if self.char_start is None or self.char_end is None:
+            raise ValueError("ensemble: no character spans recorded")
+        return self.char_end - self.char_start
+
+    @property
+    def ensemble_chars_per_token(self) -> float:
+        """Mean characters per token over the snippets (needs the character spans)."""
+        return float(self.snippet_chars.mean() / self.ids.shape[1])
+
+
+#: Datasets of a :class:`FieldFile` that are not part of its ensemble description.
+_FIELD_DATASETS = ("attention", "done", "layer_sha256")
+
+
+class FieldFile:
+    """Attention fields of one ensemble in one HDF5 file, written batch by batch.
+
+    The file holds ``attention(layer, [head,] snapshot, query, key)`` float32 (gzip,
+    chunked per layer, head and snapshot), a completion flag per batch (``done``), the key
+    as attr ``key`` and, optionally, arrays and attrs describing the ensemble. It is
+    written as ``<path>.partial``; once every batch is in, a sha256 per layer
+    (``layer_sha256``, :func:`values_sha256`) is added and the file moved to ``path``.
+    A file counts as finished only with the expected key and the checksums, and every
+    layer read is checked against its checksum.
+
+    Parameters
+    ----------
+    path
+        The finished file.
+    key
+        Hash of everything the fields depend on.
+    """
+
+    def __init__(self, path: Path, key: str):
+        self.path = Path(path)
+        self.key = key
+        self.partial = self.path.with_name(self.path.name + ".partial")
+
+    def _open(self):
+        """The finished file opened for reading if it carries ``key`` and checksums, else
+        None."""
+        import h5py
+
+        try:
+            f = h5py.File(self.path, "r")
+        except Exception:  # noqa: BLE001 - unreadable means: not there
+            return None
+        if f.attrs.get("key") != self.key or "layer_sha256" not in f:
+            f.close()
+            return None
+        return f
+
+    def _open_checked(self):
+        f = self._open()
+        if f is None:
+            raise OSError(f"fields file {self.path}: missing or from another key")
+        return f
+
+    def complete(self) -> bool:
+        """Whether the finished file is there with this key."""
+        f = self._open()
+        if f is None:
+            return False
+        f.close()
+        return True
+
+    def layer(self, k: int) -> np.ndarray:
+        """Verified float32 field of layer index ``k``: ``([head,] snapshot, query, key)``.
+
+        Raises
+        ------
+        OSError
+            The file is missing, from another key, or the layer's sha256 differs.
+        """
+        with self._open_checked() as f:
+            values = np.ascontiguousarray(f["attention"][k], dtype="<f4")
+            want = f["layer_sha256"][k]
+            want = want.decode() if isinstance(want, bytes) else str(want)
+        got = values_sha256(values)
+        if got != want:
+            raise OSError(f"fields file {self.path}: layer index {k} sha256 {got} != {want}")
+        return values
+
+    def ensemble(self) -> dict:
+        """The arrays and attrs stored with the fields to describe the ensemble."""
+        with self._open_checked() as f:
+            out = {k: f[k][()] for k in f if k not in _FIELD_DATASETS}
+            out.update({k: v for k, v in f.attrs.items() if k != "key"})
+        return out
+
+    def build(
+        self,
+        plan: Sequence[tuple[int, int]],
+        shape: tuple[int, ...],
+        extract: Callable[[int, int, Mapping[str, np.ndarray]], np.ndarray],
+        *,
+        ensemble: Callable[[], tuple[Mapping, Mapping]] | None = None,
+        progress: bool = False,
+        desc: str = "attention",
+    ) -> None:
+        """Write the fields batch by batch, resuming a partial file with the same key,
+        plan and shape (a stale or unreadable one is removed with a :class:`CacheWarning`).
+
+        Parameters
+        ----------
+        plan
+            ``[start, stop)`` snapshot ranges of the batches.
+        shape
+            ``(layer, [head,] snapshot, query, key)`` of the whole field array.
+        extract
+            ``extract(start, stop, arrays)``: the fields of snapshots ``start..stop``
+            laid out as ``shape`` with ``stop - start`` snapshots; ``arrays`` are the
+            ensemble's arrays stored in the file.
+        ensemble
+            Called once when a new file is started: ``(arrays, attrs)`` stored with the
+            fields (e.g. the token ids the batches read back).
+        progress, desc
+            A tqdm bar over the batches, and its label.
+        """
+        f = self._resume(len(plan), shape)
+        if f is None:
+            arrays, attrs = ensemble() if ensemble is not None else ({}, {})
+            f = self._start(len(plan), shape, arrays, attrs)
+        try:
+            self._extract(f, plan, extract, progress, desc)
+            sums = [values_sha256(f["attention"][k]) for k in range(shape[0])]
+            f.create_dataset("layer_sha256", data=np.array(sums, dtype="S64"))
+        finally:
+            f.close()
+        os.replace(self.partial, self.path)
+
+    def _resume(self, n_batches: int, shape: tuple[int, ...]):
+        """The partial file opened for appending if it has this key, plan and shape, else
+        None."""
+        import h5py
+
+        if not self.partial.exists():
+            return None
+        f = None
+        try:
+            f = h5py.File(self.partial, "a")
+            if (
+                f.attrs.get("key") != self.key
+                or f["done"].shape != (n_batches,)
+                or f["attention"].shape != tuple(shape)
+            ):
+                raise ValueError("stale")
+            return f
+        except Exception:  # noqa: BLE001 - a stale or broken partial file is redone
+            if f is not None:
+                f.close()
+            warnings.warn(
+                f"fields file {self.partial}: unreadable or stale; starting again",
+                CacheWarning,
+                stacklevel=4,
+            )
+            self.partial.unlink()
+            return None
+
+    def _start(self, n_batches: int, shape: tuple[int, ...], arrays: Mapping, attrs: Mapping):
+        """A new partial file: empty fields, no batch done, the ensemble's arrays and
+        attrs."""
+        import h5py
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        f = h5py.File(self.partial, "w")
+        f.attrs["key"] = self.key
+        f.create_dataset(
+            "attention",
+            shape=shape,
+            dtype="f4",
+            chunks=(1,) * (len(shape) - 2) + tuple(shape[-2:]),
+            compression="gzip",
+            compression_opts=1,
+            shuffle=True,
+        )
+        f.create_dataset("done", data=np.zeros(n_batches, dtype="u1"))
+        for name, values in arrays.items():
+            f.create_dataset(name, data=values)
+        for name, value in attrs.items():
+            f.attrs[name] = value
+        f.flush()
+        return f
+
+    def _extract(self, f, plan, extract, progress: bool, desc: str) -> None:
+        """Run the batches not done yet, flagging each once written."""
+        shape = f["attention"].shape
+        axis = len(shape) - 3  # the snapshot axis
+        arrays = {k: f[k][()] for k in f if k not in _FIELD_DATASETS}
+        done = f["done"][()]
+        todo = [i for i in range(len(plan)) if not done[i]]
+        bar = tqdm(
+            total=len(plan),
+            initial=len(plan) - len(todo),
+            desc=desc,
+            unit="batch",
+            disable=not progress,
+            mininterval=1,
+        )
+        with bar:
+            for i in todo:
+                a, b = plan[i]
+                part = np.asarray(extract(a, b, arrays))
+                want = (*shape[:axis], b - a, *shape[axis + 1 :])
+                if part.shape != want:
+                    raise ValueError(
+                        f"fields file {self.partial}: batch {a}:{b} has shape {part.shape}, "
+                        f"expected {want}"
+                    )
+                f["attention"][(slice(None),) * axis + (slice(a, b),)] = part
+                del part
+                f.flush()
+                f["done"][i] = 1
+                f.flush()
+                bar.update(1)
 
 
 def _read_fields(

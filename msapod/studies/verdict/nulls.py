@@ -69,6 +69,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
+from ..store.cache import state_sha256
+
 __all__ = [
     "NULLS",
     "JointTest",
@@ -118,21 +120,6 @@ def _check_null(null: str) -> str:
     if null not in NULLS:
         raise ValueError(f"null: expected one of {NULLS}, got {null!r}")
     return null
-
-
-def state_sha256(model) -> str:
-    """sha256 of a model's state dict: every tensor (tied ``lm_head.weight`` left out, as
-    in a checkpoint) in name order, with its name, dtype and shape, as float32 bytes."""
-    h = hashlib.sha256()
-    for k, v in sorted(model.state_dict().items()):
-        if k == "lm_head.weight":
-            continue
-        t = v.detach().cpu()
-        h.update(k.encode())
-        h.update(str(tuple(t.shape)).encode())
-        arr = t.float().numpy() if t.is_floating_point() else t.numpy()
-        h.update(np.ascontiguousarray(arr).tobytes())
-    return h.hexdigest()
 
 
 def untrained_model(name: str):
