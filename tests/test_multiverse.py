@@ -311,3 +311,22 @@ def test_window_jackknife_equals_refits_without_each_group():
         np.testing.assert_allclose(g, want, rtol=1e-7, atol=1e-12)
         assert np.isfinite(want[np.isfinite(g) | np.isfinite(want)]).all()
     assert np.isnan(got[0][1, 1]) and np.isfinite(got[0][0, 0]) and got[2][0, 0, 0] > 0
+
+
+def test_capacity_column_for_every_other_zoo(zoo):
+    """A second zoo with one seed per architecture: its default-reading verdicts become
+    the scorecard's ``verdict_<zoo>`` column, with C4 and C9 over snapshots."""
+    data, _ = zoo
+    one_each = ZooData(data.models[::2], data.ev.isel(model=[0, 2]), None, None, None)
+    mv = multiverse_study(data={"d128": data, "paper-size": one_each})
+    assert mv.attrs["zoos"] == "d128,paper-size"
+    card = scorecard_from_outcomes(main_outcomes(data), multiverse=mv)
+    for c in mv["claim"].values:
+        assert card.loc[c, "verdict_paper-size"] == main_verdict(c, mv, "paper-size")
+    main_ps = (mv["main"] & (mv["zoo"] == "paper-size")).values
+    rules = mv["rule"].isel(spec=np.flatnonzero(main_ps)[0])
+    assert "delete-group jackknife" in str(rules.sel(claim="C9").values)
+    main_d = (mv["main"] & (mv["zoo"] == "d128")).values
+    assert "over seeds" in str(
+        mv["rule"].isel(spec=np.flatnonzero(main_d)[0]).sel(claim="C9").values
+    )

@@ -110,7 +110,10 @@ def multiverse_study(
         Progress bars.
     convergence, pruning
         Optional ``{zoo: study result or False}`` (default: read or compute the cached
-        studies; False skips, making N = 600 or C6 not testable).
+        studies; False skips, making N = 600 or C6 not testable). The head-pruning study
+        (C6) runs on the main zoo only unless given for another (its per-head ablations
+        are the costliest study per model; C6 is then not testable on that zoo, and says
+        why).
     data
         Optional ``{zoo: ZooData}`` (tests: synthetic evidence; not cached then).
     nulls
@@ -160,7 +163,7 @@ def multiverse_study(
             z: zoo_data(
                 zoo_mod.trained(z),
                 convergence=(convergence or {}).get(z),
-                pruning=(pruning or {}).get(z),
+                pruning=(pruning or {}).get(z, None if z == trained[0] else False),
                 progress=progress,
                 cache_dir=cache_dir,
                 evidence=ev.get("trained"),

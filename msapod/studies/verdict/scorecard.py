@@ -88,9 +88,11 @@ def zoo_scorecard(
     pandas.DataFrame
         Index ``claim``; columns ``paper``, ``verdict``, ``measured``, ``interval``,
         ``rule``, ``cases``, ``reason``, ``paper_value_compatible``, ``untrained``,
-        ``shuffled``, ``robust_share``, ``joint_p``, ``page``, ``llm_measured``,
-        ``llm_verdict``. The verdicts are the book's default reading, decided by the path
-        of :func:`msapod.studies.check_claims` (fields -> evidence -> rules).
+        ``shuffled``, ``robust_share``, ``joint_p``, ``verdict_<zoo>`` for every other
+        trained zoo of ``multiverse`` (the default reading's verdict there), ``page``,
+        ``llm_measured``, ``llm_verdict``. The verdicts are the book's default reading,
+        decided by the path of :func:`msapod.studies.check_claims` (fields -> evidence ->
+        rules).
         ``untrained`` and ``shuffled`` are the same rule at the same reading on the
         untrained copies of the models and on the trained models with the characters of
         each snippet shuffled (:mod:`msapod.studies.verdict.nulls`); "—" in ``shuffled`` for the
@@ -133,7 +135,7 @@ def scorecard_from_outcomes(
     card["page"] = [PAGES[c] for c in card.index]
     cols = ["paper", "verdict", "measured", "interval", "rule", "cases", "reason"]
     cols += ["paper_value_compatible", "untrained", "shuffled", "robust_share", "joint_p"]
-    cols += ["page"]
+    cols += [c for c in card.columns if c.startswith("verdict_")] + ["page"]
     return _merge_llm(card[cols], llm, progress)
 
 
@@ -146,8 +148,15 @@ SAME_HOLDS = {
 
 def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
     """``robust_share``, ``joint_p``, ``untrained`` and ``shuffled`` of each claim from
-    the curve."""
-    from .claims import robustness
+    the curve, and ``verdict_<zoo>``, the default reading's verdict on each other trained
+    zoo (``verdict_paper-size``: the capacity column)."""
+    from .claims import main_verdict, robustness
+
+    zoos = [z for z in str(mv.attrs.get("zoos", "")).split(",") if z]
+    for z in zoos[1:]:
+        card[f"verdict_{z}"] = [
+            main_verdict(c, mv, z) if c in mv["claim"].values else "—" for c in card.index
+        ]
 
     for claim in card.index:
         if claim not in mv["claim"].values:  # the parts of C6: one reading, no null
