@@ -114,12 +114,10 @@ def analyze(
     equals the in-memory one to rounding (see :mod:`msapod.backends.chunked`). It runs unchanged
     on a ``dask.distributed`` cluster when a ``Client`` is active.
     """
+    # Over 60 lines only with its documentation; the code is under 60.
     if field not in ("fluctuation", "total"):
         raise ValueError(f"field: expected 'fluctuation' or 'total', got {field!r}")
-    eps_arr = np.atleast_1d(np.asarray(eps, dtype=object))
-    if eps_arr.ndim != 1 or eps_arr.size == 0:
-        raise ValueError(f"eps: expected one number or a non-empty sequence in (0, 1), got {eps!r}")
-    eps_list = [check_eps(e) for e in eps_arr]
+    eps_list = _eps_list(eps)
     # the one check (dask data: values are checked set by set, in the pass that forms
     # the mean) and the one dispatch; the steps below are private kernels
     kern = kernels(A)
@@ -145,27 +143,40 @@ def analyze(
     )
     lead = [d for d in A.dims if d not in (dim, "query", "key")]
     if lead:
-        # stream: one field set (e.g. one layer) at a time bounds memory by one ensemble
-        shape = [A.sizes[d] for d in lead]
-        parts = []
-        for ix in np.ndindex(*shape):
-            one = A.isel(dict(zip(lead, ix, strict=True)), drop=True)
-            parts.append(_analyze_one(one, kern=kern, **params))
-        out = xr.concat(
-            parts, dim="_set", coords="minimal", compat="override", combine_attrs="override"
-        )
-        index = pd.MultiIndex.from_product([A[d].values for d in lead], names=lead)
-        out = out.assign_coords(xr.Coordinates.from_pandas_multiindex(index, "_set"))
-        out = out.unstack("_set").transpose(*lead, ...)
-        lead_coords = {
-            c: A.coords[c] for c in A.coords if c not in lead and set(A.coords[c].dims) <= set(lead)
-        }
-        out = out.assign_coords(lead_coords)
-        for name in ("window", "peak"):
-            if name in out.coords and out[name].dtype == object:
-                out = out.assign_coords({name: out[name].values.astype(str)})
-        return out
+        return _analyze_sets(A, lead, kern, params)
     return _analyze_one(A, kern=kern, **params)
+
+
+def _eps_list(eps) -> list[float]:
+    """The tolerances of H* as a checked list (one number or a non-empty sequence)."""
+    eps_arr = np.atleast_1d(np.asarray(eps, dtype=object))
+    if eps_arr.ndim != 1 or eps_arr.size == 0:
+        raise ValueError(f"eps: expected one number or a non-empty sequence in (0, 1), got {eps!r}")
+    return [check_eps(e) for e in eps_arr]
+
+
+def _analyze_sets(A: xr.DataArray, lead: list, kern, params: dict) -> xr.Dataset:
+    """analyze() of every field set along the leading dims ``lead``, one set at a time
+    (memory bounded by one ensemble), stacked back onto those dims with their coords."""
+    shape = [A.sizes[d] for d in lead]
+    parts = []
+    for ix in np.ndindex(*shape):
+        one = A.isel(dict(zip(lead, ix, strict=True)), drop=True)
+        parts.append(_analyze_one(one, kern=kern, **params))
+    out = xr.concat(
+        parts, dim="_set", coords="minimal", compat="override", combine_attrs="override"
+    )
+    index = pd.MultiIndex.from_product([A[d].values for d in lead], names=lead)
+    out = out.assign_coords(xr.Coordinates.from_pandas_multiindex(index, "_set"))
+    out = out.unstack("_set").transpose(*lead, ...)
+    lead_coords = {
+        c: A.coords[c] for c in A.coords if c not in lead and set(A.coords[c].dims) <= set(lead)
+    }
+    out = out.assign_coords(lead_coords)
+    for name in ("window", "peak"):
+        if name in out.coords and out[name].dtype == object:
+            out = out.assign_coords({name: out[name].values.astype(str)})
+    return out
 
 
 def _analyze_one(A: xr.DataArray, *, kern, **params) -> xr.Dataset:
@@ -219,35 +230,66 @@ def _steps_memory(
     ``X (N, lag, query)`` of u is gathered once; its lag moments give the scalogram, its
     per-lag Gram tensor every window's Gram, and one product every window's modes."""
     vals = A.transpose(dim, "query", "key").values
-    n = vals.shape[0]
     q, k = positions(A, "query", "A"), positions(A, "key", "A")
     mean = vals.mean(0, dtype=np.float64)
     causal_A, causal_u = _causality(vals, mean, q, k)
     lags, X = _lag_ensemble(vals, mean, q, k, causal_u)
-    Q, n_lag = len(q), len(lags)
-    square = bool(lags[0] == 0 and n_lag == Q and np.array_equal(q, np.arange(Q)))
+    square = _is_square(lags, q)
     if field == "fluctuation":
         lags_t, C = lags, lagstats._moments_snapmajor(X, square)
     else:
         lags_t, XA = _lag_ensemble(vals, None, q, k, causal_A)
-        square_t = bool(lags_t[0] == 0 and len(lags_t) == Q and np.array_equal(q, np.arange(Q)))
-        C = lagstats._moments_snapmajor(XA, square_t)
+        C = lagstats._moments_snapmajor(XA, _is_square(lags_t, q))
         del XA
     s = check_scales(default_scales(len(lags_t)) if scales is None else scales, len(lags_t))
     warn_unresolved(s, omega0)
     E = wavelets.scalogram_energy(C, s, lags_t, omega0)
     spec = E.sum(-1) / s
-    ratio = float(fourier_period(1.0, omega0))
     idx = peak_indices(spec, max_peaks, include_edges)
     a = np.full(max_peaks, np.nan)
     a[: len(idx)] = s[idx]
     c = window_centres(E, s, lags_t, a, centre)
     sigma = width * a
-    # the windows: "plain" (1), then one per peak (0 where it is missing)
-    W = np.zeros((1 + max_peaks, n_lag))
+    W = _window_weights(lags, c, sigma, a, max_peaks)
+    out = _window_pod(X, W, lags, q, k, n_modes, square)
+    del X
+    labels = _labels(max_peaks)
+    windows = xr.DataArray(W, dims=("window", "lag"), coords={"window": labels, "lag": lags})
+    lay = Layout(False, q, k, lags, None, None, (dim, "query", "key"), (), ())
+    res = pod_dataset(out, A, dim, lay, windows, ("window",), n_modes, 1e-12)
+    res = res.assign_coords(window=labels)
+    # labelled intermediates
+    keep = {c: A.coords[c] for c in A.coords if dim not in A.coords[c].dims}
+    mean_da = xr.DataArray(mean, dims=("query", "key"), coords=keep)
+    mean_da.attrs = {"long_name": "mean field Abar(i, j)", "averaged_over": dim}
+    sc = _scalogram_dataset(E, spec, s, lags_t, omega0, dim, keep)
+    pk = _peaks_array(a, idx, spec, len(s), omega0)
+    wp = xr.Dataset({"centre": ("peak", c), "width": ("peak", sigma)})
+    R = None
+    return mean_da, sc, pk, wp, windows, res, R
+
+
+def _is_square(lags, q) -> bool:
+    """Whether the lag form is square: lags ``0..Q-1`` over the queries ``0..Q-1``."""
+    Q = len(q)
+    return bool(lags[0] == 0 and len(lags) == Q and np.array_equal(q, np.arange(Q)))
+
+
+def _window_weights(lags, c, sigma, a, max_peaks) -> np.ndarray:
+    """The lag windows ``(window, lag)``: "plain" (1), then one Gaussian per dominant
+    scale ``a`` (centre ``c``, width ``sigma``; 0 where the peak is missing)."""
+    W = np.zeros((1 + max_peaks, len(lags)))
     W[0] = 1.0
     ok = np.isfinite(a)
     W[1:][ok] = lagstats.gaussian_windows(lags, c[ok], sigma[ok])
+    return W
+
+
+def _window_pod(X, W, lags, q, k, n_modes, square) -> dict:
+    """Plain and windowed POD of the lag form ``X (N, lag, query)``: every window's Gram
+    from the per-lag Gram tensor, its leading eigenpairs, and every window's modes from
+    one product; the arrays :func:`msapod.decomposition.pod_dataset` labels."""
+    n, n_lag, Q = X.shape
     G = lagstats._lag_gram_snapmajor(X, square)
     K = lagstats.window_grams(G, W)
     del G
@@ -261,7 +303,6 @@ def _steps_memory(
         spectrum[w], V[w] = eigensolve(K[w], n_modes)
     # every window's leading modes from one product: (window * mode, lag * query)
     P = V.transpose(0, 2, 1).reshape(n_w * n_modes, n) @ X.reshape(n, n_lag * Q)
-    del X
     P = P.reshape(n_w, n_modes, n_lag, Q)
     P *= W[:, None, :, None]
     kidx, kvalid = lookup(lags, q[:, None] - k[None, :])
@@ -270,34 +311,28 @@ def _steps_memory(
     for w in range(n_w):
         phi = np.ascontiguousarray(P[w].transpose(0, 2, 1)).reshape(n_modes, -1)
         modes[w], coef[w] = finish_modes(phi, V[w], spectrum[w], n, 1e-12, kidx, kvalid)
-    out = {
+    return {
         "spectrum": spectrum[None],
         "gram": K[None],
         "eigenvalues": spectrum[None, :, :n_modes],
         "modes": modes[None],
         "coefficients": coef[None],
     }
-    labels = _labels(max_peaks)
-    windows = xr.DataArray(W, dims=("window", "lag"), coords={"window": labels, "lag": lags})
-    lay = Layout(False, q, k, lags, None, None, (dim, "query", "key"), (), ())
-    res = pod_dataset(out, A, dim, lay, windows, ("window",), n_modes, 1e-12)
-    res = res.assign_coords(window=labels)
-    # labelled intermediates
-    keep = {c: A.coords[c] for c in A.coords if dim not in A.coords[c].dims}
-    mean_da = xr.DataArray(mean, dims=("query", "key"), coords=keep)
-    mean_da.attrs = {"long_name": "mean field Abar(i, j)", "averaged_over": dim}
-    sc = _scalogram_dataset(E, spec, s, lags_t, omega0, dim, keep)
+
+
+def _peaks_array(a, idx, spec, n_scales, omega0) -> xr.DataArray:
+    """The dominant scales ``a`` (NaN-padded to ``max_peaks``) labelled with their period,
+    energy and whether they sit at an edge of the scale grid (``idx``: their indices)."""
+    max_peaks = len(a)
     pk = xr.DataArray(a, dims="peak", coords={"peak": np.arange(max_peaks)}, name="dominant_scale")
     e_pk = np.full(max_peaks, np.nan)
     e_pk[: len(idx)] = spec[idx]
     edge = np.zeros(max_peaks, dtype=bool)
-    edge[: len(idx)] = (idx == 0) | (idx == len(s) - 1)
-    pk = pk.assign_coords(
+    edge[: len(idx)] = (idx == 0) | (idx == n_scales - 1)
+    ratio = float(fourier_period(1.0, omega0))
+    return pk.assign_coords(
         period=("peak", a * ratio), peak_energy=("peak", e_pk), edge=("peak", edge)
     )
-    wp = xr.Dataset({"centre": ("peak", c), "width": ("peak", sigma)})
-    R = None
-    return mean_da, sc, pk, wp, windows, res, R
 
 
 def _causality(vals, mean, q, k) -> tuple[bool, bool]:
@@ -385,84 +420,17 @@ def _scalogram_dataset(E, spec, s, lags, omega0, dim, coords) -> xr.Dataset:
     return sc
 
 
-def _assemble(
-    A,
-    mean,
-    sc,
-    peaks,
-    wp,
-    windows,
-    res,
-    R,
-    *,
-    dim,
-    omega0,
-    max_peaks,
-    field,
-    centre,
-    width,
-    n_modes,
-    eps,
-    criterion,
-    k_min,
-    k_max,
-    coherency,
-    include_edges,
-    **_,
-) -> xr.Dataset:
+def _assemble(A, mean, sc, peaks, wp, windows, res, R, **params) -> xr.Dataset:
     """The Dataset of :func:`analyze` for one field set from its steps' results."""
-    eps_list = eps
-    labels = _labels(max_peaks)
-    valid = np.isfinite(peaks)
-    win_valid = _by_window_1d(valid, True, labels)
-    conc = spectral_concentration(res["spectrum"], k_min, k_max)
+    dim, max_peaks, criterion = params["dim"], params["max_peaks"], params["criterion"]
+    conc = spectral_concentration(res["spectrum"], params["k_min"], params["k_max"])
     n = A.sizes[dim]
-    H, at_limit = _ranks(res["spectrum"], eps_list, criterion, n)
-    # the missing windows NaN in numpy (in place where float: arrays the steps formed),
-    # then the Dataset in one constructor
-    missing = np.flatnonzero(~win_valid.values)
-    window = win_valid["window"].variable
-
-    def per_window(da: xr.DataArray) -> xr.DataArray:
-        arr = da.values
-        if arr.dtype.kind != "f":
-            arr = arr.astype(np.float64)
-        if missing.size:
-            np.moveaxis(arr, da.dims.index("window"), 0)[missing] = np.nan
-        coords = {c: da.coords[c].variable for c in da.coords if c != "window"}
-        return xr.DataArray(arr, dims=da.dims, coords={**coords, "window": window}, attrs=da.attrs)
-
-    out = _dataset(
-        {
-            "mean": mean,
-            "energy": sc["energy"],
-            "scale_spectrum": sc["spectrum"],
-            "dominant_scale": peaks.reset_coords(drop=True),
-            "dominant_period": peaks["period"].reset_coords(drop=True),
-            "dominant_energy": peaks["peak_energy"].reset_coords(drop=True),
-            "dominant_edge": peaks["edge"].reset_coords(drop=True),
-            "spectrum": per_window(res["spectrum"]),
-            "eigenvalues": per_window(res["eigenvalues"]),
-            "modes": per_window(res["modes"].astype(np.float32)),
-            "coefficients": per_window(res["coefficients"]),
-            "total_energy": per_window(res["total_energy"]),
-            "gram": per_window(res["gram"]),
-            "beta": per_window(conc["beta"]),
-            "T_spec": per_window(conc["T_spec"]),
-            "r2": per_window(conc["r2"]),
-            "beta_stderr": per_window(conc["beta_stderr"]),
-            "H_star": per_window(H),
-            "at_rank_limit": at_limit,
-            "window_centre": _by_window_1d(wp["centre"], np.nan, labels),
-            "window_width": _by_window_1d(wp["width"], np.nan, labels),
-            "window_scale": _by_window_1d(peaks, np.nan, labels),
-            "scale_centroid": _centroid(sc["spectrum"]),
-        }
-    )
-    if coherency:
+    H, at_limit = _ranks(res["spectrum"], params["eps"], criterion, n)
+    out = _dataset(_variables(mean, sc, peaks, wp, res, conc, H, at_limit, max_peaks))
+    if params["coherency"]:
         if R is None:
             R = _lag_fluctuation(A, dim, mean)
-        out["coherency"] = _coherency_at_peaks(R, peaks, omega0, dim, max_peaks)
+        out["coherency"] = _coherency_at_peaks(R, peaks, params["omega0"], dim, max_peaks)
     for name, da in (
         ("mean", mean),
         ("energy", sc["energy"]),
@@ -473,23 +441,82 @@ def _assemble(
     out["H_star"].attrs = {"criterion": criterion, "long_name": "effective rank H*(eps)"}
     out.attrs = {
         **{k: v for k, v in A.attrs.items() if isinstance(v, str | int | float)},
-        "msapod_step": "analyze",
-        "snapshot_dim": dim,
-        "n_snapshots": n,
-        "omega0": omega0,
-        "scalogram_field": field,
-        "bias_correction": 1,
-        "max_peaks": max_peaks,
-        "include_edges": int(include_edges),
-        "window_centre_rule": str(centre),
-        "window_width_rule": f"sigma = {width:g} * a*",
-        "n_modes": n_modes,
-        "criterion": criterion,
-        "fit_k_min": k_min,
-        "fit_k_max": conc.attrs["k_max"],
-        "pod_normalisation": res.attrs["normalisation"],
+        **_analysis_attrs(params, n, conc.attrs["k_max"], res.attrs["normalisation"]),
     }
     return out
+
+
+def _variables(mean, sc, peaks, wp, res, conc, H, at_limit, max_peaks) -> dict:
+    """The data variables of :func:`analyze`'s Dataset; the windows of missing peaks NaN
+    (set in numpy, in place where float: arrays the steps formed)."""
+    labels = _labels(max_peaks)
+    win_valid = _by_window_1d(np.isfinite(peaks), True, labels)
+    missing = np.flatnonzero(~win_valid.values)
+    window = win_valid["window"].variable
+
+    def per_window(da: xr.DataArray) -> xr.DataArray:
+        return _mask_windows(da, missing, window)
+
+    return {
+        "mean": mean,
+        "energy": sc["energy"],
+        "scale_spectrum": sc["spectrum"],
+        "dominant_scale": peaks.reset_coords(drop=True),
+        "dominant_period": peaks["period"].reset_coords(drop=True),
+        "dominant_energy": peaks["peak_energy"].reset_coords(drop=True),
+        "dominant_edge": peaks["edge"].reset_coords(drop=True),
+        "spectrum": per_window(res["spectrum"]),
+        "eigenvalues": per_window(res["eigenvalues"]),
+        "modes": per_window(res["modes"].astype(np.float32)),
+        "coefficients": per_window(res["coefficients"]),
+        "total_energy": per_window(res["total_energy"]),
+        "gram": per_window(res["gram"]),
+        "beta": per_window(conc["beta"]),
+        "T_spec": per_window(conc["T_spec"]),
+        "r2": per_window(conc["r2"]),
+        "beta_stderr": per_window(conc["beta_stderr"]),
+        "H_star": per_window(H),
+        "at_rank_limit": at_limit,
+        "window_centre": _by_window_1d(wp["centre"], np.nan, labels),
+        "window_width": _by_window_1d(wp["width"], np.nan, labels),
+        "window_scale": _by_window_1d(peaks, np.nan, labels),
+        "scale_centroid": _centroid(sc["spectrum"]),
+    }
+
+
+def _mask_windows(da: xr.DataArray, missing: np.ndarray, window) -> xr.DataArray:
+    """``da`` (float; other dtypes cast to float64) with the windows at the indices
+    ``missing`` NaN (in place where already float) and the ``window`` coordinate given."""
+    arr = da.values
+    if arr.dtype.kind != "f":
+        arr = arr.astype(np.float64)
+    if missing.size:
+        np.moveaxis(arr, da.dims.index("window"), 0)[missing] = np.nan
+    coords = {c: da.coords[c].variable for c in da.coords if c != "window"}
+    return xr.DataArray(arr, dims=da.dims, coords={**coords, "window": window}, attrs=da.attrs)
+
+
+def _analysis_attrs(params: dict, n: int, k_max: int, normalisation: str) -> dict:
+    """The attrs of :func:`analyze`'s Dataset that record its parameters (``params``:
+    analyze's keyword arguments), ``n`` snapshots, the T_spec fit's upper rank and the
+    POD's normalisation."""
+    return {
+        "msapod_step": "analyze",
+        "snapshot_dim": params["dim"],
+        "n_snapshots": n,
+        "omega0": params["omega0"],
+        "scalogram_field": params["field"],
+        "bias_correction": 1,
+        "max_peaks": params["max_peaks"],
+        "include_edges": int(params["include_edges"]),
+        "window_centre_rule": str(params["centre"]),
+        "window_width_rule": f"sigma = {params['width']:g} * a*",
+        "n_modes": params["n_modes"],
+        "criterion": params["criterion"],
+        "fit_k_min": params["k_min"],
+        "fit_k_max": k_max,
+        "pod_normalisation": normalisation,
+    }
 
 
 def _coherency_at_peaks(R, peaks, omega0, dim, max_peaks) -> xr.DataArray:
