@@ -24,6 +24,7 @@ from .multiverse import (
     EVIDENCE_FORMAT,
     assemble_study,
     model_evidence,
+    needs_window_se,
     specifications,
     trained_zoos,
     zoo_data,
@@ -52,7 +53,8 @@ def zoo_evidence(
 
     ``models``: a subset of the trained models of the trained zoos (the default check's
     one model per architecture and zoo); default all of them. The Theorem 1 check runs on
-    layer 4 of each zoo's first model, as in :func:`multiverse_study`.
+    layer 4 of each zoo's first model, and C4's and C9's jackknife on the zoos with fewer
+    than two seeds of an architecture, as in :func:`multiverse_study`.
     """
     trained, _ = trained_zoos()
     names = [m for z in trained for m in zoo_mod.trained(z)]
@@ -66,11 +68,14 @@ def zoo_evidence(
     parts = {k: [] for k in EVIDENCE_KINDS}
     for z in trained:
         zoo_models = list(zoo_mod.trained(z))
+        window_se = needs_window_se(zoo_models)
         for m in zoo_models:
             if models is not None and m not in models:
                 continue
             t1 = 4 if m == zoo_models[0] else 0
-            kw = dict(progress=progress, cache_dir=cache_dir, theorem1_layer=t1)
+            kw = dict(
+                progress=progress, cache_dir=cache_dir, theorem1_layer=t1, window_se=window_se
+            )
             picked["trained"].append(m)
             parts["trained"].append(model_evidence(m, **kw))
             picked["untrained"].append(m)

@@ -83,6 +83,7 @@ __all__ = [
     "layer_evidence",
     "main_outcomes",
     "mode_lag_energy",
+    "needs_window_se",
     "stacked_evidence",
     "model_evidence",
     "rule_call",
@@ -379,6 +380,7 @@ def layer_evidence(
     omega0: float = 6.0,
     theorem1: bool = False,
     axes: dict | None = None,
+    window_se: bool = True,
 ) -> xr.Dataset:
     """Every number the claims need from one layer's ensemble, under every reading.
 
@@ -393,6 +395,11 @@ def layer_evidence(
     axes
         The readings to compute (default :data:`AXES`; e.g. only the default reading's
         values, ``{a: (v,) for a, v in MAIN_SPEC.items()}``, for a quick check).
+    window_se
+        Also the delete-group jackknife of C4 and C9 (:func:`_window_jackknife`: every
+        window's mode re-estimated per group, the costliest part); False leaves
+        ``c4_share_se``, ``c4_diff_se`` and ``c9_ratio_se`` NaN (a zoo with two seeds of
+        each architecture takes these intervals over its seeds).
 
     Returns
     -------
@@ -595,17 +602,13 @@ def layer_evidence(
                 reach[ix + (r,)] = ok
                 c4_peaks[ix + (r,)] = _count_peaks(e, lags, lo, hi)
                 c4_key[ix + (r,)] = j
-    share_se, diff_se, c9_se = _window_jackknife(
-        G,
-        Xu,
-        lags,
-        keys,
-        c4_key,
-        c9_key,
-        M_up,
-        [grids[g] for g in AX["scale_min"]],
-        [AX["normalisation"][i] == "rectified" for i in range(len(AX["normalisation"]))],
-    )
+    share_se, diff_se = np.full(c4_key.shape, np.nan), np.full(c4_key.shape, np.nan)
+    c9_se = np.full(c9_key.shape, np.nan)
+    if window_se:
+        rectified = [n == "rectified" for n in AX["normalisation"]]
+        share_se, diff_se, c9_se = _window_jackknife(
+            G, Xu, lags, keys, c4_key, c9_key, M_up, [grids[g] for g in AX["scale_min"]], rectified
+        )
     n_windows = len(keys)
     coords = {a: list(AX[a]) for a in (*dims_w, "criterion", "fit")}
     coords["paper_layer"] = sorted(PAPER_LAGS)
@@ -691,16 +694,17 @@ def fields_evidence(
     dim: str = "snapshot",
     omega0: float = 6.0,
     axes: dict | None = None,
+    window_se: bool = True,
 ) -> xr.Dataset:
     """:func:`layer_evidence` of every layer of ``F (layer, dim, query, key)``, one
-    layer in memory at a time (``axes``: the readings to compute, default all)."""
+    layer in memory at a time (``axes``: the readings to compute, default all;
+    ``window_se``: C4's and C9's jackknife, see :func:`layer_evidence`)."""
     layers = []
     for layer in F["layer"].values:
         one = F.sel(layer=layer).load()
+        t1 = int(layer) == theorem1_layer
         layers.append(
-            layer_evidence(
-                one, dim=dim, omega0=omega0, theorem1=int(layer) == theorem1_layer, axes=axes
-            )
+            layer_evidence(one, dim=dim, omega0=omega0, theorem1=t1, axes=axes, window_se=window_se)
         )
     return xr.concat(layers, dim=xr.DataArray(F["layer"].values, dims="layer", name="layer"))
 
@@ -711,12 +715,13 @@ def model_evidence(
     cache_dir=None,
     progress: bool = False,
     theorem1_layer: int = 0,
+    window_se: bool = False,
 ) -> xr.Dataset:
     """:func:`layer_evidence` of every layer of zoo model ``name`` (cached).
 
     Streams one layer of :func:`msapod.studies.store.cache.cached_fields` at a time. The cache
-    key holds the fields' key (weights and data sha256, ensemble) and the weights'
-    sha256.
+    key holds the fields' key (weights and data sha256, ensemble), the weights' sha256
+    and ``window_se`` (C4's and C9's jackknife, :func:`needs_window_se`).
     """
     from ..store.cache import cached_dataset, cached_fields
 
@@ -729,10 +734,11 @@ def model_evidence(
         "fixed_k": list(FIXED_K),
         "theorem1_layer": theorem1_layer,
         "format": EVIDENCE_FORMAT,
+        "window_se": bool(window_se),
     }
 
     def compute():
-        out = fields_evidence(F, theorem1_layer=theorem1_layer)
+        out = fields_evidence(F, theorem1_layer=theorem1_layer, window_se=window_se)
         out.attrs = {"model": name}
         return out
 
@@ -1066,14 +1072,25 @@ def zoo_data(
     return ZooData(models, ev, conv, c6, zoo_losses(models))
 
 
+def needs_window_se(models: Sequence[str]) -> bool:
+    """Whether a zoo of these models needs C4's and C9's jackknife over snapshots: some
+    architecture has fewer than two models (otherwise those intervals are over seeds,
+    :meth:`ZooData.over_seeds`)."""
+    from ...models.zoo import ARCHITECTURES, architecture
+
+    arch = [architecture(m) for m in models]
+    return min(arch.count(a) for a in ARCHITECTURES) < 2
+
+
 def stacked_evidence(models: Sequence[str], *, progress: bool = False, cache_dir=None):
     """:func:`model_evidence` of one zoo's ``models`` stacked along ``model`` (the
-    Theorem 1 check on layer 4 of the first model)."""
+    Theorem 1 check on layer 4 of the first model; C4's and C9's jackknife where
+    :func:`needs_window_se`)."""
     from ..store.cache import stack_models
 
+    kw = dict(progress=progress, cache_dir=cache_dir, window_se=needs_window_se(models))
     parts = [
-        model_evidence(m, progress=progress, cache_dir=cache_dir, theorem1_layer=4 if i == 0 else 0)
-        for i, m in enumerate(models)
+        model_evidence(m, theorem1_layer=4 if i == 0 else 0, **kw) for i, m in enumerate(models)
     ]
     return stack_models(parts, models)
 

@@ -258,6 +258,7 @@ def null_evidence(
     theorem1_layer: int = 0,
     fields: xr.DataArray | None = None,
     axes: dict | None = None,
+    window_se: bool = False,
 ) -> xr.Dataset:
     """:func:`~msapod.studies.verdict.multiverse.fields_evidence` of :func:`null_fields` (cached).
 
@@ -266,7 +267,8 @@ def null_evidence(
     under ``<cache>/multiverse-evidence/<null>-<name>-*.nc``. ``fields``: use these null
     fields instead of :func:`null_fields` (tests). ``axes``: the readings to compute
     (default every one of :data:`~msapod.studies.verdict.multiverse.AXES`; :data:`MAIN_AXES`:
-    the default reading only).
+    the default reading only). ``window_se``: C4's and C9's jackknife
+    (:func:`~msapod.studies.verdict.multiverse.needs_window_se`).
     """
     from ..store.cache import cached_dataset
     from . import multiverse as mv
@@ -288,10 +290,11 @@ def null_evidence(
         "theorem1_layer": theorem1_layer,
         "format": mv.EVIDENCE_FORMAT,
         "null_format": NULL_FORMAT,
+        "window_se": bool(window_se),
     }
 
     def compute():
-        out = mv.fields_evidence(F, theorem1_layer=theorem1_layer, axes=axes)
+        out = mv.fields_evidence(F, theorem1_layer=theorem1_layer, axes=axes, window_se=window_se)
         out.attrs = {"model": name, "null": null}
         return out
 
@@ -328,20 +331,15 @@ def null_zoo_data(
     ``axes``: the readings (:func:`null_evidence`).
     """
     from ..store.cache import stack_models
-    from .multiverse import ZooData
+    from .multiverse import ZooData, needs_window_se
 
     _check_null(null)
     models = list(models)
     if evidence is None:
+        kw = dict(cache_dir=cache_dir, progress=progress, axes=axes)
+        kw["window_se"] = needs_window_se(models)
         evidence = [
-            null_evidence(
-                m,
-                null,
-                cache_dir=cache_dir,
-                progress=progress,
-                theorem1_layer=4 if i == 0 else 0,
-                axes=axes,
-            )
+            null_evidence(m, null, theorem1_layer=4 if i == 0 else 0, **kw)
             for i, m in enumerate(models)
         ]
     if isinstance(evidence, xr.Dataset):
