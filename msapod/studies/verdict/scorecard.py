@@ -55,7 +55,6 @@ PAGES = {
 def zoo_scorecard(
     models: Sequence[str] | None = None,
     *,
-    uncertainty: xr.Dataset | None = None,
     convergence: xr.Dataset | None | bool = None,
     pruning: xr.Dataset | None | bool = None,
     llm: xr.Dataset | None | bool = None,
@@ -67,10 +66,7 @@ def zoo_scorecard(
     Parameters
     ----------
     models
-        Zoo models (default the main zoo's: two or three seeds per architecture).
-    uncertainty
-        Ignored (kept for compatibility): the intervals come from the specification
-        curve's own jackknife (:func:`msapod.studies.verdict.multiverse.layer_evidence`).
+        Zoo models (default every trained model of the main zoo).
     convergence, pruning
         Results of :func:`msapod.studies.measure.convergence.convergence_study` and
         :func:`msapod.studies.measure.prune.pruning_study`; computed (or read from the cache) when
