@@ -52,6 +52,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
@@ -413,9 +414,6 @@ def layer_evidence(
         ``t1_gap``, ``t1_beaten``.
     """
     from ...fields import check_field, to_lag
-    from ...resampling import bootstrap_spectrum
-    from ...spectra import effective_rank, spectral_concentration
-    from ..measure.uncertainty import fractional_rank
 
     check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim, min_snapshots=3)
     AX = AXES if axes is None else {**AXES, **axes}
@@ -423,42 +421,102 @@ def layer_evidence(
     if extra:
         raise ValueError(f"A: expected one layer (dims {dim}, query, key), got extra {extra}")
     A = A.transpose(dim, "query", "key").astype(np.float64)
-    n = A.sizes[dim]
     RA = to_lag(A)
-    lags = RA["lag"].values
     XA = np.ascontiguousarray(RA.values)  # (N, Q, L)
-    q = XA.shape[1]
+    ctx = _layer_context(A, RA["lag"].values, AX, omega0)
     Xu = XA - XA.mean(0, keepdims=True)
+    scale = _scale_readings(ctx, XA, Xu)
+    del XA
+    G = lag_gram_tensor(Xu, causal_rows=ctx.square)  # (L, N, N): per-lag Gram tensor of u
+    pod = _plain_pod(ctx, G, dim)
+    win = _window_readings(ctx, G, Xu, scale, pod["V"][:, 0])
+    se = {
+        "c4_share_se": np.full(win["c4_key"].shape, np.nan),
+        "c4_diff_se": np.full(win["c4_key"].shape, np.nan),
+        "c9_ratio_se": np.full(win["c9_key"].shape, np.nan),
+    }
+    if window_se:
+        rectified = [n == "rectified" for n in AX["normalisation"]]
+        grids = [ctx.grids[g] for g in AX["scale_min"]]
+        got = _window_jackknife(
+            G, Xu, ctx.lags, win["keys"], win["c4_key"], win["c9_key"], ctx.M_up, grids, rectified
+        )
+        se = dict(zip(se, got, strict=True))
+    ds = _evidence_dataset(ctx, scale, pod, win, se)
+    gap, beaten, trials = np.nan, np.nan, np.nan
+    if theorem1:
+        gap, beaten, trials = theorem1_check(A - A.mean(dim), dim=dim)
+    ds["t1_gap"] = gap
+    ds["t1_beaten"] = float(beaten)
+    ds["t1_trials"] = float(trials)
+    ds.attrs = {
+        "n_snapshots": ctx.n,
+        "omega0": omega0,
+        "n_windows": len(win["keys"]),
+        "jackknife_groups": JACKKNIFE_GROUPS,
+    }
+    return ds
+
+
+@dataclass(frozen=True)
+class _LayerContext:
+    """What every part of :func:`layer_evidence` shares: the readings ``AX``, the lags,
+    the scale grids and the Morlet operator on the upper triangle of the lag moments
+    (``M_up``, rows: every grid's scales in turn), ``n`` snapshots of ``q`` queries, and
+    whether the fields are square causal (``square``: query i has lags 0..i)."""
+
+    AX: dict
+    lags: np.ndarray
+    grids: dict
+    M_up: np.ndarray
+    iu: tuple
+    n: int
+    q: int
+    square: bool
+    omega0: float
+
+
+def _layer_context(A: xr.DataArray, lags: np.ndarray, AX: dict, omega0: float) -> _LayerContext:
+    """The :class:`_LayerContext` of one layer ``A (snapshot, query, key)`` in lag form."""
+    n, q = A.shape[0], A.shape[1]
     n_lag = len(lags)
     grids = {g: _grid(g, n_lag) for g in AX["scale_min"]}
-    Ms = {g: _operator(g, lags, omega0) for g in AX["scale_min"]}
     okey = ("up", tuple(AX["scale_min"]), n_lag, float(lags[0]), float(omega0))
     if okey not in _OPERATORS:
-        M_all = np.concatenate([Ms[g] for g in AX["scale_min"]])
+        M_all = np.concatenate([_operator(g, lags, omega0) for g in AX["scale_min"]])
         _OPERATORS[okey] = _upper_operator(M_all, n_lag)
     M_up, iu = _OPERATORS[okey]
-    nS = NUM_SCALES
-    shape_stat = tuple(len(AX[a]) for a in ("field", "normalisation", "scale_min", "scale_stat"))
-    sstat = np.full(shape_stat, np.nan)
-    sstat_se = np.full(shape_stat, np.nan)
-    sedge = np.zeros(shape_stat, dtype=np.int8)
-    energy = np.full(shape_stat[:3], np.nan)
-    energy_se = np.full(shape_stat[:3], np.nan)
-    C_full = {}
-    spectra_full = {}
     qpos, kpos = A["query"].values, A["key"].values
-    square = (
+    square = bool(
         lags[0] == 0
         and len(lags) == q
         and np.array_equal(qpos, kpos)
         and np.array_equal(qpos, np.arange(q))
     )
+    return _LayerContext(AX, lags, grids, M_up, iu, n, q, square, omega0)
+
+
+def _scale_readings(ctx: _LayerContext, XA: np.ndarray, Xu: np.ndarray) -> dict:
+    """C1, C2 and C7's numbers: per field (A, u), grid and normalisation the scale
+    spectrum, its statistics and energy with their delete-one jackknife; also the lag
+    moments ``C`` and spectra each field's windows start from."""
+    AX, n, q, nS = ctx.AX, ctx.n, ctx.q, NUM_SCALES
+    shape = tuple(len(AX[a]) for a in ("field", "normalisation", "scale_min", "scale_stat"))
+    out = {
+        "value": np.full(shape, np.nan),
+        "se": np.full(shape, np.nan),
+        "edge": np.zeros(shape, dtype=np.int8),
+        "energy": np.full(shape[:3], np.nan),
+        "energy_se": np.full(shape[:3], np.nan),
+        "C": {},
+        "spectra": {},
+    }
     for fi, f in enumerate(AX["field"]):
         X = Xu if f == "u" else XA
         # per-snapshot lag moments (upper triangles)
-        S = lagstats.snapshot_moments(X, upper=True, causal_rows=square)
-        P = S @ M_up.T  # (N, grids * scales)
-        C_full[f] = lagstats.from_upper(S.sum(0) / (n * q), n_lag)
+        S = lagstats.snapshot_moments(X, upper=True, causal_rows=ctx.square)
+        P = S @ ctx.M_up.T  # (N, grids * scales)
+        out["C"][f] = lagstats.from_upper(S.sum(0) / (n * q), len(ctx.lags))
         del S
         P_tot = P.sum(0)
         full = P_tot / (n * q)
@@ -468,28 +526,43 @@ def layer_evidence(
             rep = (P_tot[None] - P) / ((n - 1) * q)
         rep = np.maximum(rep, 0.0)
         for gi, g in enumerate(AX["scale_min"]):
-            s = grids[g]
+            s = ctx.grids[g]
             sl = slice(gi * nS, (gi + 1) * nS)
             for ni, norm in enumerate(AX["normalisation"]):
                 w = 1.0 / s if norm == "rectified" else np.ones_like(s)
                 sp, sp_rep = full[sl] * w, rep[:, sl] * w
-                spectra_full[f, norm, g] = sp
-                for ti, st in enumerate(AX["scale_stat"]):
-                    if st == "centroid":
-                        v, vr, side = _centroid(sp, s), _centroid(sp_rep, s), 0
-                    else:
-                        v, side = scale_reading(sp, s, st)
-                        vr, side_r = scale_reading(sp_rep, s, st)
-                        vr = np.where(side_r == 0, vr, np.nan)  # an edge replicate: no value
-                    sstat[fi, ni, gi, ti] = v
-                    sedge[fi, ni, gi, ti] = side
-                    sstat_se[fi, ni, gi, ti] = _jack_se(vr) if side == 0 else np.nan
-                energy[fi, ni, gi] = sp.sum()
-                energy_se[fi, ni, gi] = _jack_se(sp_rep.sum(-1))
-    del XA
-    # per-lag Gram tensor of u and the plain POD
-    G = lag_gram_tensor(Xu, causal_rows=square)  # (L, N, N)
-    K = lagstats.window_grams(G, np.ones(n_lag))
+                out["spectra"][f, norm, g] = sp
+                _scale_statistics(out, (fi, ni, gi), sp, sp_rep, s, AX["scale_stat"])
+                out["energy"][fi, ni, gi] = sp.sum()
+                out["energy_se"][fi, ni, gi] = _jack_se(sp_rep.sum(-1))
+    return out
+
+
+def _scale_statistics(out: dict, ix: tuple, sp, sp_rep, s, stats) -> None:
+    """Each scale statistic of one spectrum ``sp`` (replicates ``sp_rep``) into ``out``
+    at ``ix``: value, edge side and jackknife SE (NaN at an edge)."""
+    for ti, st in enumerate(stats):
+        if st == "centroid":
+            v, vr, side = _centroid(sp, s), _centroid(sp_rep, s), 0
+        else:
+            v, side = scale_reading(sp, s, st)
+            vr, side_r = scale_reading(sp_rep, s, st)
+            vr = np.where(side_r == 0, vr, np.nan)  # an edge replicate: no value
+        out["value"][ix + (ti,)] = v
+        out["edge"][ix + (ti,)] = side
+        out["se"][ix + (ti,)] = _jack_se(vr) if side == 0 else np.nan
+
+
+def _plain_pod(ctx: _LayerContext, G: np.ndarray, dim: str) -> dict:
+    """C3, C5 and C8's numbers: the plain POD (eigenvalues ``lam``, temporal vectors
+    ``V``) of the Gram tensor ``G``, T_spec per fit and H* per criterion with their
+    delete-one jackknife SEs."""
+    from ...resampling import bootstrap_spectrum
+    from ...spectra import effective_rank, spectral_concentration
+    from ..measure.uncertainty import fractional_rank
+
+    n = ctx.n
+    K = lagstats.window_grams(G, np.ones(len(ctx.lags)))
     lam, V = eig_desc(K)
     spec_da = xr.DataArray(lam, dims="rank", coords={"rank": np.arange(1, n + 1)})
     fixed = (FIXED_K[0], min(FIXED_K[1], (n - 1) // 2))  # small test ensembles: clipped
@@ -499,7 +572,9 @@ def layer_evidence(
             float(spectral_concentration(spec_da, *fixed)["T_spec"]),
         ]
     )
-    H = np.array([float(effective_rank(spec_da, EPS, c, n_snapshots=n)) for c in AX["criterion"]])
+    H = np.array(
+        [float(effective_rank(spec_da, EPS, c, n_snapshots=n)) for c in ctx.AX["criterion"]]
+    )
     jk = bootstrap_spectrum(
         xr.DataArray(K, dims=(dim, f"{dim}_")), method="jackknife", dim=dim
     ).transpose("boot", "rank")
@@ -511,42 +586,32 @@ def layer_evidence(
         -1,
     )
     H_rep = np.stack([fractional_rank(jk.values, EPS), fractional_rank(jk.values, EPS**2)], -1)
-    T_se, H_se = _jack_se(T_rep), _jack_se(H_rep)
+    return {"lam": lam, "V": V, "T": T, "T_se": _jack_se(T_rep), "H": H, "H_se": _jack_se(H_rep)}
 
-    # windows: one per dominant scale of every (field, normalisation, grid, statistic)
-    def phi_spectra(v: np.ndarray, w2: np.ndarray | None) -> np.ndarray:
-        phi = np.tensordot(v, Xu, axes=(0, 0))  # (Q, L)
-        if w2 is not None:
-            phi = phi * np.sqrt(w2)[None, :]
-        return M_up @ lagstats.snapshot_moments(phi[None], upper=True)[0]  # (grids * scales)
 
-    plain_spec = phi_spectra(V[:, 0], None)
+#: The window readings' dims (C4, C9).
+_WINDOW_DIMS = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
 
+
+def _window_plan(ctx: _LayerContext, scale: dict) -> tuple[list, np.ndarray]:
+    """Every window of every reading: ``[(ix, m, a, c, key)]`` with ``ix`` the reading's
+    index along :data:`_WINDOW_DIMS`, ``m`` the peak's rank, ``a`` the dominant scale,
+    ``c`` the window centre and ``key`` = (centre, sigma) rounded; and ``a_star``
+    (field, normalisation, scale_min, scale_stat, peak)."""
     from ...wavelets import fourier_period
 
+    AX, lags = ctx.AX, ctx.lags
+
     def energy_max_lag(f: str, a: float) -> float:
-        E_b = wavelets.scalogram_energy(C_full[f], [a], lags, omega0)[0]
+        E_b = wavelets.scalogram_energy(scale["C"][f], [a], lags, ctx.omega0)[0]
         return float(lags[int(np.argmax(E_b))])
 
-    dims_w = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
-    shape_w = tuple(len(AX[a]) for a in dims_w)
-    share = np.full(shape_w + (3,), np.nan)
-    base = np.full(shape_w + (3,), np.nan)
-    lag_e = np.einsum("tss->t", G)  # per-lag energy of u: the window alone's lag profile
-    reach = np.zeros(shape_w + (3,), dtype=bool)
-    c4_peaks = np.full(shape_w + (3,), np.nan)
-    c9 = np.full(shape_w, np.nan)
-    c4_key = np.full(shape_w + (3,), -1)  # the window each C4 case reads (index in keys)
-    c9_key = np.full(shape_w, -1)
-    a_star = np.full(shape_stat + (3,), np.nan)
-    layer_ranges = list(PAPER_LAGS.values())
-    # pass 1: every window (c, sigma) of every reading; pass 2 (batched): their modes
-    plan = []  # (ix, m, a, c, key)
+    a_star = np.full(scale["value"].shape + (3,), np.nan)
+    plan = []
     for fi, f in enumerate(AX["field"]):
         for ni, norm in enumerate(AX["normalisation"]):
             for gi, g in enumerate(AX["scale_min"]):
-                s = grids[g]
-                sp = spectra_full[f, norm, g]
+                s, sp = ctx.grids[g], scale["spectra"][f, norm, g]
                 for ti, st in enumerate(AX["scale_stat"]):
                     if st == "centroid":
                         stars = [float(_centroid(sp, s))]
@@ -559,102 +624,116 @@ def layer_evidence(
                         cs = [
                             energy_max_lag(f, a)
                             if cr == "energy-max"
-                            else float(fourier_period(a, omega0))
+                            else float(fourier_period(a, ctx.omega0))
                             for a in stars
                         ]
                         for wi, k in enumerate(AX["width"]):
                             for m, (a, c) in enumerate(zip(stars, cs, strict=True)):
                                 key = (round(c, 9), round(k * a, 9))
                                 plan.append(((fi, ni, gi, ti, ci, wi), m, a, c, key))
+    return plan, a_star
+
+
+def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
+    """C4 and C9's numbers: every window's mode 1 (batched, :func:`_window_modes`), per
+    reading and paper range the best window's share ``c4_share`` (one that reaches the
+    range first, then the largest share), the window alone's ``c4_base``, ``c4_reach``,
+    ``c4_peaks``, the window index ``c4_key``; per reading C9's ratio ``c9_ratio`` of
+    the first peak's window (index ``c9_key``); ``a_star`` and the window ``keys``."""
+    AX, lags, nS = ctx.AX, ctx.lags, NUM_SCALES
+    plan, a_star = _window_plan(ctx, scale)
     keys = list(dict.fromkeys(p[-1] for p in plan))
     index = {key: i for i, key in enumerate(keys)}
     need = sorted({index[p[-1]] for p in plan if p[1] == 0})
-    modes = _window_modes(G, Xu, lags, keys, need, M_up, iu)
+    modes = _window_modes(G, Xu, lags, keys, need, ctx.M_up, ctx.iu)
+    phi = np.tensordot(v_plain, Xu, axes=(0, 0))  # plain mode 1 (Q, L)
+    plain_spec = ctx.M_up @ lagstats.snapshot_moments(phi[None], upper=True)[0]
     plain_spread = {}
     for gi, g in enumerate(AX["scale_min"]):
         sl = slice(gi * nS, (gi + 1) * nS)
         for norm in AX["normalisation"]:
-            wgt = 1.0 / grids[g] if norm == "rectified" else np.ones(nS)
-            plain_spread[gi, norm] = _spread(plain_spec[sl] * wgt, grids[g])
+            wgt = 1.0 / ctx.grids[g] if norm == "rectified" else np.ones(nS)
+            plain_spread[gi, norm] = _spread(plain_spec[sl] * wgt, ctx.grids[g])
+    shape_w = tuple(len(AX[a]) for a in _WINDOW_DIMS)
+    out = {
+        "c4_share": np.full(shape_w + (3,), np.nan),
+        "c4_base": np.full(shape_w + (3,), np.nan),
+        "c4_reach": np.zeros(shape_w + (3,), dtype=bool),
+        "c4_peaks": np.full(shape_w + (3,), np.nan),
+        "c4_key": np.full(shape_w + (3,), -1),
+        "c9_ratio": np.full(shape_w, np.nan),
+        "c9_key": np.full(shape_w, -1),
+        "a_star": a_star,
+        "keys": keys,
+    }
+    lag_e = np.einsum("tss->t", G)  # per-lag energy of u: the window alone's lag profile
     for ix, m, _a, c, key in plan:
         fi, ni, gi, ti, ci, wi = ix
         j = index[key]
-        e = modes["energy"][j]
-        sigma = key[1]
         if m == 0:
             norm = AX["normalisation"][ni]
-            s = grids[AX["scale_min"][gi]]
+            s = ctx.grids[AX["scale_min"][gi]]
             wgt = 1.0 / s if norm == "rectified" else np.ones_like(s)
             mspec = modes["spectra"][j][gi * nS : (gi + 1) * nS]
-            c9[ix] = _spread(mspec * wgt, s) / plain_spread[gi, norm]
-            c9_key[ix] = j
-        for r, (lo, hi) in enumerate(layer_ranges):
-            inside = (lags >= lo) & (lags <= hi)
-            sh = float(e[inside].sum())
-            ok = np.exp(-((lags[inside] - c) ** 2) / (2 * sigma**2)).max() >= np.exp(-2.0)
-            better = (ok and not reach[ix + (r,)]) or (
-                ok == reach[ix + (r,)] and not (np.nan_to_num(share[ix + (r,)], nan=-1) >= sh)
-            )
-            if better:
-                share[ix + (r,)] = sh
-                w2e = np.exp(-((lags - c) ** 2) / sigma**2) * lag_e
-                base[ix + (r,)] = float(w2e[inside].sum() / w2e.sum()) if w2e.sum() > 0 else np.nan
-                reach[ix + (r,)] = ok
-                c4_peaks[ix + (r,)] = _count_peaks(e, lags, lo, hi)
-                c4_key[ix + (r,)] = j
-    share_se, diff_se = np.full(c4_key.shape, np.nan), np.full(c4_key.shape, np.nan)
-    c9_se = np.full(c9_key.shape, np.nan)
-    if window_se:
-        rectified = [n == "rectified" for n in AX["normalisation"]]
-        share_se, diff_se, c9_se = _window_jackknife(
-            G, Xu, lags, keys, c4_key, c9_key, M_up, [grids[g] for g in AX["scale_min"]], rectified
+            out["c9_ratio"][ix] = _spread(mspec * wgt, s) / plain_spread[gi, norm]
+            out["c9_key"][ix] = j
+        _c4_cases(out, ix, j, c, key[1], modes["energy"][j], lags, lag_e)
+    return out
+
+
+def _c4_cases(out: dict, ix: tuple, j: int, c: float, sigma: float, e, lags, lag_e) -> None:
+    """Window ``j`` (centre ``c``, width ``sigma``, mode lag energy ``e``) against each
+    paper range of reading ``ix``: kept in ``out`` where it beats the window held so far
+    (reaching the range first, then the larger share)."""
+    for r, (lo, hi) in enumerate(PAPER_LAGS.values()):
+        at = ix + (r,)
+        inside = (lags >= lo) & (lags <= hi)
+        sh = float(e[inside].sum())
+        ok = np.exp(-((lags[inside] - c) ** 2) / (2 * sigma**2)).max() >= np.exp(-2.0)
+        held = out["c4_reach"][at]
+        better = (ok and not held) or (
+            ok == held and not (np.nan_to_num(out["c4_share"][at], nan=-1) >= sh)
         )
-    n_windows = len(keys)
+        if better:
+            out["c4_share"][at] = sh
+            w2e = np.exp(-((lags - c) ** 2) / sigma**2) * lag_e
+            out["c4_base"][at] = float(w2e[inside].sum() / w2e.sum()) if w2e.sum() > 0 else np.nan
+            out["c4_reach"][at] = ok
+            out["c4_peaks"][at] = _count_peaks(e, lags, lo, hi)
+            out["c4_key"][at] = j
+
+
+def _evidence_dataset(ctx: _LayerContext, scale: dict, pod: dict, win: dict, se: dict):
+    """The Dataset of :func:`layer_evidence` from its parts."""
+    AX, dims_w = ctx.AX, _WINDOW_DIMS
     coords = {a: list(AX[a]) for a in (*dims_w, "criterion", "fit")}
     coords["paper_layer"] = sorted(PAPER_LAGS)
     coords["peak"] = [0, 1, 2]
     coords["grid_end"] = ["min", "max"]
-    ds = xr.Dataset(
+    c4 = (*dims_w, "paper_layer")
+    grid_ends = [[ctx.grids[g][0], ctx.grids[g][-1]] for g in AX["scale_min"]]
+    return xr.Dataset(
         {
-            "scale_stat_value": (dims_w[:4], sstat),
-            "scale_stat_se": (dims_w[:4], sstat_se),
-            "scale_stat_edge": (dims_w[:4], sedge),
-            "scale_grid": (
-                ("scale_min", "grid_end"),
-                [[grids[g][0], grids[g][-1]] for g in AX["scale_min"]],
-            ),
-            "energy": (dims_w[:3], energy),
-            "energy_se": (dims_w[:3], energy_se),
-            "a_star": ((*dims_w[:4], "peak"), a_star),
-            "T_spec": ("fit", T),
-            "T_spec_se": ("fit", T_se),
-            "H_star": ("criterion", H),
-            "H_star_se": ("criterion", H_se),
-            "c4_share": ((*dims_w, "paper_layer"), share),
-            "c4_reach": ((*dims_w, "paper_layer"), reach),
-            "c4_base": ((*dims_w, "paper_layer"), base),
-            "c4_peaks": ((*dims_w, "paper_layer"), c4_peaks),
-            "c4_share_se": ((*dims_w, "paper_layer"), share_se),
-            "c4_diff_se": ((*dims_w, "paper_layer"), diff_se),
-            "c9_ratio": (dims_w, c9),
-            "c9_ratio_se": (dims_w, c9_se),
-            "spectrum": ("rank", lam),
+            "scale_stat_value": (dims_w[:4], scale["value"]),
+            "scale_stat_se": (dims_w[:4], scale["se"]),
+            "scale_stat_edge": (dims_w[:4], scale["edge"]),
+            "scale_grid": (("scale_min", "grid_end"), grid_ends),
+            "energy": (dims_w[:3], scale["energy"]),
+            "energy_se": (dims_w[:3], scale["energy_se"]),
+            "a_star": ((*dims_w[:4], "peak"), win["a_star"]),
+            "T_spec": ("fit", pod["T"]),
+            "T_spec_se": ("fit", pod["T_se"]),
+            "H_star": ("criterion", pod["H"]),
+            "H_star_se": ("criterion", pod["H_se"]),
+            **{k: (c4, win[k]) for k in ("c4_share", "c4_reach", "c4_base", "c4_peaks")},
+            "c4_share_se": (c4, se["c4_share_se"]),
+            "c4_diff_se": (c4, se["c4_diff_se"]),
+            "c9_ratio": (dims_w, win["c9_ratio"]),
+            "c9_ratio_se": (dims_w, se["c9_ratio_se"]),
+            "spectrum": ("rank", pod["lam"]),
         },
-        coords={k: np.asarray(v) for k, v in coords.items()} | {"rank": np.arange(1, n + 1)},
+        coords={k: np.asarray(v) for k, v in coords.items()} | {"rank": np.arange(1, ctx.n + 1)},
     )
-    gap, beaten, trials = np.nan, np.nan, np.nan
-    if theorem1:
-        gap, beaten, trials = theorem1_check(A - A.mean(dim), dim=dim)
-    ds["t1_gap"] = gap
-    ds["t1_beaten"] = float(beaten)
-    ds["t1_trials"] = float(trials)
-    ds.attrs = {
-        "n_snapshots": n,
-        "omega0": omega0,
-        "n_windows": n_windows,
-        "jackknife_groups": JACKKNIFE_GROUPS,
-    }
-    return ds
 
 
 def theorem1_check(u: xr.DataArray, *, dim: str = "snapshot", seed: int = 0):
