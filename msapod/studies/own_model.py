@@ -168,11 +168,40 @@ def _quiet_hf():
 
 
 def _hf_source(spec: str, label: str | None, local_only: bool) -> Source:
-    """A Hugging Face model (folder or id) as a :class:`Source`, loaded with eager attention.
+    """A Hugging Face model (folder or id) as a :class:`Source`, loaded with eager attention."""
+    model, tokenizer = _hf_load(spec, local_only)
+    model = model.float().eval()
+    c = model.config
+    n_layer = getattr(c, "num_hidden_layers", None)
+    n_head = getattr(c, "num_attention_heads", None)
+    if n_layer is None or n_head is None:
+        raise UsageError(
+            f"SOURCE {spec!r}: model type {c.model_type!r} has no num_hidden_layers / "
+            "num_attention_heads; expected a transformer with self-attention"
+        )
+    if tokenizer is None:
+        raise UsageError(
+            f"SOURCE {spec!r}: no tokenizer found with the model; save the model's tokenizer "
+            "in the same folder (tokenizer.save_pretrained(folder))"
+        )
+    name = label or (Path(spec).name if Path(spec).exists() else spec.split("/")[-1])
+    return Source(
+        spec=spec,
+        label=name,
+        kind="hf",
+        model=model,
+        tokenizer=tokenizer,
+        sha256=state_sha256(model, with_config=True),
+        n_layer=int(n_layer),
+        n_head=int(n_head),
+        max_len=getattr(c, "max_position_embeddings", None),
+        framework="transformers",
+    )
 
-    Over 60 lines: loading a Hugging Face model is one guarded sequence (extra, config,
-    eager weights, checks) under one quieted logger.
-    """
+
+def _hf_load(spec: str, local_only: bool) -> tuple:
+    """``(model, tokenizer)`` of a Hugging Face folder or id, the model with eager
+    attention, under a quieted logger (the tokenizer None where none loads)."""
     try:
         import torch  # noqa: F401
         import transformers
@@ -212,33 +241,7 @@ def _hf_source(spec: str, label: str | None, local_only: bool) -> Source:
         hf_logging.set_verbosity(level)
         if bars:
             hf_logging.enable_progress_bar()
-    model = model.float().eval()
-    c = model.config
-    n_layer = getattr(c, "num_hidden_layers", None)
-    n_head = getattr(c, "num_attention_heads", None)
-    if n_layer is None or n_head is None:
-        raise UsageError(
-            f"SOURCE {spec!r}: model type {c.model_type!r} has no num_hidden_layers / "
-            "num_attention_heads; expected a transformer with self-attention"
-        )
-    if tokenizer is None:
-        raise UsageError(
-            f"SOURCE {spec!r}: no tokenizer found with the model; save the model's tokenizer "
-            "in the same folder (tokenizer.save_pretrained(folder))"
-        )
-    name = label or (Path(spec).name if Path(spec).exists() else spec.split("/")[-1])
-    return Source(
-        spec=spec,
-        label=name,
-        kind="hf",
-        model=model,
-        tokenizer=tokenizer,
-        sha256=state_sha256(model, with_config=True),
-        n_layer=int(n_layer),
-        n_head=int(n_head),
-        max_len=getattr(c, "max_position_embeddings", None),
-        framework="transformers",
-    )
+    return model, tokenizer
 
 
 def _unknown(spec: str, why: str = "") -> str:
@@ -281,8 +284,6 @@ def resolve_source(spec: str, label: str | None = None) -> Source:
     UsageError
         Unknown source, missing extra, a model without a tokenizer or without attention
         probabilities.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
     from ..models.zoo import ZOO_CONFIGS
 
@@ -302,19 +303,7 @@ def resolve_source(spec: str, label: str | None = None) -> Source:
         return _gguf_source(spec, label)
     path = Path(spec).expanduser()
     if path.is_dir():
-        from ..models.train import CONFIG, WEIGHTS, load_checkpoint
-
-        if (path / WEIGHTS).is_file() and _is_msapod_run(path / CONFIG):
-            try:
-                model = load_checkpoint(path)
-            except (ValueError, OSError) as err:
-                raise UsageError(f"SOURCE {spec!r}: {err}") from None
-            return _gpt_source(spec, label or path.resolve().name, "checkpoint", model)
-        if (path / "config.json").is_file():
-            return _hf_source(str(path), label, local_only=True)
-        raise UsageError(
-            _unknown(spec, "the folder holds neither a checkpoint nor a Hugging Face model")
-        )
+        return _folder_source(spec, path, label)
     if path.exists():
         raise UsageError(_unknown(spec, "a file, not a model folder"))
     if spec.startswith((".", "/", "~")) or os.sep + os.sep in spec:
@@ -328,6 +317,24 @@ def resolve_source(spec: str, label: str | None = None) -> Source:
         hint = f"no such zoo model; did you mean {' or '.join(close)}?" if close else ""
         raise UsageError(_unknown(spec, hint))
     return _hf_source(spec, label, local_only=_hf_cached(spec))
+
+
+def _folder_source(spec: str, path: Path, label: str | None) -> Source:
+    """The model in the folder ``path``: a checkpoint of :func:`msapod.models.train.train`
+    or a Hugging Face model folder."""
+    from ..models.train import CONFIG, WEIGHTS, load_checkpoint
+
+    if (path / WEIGHTS).is_file() and _is_msapod_run(path / CONFIG):
+        try:
+            model = load_checkpoint(path)
+        except (ValueError, OSError) as err:
+            raise UsageError(f"SOURCE {spec!r}: {err}") from None
+        return _gpt_source(spec, label or path.resolve().name, "checkpoint", model)
+    if (path / "config.json").is_file():
+        return _hf_source(str(path), label, local_only=True)
+    raise UsageError(
+        _unknown(spec, "the folder holds neither a checkpoint nor a Hugging Face model")
+    )
 
 
 def _is_msapod_run(config: Path) -> bool:
@@ -433,10 +440,8 @@ def make_ensemble(
     UsageError
         ``n``, ``length`` or ``seed`` out of range, a length beyond the model's context,
         a character outside the vocabulary, or a text shorter than ``n x length`` tokens.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
-    from ..models.data import ensemble_offsets, load_corpus
+    from ..models.data import ensemble_offsets
 
     n = check_int(n, "--n", MIN_N, UsageError)
     length = check_int(length, "--length", MIN_LENGTH, UsageError)
@@ -448,22 +453,7 @@ def make_ensemble(
         )
     body, where = _read_text(text)
     text_sha = hashlib.sha256(body.encode("utf-8")).hexdigest()
-    if source.tokenizer is None:
-        corpus = load_corpus()
-        if text is None:
-            tokens = np.asarray(corpus.val, dtype=np.int64)
-        else:
-            try:
-                tokens = corpus.encode(body).astype(np.int64)
-            except ValueError as err:
-                raise UsageError(
-                    f"--text: {err} of {source.label} (the zoo's 65 characters)"
-                ) from None
-        unit = "character"
-    else:
-        enc = source.tokenizer(body, add_special_tokens=False)
-        tokens = np.asarray(enc["input_ids"], dtype=np.int64).ravel()
-        unit = "token"
+    tokens, unit = _tokenise(source, body, default_text=text is None)
     slots = len(tokens) // length
     if slots < n:
         raise UsageError(
@@ -482,6 +472,24 @@ def make_ensemble(
         text_source=where,
         text_sha256=text_sha,
     )
+
+
+def _tokenise(source: Source, body: str, default_text: bool) -> tuple[np.ndarray, str]:
+    """``(tokens, unit)`` of the text ``body`` for ``source``: the zoo's characters for
+    msapod models (the corpus' validation tokens for the default text), else the model's
+    tokenizer without special tokens."""
+    from ..models.data import load_corpus
+
+    if source.tokenizer is not None:
+        enc = source.tokenizer(body, add_special_tokens=False)
+        return np.asarray(enc["input_ids"], dtype=np.int64).ravel(), "token"
+    corpus = load_corpus()
+    if default_text:
+        return np.asarray(corpus.val, dtype=np.int64), "character"
+    try:
+        return corpus.encode(body).astype(np.int64), "character"
+    except ValueError as err:
+        raise UsageError(f"--text: {err} of {source.label} (the zoo's 65 characters)") from None
 
 
 # ----------------------------------------------------------------------------- fields
@@ -628,8 +636,6 @@ def analyse_field(F: xr.DataArray, params: dict, scales) -> xr.Dataset:
         rho_k(tau) of the first modes); ``scale_centroid_se``, ``energy_se``,
         ``T_spec_se(window)``, ``H_star_se(window, eps)``, ``H_star_frac_se`` and the
         95 % intervals ``*_lower``/``*_upper`` of the scale centroid, T_spec and H*.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
     from ..pipeline import analyze
     from .measure.modestats import lag_energy
@@ -662,7 +668,12 @@ def analyse_field(F: xr.DataArray, params: dict, scales) -> xr.Dataset:
     out["mode_lag_energy"] = rho.assign_attrs(
         long_name="normalised lag energy rho_k(tau) of the POD modes (sums to 1 over lag)"
     )
-    t = t_quantile(n - 1, LEVEL)
+    return _with_intervals(out, sj, pj, t_quantile(n - 1, LEVEL))
+
+
+def _with_intervals(out: xr.Dataset, sj, pj, t: float) -> xr.Dataset:
+    """``out`` with the jackknife standard errors of the scalogram (``sj``) and the POD
+    (``pj``) and the intervals value +- ``t`` x SE of the scale centroid, T_spec and H*."""
     out["scale_centroid_se"] = xr.DataArray(float(sj["scale_centroid_se"]))
     out["energy_se"] = xr.DataArray(float(sj["energy_se"]))
     out["scalogram_energy"] = xr.DataArray(float(sj["energy"]))
@@ -736,8 +747,6 @@ def analyze_source(
     xarray.Dataset
         Per ``layer`` (and ``head`` if kept) the variables of :func:`analyse_field`;
         attrs: the source, its sha256, the text, its sha256, the ensemble and the keys.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
     from tqdm import tqdm
 
@@ -756,34 +765,50 @@ def analyze_source(
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", source.label)
     label = f"{safe}-n{n}-L{length}"
     store = FieldFile(root / "analyze-fields" / f"{label}-{fkey[:16]}.h5", fkey)
+
+    def build_fields() -> None:
+        _build_fields(store, source, ens, layers, average_heads, batch_size, progress)
+
     aparts = {"fields_key": fkey, "params": _json(params), "own_format": OWN_FORMAT}
-    parts = []
     bar = tqdm(
         total=len(layers), desc=f"{source.label}: analysis", unit="layer", disable=not progress
     )
     with bar:
-        for k, layer in enumerate(layers):
-
-            def compute(k=k, layer=layer):
-                if not store.complete():
-                    bar.clear()
-                    _build_fields(store, source, ens, layers, average_heads, batch_size, progress)
-                return _analyse_layer(store.layer(k), layer, params, scales)
-
-            parts.append(
-                cached_dataset(
-                    "analyze-layers",
-                    f"{label}-layer{layer:03d}",
-                    {**aparts, "layer": layer},
-                    compute,
-                    cache_dir=cache_dir,
-                )
-            )
-            bar.update(1)
+        parts = _layer_analyses(
+            store, build_fields, layers, label, aparts, params, scales, cache_dir, bar
+        )
     ds = concat_layers(parts)
     ds.attrs = _source_attrs(ds.attrs, source, ens, average_heads, fkey, store.path)
     ds["offset"] = ("snapshot", ens.offsets)
     return ds
+
+
+def _layer_analyses(
+    store: FieldFile, build_fields, layers, label, aparts, params, scales, cache_dir, bar
+) -> list[xr.Dataset]:
+    """Each layer's :func:`_analyse_layer`, cached on its own (key ``aparts`` and the
+    layer; file ``<label>-layer<layer>``); the fields are extracted (``build_fields``)
+    only when a layer is computed and ``store`` is not complete. ``bar`` counts layers."""
+    parts = []
+    for k, layer in enumerate(layers):
+
+        def compute(k=k, layer=layer):
+            if not store.complete():
+                bar.clear()
+                build_fields()
+            return _analyse_layer(store.layer(k), layer, params, scales)
+
+        parts.append(
+            cached_dataset(
+                "analyze-layers",
+                f"{label}-layer{layer:03d}",
+                {**aparts, "layer": layer},
+                compute,
+                cache_dir=cache_dir,
+            )
+        )
+        bar.update(1)
+    return parts
 
 
 def _fields_parts(source: Source, ens: TokenEnsemble, layers, average_heads: bool) -> dict:
@@ -938,10 +963,9 @@ def analyze_sources(
     ------
     UsageError
         Any bad input, before anything is extracted where it can be known then.
-
-    Over 60 lines with its documentation: every option of ``msapod analyze`` is
-    documented here once.
     """
+    # Over 60 lines only with its documentation: every option of ``msapod analyze`` is
+    # documented here once.
     sources, labels = _check_sources(sources, labels)
     unknown = set(options) - set(DEFAULTS)
     if unknown:
@@ -951,17 +975,7 @@ def analyze_sources(
         batch_size = check_int(batch_size, "--batch-size", 2, UsageError)
     log = log or (lambda line: None)
     results = []
-    seen = set()
-    for i, spec in enumerate(sources):
-        src = resolve_source(spec, labels[i] if labels else None)
-        if src.label in seen:
-            raise UsageError(
-                f"--labels: two sources are both labelled {src.label!r}; pass --labels"
-            )
-        seen.add(src.label)
-        probe(src)
-        for note in src.notes:
-            log(note)
+    for src in _resolve_all(sources, labels, log):
         ens = make_ensemble(src, text, n=n, length=length, seed=seed)
         ds = analyze_source(
             src,
@@ -974,23 +988,42 @@ def analyze_sources(
             progress=progress,
         )
         results.append((src, ens, ds))
-    out = _stack(
-        [(src, ds) for src, _, ds in results],
-        params,
-        n=n,
-        length=length,
-        seed=seed,
-        average_heads=average_heads,
-    )
+    ensemble = {"n": n, "length": length, "seed": seed, "average_heads": average_heads}
+    out = _stack([(src, ds) for src, _, ds in results], params, **ensemble)
     if claims:
-        card = evaluate_claims(results, cache_dir=cache_dir, progress=progress, log=log)
-        if card is not None:
-            out = out.merge(card)
-            out.attrs["claims_models"] = card.attrs["claims_models"]
-            out.attrs["claims_rules"] = (
-                "msapod.studies.check_claims: the book's default reading of "
-                "msapod.studies.verdict.rules (the scorecard's rules)"
+        out = _with_claims(out, results, cache_dir, progress, log)
+    return out
+
+
+def _resolve_all(sources: list, labels: list | None, log):
+    """Each source loaded (:func:`resolve_source`) and probed (:func:`probe`, its notes
+    to ``log``) in turn; two sources with one label are refused."""
+    seen = set()
+    for i, spec in enumerate(sources):
+        src = resolve_source(spec, labels[i] if labels else None)
+        if src.label in seen:
+            raise UsageError(
+                f"--labels: two sources are both labelled {src.label!r}; pass --labels"
             )
+        seen.add(src.label)
+        probe(src)
+        for note in src.notes:
+            log(note)
+        yield src
+
+
+def _with_claims(out: xr.Dataset, results, cache_dir, progress: bool, log) -> xr.Dataset:
+    """``out`` with the claims of :func:`evaluate_claims` merged in, where they could be
+    decided."""
+    card = evaluate_claims(results, cache_dir=cache_dir, progress=progress, log=log)
+    if card is None:
+        return out
+    out = out.merge(card)
+    out.attrs["claims_models"] = card.attrs["claims_models"]
+    out.attrs["claims_rules"] = (
+        "msapod.studies.check_claims: the book's default reading of "
+        "msapod.studies.verdict.rules (the scorecard's rules)"
+    )
     return out
 
 
@@ -1117,10 +1150,7 @@ def _head_mean_fields(ok: list, progress: bool) -> xr.DataArray:
 
 
 def _stack(results, params, **ensemble) -> xr.Dataset:
-    """The per-source datasets along ``model``, with the provenance as coords and attrs.
-
-    Over 60 lines: the stacked dataset's provenance attrs are one literal table.
-    """
+    """The per-source datasets along ``model``, with the provenance as coords and attrs."""
     labels = [src.label for src, _ in results]
     parts = []
     for _, ds in results:
@@ -1137,8 +1167,36 @@ def _stack(results, params, **ensemble) -> xr.Dataset:
     for key in _PER_MODEL:
         coords[key] = ("model", [ds_.attrs[key] for _, ds_ in results])
     ds = ds.assign_coords(coords)
+    ds.attrs = _stack_attrs(results, params, labels, ensemble)
+    return ds
+
+
+#: Attrs of the first source's analysis kept on the stacked dataset.
+_SHARED_ATTRS = (
+    "snapshot_dim",
+    "omega0",
+    "scalogram_field",
+    "bias_correction",
+    "max_peaks",
+    "include_edges",
+    "window_centre_rule",
+    "window_width_rule",
+    "n_modes",
+    "criterion",
+    "fit_k_min",
+    "fit_k_max",
+    "pod_normalisation",
+    "interval_level",
+    "interval_t",
+    "interval_rule",
+)
+
+
+def _stack_attrs(results, params: dict, labels: list, ensemble: dict) -> dict:
+    """The stacked dataset's attrs: the ensemble, every parameter, each source's
+    provenance and the analysis attrs shared by every source."""
     first = results[0][1].attrs
-    ds.attrs = {
+    return {
         "msapod_step": "analyze (msapod analyze)",
         "msapod_version": package_version(),
         "models": ", ".join(labels),
@@ -1151,28 +1209,7 @@ def _stack(results, params, **ensemble) -> xr.Dataset:
         "sources": _json(
             [{"label": src.label, **{k: ds_.attrs[k] for k in _PER_MODEL}} for src, ds_ in results]
         ),
-        **{
-            k: first[k]
-            for k in (
-                "snapshot_dim",
-                "omega0",
-                "scalogram_field",
-                "bias_correction",
-                "max_peaks",
-                "include_edges",
-                "window_centre_rule",
-                "window_width_rule",
-                "n_modes",
-                "criterion",
-                "fit_k_min",
-                "fit_k_max",
-                "pod_normalisation",
-                "interval_level",
-                "interval_t",
-                "interval_rule",
-            )
-            if k in first
-        },
+        **{k: first[k] for k in _SHARED_ATTRS if k in first},
         "description": (
             "msapod.analyze per layer of the attention fields of each model over an "
             "ensemble of non-overlapping text snippets, with leave-one-snapshot-out "
@@ -1180,7 +1217,6 @@ def _stack(results, params, **ensemble) -> xr.Dataset:
             "of lag_unit"
         ),
     }
-    return ds
 
 
 def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
