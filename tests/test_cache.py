@@ -246,3 +246,78 @@ def test_cached_dataset_roundtrip_tamper_and_key_change(tmp_path):
         cached_dataset("../up", "x", parts, compute, cache_dir=tmp_path)
     with pytest.raises(TypeError, match="compute"):
         cached_dataset("things", "y", {"c": 1}, lambda: 3, cache_dir=tmp_path)
+
+
+# ------------------------------------------------------------------------- FieldFile
+
+
+def test_field_file_resumes_verifies_and_records_the_ensemble(tmp_path):
+    from msapod.studies.store.cache import FieldFile
+
+    rng = np.random.default_rng(0)
+    full = rng.random((2, 3, 6, 4, 4)).astype(np.float32)  # (layer, head, snapshot, q, k)
+    plan = [(0, 2), (2, 4), (4, 6)]
+    calls = []
+
+    def extract(a, b, arrays):
+        calls.append((a, b))
+        np.testing.assert_array_equal(arrays["ids"], np.arange(12).reshape(6, 2))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return full[:, :, a:b]
+
+    def ensemble():
+        return {"ids": np.arange(12).reshape(6, 2)}, {"unit": "token"}
+
+    store = FieldFile(tmp_path / "f.h5", "key-1")
+    with pytest.raises(KeyboardInterrupt):
+        store.build(plan, full.shape, extract, ensemble=ensemble)
+    assert not store.complete() and store.partial.exists()
+    store.build(plan, full.shape, extract, ensemble=lambda: pytest.fail("restarted"))
+    assert calls == [(0, 2), (2, 4), (2, 4), (4, 6)]  # the interrupted batch again, then on
+    assert store.complete() and not store.partial.exists()
+    np.testing.assert_array_equal(store.layer(1), full[1])
+    assert store.ensemble()["unit"] == "token"
+    assert not FieldFile(store.path, "key-2").complete()  # another key: not this file
+
+    import h5py
+
+    with h5py.File(store.path, "a") as f:
+        f["attention"][0, 0, 0, 0, 0] += 1.0
+    with pytest.raises(OSError, match="sha256"):
+        store.layer(0)
+
+
+def test_field_file_redoes_a_stale_partial_file_and_checks_batch_shapes(tmp_path):
+    from msapod.studies.store.cache import CacheWarning, FieldFile
+
+    store = FieldFile(tmp_path / "f.h5", "k")
+    store.partial.write_bytes(b"not hdf5")
+    with pytest.warns(CacheWarning, match="stale"):
+        store.build([(0, 2)], (1, 2, 3, 3), lambda a, b, arrays: np.zeros((1, 2, 3, 3)))
+    np.testing.assert_array_equal(store.layer(0), np.zeros((2, 3, 3), np.float32))
+    other = FieldFile(tmp_path / "g.h5", "k")
+    with pytest.raises(ValueError, match="shape"):
+        other.build([(0, 2)], (1, 2, 3, 3), lambda a, b, arrays: np.zeros((1, 1, 3, 3)))
+
+
+def test_state_sha256_sees_tensors_and_optionally_the_config():
+    torch = pytest.importorskip("torch")
+    from msapod.studies.store.cache import state_sha256
+
+    class Config:
+        def __init__(self, text):
+            self.text = text
+
+        def to_json_string(self, use_diff=False):
+            return self.text
+
+    m = torch.nn.Linear(3, 2)
+    m.config = Config("a")
+    plain = state_sha256(m)
+    assert state_sha256(m, with_config=True) != plain
+    m.config = Config("b")
+    assert state_sha256(m) == plain
+    with torch.no_grad():
+        m.weight[0, 0] += 1
+    assert state_sha256(m) != plain

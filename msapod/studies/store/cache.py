@@ -11,11 +11,15 @@ unreadable file is reported with a :class:`CacheWarning` and rebuilt. Files are 
 to a temporary name and moved into place with :func:`os.replace`, so a crash never leaves
 a half-written cache file under the final name.
 
-:func:`field_store` is the one field cache (:func:`cached_fields` and the null ensembles
-of :mod:`msapod.studies.verdict.nulls` call it); :func:`model_inputs` and
-:func:`cached_model_study` are the one recipe of a cached per-model study (the model and
-its weights' sha256, the key from the fields' key, the verified fields, the cached
-result); :func:`stack_zoo` stacks a per-model study over the zoo.
+:func:`field_store` is the one field cache of the zoo models (:func:`cached_fields` and
+the null ensembles of :mod:`msapod.studies.verdict.nulls` call it); :class:`FieldFile` is
+the one batch-written, resumable HDF5 field file of the studies that draw their own
+ensemble (:class:`TokenEnsemble`): SmolLM2 in :mod:`msapod.studies.measure.llm` and
+``msapod analyze`` in :mod:`msapod.studies.own_model`; :func:`state_sha256` hashes a model
+that has no checkpoint. :func:`model_inputs` and :func:`cached_model_study` are the one
+recipe of a cached per-model study (the model and its weights' sha256, the key from the
+fields' key, the verified fields, the cached result); :func:`stack_zoo` stacks a
+per-model study over the zoo.
 """
 
 from __future__ import annotations
@@ -928,9 +932,8 @@ def cached_dataset(
     -------
     xarray.Dataset
         Loaded into memory; ``encoding["source"]`` is the cache file.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
+    # Over 60 lines only with its documentation; the code is under 60.
     if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", kind):
         raise ValueError(f"kind: expected a plain folder name, got {kind!r}")
     full = {
