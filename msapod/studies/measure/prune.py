@@ -323,13 +323,7 @@ def head_importance(
     -------
     xarray.DataArray
         ``(layer, head)``, numbered from 1; attrs say how it was computed.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
-    import torch
-
-    from ...models.train import get_batch
-
     batches = check_int(batches, "batches", 1)
     batch_size = check_int(batch_size, "batch_size", 1)
     seed = check_int(seed, "seed", 0)
@@ -341,22 +335,15 @@ def head_importance(
             f"got shape {tokens.shape}"
         )
     rng = np.random.default_rng(seed)
-    was_training = model.training
-    model.eval()
-    p = next(model.parameters())
-    total = torch.zeros(model.config.n_layer, model.config.n_head, dtype=torch.float64)
-    try:
-        for _ in tqdm(range(batches), desc="importance", disable=not progress, mininterval=2):
-            x, y = get_batch(tokens, block, batch_size, rng)
-            with model.differentiable_head_mask() as xi:
-                _, loss = model(x.to(p.device), y.to(p.device))
-                (grad,) = torch.autograd.grad(loss, xi)
-            total += grad.detach().abs().double().cpu()
-    finally:
-        model.train(was_training)
-    imp = (total / batches).numpy()
+    imp = _mean_abs_head_grad(model, tokens, batches, batch_size, rng, progress)
+    out = _importance_array(imp, batches, batch_size, seed)
+    return _normalise(out) if normalise else out
+
+
+def _importance_array(imp: np.ndarray, batches: int, batch_size: int, seed: int) -> xr.DataArray:
+    """The ``(layer, head)`` importance ``imp`` labelled, with how it was computed."""
     L, H = imp.shape
-    out = xr.DataArray(
+    return xr.DataArray(
         imp,
         dims=("layer", "head"),
         coords={"layer": np.arange(1, L + 1), "head": np.arange(1, H + 1)},
@@ -370,7 +357,31 @@ def head_importance(
             "split": "the tokens given (use the training split)",
         },
     )
-    return _normalise(out) if normalise else out
+
+
+def _mean_abs_head_grad(model, tokens, batches: int, batch_size: int, rng, progress) -> np.ndarray:
+    """``(n_layer, n_head)`` mean over ``batches`` batches (windows of ``tokens`` drawn
+    with ``rng``) of ``|dL/dxi_h|`` at ``xi = 1``, the model in eval mode (its mode
+    restored)."""
+    import torch
+
+    from ...models.train import get_batch
+
+    block = model.config.block_size
+    was_training = model.training
+    model.eval()
+    p = next(model.parameters())
+    total = torch.zeros(model.config.n_layer, model.config.n_head, dtype=torch.float64)
+    try:
+        for _ in tqdm(range(batches), desc="importance", disable=not progress, mininterval=2):
+            x, y = get_batch(tokens, block, batch_size, rng)
+            with model.differentiable_head_mask() as xi:
+                _, loss = model(x.to(p.device), y.to(p.device))
+                (grad,) = torch.autograd.grad(loss, xi)
+            total += grad.detach().abs().double().cpu()
+    finally:
+        model.train(was_training)
+    return (total / batches).numpy()
 
 
 def _normalise(imp: xr.DataArray) -> xr.DataArray:
@@ -564,13 +575,7 @@ def ablation_losses(
     -------
     numpy.ndarray
         ``(n_masks,)`` mean cross-entropy in nats per character.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
-    import torch
-
-    from ...models.train import get_batch
-
     L, H = model.config.n_layer, model.config.n_head
     m = np.asarray(masks, dtype=np.float64)
     if m.ndim != 3 or m.shape[1:] != (L, H) or m.shape[0] == 0:
@@ -580,25 +585,38 @@ def ablation_losses(
     batches = check_int(batches, "batches", 1)
     batch_size = check_int(batch_size, "batch_size", 1)
     per_call = max(1, check_int(max_batch, "max_batch", 1) // batch_size)
-    tokens = np.asarray(tokens)
+    desc = f"ablation {name or ''}".strip()
+    losses = _batch_losses(
+        model, m, np.asarray(tokens), batches, batch_size, per_call, progress, desc
+    )
+    # np.mean of each mask's per-batch losses, as evaluate() averages them
+    return np.array([float(np.mean(row)) for row in losses])
+
+
+def _batch_losses(
+    model, masks: np.ndarray, tokens, batches: int, batch_size: int, per_call: int, progress, desc
+) -> np.ndarray:
+    """``(n_masks, batches)`` losses of every mask on the windows of
+    :func:`msapod.models.train.evaluate` (``default_rng(1234)``), in eval mode without
+    gradients (the model's mode restored)."""
+    import torch
+
+    from ...models.train import get_batch
+
     block = model.config.block_size
     p = next(model.parameters())
-    losses = np.empty((len(m), batches))
+    losses = np.empty((len(masks), batches))
     was_training = model.training
     model.eval()
     try:
-        # the same windows as msapod.models.train.evaluate: default_rng(1234)
         rng = np.random.default_rng(1234)
         with torch.no_grad():
-            for b in tqdm(
-                range(batches), desc=f"ablation {name or ''}".strip(), disable=not progress
-            ):
+            for b in tqdm(range(batches), desc=desc, disable=not progress):
                 x, y = get_batch(tokens, block, batch_size, rng)
-                losses[:, b] = _tree_losses(model, m, x.to(p.device), y.to(p.device), per_call)
+                losses[:, b] = _tree_losses(model, masks, x.to(p.device), y.to(p.device), per_call)
     finally:
         model.train(was_training)
-    # np.mean of each mask's per-batch losses, as evaluate() averages them
-    return np.array([float(np.mean(row)) for row in losses])
+    return losses
 
 
 def _tree_losses(model, masks: np.ndarray, x, y, per_call: int) -> np.ndarray:
@@ -610,11 +628,8 @@ def _tree_losses(model, masks: np.ndarray, x, y, per_call: int) -> np.ndarray:
     projection and MLP. Up to ``per_call`` prefixes or children share one forward call.
     The operations are those of :class:`msapod.models.gpt.GPT` in eval mode, in the same
     order (the head mask multiplies the per-head outputs before ``c_proj``).
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
     import torch
-    import torch.nn.functional as F
 
     B, T = x.shape
     C, H = model.config.n_embd, model.config.n_head
@@ -623,14 +638,7 @@ def _tree_losses(model, masks: np.ndarray, x, y, per_call: int) -> np.ndarray:
     groups = [np.arange(len(masks))]  # the masks behind each prefix
     for li, block in enumerate(model.blocks):
         attn = block.attn
-        parents, rows, children = [], [], []
-        for s, g in enumerate(groups):
-            uniq, inv = np.unique(masks[g, li], axis=0, return_inverse=True)
-            for u, row in enumerate(uniq):
-                parents.append(s)
-                rows.append(row)
-                children.append(g[inv.ravel() == u])
-        parents = np.asarray(parents)
+        parents, rows, children = _children(masks, groups, li)
         rows_t = torch.as_tensor(np.array(rows), dtype=states.dtype, device=x.device)
         rows_t = rows_t[:, None, None, :, None]  # (children, 1, 1, H, 1)
         out = torch.empty((len(rows), B, T, C), dtype=states.dtype, device=x.device)
@@ -659,7 +667,29 @@ def _tree_losses(model, masks: np.ndarray, x, y, per_call: int) -> np.ndarray:
             c0 = c_end
             del heads
         states, groups = out, children
-    losses = np.empty(len(masks))
+    return _leaf_losses(model, states, groups, y, per_call, len(masks))
+
+
+def _children(masks: np.ndarray, groups: list, li: int) -> tuple[np.ndarray, list, list]:
+    """``(parents, rows, children)``: each prefix in ``groups`` (the masks behind it) split
+    by the masks' rows of layer index ``li``; per child, its prefix's index, its row and
+    its masks."""
+    parents, rows, children = [], [], []
+    for s, g in enumerate(groups):
+        uniq, inv = np.unique(masks[g, li], axis=0, return_inverse=True)
+        for u, row in enumerate(uniq):
+            parents.append(s)
+            rows.append(row)
+            children.append(g[inv.ravel() == u])
+    return np.asarray(parents), rows, children
+
+
+def _leaf_losses(model, states, groups: list, y, per_call: int, n_masks: int) -> np.ndarray:
+    """The loss of every mask from the final residual streams ``states`` (one per group of
+    masks in ``groups``), up to ``per_call`` streams per call of the output head."""
+    import torch.nn.functional as F
+
+    losses = np.empty(n_masks)
     for p0 in range(0, len(states), per_call):
         logits = model.lm_head(model.ln_f(states[p0 : p0 + per_call]))
         for s in range(len(logits)):
@@ -806,8 +836,6 @@ def model_pruning(
         for draws a deterministic strategy does not have; ``mask(strategy, budget,
         draw, layer, head)`` int8 (1 keep, 0 removed, -1 no such draw); ``importance``
         and ``importance_raw`` ``(layer, head)``; and the :func:`head_ranks` variables.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
     corpus = load_corpus() if corpus is None else corpus
     L, H = model.config.n_layer, model.config.n_head
@@ -819,15 +847,7 @@ def model_pruning(
     )
     raw = head_importance(model, corpus.train, normalise=False, progress=progress, **imp_kw)
     importance = _normalise(raw)
-    layer_h = ranks["H_star_layer"].sel(eps=cfg.primary_eps, method="nearest")
-    scores = {
-        "low-H*": ranks["rank_score"],
-        "high-H*": ranks["rank_score"],
-        "importance": importance,
-        "H*-allocation": layer_h.broadcast_like(ranks["rank_score"]),
-        "uniform": ranks["rank_score"],
-        "random": ranks["rank_score"],
-    }
+    scores = _strategy_scores(ranks, importance, cfg.primary_eps)
     jobs, masks = mask_plan(scores, cfg.budgets, cfg.n_random, cfg.seed)
     # the unpruned model and every mask on the same batches, in one pass (ablation_loss
     # of each, up to float round-off)
@@ -845,6 +865,20 @@ def model_pruning(
     for job, value in zip(jobs, losses[1:], strict=True):
         loss[job] = value
     return _pruning_dataset(cfg, ranks, float(losses[0]), loss, masks, raw, importance)
+
+
+def _strategy_scores(ranks: xr.Dataset, importance: xr.DataArray, eps: float) -> dict:
+    """The head scores each pruning strategy of :func:`mask_plan` ranks by: the per-head
+    H* score, Michel importance, or the layer's H* at ``eps`` for every head."""
+    layer_h = ranks["H_star_layer"].sel(eps=eps, method="nearest")
+    return {
+        "low-H*": ranks["rank_score"],
+        "high-H*": ranks["rank_score"],
+        "importance": importance,
+        "H*-allocation": layer_h.broadcast_like(ranks["rank_score"]),
+        "uniform": ranks["rank_score"],
+        "random": ranks["rank_score"],
+    }
 
 
 def _pruning_dataset(cfg: PruneConfig, ranks, base, loss, masks, raw, importance):
@@ -939,8 +973,6 @@ def pruning_study(
     xarray.Dataset
         The :func:`model_pruning` variables stacked along ``model``, with coords
         ``architecture`` and ``train_seed``.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
     from ...models.zoo import MODELS, ZOO_CONFIGS
 
@@ -952,33 +984,40 @@ def pruning_study(
     corpus = load_corpus()
 
     def one(name: str) -> xr.Dataset:
-        inputs = model_inputs(name, cache_dir=cache_dir, progress=progress)
-        base = {
-            "weights_sha256": inputs.weights_sha256,
-            "data_sha256": corpus.sha256,
-            "prune_format": PRUNE_FORMAT,
-        }
-        ranks = cached_model_study(
-            "head-ranks",
-            inputs,
-            {**base, **cfg.rank_parts(), "ensemble_seed": 0, "split": "val"},
-            lambda inp: cfg.ranks(inp.model, corpus, progress=progress, name=name),
-            attrs={"model": name},
-            keyed_by_fields=False,
-        )
-        return cached_model_study(
-            "pruning",
-            inputs,
-            {**base, **cfg.parts()},
-            lambda inp: model_pruning(
-                inp.model, cfg, corpus=corpus, ranks=ranks, progress=progress, name=name
-            ),
-            attrs={"model": name},
-            keyed_by_fields=False,
-        )
+        return _cached_model_pruning(name, cfg, corpus, cache_dir, progress)
 
     return stack_zoo(one, models).assign_coords(
         train_seed=("model", [ZOO_CONFIGS[m].seed for m in models])
+    )
+
+
+def _cached_model_pruning(name: str, cfg: PruneConfig, corpus, cache_dir, progress) -> xr.Dataset:
+    """Zoo model ``name``'s :func:`model_pruning`, its per-head H* and its pruning results
+    each cached, keyed by the weights' and the data's sha256, ``cfg`` and
+    :data:`PRUNE_FORMAT`."""
+    inputs = model_inputs(name, cache_dir=cache_dir, progress=progress)
+    base = {
+        "weights_sha256": inputs.weights_sha256,
+        "data_sha256": corpus.sha256,
+        "prune_format": PRUNE_FORMAT,
+    }
+    ranks = cached_model_study(
+        "head-ranks",
+        inputs,
+        {**base, **cfg.rank_parts(), "ensemble_seed": 0, "split": "val"},
+        lambda inp: cfg.ranks(inp.model, corpus, progress=progress, name=name),
+        attrs={"model": name},
+        keyed_by_fields=False,
+    )
+    return cached_model_study(
+        "pruning",
+        inputs,
+        {**base, **cfg.parts()},
+        lambda inp: model_pruning(
+            inp.model, cfg, corpus=corpus, ranks=ranks, progress=progress, name=name
+        ),
+        attrs={"model": name},
+        keyed_by_fields=False,
     )
 
 
