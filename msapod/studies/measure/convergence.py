@@ -81,8 +81,6 @@ def nested_spectra(
         beyond N), ``T_spec`` (fit 1..N/2), ``T_spec_fixed`` (fit ``fixed_k``),
         ``H_star(n, eps)``, ``at_rank_limit(n, eps)``, and jackknife ``*_se`` (for H*:
         of :func:`msapod.studies.measure.uncertainty.fractional_rank`).
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
     check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim)
     ns = [int(x) for x in ns]
@@ -99,6 +97,12 @@ def nested_spectra(
     K_raw = _raw_gram(A.transpose(dim, "query", "key").values)
     with threadpool_limits(1, user_api="blas"):
         rows = [_nested_row(K_raw, n, groups, (k0, k1), eps_list) for n in ns]
+    return _nested_dataset(rows, ns, eps_list, (k0, k1), groups)
+
+
+def _nested_dataset(rows: list[dict], ns: list[int], eps_list, fixed_k, groups) -> xr.Dataset:
+    """:func:`nested_spectra`'s Dataset from the numbers of each ensemble size."""
+    k0, k1 = fixed_k
     spectra = np.full((len(ns), ns[-1]), np.nan)
     for i, (n, row) in enumerate(zip(ns, rows, strict=True)):
         spectra[i, :n] = row["spectrum"]
