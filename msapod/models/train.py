@@ -503,10 +503,9 @@ def train(
         The full state is saved atomically every ``save_every`` steps (1-100) and at each
         evaluation; a resumed run equals an uninterrupted one bit for bit (on the same
         machine and thread count).
-
-    Over 60 lines with its documentation: the training loop keeps its timers, running
-    losses and progress bar in one frame, so that a resumed run replays it exactly.
     """
+    # Over 60 lines only with its documentation: the loop keeps its timers, running
+    # losses and progress bar in one frame.
     corpus = corpus if corpus is not None else load_corpus()
     dev = _check_run(cfg, corpus, save_every, device)
     if threads:
@@ -518,25 +517,11 @@ def train(
     run.mkdir(parents=True, exist_ok=True)
     key = state_key(cfg, corpus.sha256)
     spath = state_file(cfg, corpus.sha256, state_root)
-    torch.manual_seed(cfg.seed)
-    model = GPT(cfg.model).to(dev)
-    opt = _optimizer(model, cfg)
-    log = {"name": cfg.name, "steps": [], "train_loss": [], "val_loss": [], "time_s": []}
-    log.update(s_per_step=[], load_average=[], resumed=[])
-    start, running = 0, []
-    if resume and spath.is_file():
-        start, log, running = _load_state(spath, key, model, opt)
-        log["resumed"].append(start)
-    log["machine"] = _machine(str(dev))
-    log["state_file"] = str(spath)
+    model, opt, start, log, running = _start_run(cfg, dev, spath, key, resume)
     model.train()
     t0 = time.time() - (log["time_s"][-1] if log["time_s"] else 0.0)
     t_interval, n_interval = time.time(), 0
-    autocast = (
-        torch.autocast(dev.type, dtype=torch.bfloat16)
-        if cfg.precision == "bf16"
-        else contextlib.nullcontext()
-    )
+    autocast = _autocast(cfg, dev)
     steps = range(start, cfg.steps)
     bar = tqdm(steps, initial=start, total=cfg.steps, desc=cfg.name, disable=not progress)
     for step in bar:
@@ -549,15 +534,45 @@ def train(
             running.clear()
             t_interval, n_interval = time.time(), 0
             bar.set_postfix(val=f"{val:.3f}")
-            extra = {"step": done, "data_sha256": corpus.sha256, "val_loss": val}
-            save_checkpoint(run, model, cfg, {**extra, "n_params": model.num_params()})
-            _write_json(run / LOG, log)
+            _save_run(run, model, cfg, corpus, done, val, log)
         if evaluate_now or done % save_every == 0:
             _save_state(spath, key, model, opt, done, log, running)
     bar.close()
     _finish(run, corpus)
     spath.unlink(missing_ok=True)  # the finished run is in ``run``
     return log
+
+
+def _start_run(cfg: TrainConfig, dev, spath: Path, key: str, resume: bool) -> tuple:
+    """``(model, optimizer, start step, log, running losses)`` of a run: the model
+    initialised from ``cfg.seed`` and its optimizer, then the saved state at ``spath``
+    loaded into them when resuming."""
+    torch.manual_seed(cfg.seed)
+    model = GPT(cfg.model).to(dev)
+    opt = _optimizer(model, cfg)
+    log = {"name": cfg.name, "steps": [], "train_loss": [], "val_loss": [], "time_s": []}
+    log.update(s_per_step=[], load_average=[], resumed=[])
+    start, running = 0, []
+    if resume and spath.is_file():
+        start, log, running = _load_state(spath, key, model, opt)
+        log["resumed"].append(start)
+    log["machine"] = _machine(str(dev))
+    log["state_file"] = str(spath)
+    return model, opt, start, log, running
+
+
+def _autocast(cfg: TrainConfig, dev):
+    """bf16 autocast on ``dev`` for ``precision="bf16"``, else a no-op context."""
+    if cfg.precision == "bf16":
+        return torch.autocast(dev.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def _save_run(run: Path, model, cfg: TrainConfig, corpus: Corpus, done: int, val, log) -> None:
+    """The checkpoint at step ``done`` (validation loss ``val``) and the log, in ``run``."""
+    extra = {"step": done, "data_sha256": corpus.sha256, "val_loss": val}
+    save_checkpoint(run, model, cfg, {**extra, "n_params": model.num_params()})
+    _write_json(run / LOG, log)
 
 
 def _check_run(cfg: TrainConfig, corpus: Corpus, save_every, device: str) -> torch.device:
