@@ -297,9 +297,8 @@ def iter_attention(
     GPTs the hidden states of the current layer are cached per batch (``N * L * n_embd``
     floats), so each block runs once per snapshot; Hugging Face models are re-run for
     every layer (``n_layer`` times the compute of one pass).
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
+    # Over 60 lines only with its documentation; the code is under 60.
     info = _model_info(model)
     ids = _as_ids(model, ids, info)
     layers = check_layers(layers, info["n_layer"])
@@ -434,10 +433,8 @@ def collect_attention(
         ``offsets`` (if given), ``attention`` (``"standard"``/``"ega"``), ``framework``,
         ``average_heads``, ``source`` and ``msapod_version``. With ``store`` the data are
         dask-backed (chunked over ``snapshot``, one layer and head per chunk).
-
-    Over 60 lines with its documentation: the zarr route forwards every option to
-    :func:`write_attention_zarr`.
     """
+    # Over 60 lines only with its documentation: every option is documented here once.
     if store is not None:
         return write_attention_zarr(
             model,
@@ -455,35 +452,40 @@ def collect_attention(
             snapshot_chunk=snapshot_chunk,
             overwrite=overwrite,
         )
-    info, ids, offsets, layer_list, attrs = _prepare_collect(
+    _, ids, offsets, layer_list, attrs = _prepare_collect(
         model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, data_sha256
     )
-    values = None
-    first = None
-    for k, part in enumerate(
-        iter_attention(
-            model,
-            ids,
-            layers=layer_list,
-            batch_size=batch_size,
-            average_heads=average_heads,
-            dtype=dtype,
-            progress=progress,
-            name=name,
-        )
-    ):
-        if values is None:  # allocate once: no second copy of the whole result
-            values = np.empty((len(layer_list), *part.shape), dtype=part.dtype)
-            first = part
-        values[k] = part.values
-    coords = {d: first[d].values for d in first.dims}
-    coords["layer"] = np.asarray(layer_list)
-    out = xr.DataArray(values, dims=("layer", *first.dims), coords=coords)
+    parts = iter_attention(
+        model,
+        ids,
+        layers=layer_list,
+        batch_size=batch_size,
+        average_heads=average_heads,
+        dtype=dtype,
+        progress=progress,
+        name=name,
+    )
+    out = _stack_layers(parts, layer_list)
     if offsets is not None:
         out = out.assign_coords(offset=("snapshot", offsets))
     out.attrs = attrs
     out.name = "attention"
     return out
+
+
+def _stack_layers(parts: Iterator[xr.DataArray], layers: list[int]) -> xr.DataArray:
+    """The per-layer arrays ``parts`` (one per entry of ``layers``) as one array with a
+    leading ``layer`` dim, allocated once (no second copy of the whole result)."""
+    values = None
+    first = None
+    for k, part in enumerate(parts):
+        if values is None:
+            values = np.empty((len(layers), *part.shape), dtype=part.dtype)
+            first = part
+        values[k] = part.values
+    coords = {d: first[d].values for d in first.dims}
+    coords["layer"] = np.asarray(layers)
+    return xr.DataArray(values, dims=("layer", *first.dims), coords=coords)
 
 
 def _prepare_collect(model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, sha):
@@ -652,9 +654,8 @@ def write_attention_zarr(
         Bad arguments; an existing store that differs from the request (or whose model
         cannot be verified: no ``weights_sha256``) without ``overwrite``; a store that
         does not read back as written.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
+    # Over 60 lines only with its documentation; the code is under 60.
     info, ids, offsets, layer_list, attrs = _prepare_collect(
         model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, data_sha256
     )
@@ -666,16 +667,8 @@ def write_attention_zarr(
     expect, chunks = _store_layout(ids.shape, layer_list, info["n_head"], average_heads, chunk)
     expect.update(dtype=dtype, attrs=attrs)
     if not overwrite:
-        existing, diffs = _open_store(store, expect)
-        if existing is not None or diffs:
-            if "weights_sha256" not in attrs:
-                diffs.append("the model has no weights_sha256 to verify the stored one against")
-            if diffs:
-                raise ValueError(
-                    "store: exists but does not hold the requested ensemble ("
-                    + "; ".join(diffs)
-                    + "); pass overwrite=True to rebuild it"
-                )
+        existing = _reusable_store(store, expect)
+        if existing is not None:
             return _as_opened(existing)
     _write_store(store, expect, chunks, offsets)
     _fill_store(store, model, ids, info, layer_list, batch_size, average_heads, dtype, progress)
@@ -683,6 +676,30 @@ def write_attention_zarr(
     if opened is None or diffs:
         raise ValueError("store: did not read back as written (" + "; ".join(diffs) + ")")
     return _as_opened(opened)
+
+
+def _reusable_store(store, expect: dict) -> xr.DataArray | None:
+    """The array of an existing store that holds exactly ``expect`` (its model verified
+    by ``weights_sha256``), or None when there is no store.
+
+    Raises
+    ------
+    ValueError
+        The store exists but differs from ``expect``, or the model has no
+        ``weights_sha256`` to verify it against.
+    """
+    existing, diffs = _open_store(store, expect)
+    if existing is None and not diffs:
+        return None
+    if "weights_sha256" not in expect["attrs"]:
+        diffs.append("the model has no weights_sha256 to verify the stored one against")
+    if diffs:
+        raise ValueError(
+            "store: exists but does not hold the requested ensemble ("
+            + "; ".join(diffs)
+            + "); pass overwrite=True to rebuild it"
+        )
+    return existing
 
 
 def _store_layout(shape2, layers, n_head: int, average_heads: bool, chunk: int):
