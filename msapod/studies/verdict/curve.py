@@ -115,10 +115,10 @@ def multiverse_study(
         Progress bars.
     convergence, pruning
         Optional ``{zoo: study result or False}`` (default: read or compute the cached
-        studies; False skips, making N = 600 or C6 not testable). The head-pruning study
-        (C6) runs on the main zoo only unless given for another (its per-head ablations
-        are the costliest study per model; C6 is then not testable on that zoo, and says
-        why).
+        studies; False skips, making N = 600 or C6 not testable). Both run on the main
+        zoo only unless given for another zoo (the per-head ablations and the N = 600
+        ensembles are the costliest studies per model): another zoo's claims are then
+        decided at N = 150, and C6 there is not testable and says why.
     data
         Optional ``{zoo: ZooData}`` (tests: synthetic evidence; not cached then).
     nulls
@@ -153,53 +153,55 @@ def multiverse_study(
         return add_nulls(ds, data, None) if nulls else ds
     nulls = True if nulls is None else nulls
     trained, untrained = trained_zoos(zoos)
-    parts = {"source": _source_hash(), "zoos": trained, "format": EVIDENCE_FORMAT}
-    weights = {}
-    for z in trained:
-        for m in zoo_mod.trained(z):
-            weights[m] = zoo_mod.identity(m).weights_sha256
-    parts["weights_sha256"] = weights
-    parts["nulls"] = bool(nulls)
-    external = convergence is not None or pruning is not None or evidence is not None
-    ev = evidence or {}
+    studies = {"convergence": convergence or {}, "pruning": pruning or {}}
 
     def compute():
-        got = {
-            z: zoo_data(
-                zoo_mod.trained(z),
-                convergence=(convergence or {}).get(z),
-                pruning=(pruning or {}).get(z, None if z == trained[0] else False),
-                progress=progress,
-                cache_dir=cache_dir,
-                evidence=ev.get("trained"),
-            )
-            for z in trained
-        }
-        ds = assemble_study(trained, untrained, got)
-        if not nulls:
-            return ds
-        kw = dict(cache_dir=cache_dir, progress=progress)
-        null_data = {
-            z: nl.null_zoo_data(zoo_mod.trained(z), "untrained", evidence=ev.get("untrained"), **kw)
-            for z in trained
-        }
-        main = trained[0]  # the shuffled null: the main zoo at the default reading
-        shuffled = {
-            main: nl.null_zoo_data(
-                zoo_mod.trained(main),
-                "shuffled",
-                axes=nl.main_axes(),
-                evidence=ev.get("shuffled"),
-                **kw,
-            )
-        }
-        return add_nulls(ds, got, null_data, shuffled)
+        return _curve(trained, untrained, studies, evidence or {}, nulls, progress, cache_dir)
 
-    if external:
+    if convergence is not None or pruning is not None or evidence is not None:
         return compute()
+    weights = {m: zoo_mod.identity(m).weights_sha256 for z in trained for m in zoo_mod.trained(z)}
+    parts = {"source": _source_hash(), "zoos": trained, "format": EVIDENCE_FORMAT}
+    parts.update(weights_sha256=weights, nulls=bool(nulls))
     return cached_dataset(
         "multiverse", "study-" + "+".join(trained), parts, compute, cache_dir=cache_dir
     )
+
+
+def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, cache_dir):
+    """:func:`multiverse_study`'s computation: every zoo's :class:`ZooData` (``studies``:
+    the given convergence and pruning studies per zoo; ``ev``: the given evidence), the
+    curve and, with ``nulls``, its null controls."""
+    got = {
+        z: zoo_data(
+            zoo_mod.trained(z),
+            convergence=studies["convergence"].get(z, None if z == trained[0] else False),
+            pruning=studies["pruning"].get(z, None if z == trained[0] else False),
+            progress=progress,
+            cache_dir=cache_dir,
+            evidence=ev.get("trained"),
+        )
+        for z in trained
+    }
+    ds = assemble_study(trained, untrained, got)
+    if not nulls:
+        return ds
+    kw = dict(cache_dir=cache_dir, progress=progress)
+    null_data = {
+        z: nl.null_zoo_data(zoo_mod.trained(z), "untrained", evidence=ev.get("untrained"), **kw)
+        for z in trained
+    }
+    main = trained[0]  # the shuffled null: the main zoo at the default reading
+    shuffled = {
+        main: nl.null_zoo_data(
+            zoo_mod.trained(main),
+            "shuffled",
+            axes=nl.main_axes(),
+            evidence=ev.get("shuffled"),
+            **kw,
+        )
+    }
+    return add_nulls(ds, got, null_data, shuffled)
 
 
 def null_verdict_columns(

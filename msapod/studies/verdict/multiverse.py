@@ -97,7 +97,7 @@ __all__ = [
 ]
 
 #: Version of :func:`model_evidence`'s output; part of its cache key.
-EVIDENCE_FORMAT = 3
+EVIDENCE_FORMAT = 2
 #: Groups of the delete-group jackknife of C4's shares and C9's ratios (15 snapshots
 #: each at N = 150); intervals from it use Student-t with ``JACKKNIFE_GROUPS - 1`` df.
 JACKKNIFE_GROUPS = 10
@@ -331,22 +331,9 @@ def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified)
     r4 = np.broadcast_to(np.arange(c4_key.shape[-1]), c4_key.shape)
     c9_cases = [(ix, pos[int(j)]) for ix, j in np.ndenumerate(c9_key) if j >= 0]
     c9_cols = sorted({c for _, c in c9_cases})
-    nS = NUM_SCALES
     for b, drop in enumerate(np.array_split(np.arange(n), groups)):
         keep = np.setdiff1d(np.arange(n), drop)
-        Gk = G[:, keep][:, :, keep]
-        Gk = (
-            Gk
-            - Gk.mean(1, keepdims=True)
-            - Gk.mean(2, keepdims=True)
-            + Gk.mean((1, 2), keepdims=True)
-        )
-        K = lagstats.window_grams(Gk, Wp)
-        V = np.empty((len(keep), len(Wp)))
-        with threadpool_limits(1, user_api="blas"):
-            for i in range(len(Wp)):
-                V[:, i] = np.linalg.eigh(K[i])[1][:, -1]
-        del K
+        Gk, V = _kept_modes(G, keep, Wp)
         E = lagstats.mode_lag_energy(Gk, Wp[:-1], V[:, :-1])
         share = E @ inside  # (window, range)
         w2e = W**2 * np.einsum("tss->t", Gk)[None, :]
@@ -354,24 +341,37 @@ def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified)
             base = (w2e @ inside) / w2e.sum(1, keepdims=True)
         s_rep[b] = np.where(has4, share[k4, r4], np.nan)
         d_rep[b] = np.where(has4, share[k4, r4] - base[k4, r4], np.nan)
-        if not c9_cases:
-            continue
-        Xc = Xu[keep] - Xu[keep].mean(0, keepdims=True)
-        cols = [*c9_cols, len(W)]
-        Phi = V[:, cols].T @ Xc.reshape(len(keep), -1)
-        del Xc
-        spec = {
-            c: M_up @ lagstats.snapshot_moments(Phi[t].reshape(1, q, n_lag) * Wp[c], upper=True)[0]
-            for t, c in enumerate(cols)
-        }
-        for ix, c in c9_cases:
-            gi, ni = ix[2], ix[1]
-            s = grids[gi]
-            wgt = 1.0 / s if rectified[ni] else np.ones_like(s)
-            sl = slice(gi * nS, (gi + 1) * nS)
-            plain = _spread(spec[len(W)][sl] * wgt, s)
-            r_rep[b][ix] = _spread(spec[c][sl] * wgt, s) / plain
+        if c9_cases:
+            Xc = Xu[keep] - Xu[keep].mean(0, keepdims=True)
+            cols = [*c9_cols, len(W)]
+            Phi = V[:, cols].T @ Xc.reshape(len(keep), -1)
+            del Xc
+            spec = {
+                c: M_up
+                @ lagstats.snapshot_moments(Phi[t].reshape(q, n_lag)[None] * Wp[c], upper=True)[0]
+                for t, c in enumerate(cols)
+            }
+            for ix, c in c9_cases:
+                gi, ni = ix[2], ix[1]
+                s = grids[gi]
+                wgt = 1.0 / s if rectified[ni] else np.ones_like(s)
+                sl = slice(gi * NUM_SCALES, (gi + 1) * NUM_SCALES)
+                plain = _spread(spec[len(W)][sl] * wgt, s)
+                r_rep[b][ix] = _spread(spec[c][sl] * wgt, s) / plain
     return _jack_se(s_rep), _jack_se(d_rep), _jack_se(r_rep)
+
+
+def _kept_modes(G: np.ndarray, keep: np.ndarray, W: np.ndarray):
+    """The Gram tensor of the snapshots ``keep`` re-centred on their own mean
+    (``J G(tau) J``) and mode 1 of each window ``W (window, lag)``: ``(Gk, V)``."""
+    Gk = G[:, keep][:, :, keep]
+    Gk = Gk - Gk.mean(1, keepdims=True) - Gk.mean(2, keepdims=True) + Gk.mean((1, 2), keepdims=True)
+    K = lagstats.window_grams(Gk, W)
+    V = np.empty((len(keep), len(W)))
+    with threadpool_limits(1, user_api="blas"):
+        for i in range(len(W)):
+            V[:, i] = np.linalg.eigh(K[i])[1][:, -1]
+    return Gk, V
 
 
 def layer_evidence(
@@ -788,6 +788,20 @@ def fields_evidence(
     return xr.concat(layers, dim=xr.DataArray(F["layer"].values, dims="layer", name="layer"))
 
 
+#: C4's and C9's window jackknife standard errors and the variable each is shaped like.
+WINDOW_SE_VARS = {"c4_share_se": "c4_share", "c4_diff_se": "c4_share", "c9_ratio_se": "c9_ratio"}
+
+
+def with_window_se(ev: xr.Dataset) -> xr.Dataset:
+    """``ev`` with every variable of :data:`WINDOW_SE_VARS`, NaN where it was not computed
+    (``window_se=False``: the evidence is otherwise the same, so its cache key leaves the
+    flag out)."""
+    for name, like in WINDOW_SE_VARS.items():
+        if name not in ev:
+            ev[name] = xr.full_like(ev[like], np.nan, dtype=np.float64)
+    return ev
+
+
 def model_evidence(
     name: str,
     *,
@@ -813,7 +827,7 @@ def model_evidence(
         "fixed_k": list(FIXED_K),
         "theorem1_layer": theorem1_layer,
         "format": EVIDENCE_FORMAT,
-        "window_se": bool(window_se),
+        **({"window_se": True} if window_se else {}),
     }
 
     def compute():
@@ -821,7 +835,8 @@ def model_evidence(
         out.attrs = {"model": name}
         return out
 
-    return cached_dataset("multiverse-evidence", name, parts, compute, cache_dir=cache_dir)
+    ev = cached_dataset("multiverse-evidence", name, parts, compute, cache_dir=cache_dir)
+    return with_window_se(ev)
 
 
 # ---------------------------------------------------------------------------------------
@@ -982,105 +997,122 @@ def rule_call(claim: str, spec: dict, data: ZooData):
     be evaluated (not testable as stated). The joint test
     (:func:`msapod.studies.verdict.nulls.claim_curve`) reuses an outcome when the same numbers
     come back."""
-    from .rules import NOT_TESTABLE
-
+    if claim not in _CALLS:
+        raise ValueError(f"claim: expected one of {CLAIM_IDS}, got {claim!r}")
     if spec["n"] == MAIN_SPEC["n"]:  # the default: the ensemble's own N (150 for the zoo)
         spec = {**spec, "n": int(data.ev.attrs.get("n_snapshots", MAIN_SPEC["n"]))}
-    where = _where(claim, spec)
-    ev = data.ev
-    rule = RULES[claim]
-    g = data.groups or {}
-    early = {"early": g["early"]} if "early" in g else {}
-    late = {"late": g["late"]} if "late" in g else {}
-    rest = {"rest": g["rest"]} if "rest" in g else {}
-    arch = {"treatment": data.treatment, "control": data.control}
     if claim in ("C4", "C8") and not data.six_layers():
         layers = "2, 4 and 6" if claim == "C4" else "3–6"
-        return Outcome(
+        return _not_testable(
             claim,
-            NOT_TESTABLE,
-            f"{ev.sizes['layer']} layers",
-            "",
-            "0 cases",
-            reason=f"the claim names layers {layers} of the paper's 6-layer model",
+            f"{data.ev.sizes['layer']} layers",
+            f"the claim names layers {layers} of the paper's 6-layer model",
         )
-    sel_scale = {a: spec[a] for a in _SCALE}
-    if claim in ("C1", "C2"):
-        sel = {**sel_scale, "scale_stat": spec["scale_stat"]}
-        v = ev["scale_stat_value"].sel(sel)
-        return (
-            rule,
-            (v, ev["scale_stat_se"].sel(sel)),
-            dict(
-                statistic=spec["scale_stat"],
-                where=where,
-                edge=ev["scale_stat_edge"].sel(sel),
-                **early,
-                **late,
-            ),
-        )
-    if claim == "C7":
-        return (
-            rule,
-            (ev["energy"].sel(sel_scale), ev["energy_se"].sel(sel_scale)),
-            dict(where=where, **arch),
-        )
-    if claim in ("C3", "C5", "C8"):
-        quantity, which = (
-            ("H_star", spec["criterion"]) if claim == "C5" else ("T_spec", spec["fit"])
-        )
-        got = data.pod(spec["n"], quantity, which)
-        if got is None:
-            return Outcome(
-                claim,
-                NOT_TESTABLE,
-                f"no ensemble of N = {spec['n']}",
-                "",
-                "0 cases",
-                reason=f"the convergence study (N = {spec['n']}) is not available",
-            )
-        value, se = got
-        if claim == "C3":
-            return rule, (value, se), dict(n=spec["n"], where=where, **early, **late)
-        if claim == "C5":
-            kw = dict(n=spec["n"], criterion=spec["criterion"], where=where, **early, **rest)
-            return rule, (value, se), kw
-        return rule, (value, se), dict(where=where, **arch)
-    if claim in ("C4", "C9"):
-        sel = {a: spec[a] for a in CLAIM_AXES["C4"]}
-        jack = not data.over_seeds()
-        se_df = JACKKNIFE_GROUPS - 1
-        if claim == "C9":
-            se = ev["c9_ratio_se"].sel(sel) if jack and "c9_ratio_se" in ev else None
-            return rule, (ev["c9_ratio"].sel(sel), se), dict(se_df=se_df, where=where)
-        d4 = data.c4().sel(sel)
+    g = data.groups or {}
+    kw = {k: {k: g[k]} if k in g else {} for k in ("early", "late", "rest")}
+    kw["arch"] = {"treatment": data.treatment, "control": data.control}
+    return _CALLS[claim](claim, spec, data, _where(claim, spec), kw)
 
-        def per_layer(name):
-            return d4[name] if name in d4 else None
 
-        args = (per_layer("c4_share"), d4["c4_reach"], d4["c4_peaks"].sel(layer=6).values)
-        kw = dict(
-            base=per_layer("c4_base"),
-            share_se=per_layer("c4_share_se") if jack else None,
-            diff_se=per_layer("c4_diff_se") if jack else None,
-            se_df=se_df,
-            where=where,
+def _not_testable(claim: str, measured: str, reason: str) -> Outcome:
+    """The outcome of a claim that cannot be evaluated on this zoo or reading."""
+    from .rules import NOT_TESTABLE
+
+    return Outcome(claim, NOT_TESTABLE, measured, "", "0 cases", reason=reason)
+
+
+def _call_scale(claim, spec, data, where, kw):
+    """C1, C2: the scale statistic with its SE and edge side per model and layer."""
+    ev = data.ev
+    sel = {**{a: spec[a] for a in _SCALE}, "scale_stat": spec["scale_stat"]}
+    kwargs = dict(statistic=spec["scale_stat"], where=where, edge=ev["scale_stat_edge"].sel(sel))
+    args = (ev["scale_stat_value"].sel(sel), ev["scale_stat_se"].sel(sel))
+    return RULES[claim], args, {**kwargs, **kw["early"], **kw["late"]}
+
+
+def _call_energy(claim, spec, data, where, kw):
+    """C7: the scalogram energy with its SE per model and layer."""
+    sel = {a: spec[a] for a in _SCALE}
+    args = (data.ev["energy"].sel(sel), data.ev["energy_se"].sel(sel))
+    return RULES[claim], args, dict(where=where, **kw["arch"])
+
+
+def _call_pod(claim, spec, data, where, kw):
+    """C3, C5, C8: T_spec or H* of the plain POD at the specification's N."""
+    quantity, which = ("H_star", spec["criterion"]) if claim == "C5" else ("T_spec", spec["fit"])
+    got = data.pod(spec["n"], quantity, which)
+    if got is None:
+        return _not_testable(
+            claim,
+            f"no ensemble of N = {spec['n']}",
+            f"the convergence study (N = {spec['n']}) is not available",
         )
-        return rule, args, kw
+    rule, n = RULES[claim], spec["n"]
+    if claim == "C3":
+        return rule, got, dict(n=n, where=where, **kw["early"], **kw["late"])
+    if claim == "C5":
+        crit = spec["criterion"]
+        return rule, got, dict(n=n, criterion=crit, where=where, **kw["early"], **kw["rest"])
+    return rule, got, dict(where=where, **kw["arch"])
+
+
+def _call_window(claim, spec, data, where, kw):
+    """C4, C9: the window readings; their jackknife SEs only where the zoo cannot take
+    the intervals over seeds (:meth:`ZooData.over_seeds`)."""
+    ev, rule = data.ev, RULES[claim]
+    sel = {a: spec[a] for a in CLAIM_AXES["C4"]}
+    jack = not data.over_seeds()
+    se_df = JACKKNIFE_GROUPS - 1
+    if claim == "C9":
+        se = ev["c9_ratio_se"].sel(sel) if jack and "c9_ratio_se" in ev else None
+        return rule, (ev["c9_ratio"].sel(sel), se), dict(se_df=se_df, where=where)
+    d4 = data.c4().sel(sel)
+
+    def per_layer(name):
+        return d4[name] if name in d4 else None
+
+    args = (per_layer("c4_share"), d4["c4_reach"], d4["c4_peaks"].sel(layer=6).values)
+    kwargs = dict(
+        base=per_layer("c4_base"),
+        share_se=per_layer("c4_share_se") if jack else None,
+        diff_se=per_layer("c4_diff_se") if jack else None,
+        se_df=se_df,
+        where=where,
+    )
+    return rule, args, kwargs
+
+
+def _call_once(claim, spec, data, where, kw):
+    """C6, C10, L: one reading per zoo (the pruning study, Theorem 1, the losses)."""
+    ev, rule = data.ev, RULES[claim]
     if claim == "C6":
         return rule, (data.c6,), {}
     if claim == "C10":
         if "t1_gap" not in ev:
-            return Outcome("C10", NOT_TESTABLE, "not run", "", "0 cases", reason="no check run")
+            return _not_testable("C10", "not run", "no check run")
         gap = ev["t1_gap"].max()
         args = (float(gap), int(ev["t1_beaten"].sum()), int(ev["t1_trials"].sum()))
         return rule, args, dict(label=_t1_label(ev, data.models))
-    if claim == "L":
-        if data.losses is None:
-            return Outcome("L", NOT_TESTABLE, "no losses", "", "0 cases", reason="no losses")
-        loss, unfinished = data.losses
-        return rule, (loss,), dict(unfinished=unfinished, **arch)
-    raise ValueError(f"claim: expected one of {CLAIM_IDS}, got {claim!r}")
+    if data.losses is None:
+        return _not_testable("L", "no losses", "no losses")
+    loss, unfinished = data.losses
+    return rule, (loss,), dict(unfinished=unfinished, **kw["arch"])
+
+
+#: :func:`rule_call`'s reader of each claim's numbers.
+_CALLS = {
+    "C1": _call_scale,
+    "C2": _call_scale,
+    "C3": _call_pod,
+    "C4": _call_window,
+    "C5": _call_pod,
+    "C6": _call_once,
+    "C7": _call_energy,
+    "C8": _call_pod,
+    "C9": _call_window,
+    "C10": _call_once,
+    "L": _call_once,
+}
 
 
 def _t1_label(ev: xr.Dataset, models) -> str:
@@ -1180,50 +1212,67 @@ def main_outcomes(data: ZooData) -> dict[str, Outcome]:
     return {c: evaluate(c, spec, data) for c in CLAIM_IDS}
 
 
+class _CurveCells:
+    """The arrays of :func:`assemble_study`, filled one outcome (claim ``i``, spec ``j``)
+    at a time."""
+
+    TEXT = ("measured", "interval", "rule", "cases", "reason", "paper_value")
+
+    def __init__(self, nc: int, ns: int, models: list, layers: list):
+        nm, nl = len(models), len(layers)
+        self.verdict = np.full((nc, ns), "", dtype=object)
+        self.text = {k: np.full((nc, ns), "", dtype=object) for k in self.TEXT}
+        self.stat = {k: np.full((nc, ns, nm, nl), np.nan) for k in ("stat", "lower", "upper")}
+        self.contrast = {k: np.full((nc, ns, nm), np.nan) for k in ("value", "lower", "upper")}
+        self.diff = {k: np.full((nc, ns, nl), np.nan) for k in ("value", "lower", "upper")}
+        self.applicable = np.zeros((nc, ns), bool)
+        self.models, self.layers = list(models), list(layers)
+        self.m_index = {m: i for i, m in enumerate(models)}
+        self.l_index = {v: i for i, v in enumerate(layers)}
+
+    def put(self, i: int, j: int, out: Outcome) -> None:
+        """Store outcome ``out`` of claim ``i`` under specification ``j``."""
+        self.applicable[i, j] = True
+        self.verdict[i, j] = out.verdict
+        for k in self.text:
+            self.text[k][i, j] = getattr(out, k)
+        if out.stat is not None:
+            for k in ("stat", "lower", "upper"):
+                da = getattr(out, k).transpose("model", "layer")
+                mi = [self.m_index[m] for m in da["model"].values]
+                li = [self.l_index[int(v)] for v in da["layer"].values]
+                self.stat[k][i, j][np.ix_(mi, li)] = da.values
+        if out.contrast is not None:
+            mi = [self.m_index[m] for m in out.contrast["model"].values]
+            for k in self.contrast:
+                self.contrast[k][i, j, mi] = out.contrast[k].values
+        if out.diff is not None:
+            for k in self.diff:
+                da = out.diff[k]
+                if "layer" in da.dims:
+                    li = [self.l_index[int(v)] for v in da["layer"].values]
+                    self.diff[k][i, j, li] = da.values
+
+
 def assemble_study(trained, untrained, data: dict) -> xr.Dataset:
     """Evaluate every claim under every specification of its sub-grid on ``data``
     (``{zoo: ZooData}``) and collect the :func:`.curve.multiverse_study` Dataset."""
     specs = specifications(trained)
     models = [m for z in trained for m in data[z].models]
     layers = sorted({int(v) for z in trained for v in data[z].ev["layer"].values})
-    nc, ns, nm, nl = len(CLAIM_IDS), len(specs), len(models), len(layers)
-    verdict = np.full((nc, ns), "", dtype=object)
-    text = {
-        k: np.full((nc, ns), "", dtype=object)
-        for k in ("measured", "interval", "rule", "cases", "reason", "paper_value")
-    }
-    stat = {k: np.full((nc, ns, nm, nl), np.nan) for k in ("stat", "lower", "upper")}
-    contrast = {k: np.full((nc, ns, nm), np.nan) for k in ("value", "lower", "upper")}
-    diff = {k: np.full((nc, ns, nl), np.nan) for k in ("value", "lower", "upper")}
-    applicable = np.zeros((nc, ns), bool)
-    m_index = {m: i for i, m in enumerate(models)}
-    l_index = {v: i for i, v in enumerate(layers)}
+    cells = _CurveCells(len(CLAIM_IDS), len(specs), models, layers)
     for j, spec in enumerate(specs):
         d = data[spec["zoo"]]
         for i, claim in enumerate(CLAIM_IDS):
-            if not _applies(claim, spec):
-                continue
-            out = evaluate(claim, spec, d)
-            applicable[i, j] = True
-            verdict[i, j] = out.verdict
-            for k in text:
-                text[k][i, j] = getattr(out, k)
-            if out.stat is not None:
-                for k in ("stat", "lower", "upper"):
-                    da = getattr(out, k).transpose("model", "layer")
-                    mi = [m_index[m] for m in da["model"].values]
-                    li = [l_index[int(v)] for v in da["layer"].values]
-                    stat[k][i, j][np.ix_(mi, li)] = da.values
-            if out.contrast is not None:
-                mi = [m_index[m] for m in out.contrast["model"].values]
-                for k in contrast:
-                    contrast[k][i, j, mi] = out.contrast[k].values
-            if out.diff is not None:
-                for k in diff:
-                    da = out.diff[k]
-                    if "layer" in da.dims:
-                        li = [l_index[int(v)] for v in da["layer"].values]
-                        diff[k][i, j, li] = da.values
+            if _applies(claim, spec):
+                cells.put(i, j, evaluate(claim, spec, d))
+    return _study_dataset(cells, specs, trained, untrained, data)
+
+
+def _study_dataset(cells: _CurveCells, specs, trained, untrained, data) -> xr.Dataset:
+    """The Dataset of :func:`assemble_study` from its filled cells."""
+    models = cells.models
+    text, stat, contrast, diff = cells.text, cells.stat, cells.contrast, cells.diff
     spec_coords = {a: ("spec", np.asarray([s[a] for s in specs])) for a in ("zoo", *AXES)}
     main = [all(s[a] == MAIN_SPEC[a] for a in AXES) for s in specs]
     spec_coords["main"] = ("spec", np.asarray(main, dtype=bool))
@@ -1233,8 +1282,8 @@ def assemble_study(trained, untrained, data: dict) -> xr.Dataset:
     model_zoo = [z for z in trained for _ in data[z].models]
     ds = xr.Dataset(
         {
-            "verdict": (("claim", "spec"), verdict.astype(str)),
-            "applicable": (("claim", "spec"), applicable),
+            "verdict": (("claim", "spec"), cells.verdict.astype(str)),
+            "applicable": (("claim", "spec"), cells.applicable),
             **{k: (("claim", "spec"), v.astype(str)) for k, v in text.items()},
             **{k: (("claim", "spec", "model", "layer"), v) for k, v in stat.items()},
             "contrast": (("claim", "spec", "model"), contrast["value"]),
@@ -1253,9 +1302,9 @@ def assemble_study(trained, untrained, data: dict) -> xr.Dataset:
         },
         coords={
             "claim": list(CLAIM_IDS),
-            "spec": np.arange(ns),
+            "spec": np.arange(len(specs)),
             "model": models,
-            "layer": layers,
+            "layer": cells.layers,
             "architecture": ("model", arch),
             "model_zoo": ("model", model_zoo),
             **spec_coords,

@@ -290,7 +290,7 @@ def null_evidence(
         "theorem1_layer": theorem1_layer,
         "format": mv.EVIDENCE_FORMAT,
         "null_format": NULL_FORMAT,
-        "window_se": bool(window_se),
+        **({"window_se": True} if window_se else {}),
     }
 
     def compute():
@@ -299,7 +299,8 @@ def null_evidence(
         return out
 
     label = _label(name, null) + ("" if axes is None else "-default")
-    return cached_dataset("multiverse-evidence", label, parts, compute, cache_dir=cache_dir)
+    ev = cached_dataset("multiverse-evidence", label, parts, compute, cache_dir=cache_dir)
+    return mv.with_window_se(ev)
 
 
 def main_axes() -> dict:
