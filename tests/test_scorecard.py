@@ -75,3 +75,20 @@ def test_reproduce_llm_step_without_the_extra_says_how_to_install(
     with pytest.raises(RuntimeError, match=hint):
         reproduce(tmp_path, steps=["llm"])
     assert main(["reproduce", "--results", str(tmp_path), "--steps", "llm"]) == 2
+
+
+def test_evidence_files_and_steps_that_read_every_zoo(tmp_path):
+    from msapod.studies.reproduce import check_models, evidence_file
+
+    assert [evidence_file(k) for k in ("trained", "untrained", "shuffled")] == [
+        "evidence.nc",
+        "evidence-untrained.nc",
+        "evidence-shuffled.nc",
+    ]
+    with pytest.raises(ValueError, match="kind"):
+        evidence_file("random")
+    assert STEPS.index("evidence") == STEPS.index("multiverse") - 1
+    # the evidence reads every trained zoo: a --models subset is refused, not ignored
+    with pytest.raises(ValueError, match="evidence step"):
+        reproduce(tmp_path, steps=["evidence"], models=["baseline-1"])
+    assert check_models(["baseline-1", "baseline-2", "ega-1", "ega-2"]) == ["baseline-1", "ega-1"]
