@@ -763,6 +763,199 @@ def _median_effect(z) -> float:
 C4_SHARE = 0.5
 
 
+@dataclass
+class _C4Grid:
+    """C4's inputs at layers 2, 4, 6 as ``(model, layer)`` arrays."""
+
+    layers: list
+    sv: np.ndarray
+    bv: np.ndarray | None
+    dv: np.ndarray | None
+    rv: np.ndarray
+    usable: np.ndarray
+    ok6: np.ndarray
+
+
+@dataclass
+class _C4Cases:
+    """C4's cases: share and difference with standard errors, layer 6's peak test, the
+    degrees of freedom and 95 % quantile, and what the intervals give per case."""
+
+    s_val: np.ndarray
+    s_se: np.ndarray
+    d_val: np.ndarray
+    d_se: np.ndarray
+    peak_ok: np.ndarray
+    df: np.ndarray | None
+    q: float | np.ndarray
+    lower: xr.DataArray
+    upper: xr.DataArray
+    diff: xr.Dataset | None = None
+    keep: np.ndarray | None = None
+    n_thin: int = 0
+
+
+def _c4_grid(share, reach, base, peaks6, layers) -> _C4Grid:
+    """Share, reach, window-alone share and difference at ``layers``, the usable cases
+    and layer 6's peak count test per model."""
+    sv = _grid(share.sel(layer=layers)).astype(float)
+    rv = _grid(reach.sel(layer=layers))
+    rv = np.where(np.isnan(rv), False, rv) if rv.dtype.kind == "f" else rv
+    rv = rv.astype(bool)
+    bv = None if base is None else _grid(base.sel(layer=layers)).astype(float)
+    usable = np.isfinite(sv) & rv
+    if bv is not None:
+        usable &= np.isfinite(bv)
+    dv = None if bv is None else sv - bv
+    ok6 = (
+        np.ones(sv.shape[0], bool)
+        if peaks6 is None
+        else np.nan_to_num(np.asarray(peaks6, float)).ravel() >= 2
+    )
+    return _C4Grid(layers, sv, bv, dv, rv, usable, ok6)
+
+
+def _c4_seed_cases(g: _C4Grid, share) -> _C4Cases:
+    """C4 over seeds: per layer the means of the share and the difference over the models
+    whose window reaches the range, with Student-t quantiles (layers with two such seeds)."""
+    layers, usable, i6 = g.layers, g.usable, g.layers.index(6)
+    s_val, s_se, df = over_seeds(np.where(usable, g.sv, np.nan))
+    if g.dv is not None:
+        d_val, d_se, _ = over_seeds(np.where(usable, g.dv, np.nan))
+    else:
+        d_val, d_se = np.full(len(layers), np.inf), np.zeros(len(layers))
+    keep = df >= 1
+    u6 = usable[:, i6]
+    # layer 6's peaks (a count per model): 1 every seed has >= 2, 0 none, -1 some
+    peak_ok = np.ones(len(layers), dtype=np.int8)
+    peak_ok[i6] = 1 if g.ok6[u6].all() else (0 if not g.ok6[u6].any() else -1)
+    s_val, s_se, d_val, d_se, peak_ok, df = (
+        x[keep] for x in (s_val, s_se, d_val, d_se, peak_ok, df)
+    )
+    q = _q95(df)
+    diff_ds = None
+    if g.dv is not None:
+        lay = np.asarray(layers)[keep]
+        dq = d_se * q
+        diff_ds = xr.Dataset(
+            {
+                "value": ("layer", d_val),
+                "lower": ("layer", d_val - dq),
+                "upper": ("layer", d_val + dq),
+            },
+            coords={"layer": lay},
+        )
+    n_thin = int((~keep & (usable.sum(0) > 0)).sum())
+    return _C4Cases(s_val, s_se, d_val, d_se, peak_ok, df, q, share, share, diff_ds, keep, n_thin)
+
+
+def _c4_model_cases(g: _C4Grid, share, share_se, diff_se, se_df) -> _C4Cases:
+    """C4 per model and layer: jackknife standard errors over snapshots (normal or
+    Student-t with ``se_df``) when given, point values otherwise."""
+    layers, usable = g.layers, g.usable
+    e_s = np.zeros_like(g.sv) if share_se is None else _sel6(share_se, layers)
+    e_d = np.zeros_like(g.sv) if diff_se is None else _sel6(diff_se, layers)
+    peak_m = np.ones(g.sv.shape, dtype=np.int8)
+    peak_m[:, layers.index(6)] = g.ok6
+    s_val, s_se = g.sv[usable], e_s[usable]
+    d_val = g.dv[usable] if g.dv is not None else np.full(s_val.shape, np.inf)
+    d_se = e_d[usable]
+    peak_ok = peak_m[usable]
+    df = None if se_df is None or share_se is None else np.full(s_val.shape, se_df)
+    q = _q95(None if df is None else se_df)
+    lower, upper = share, share
+    if share_se is not None:
+        half = q * np.nan_to_num(_sel_all(share_se, share))
+        lower = (share - half).clip(0.0, 1.0)
+        upper = (share + half).clip(0.0, 1.0)
+    return _C4Cases(s_val, s_se, d_val, d_se, peak_ok, df, q, lower, upper)
+
+
+def _c4_cells(c: _C4Cases, has_base: bool):
+    """Per case "yes" / "no" / "ns" (share, difference and peaks all pass / any fails),
+    the quantile half-widths of share and difference, and the standardised effect."""
+    a = decide(c.s_val, c.s_se, low=C4_SHARE, df=c.df) if c.s_val.size else np.array([], str)
+    b = (
+        decide(c.d_val, c.d_se, low=0.0, df=c.df)
+        if c.s_val.size and has_base
+        else np.full(c.s_val.shape, "yes")
+    )
+    fails = (a == "no") | (b == "no") | (c.peak_ok == 0)
+    passes = (a == "yes") & (b == "yes") & (c.peak_ok == 1)
+    cells = np.where(fails, "no", np.where(passes, "yes", "ns")).astype(str)
+    with np.errstate(invalid="ignore"):
+        qs = c.q * np.nan_to_num(c.s_se)
+        qd = c.q * np.nan_to_num(c.d_se)
+    z = np.minimum(
+        standardised(c.s_val, c.s_val - qs, c.s_val + qs, low=C4_SHARE),
+        standardised(c.d_val, c.d_val - qd, c.d_val + qd, low=0.0) if has_base else np.inf,
+    )
+    return cells, qs, qd, z
+
+
+def _c4_rule_text(mode: str, se_df, where: str) -> str:
+    """C4's rule in words for one way of forming the intervals."""
+    kind = {
+        "jackknife": _jack_words(se_df) + ", Holm across cases",
+        "seeds": "per layer the mean over seeds, 95 % Student-t intervals over seeds, "
+        "Holm across layers",
+        "point": "point values",
+    }[mode]
+    per = "every layer 2, 4, 6" if mode == "seeds" else "every model and layer 2, 4, 6"
+    return (
+        f"share of mode 1's lag energy inside the paper's lags ≥ {C4_SHARE:g} and above "
+        "the window alone's share (difference > 0), in a window of the dominant scale "
+        f"(layer 6 also ≥ 2 peaks in 10–40), {per}; {kind} ({where})"
+    )
+
+
+def _c4_text(mode: str, g: _C4Grid, c: _C4Cases, qs, qd) -> tuple[str, str]:
+    """C4's measured values (per layer the range over models, and the means over seeds)
+    and its intervals in words."""
+    layers = g.layers
+
+    def fmt(x):  # per layer, the range over models (x: (model, layer) at ``layers``)
+        return "; ".join(f"L{L_} {fmt_range(x[:, j], '{:.2f}')}" for j, L_ in enumerate(layers))
+
+    measured = f"lag-energy share in the paper's range (models min–max): {fmt(g.sv)}"
+    if g.bv is not None:
+        measured += "; window alone: " + fmt(g.bv)
+    if mode == "seeds":
+        iv = [
+            f"L{L_} share {v:.2f} [{v - h:.2f}, {v + h:.2f}]"
+            + (
+                f", mode − window {x:+.3f} [{x - g_:+.3f}, {x + g_:+.3f}]"
+                if g.dv is not None
+                else ""
+            )
+            for L_, v, h, x, g_ in zip(
+                np.asarray(layers)[c.keep], c.s_val, qs, c.d_val, qd, strict=True
+            )
+        ]
+        interval = "; ".join(iv) or "no layer with two seeds"
+        if iv:
+            measured += "; mean over seeds: " + interval
+    elif mode == "jackknife":
+        interval = _ivs(c.lower.sel(layer=layers).values, c.upper.sel(layer=layers).values)
+    else:
+        interval = "point values"
+    return measured, interval
+
+
+def _c4_left(g: _C4Grid, n_thin: int) -> list[str]:
+    """The cases C4 leaves out, and why, in words."""
+    n_none = int((~np.isfinite(g.sv)).sum())
+    n_unreach = int((np.isfinite(g.sv) & ~g.rv).sum())
+    left = []
+    if n_none:
+        left.append(f"{n_none} without a dominant scale")
+    if n_unreach:
+        left.append(f"{n_unreach} whose window cannot reach the paper's lags")
+    if n_thin:
+        left.append(f"{n_thin} {_layers(n_thin)} with fewer than two seeds reaching the lags")
+    return left
+
+
 def rule_c4(
     share: xr.DataArray,
     reach: xr.DataArray,
@@ -815,136 +1008,27 @@ def rule_c4(
         per-layer values land in ``Outcome.diff``: ``value`` = :math:`\bar d`). False
         (or one model): point values per model and layer.
     """
-    layers = sorted(PAPER_LAGS)
-    sv = _grid(share.sel(layer=layers)).astype(float)
-    rv = _grid(reach.sel(layer=layers))
-    rv = np.where(np.isnan(rv), False, rv) if rv.dtype.kind == "f" else rv
-    rv = rv.astype(bool)
-    bv = None if base is None else _grid(base.sel(layer=layers)).astype(float)
-    usable = np.isfinite(sv) & rv
-    if bv is not None:
-        usable &= np.isfinite(bv)
-    dv = None if bv is None else sv - bv
-    n_models = sv.shape[0]
-    ok6 = (
-        np.ones(n_models, bool)
-        if peaks6 is None
-        else np.nan_to_num(np.asarray(peaks6, float)).ravel() >= 2
-    )
-    i6 = layers.index(6)
-    n_none = int((~np.isfinite(sv)).sum())
-    n_unreach = int((np.isfinite(sv) & ~rv).sum())
+    g = _c4_grid(share, reach, base, peaks6, sorted(PAPER_LAGS))
+    n_models = g.sv.shape[0]
     mode = (
         "jackknife" if share_se is not None else ("seeds" if seeds and n_models >= 2 else "point")
     )
-    diff_ds = None
-    lower, upper = share, share
     if mode == "seeds":
-        s_val, s_se, df = over_seeds(np.where(usable, sv, np.nan))
-        if dv is not None:
-            d_val, d_se, _ = over_seeds(np.where(usable, dv, np.nan))
-        else:
-            d_val, d_se = np.full(len(layers), np.inf), np.zeros(len(layers))
-        keep = df >= 1
-        u6 = usable[:, i6]
-        # layer 6's peaks (a count per model): 1 every seed has >= 2, 0 none, -1 some
-        peak_ok = np.ones(len(layers), dtype=np.int8)
-        peak_ok[i6] = 1 if ok6[u6].all() else (0 if not ok6[u6].any() else -1)
-        s_val, s_se, d_val, d_se, peak_ok, df = (
-            x[keep] for x in (s_val, s_se, d_val, d_se, peak_ok, df)
-        )
-        q = _q95(df)
-        if dv is not None:
-            lay = np.asarray(layers)[keep]
-            dq = d_se * q
-            diff_ds = xr.Dataset(
-                {
-                    "value": ("layer", d_val),
-                    "lower": ("layer", d_val - dq),
-                    "upper": ("layer", d_val + dq),
-                },
-                coords={"layer": lay},
-            )
-        n_thin = int((~keep & (usable.sum(0) > 0)).sum())
+        c = _c4_seed_cases(g, share)
     else:
-        e_s = np.zeros_like(sv) if share_se is None else _sel6(share_se, layers)
-        e_d = np.zeros_like(sv) if diff_se is None else _sel6(diff_se, layers)
-        peak_m = np.ones(sv.shape, dtype=np.int8)
-        peak_m[:, i6] = ok6
-        s_val, s_se = sv[usable], e_s[usable]
-        d_val = dv[usable] if dv is not None else np.full(s_val.shape, np.inf)
-        d_se = e_d[usable]
-        peak_ok = peak_m[usable]
-        df = None if se_df is None or share_se is None else np.full(s_val.shape, se_df)
-        q = _q95(None if df is None else se_df)
-        if share_se is not None:
-            half = q * np.nan_to_num(_sel_all(share_se, share))
-            lower = (share - half).clip(0.0, 1.0)
-            upper = (share + half).clip(0.0, 1.0)
-        n_thin = 0
-    a = decide(s_val, s_se, low=C4_SHARE, df=df) if s_val.size else np.array([], str)
-    b = (
-        decide(d_val, d_se, low=0.0, df=df)
-        if s_val.size and dv is not None
-        else np.full(s_val.shape, "yes")
-    )
-    fails = (a == "no") | (b == "no") | (peak_ok == 0)
-    passes = (a == "yes") & (b == "yes") & (peak_ok == 1)
-    cells = np.where(fails, "no", np.where(passes, "yes", "ns")).astype(str)
-    with np.errstate(invalid="ignore"):
-        qs = q * np.nan_to_num(s_se)
-        qd = q * np.nan_to_num(d_se)
-    z = np.minimum(
-        standardised(s_val, s_val - qs, s_val + qs, low=C4_SHARE),
-        standardised(d_val, d_val - qd, d_val + qd, low=0.0) if dv is not None else np.inf,
-    )
-    kind = {
-        "jackknife": _jack_words(se_df) + ", Holm across cases",
-        "seeds": "per layer the mean over seeds, 95 % Student-t intervals over seeds, "
-        "Holm across layers",
-        "point": "point values",
-    }[mode]
-    per = "every layer 2, 4, 6" if mode == "seeds" else "every model and layer 2, 4, 6"
-    rule = (
-        f"share of mode 1's lag energy inside the paper's lags ≥ {C4_SHARE:g} and above "
-        "the window alone's share (difference > 0), in a window of the dominant scale "
-        f"(layer 6 also ≥ 2 peaks in 10–40), {per}; {kind} ({where})"
-    )
-
-    def fmt(x):  # per layer, the range over models (x: (model, layer) at ``layers``)
-        return "; ".join(f"L{L_} {fmt_range(x[:, j], '{:.2f}')}" for j, L_ in enumerate(layers))
-
-    measured = f"lag-energy share in the paper's range (models min–max): {fmt(sv)}"
-    if bv is not None:
-        measured += "; window alone: " + fmt(bv)
-    if mode == "seeds":
-        iv = [
-            f"L{L_} share {v:.2f} [{v - h:.2f}, {v + h:.2f}]"
-            + (f", mode − window {x:+.3f} [{x - g:+.3f}, {x + g:+.3f}]" if dv is not None else "")
-            for L_, v, h, x, g in zip(np.asarray(layers)[keep], s_val, qs, d_val, qd, strict=True)
-        ]
-        interval = "; ".join(iv) or "no layer with two seeds"
-        if iv:
-            measured += "; mean over seeds: " + interval
-    elif mode == "jackknife":
-        interval = _ivs(lower.sel(layer=layers).values, upper.sel(layer=layers).values)
-    else:
-        interval = "point values"
-    left = []
-    if n_none:
-        left.append(f"{n_none} without a dominant scale")
-    if n_unreach:
-        left.append(f"{n_unreach} whose window cannot reach the paper's lags")
-    if n_thin:
-        left.append(f"{n_thin} {_layers(n_thin)} with fewer than two seeds reaching the lags")
-    common = dict(stat=share, lower=lower, upper=upper, diff=diff_ds, interval=interval)
+        c = _c4_model_cases(g, share, share_se, diff_se, se_df)
+    cells, qs, qd, z = _c4_cells(c, g.dv is not None)
+    rule = _c4_rule_text(mode, se_df, where)
+    measured, interval = _c4_text(mode, g, c, qs, qd)
+    left = _c4_left(g, c.n_thin)
+    common = dict(stat=share, lower=c.lower, upper=c.upper, diff=c.diff, interval=interval)
     if cells.size == 0:
         return Outcome(
             "C4",
             NOT_TESTABLE,
             measured,
             rule,
-            f"{sv.size} cases: " + ", ".join(left),
+            f"{g.sv.size} cases: " + ", ".join(left),
             reason="no case testable under this reading: " + ", ".join(left),
             **common,
         )
@@ -1300,6 +1384,92 @@ def rule_c8(
 C9_MARGIN = 0.10
 
 
+@dataclass
+class _C9Cases:
+    """C9's cases: the ratios with standard errors (log scale) and degrees of freedom,
+    their 95 % intervals, what the Outcome reports, and layers left out for thin seeds."""
+
+    val: np.ndarray
+    e: np.ndarray
+    df: np.ndarray | None
+    lo: np.ndarray
+    up: np.ndarray
+    lower: xr.DataArray
+    upper: xr.DataArray
+    interval: str
+    diff: xr.Dataset | None = None
+    n_thin: int = 0
+
+
+def _c9_rule_text(mode: str, se_df, margin: float, where: str) -> str:
+    """C9's rule in words for one way of forming the intervals."""
+    kind = {
+        "jackknife": _jack_words(se_df) + " (log scale), Holm across cases",
+        "seeds": "per layer the geometric mean over seeds, 95 % Student-t interval over seeds "
+        "(log scale), Holm across layers",
+        "point": "point values",
+    }[mode]
+    per = "every layer" if mode == "seeds" else "every model and layer"
+    return (
+        f"windowed mode 1 narrower in scale than plain mode 1 by the margin (ratio < "
+        f"{1 - margin:g} by its interval; ≥ 1 by its interval fails), {per}; {kind} ({where})"
+    )
+
+
+def _c9_seed_cases(ratio, ok) -> _C9Cases:
+    """C9 over seeds: per layer the geometric mean of the ratio over the models with a
+    window and its Student-t interval (layers with two such seeds)."""
+    val, e, df = over_seeds(ratio, log=True)
+    keep = df >= 1
+    lay = ratio["layer"].values[keep]
+    val, e, df = val[keep], e[keep], df[keep]
+    f = np.exp(_q95(df) * e / val)
+    lo_, up_ = val / f, val * f
+    diff_ds = xr.Dataset(
+        {"value": ("layer", val), "lower": ("layer", lo_), "upper": ("layer", up_)},
+        coords={"layer": lay},
+    )
+    n_thin = int((~keep & ok.any(0)).sum())
+    interval = ", ".join(
+        f"L{int(L_)} {x:.3f} {_fmt_iv(a_, b_, '{:.3f}')}"
+        for L_, x, a_, b_ in zip(lay, val, lo_, up_, strict=True)
+    )
+    return _C9Cases(val, e, df, lo_, up_, ratio, ratio, interval, diff_ds, n_thin)
+
+
+def _c9_model_cases(ratio, v, ok, se, se_df) -> _C9Cases:
+    """C9 per model and layer: jackknife standard errors over snapshots (log scale, normal
+    or Student-t with ``se_df``) when given, point values otherwise."""
+    lower, upper, df = ratio, ratio, None
+    val = v[ok]
+    e = np.zeros_like(val) if se is None else np.nan_to_num(_grid(se).astype(float))[ok]
+    q = _q95(se_df if se is not None else None)
+    if se is not None:
+        lower, upper = _interval(ratio, se.reindex_like(ratio), log=True, q=q)
+        df = None if se_df is None else np.full(val.shape, se_df)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = np.exp(q * e / val)
+    lo_, up_ = val / f, val * f
+    interval = _ivs(lo_, up_) if se is not None else "point values"
+    return _C9Cases(val, e, df, lo_, up_, lower, upper, interval)
+
+
+def _c9_no_window(ratio, v, measured: str, rule: str) -> Outcome:
+    """C9 not testable: no scale window under this reading."""
+    return Outcome(
+        "C9",
+        NOT_TESTABLE,
+        measured,
+        rule,
+        f"{v.size} cases: no window",
+        reason="no dominant scale, hence no scale window, under this reading",
+        stat=ratio,
+        lower=ratio,
+        upper=ratio,
+        interval="point values",
+    )
+
+
 def rule_c9(
     ratio: xr.DataArray,
     se: xr.DataArray | None = None,
@@ -1339,17 +1509,7 @@ def rule_c9(
     v = _grid(ratio).astype(float)
     ok = np.isfinite(v)
     mode = "jackknife" if se is not None else ("seeds" if seeds and v.shape[0] >= 2 else "point")
-    kind = {
-        "jackknife": _jack_words(se_df) + " (log scale), Holm across cases",
-        "seeds": "per layer the geometric mean over seeds, 95 % Student-t interval over seeds "
-        "(log scale), Holm across layers",
-        "point": "point values",
-    }[mode]
-    per = "every layer" if mode == "seeds" else "every model and layer"
-    rule = (
-        f"windowed mode 1 narrower in scale than plain mode 1 by the margin (ratio < "
-        f"{1 - margin:g} by its interval; ≥ 1 by its interval fails), {per}; {kind} ({where})"
-    )
+    rule = _c9_rule_text(mode, se_df, margin, where)
     measured = (
         f"scale spread of windowed / plain mode 1: {fmt_range(ratio, '{:.2f}')} "
         f"(median {np.nanmedian(v):.2f})"
@@ -1357,53 +1517,18 @@ def rule_c9(
         else "no scale window"
     )
     if not ok.any():
-        return Outcome(
-            "C9",
-            NOT_TESTABLE,
-            measured,
-            rule,
-            f"{v.size} cases: no window",
-            reason="no dominant scale, hence no scale window, under this reading",
-            stat=ratio,
-            lower=ratio,
-            upper=ratio,
-            interval="point values",
-        )
-    lower, upper, diff_ds, df = ratio, ratio, None, None
+        return _c9_no_window(ratio, v, measured, rule)
     n_none = int((~ok).sum())
     left = [f"{n_none} without a window"] if n_none else []
     if mode == "seeds":
-        val, e, df = over_seeds(ratio, log=True)
-        keep = df >= 1
-        lay = ratio["layer"].values[keep]
-        val, e, df = val[keep], e[keep], df[keep]
-        f = np.exp(_q95(df) * e / val)
-        lo_, up_ = val / f, val * f
-        diff_ds = xr.Dataset(
-            {"value": ("layer", val), "lower": ("layer", lo_), "upper": ("layer", up_)},
-            coords={"layer": lay},
-        )
-        n_thin = int((~keep & ok.any(0)).sum())
-        if n_thin:
-            left.append(f"{n_thin} {_layers(n_thin)} with fewer than two seeds with a window")
-        interval = ", ".join(
-            f"L{int(L_)} {x:.3f} {_fmt_iv(a_, b_, '{:.3f}')}"
-            for L_, x, a_, b_ in zip(lay, val, lo_, up_, strict=True)
-        )
-        if interval:
-            measured += f"; geometric mean over seeds: {interval}"
+        c = _c9_seed_cases(ratio, ok)
+        if c.n_thin:
+            left.append(f"{c.n_thin} {_layers(c.n_thin)} with fewer than two seeds with a window")
+        if c.interval:
+            measured += f"; geometric mean over seeds: {c.interval}"
     else:
-        val = v[ok]
-        e = np.zeros_like(val) if se is None else np.nan_to_num(_grid(se).astype(float))[ok]
-        q = _q95(se_df if se is not None else None)
-        if se is not None:
-            lower, upper = _interval(ratio, se.reindex_like(ratio), log=True, q=q)
-            df = None if se_df is None else np.full(val.shape, se_df)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            f = np.exp(q * e / val)
-        lo_, up_ = val / f, val * f
-        interval = _ivs(lo_, up_) if se is not None else "point values"
-    if val.size == 0:
+        c = _c9_model_cases(ratio, v, ok, se, se_df)
+    if c.val.size == 0:
         return Outcome(
             "C9",
             NOT_TESTABLE,
@@ -1412,14 +1537,14 @@ def rule_c9(
             "0 cases: " + ", ".join(left),
             reason="no case testable under this reading: " + ", ".join(left),
             stat=ratio,
-            lower=lower,
-            upper=upper,
-            interval=interval or "no layer with two seeds",
+            lower=c.lower,
+            upper=c.upper,
+            interval=c.interval or "no layer with two seeds",
         )
-    narrower = decide(val, e, high=1.0 - margin, log=True, df=df) == "yes"
-    broader = decide(val, e, low=1.0, log=True, df=df) == "yes"
+    narrower = decide(c.val, c.e, high=1.0 - margin, log=True, df=c.df) == "yes"
+    broader = decide(c.val, c.e, low=1.0, log=True, df=c.df) == "yes"
     cells = np.where(narrower, "yes", np.where(broader, "no", "ns")).astype(str)
-    z = standardised(val, lo_, up_, high=1.0 - margin, log=True)
+    z = standardised(c.val, c.lo, c.up, high=1.0 - margin, log=True)
     return Outcome(
         "C9",
         combine(cells),
@@ -1427,10 +1552,10 @@ def rule_c9(
         rule,
         case_counts(cells) + (f"; left out: {', '.join(left)}" if left else ""),
         stat=ratio,
-        lower=lower,
-        upper=upper,
-        diff=diff_ds,
-        interval=interval,
+        lower=c.lower,
+        upper=c.upper,
+        diff=c.diff,
+        interval=c.interval,
         extra={"effect": _median_effect(z)},
     )
 
