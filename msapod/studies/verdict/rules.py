@@ -241,6 +241,66 @@ def _jack_words(df: int | None) -> str:
     return f"95 % delete-group jackknife intervals over snapshots ({df + 1} groups, t({df}))"
 
 
+def _bound_cells(v, side, lo: float, hi: float, log: bool) -> np.ndarray:
+    """Per case the decision of a bound: the half-line (0, v] or [v, inf) against the
+    range ("" for an estimate)."""
+    fixed = np.full(v.size, "", dtype=object)
+    below, above = side < 0, side > 0
+    floor = 0.0 if log else -np.inf
+    fixed[below] = np.where(
+        (floor >= lo) & (v[below] <= hi), "yes", np.where(v[below] < lo, "no", "ns")
+    )
+    fixed[above] = np.where(
+        (v[above] >= lo) & (hi == np.inf), "yes", np.where(v[above] > hi, "no", "ns")
+    )
+    return fixed
+
+
+def _one_sided_p(v, e, lo: float, hi: float, df, shape):
+    """P-values of "inside the range" and "outside it" per case (normal, or Student-t
+    with ``df``), and the per-case degrees of freedom (None when normal)."""
+    from scipy import stats
+
+    d = None
+    if df is None:
+        cdf, sf = stats.norm.cdf, stats.norm.sf
+    else:
+        d = np.broadcast_to(np.asarray(df, float), shape).ravel()
+        d_ok = np.where(d >= 1, d, 1.0)
+        cdf = lambda z: stats.t.cdf(z, d_ok)  # noqa: E731
+        sf = lambda z: stats.t.sf(z, d_ok)  # noqa: E731
+
+    def z(bound):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(
+                e > 0, (v - bound) / np.where(e > 0, e, 1.0), np.sign(v - bound) * np.inf
+            )
+
+    p_in = np.zeros(v.size)
+    p_out = np.ones(v.size)
+    if np.isfinite(lo):
+        zl = z(lo)
+        p_in = np.maximum(p_in, sf(zl))  # H0: value <= low
+        p_out = np.minimum(p_out, cdf(zl))  # H0: value >= low
+    if np.isfinite(hi):
+        zh = z(hi)
+        p_in = np.maximum(p_in, cdf(zh))
+        p_out = np.minimum(p_out, sf(zh))
+    return p_in, p_out, d
+
+
+def _holm(p: np.ndarray, alpha: float) -> np.ndarray:
+    """Holm's step-down: the j-th smallest p-value (0-based) against alpha / (k - j)."""
+    order = np.argsort(p, kind="stable")
+    k = p.size
+    reject = np.zeros(k, bool)
+    for j, i in enumerate(order):
+        if p[i] > alpha / (k - j):
+            break
+        reject[i] = True
+    return reject
+
+
 def decide(
     value,
     se=None,
@@ -276,8 +336,6 @@ def decide(
         Per case 0 (estimate), -1 (a bound: the quantity is <= value) or +1 (>= value).
         A bound is "yes"/"no" when the whole half-line is inside/outside the range.
     """
-    from scipy import stats
-
     v = np.asarray(value, dtype=np.float64)
     shape = v.shape
     v = v.ravel()
@@ -285,59 +343,20 @@ def decide(
     e = e.ravel().astype(np.float64)
     side = np.zeros(v.size, int) if edge is None else np.broadcast_to(edge, shape).ravel()
     lo, hi = float(low), float(high)
-    # bounds: the half-line (0, v] or [v, inf) against the range
-    fixed = np.full(v.size, "", dtype=object)
-    below, above = side < 0, side > 0
-    floor = 0.0 if log else -np.inf
-    fixed[below] = np.where(
-        (floor >= lo) & (v[below] <= hi), "yes", np.where(v[below] < lo, "no", "ns")
-    )
-    fixed[above] = np.where(
-        (v[above] >= lo) & (hi == np.inf), "yes", np.where(v[above] > hi, "no", "ns")
-    )
+    fixed = _bound_cells(v, side, lo, hi, log)
     if log:
         with np.errstate(invalid="ignore", divide="ignore"):
             e = np.where(v > 0, e / v, 0.0)
             v = np.log(v)
             lo = np.log(lo) if lo > 0 else -np.inf
             hi = np.log(hi) if hi > 0 else -np.inf
-    if df is None:
-        cdf, sf = stats.norm.cdf, stats.norm.sf
-    else:
-        d = np.broadcast_to(np.asarray(df, float), shape).ravel()
-        d_ok = np.where(d >= 1, d, 1.0)
-        cdf = lambda z: stats.t.cdf(z, d_ok)  # noqa: E731
-        sf = lambda z: stats.t.sf(z, d_ok)  # noqa: E731
-
-    def z(bound):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(
-                e > 0, (v - bound) / np.where(e > 0, e, 1.0), np.sign(v - bound) * np.inf
-            )
-
-    p_in = np.zeros(v.size)
-    p_out = np.ones(v.size)
-    if np.isfinite(lo):
-        zl = z(lo)
-        p_in = np.maximum(p_in, sf(zl))  # H0: value <= low
-        p_out = np.minimum(p_out, cdf(zl))  # H0: value >= low
-    if np.isfinite(hi):
-        zh = z(hi)
-        p_in = np.maximum(p_in, cdf(zh))
-        p_out = np.minimum(p_out, sf(zh))
+    p_in, p_out, d = _one_sided_p(v, e, lo, hi, df, shape)
     p = np.minimum(1.0, 2 * np.minimum(p_in, p_out))
     p = np.where(np.isfinite(v), p, 1.0)
     if df is not None:
         p = np.where(d >= 1, p, 1.0)
     p = np.where(side != 0, np.where(fixed == "ns", 1.0, 0.0), p)
-    # Holm's step-down: the j-th smallest p-value (0-based) against alpha / (k - j)
-    order = np.argsort(p, kind="stable")
-    k = v.size
-    reject = np.zeros(k, bool)
-    for j, i in enumerate(order):
-        if p[i] > alpha / (k - j):
-            break
-        reject[i] = True
+    reject = _holm(p, alpha)
     cells = np.where(reject, np.where(p_in <= p_out, "yes", "no"), "ns")
     cells = np.where(side != 0, fixed, cells).astype(str)
     return cells.reshape(shape)
@@ -399,6 +418,83 @@ def _log_shift(stat, se, edge, first, second):
     return ds, cells
 
 
+_SCALE_NAMES = {
+    "peak": "dominant scale a*",
+    "argmax": "global maximum a*",
+    "centroid": "scale centroid",
+}
+
+
+def _edge_ints(stat: xr.DataArray, edge: xr.DataArray | None) -> xr.DataArray:
+    """The edge side per case as integers (None or NaN: 0, an estimate)."""
+    if edge is None:
+        edge = xr.zeros_like(stat, dtype=int)
+    elif edge.dtype.kind == "f":
+        edge = edge.copy(data=np.where(np.isnan(edge.values), 0, edge.values))
+    return edge.astype(int)
+
+
+def _bound_words(es: xr.DataArray) -> list[str]:
+    """How many cases are bounds below / above the grid, in words."""
+    n_low, n_high = int((es.values < 0).sum()), int((es.values > 0).sum())
+    bounds = []
+    if n_low:
+        bounds.append(f"{n_low} at or below the grid's first scale")
+    if n_high:
+        bounds.append(f"{n_high} at or above its last")
+    return bounds
+
+
+def _scale_measured(name: str, span: str, s, bounds: list[str], shift) -> str:
+    """C1's or C2's measured values: the scales of the claimed layers and the late/early
+    ratio per model."""
+    measured = f"{name}, layers {span}: {fmt_range(s)} characters" + (
+        f" ({', '.join(bounds)}: read as bounds)" if bounds else ""
+    )
+    if shift is not None:
+        measured += "; late/early ratio of a*: " + ", ".join(
+            f"×{np.exp(v):.2g} [{np.exp(a_):.2g}, {np.exp(b_):.2g}]"
+            for v, a_, b_ in zip(
+                shift["value"].values, shift["lower"].values, shift["upper"].values, strict=True
+            )
+        )
+    return measured
+
+
+def _scale_rule_text(name: str, target: str, span: str, groups, where: str) -> str:
+    """C1's or C2's rule in words: the core shift (with two depth groups) and part (a)."""
+    core_text = (
+        f"(core) a* of layers {layer_span(groups[1])} above that of layers "
+        f"{layer_span(groups[0])} (log ratio > 0), every model; "
+        if groups is not None
+        else ""
+    )
+    return (
+        f"{core_text}(a) {name} {target} in layers {span}, every model, bounds read as "
+        f"bounds; 95 %, Holm across cases ({where})"
+    )
+
+
+def _scale_none(claim: str, name: str, span: str, size: int, where: str) -> Outcome:
+    """C1 or C2 not testable: no scale spectrum in the claimed layers."""
+    return Outcome(
+        claim,
+        NOT_TESTABLE,
+        f"{name}, layers {span}: none",
+        "",
+        f"{size} cases: no value",
+        reason=f"no scale spectrum in layers {span} ({where})",
+    )
+
+
+def _scale_intervals(lo, up, layers) -> str:
+    """The 95 % intervals of the claimed layers, model by model, in words."""
+    lo_v = _grid(lo.sel(layer=layers))
+    up_v = _grid(up.sel(layer=layers))
+    ivs = [_fmt_iv(float(a_), float(b_)) for a_, b_ in zip(lo_v.ravel(), up_v.ravel(), strict=True)]
+    return "; ".join(ivs)
+
+
 def _scale_rule(
     claim,
     layers,
@@ -419,33 +515,17 @@ def _scale_rule(
     A maximum at the grid's edge is a bound (``edge``: -1 below, +1 above)."""
     stat = stat * unit
     se = None if se is None else se * unit
-    if edge is None:
-        edge = xr.zeros_like(stat, dtype=int)
-    elif edge.dtype.kind == "f":
-        edge = edge.copy(data=np.where(np.isnan(edge.values), 0, edge.values))
-    edge = edge.astype(int)
+    edge = _edge_ints(stat, edge)
     s = stat.sel(layer=layers)
     es = edge.sel(layer=layers)
     lo, up = _interval(stat, se, log=True)
     lo = lo.where(edge >= 0, 0.0)
     up = up.where(edge <= 0, np.inf)
-    name = {
-        "peak": "dominant scale a*",
-        "argmax": "global maximum a*",
-        "centroid": "scale centroid",
-    }.get(statistic, statistic)
+    name = _SCALE_NAMES.get(statistic, statistic)
     span = f"{layers[0]}–{layers[-1]}"
     target = f"≤ {high:g}" if np.isfinite(high) else f"≥ {low:g}"
-    ok = np.isfinite(s.values)
-    if not ok.any():
-        return Outcome(
-            claim,
-            NOT_TESTABLE,
-            f"{name}, layers {span}: none",
-            "",
-            f"{s.size} cases: no value",
-            reason=f"no scale spectrum in layers {span} ({where})",
-        )
+    if not np.isfinite(s.values).any():
+        return _scale_none(claim, name, span, s.size, where)
     se_s = None if se is None else se.sel(layer=layers)
     cells = decide(
         s.values, None if se_s is None else se_s.values, low, high, log=True, edge=es.values
@@ -455,35 +535,9 @@ def _scale_rule(
         shift, core = _log_shift(stat, se, edge, *groups)
     else:
         shift, core = None, np.array([], dtype=str)
-    n_low, n_high = int((es.values < 0).sum()), int((es.values > 0).sum())
-    bounds = []
-    if n_low:
-        bounds.append(f"{n_low} at or below the grid's first scale")
-    if n_high:
-        bounds.append(f"{n_high} at or above its last")
-    lo_v = _grid(lo.sel(layer=layers))
-    up_v = _grid(up.sel(layer=layers))
-    ivs = [_fmt_iv(float(a_), float(b_)) for a_, b_ in zip(lo_v.ravel(), up_v.ravel(), strict=True)]
-    measured = f"{name}, layers {span}: {fmt_range(s)} characters" + (
-        f" ({', '.join(bounds)}: read as bounds)" if bounds else ""
-    )
-    if shift is not None:
-        measured += "; late/early ratio of a*: " + ", ".join(
-            f"×{np.exp(v):.2g} [{np.exp(a_):.2g}, {np.exp(b_):.2g}]"
-            for v, a_, b_ in zip(
-                shift["value"].values, shift["lower"].values, shift["upper"].values, strict=True
-            )
-        )
-    core_text = (
-        f"(core) a* of layers {layer_span(groups[1])} above that of layers "
-        f"{layer_span(groups[0])} (log ratio > 0), every model; "
-        if groups is not None
-        else ""
-    )
-    rule = (
-        f"{core_text}(a) {name} {target} in layers {span}, every model, bounds read as "
-        f"bounds; 95 %, Holm across cases ({where})"
-    )
+    bounds = _bound_words(es)
+    measured = _scale_measured(name, span, s, bounds, shift)
+    rule = _scale_rule_text(name, target, span, groups, where)
     counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(cells)}"
     return Outcome(
         claim,
@@ -496,7 +550,7 @@ def _scale_rule(
         lower=lo,
         upper=up,
         contrast=shift,
-        interval="; ".join(ivs) if se is not None else "point values",
+        interval=_scale_intervals(lo, up, layers) if se is not None else "point values",
     )
 
 
@@ -1054,6 +1108,35 @@ def _sel_all(se: xr.DataArray, like: xr.DataArray) -> xr.DataArray:
     return se.reindex_like(like).transpose(*like.dims)
 
 
+def _c5_rule_text(groups, early, rest, n: int, where: str) -> str:
+    """C5's rule in words: the core contrast, part (a) (or why it is left out at this
+    ``n``) and part (b)."""
+    testable = n - 1 > 150
+    rest_text = layer_span(rest) if rest else "none"
+    return (
+        (
+            f"(core) H*(layers {layer_span(groups[1])}) − H*(layers {layer_span(groups[0])}) "
+            "> 0, every model; "
+            if groups
+            else ""
+        )
+        + f"(a) H* above 150, layers {layer_span(early)}"
+        + ("" if testable else f" — left out: H* ≤ N − 1 = {n - 1} by construction")
+        + (f"; (b) H* within 91 ± 15 %, layers {rest_text}" if rest else "")
+        + f"; 95 %, Holm across the cases of each part ({where})"
+    )
+
+
+def _c5_cases_text(core, a, b, testable: bool, rest) -> str:
+    """C5's case counts per part."""
+    return (
+        (f"(core) {case_counts(core)}; " if core.size else "")
+        + "(a) "
+        + (case_counts(a) if testable else "not testable at this N")
+        + (f"; (b) {case_counts(b)}" if rest else "")
+    )
+
+
 def rule_c5(
     H: xr.DataArray,
     se: xr.DataArray | None,
@@ -1092,18 +1175,7 @@ def rule_c5(
         f"{fmt_range(H.sel(layer=early), '{:.0f}')}, layers {rest_text} "
         f"{fmt_range(H.sel(layer=rest), '{:.0f}')}; early − later: " + _contrast_text(c, "{:+.0f}")
     )
-    rule = (
-        (
-            f"(core) H*(layers {layer_span(groups[1])}) − H*(layers {layer_span(groups[0])}) "
-            "> 0, every model; "
-            if groups
-            else ""
-        )
-        + f"(a) H* above 150, layers {layer_span(early)}"
-        + ("" if testable else f" — left out: H* ≤ N − 1 = {n - 1} by construction")
-        + (f"; (b) H* within 91 ± 15 %, layers {rest_text}" if rest else "")
-        + f"; 95 %, Holm across the cases of each part ({where})"
-    )
+    rule = _c5_rule_text(groups, early, rest, n, where)
     why = [] if testable else [f"'> 150 modes' cannot occur with N = {n} snapshots"]
     if not rest:
         why.append("no layers after the early ones")
@@ -1113,10 +1185,7 @@ def rule_c5(
         verdict,
         measured,
         rule,
-        (f"(core) {case_counts(core)}; " if core.size else "")
-        + "(a) "
-        + (case_counts(a) if testable else "not testable at this N")
-        + (f"; (b) {case_counts(b)}" if rest else ""),
+        _c5_cases_text(core, a, b, testable, rest),
         reason="; ".join(why),
         stat=H,
         lower=lo,
@@ -1154,6 +1223,61 @@ def _mean_layer(study: xr.Dataset, strategy: str, b) -> float:
     return float((gone * study["layer"]).sum() / gone.sum()) if gone.sum() else np.nan
 
 
+def _c6_part(inc, budgets, strategies, name, pairs, text, rule) -> Outcome:
+    """One part of C6: per budget and strategy pair the contrast of loss increases,
+    Student-t over models, Holm across the cases."""
+    vals, ses, dfs, labels = [], [], [], []
+    for b in budgets:
+        for first, second, label in pairs:
+            if {first, second} <= strategies:
+                d, se, df = _prune_contrast(inc, first, second, b)
+                vals.append(d)
+                ses.append(se)
+                dfs.append(df)
+                labels.append((b, label))
+    if not vals:
+        return Outcome(
+            name,
+            NOT_TESTABLE,
+            "no such strategies",
+            rule,
+            "0 cases",
+            reason="the pruning study lacks the strategies this part needs",
+        )
+    v, e, df = np.array(vals), np.array(ses), np.array(dfs)
+    cells = decide(v, e, high=0.0, df=df)
+    from scipy import stats
+
+    t = stats.t.ppf(0.975, np.maximum(df, 1))
+    iv = [
+        f"{b} heads {lab}: {x:+.3f} [{x - q * s:+.3f}, {x + q * s:+.3f}]"
+        for (b, lab), x, s, q in zip(labels, v, e, t, strict=True)
+    ]
+    return Outcome(
+        name,
+        combine(cells),
+        text + "; ".join(iv),
+        rule,
+        case_counts(cells),
+        interval="; ".join(iv),
+    )
+
+
+def _c6_verdict(parts) -> str:
+    """C6 from its testable parts: holds if all hold, partly if one holds or partly."""
+    testable = [o for o in parts if o.verdict != NOT_TESTABLE]
+    if not testable:
+        return NOT_TESTABLE
+    words = [o.verdict for o in testable]
+    if all(w == "holds" for w in words):
+        return "holds"
+    if any(w in ("holds", "partly") for w in words):
+        return "partly"
+    if any(w == "does not hold" for w in words):
+        return "does not hold"
+    return "not significant"
+
+
 def rule_c6(study: xr.Dataset | None) -> Outcome:
     """C6 in two parts, each a row of the scorecard (``extra["parts"]``):
 
@@ -1186,50 +1310,16 @@ def rule_c6(study: xr.Dataset | None) -> Outcome:
     budgets = [int(b) for b in inc["budget"].values]
     strategies = set(inc["strategy"].values.tolist())
 
-    def part(name, pairs, text, rule):
-        vals, ses, dfs, labels = [], [], [], []
-        for b in budgets:
-            for first, second, label in pairs:
-                if {first, second} <= strategies:
-                    d, se, df = _prune_contrast(inc, first, second, b)
-                    vals.append(d)
-                    ses.append(se)
-                    dfs.append(df)
-                    labels.append((b, label))
-        if not vals:
-            return Outcome(
-                name,
-                NOT_TESTABLE,
-                "no such strategies",
-                rule,
-                "0 cases",
-                reason="the pruning study lacks the strategies this part needs",
-            )
-        v, e, df = np.array(vals), np.array(ses), np.array(dfs)
-        cells = decide(v, e, high=0.0, df=df)
-        from scipy import stats
-
-        t = stats.t.ppf(0.975, np.maximum(df, 1))
-        iv = [
-            f"{b} heads {lab}: {x:+.3f} [{x - q * s:+.3f}, {x + q * s:+.3f}]"
-            for (b, lab), x, s, q in zip(labels, v, e, t, strict=True)
-        ]
-        return Outcome(
-            name,
-            combine(cells),
-            text + "; ".join(iv),
-            rule,
-            case_counts(cells),
-            interval="; ".join(iv),
-        )
-
     b_mid = budgets[len(budgets) // 2]
     deep, early = "high-H*", "low-H*"
     layers_txt = (
         f" (at {b_mid} heads they remove heads of mean layer {_mean_layer(study, deep, b_mid):.1f}"
         f" and {_mean_layer(study, early, b_mid):.1f})"
     )
-    c6a = part(
+    c6a = _c6_part(
+        inc,
+        budgets,
+        strategies,
         "C6a",
         [(deep, early, "deep − early"), (deep, "random", "deep − random")],
         "loss increase (nats/char), mostly-deep (high-H*) minus mostly-early (low-H*) or "
@@ -1237,7 +1327,10 @@ def rule_c6(study: xr.Dataset | None) -> Outcome:
         "removing deep heads costs less than removing early heads and than random removal, "
         "every budget; 95 % Student-t over models, Holm across cases",
     )
-    c6b = part(
+    c6b = _c6_part(
+        inc,
+        budgets,
+        strategies,
         "C6b",
         [
             ("low-H*", "random", "low-H* − random"),
@@ -1247,23 +1340,9 @@ def rule_c6(study: xr.Dataset | None) -> Outcome:
         "H*-guided removal costs less than random removal at equal budget, every budget and "
         "guide; 95 % Student-t over models, Holm across cases",
     )
-    parts = [c6a, c6b]
-    testable = [o for o in parts if o.verdict != NOT_TESTABLE]
-    if not testable:
-        verdict = NOT_TESTABLE
-    else:
-        words = [o.verdict for o in testable]
-        if all(w == "holds" for w in words):
-            verdict = "holds"
-        elif any(w in ("holds", "partly") for w in words):
-            verdict = "partly"
-        elif any(w == "does not hold" for w in words):
-            verdict = "does not hold"
-        else:
-            verdict = "not significant"
     return Outcome(
         "C6",
-        verdict,
+        _c6_verdict([c6a, c6b]),
         f"C6a {c6a.verdict}; C6b {c6b.verdict}",
         "(a) depth: deep heads cheaper to remove than early or random ones; (b) H*-guided "
         "removal cheaper than random; holds if both hold, partly if one holds or partly",
@@ -1470,6 +1549,22 @@ def _c9_no_window(ratio, v, measured: str, rule: str) -> Outcome:
     )
 
 
+def _c9_no_case(ratio, c: _C9Cases, measured: str, rule: str, left: list[str]) -> Outcome:
+    """C9 not testable: windows exist, but no case can be decided (``left`` says why)."""
+    return Outcome(
+        "C9",
+        NOT_TESTABLE,
+        measured,
+        rule,
+        "0 cases: " + ", ".join(left),
+        reason="no case testable under this reading: " + ", ".join(left),
+        stat=ratio,
+        lower=c.lower,
+        upper=c.upper,
+        interval=c.interval or "no layer with two seeds",
+    )
+
+
 def rule_c9(
     ratio: xr.DataArray,
     se: xr.DataArray | None = None,
@@ -1529,18 +1624,7 @@ def rule_c9(
     else:
         c = _c9_model_cases(ratio, v, ok, se, se_df)
     if c.val.size == 0:
-        return Outcome(
-            "C9",
-            NOT_TESTABLE,
-            measured,
-            rule,
-            "0 cases: " + ", ".join(left),
-            reason="no case testable under this reading: " + ", ".join(left),
-            stat=ratio,
-            lower=c.lower,
-            upper=c.upper,
-            interval=c.interval or "no layer with two seeds",
-        )
+        return _c9_no_case(ratio, c, measured, rule, left)
     narrower = decide(c.val, c.e, high=1.0 - margin, log=True, df=c.df) == "yes"
     broader = decide(c.val, c.e, low=1.0, log=True, df=c.df) == "yes"
     cells = np.where(narrower, "yes", np.where(broader, "no", "ns")).astype(str)
