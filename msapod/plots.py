@@ -898,6 +898,42 @@ def pruning_curve(
     return ax.figure
 
 
+def _verdict_bar(ax, y: int, row: pd.Series, main_word) -> None:
+    """One claim's stacked bar of verdict shares at ``y``, the main specification's
+    verdict marked in its segment and written at the right (``main_word`` None: none)."""
+    left = 0.0
+    for word, share in row.items():
+        if share > 0:
+            ax.barh(y, share, left=left, color=VERDICT_COLOURS[word], edgecolor="white")
+            if main_word is not None and word == main_word:
+                ax.plot(left + share / 2, y, "kD", ms=5)
+        left += share
+    if isinstance(main_word, str):
+        ax.text(
+            1.02,
+            y,
+            main_word,
+            va="center",
+            fontsize=9,
+            color=VERDICT_COLOURS.get(main_word, "0.2"),
+        )
+
+
+def _verdict_legend(ax, counts: pd.DataFrame, with_main: bool) -> None:
+    """The figure legend: the verdict words present, and the main specification's mark."""
+    from matplotlib.patches import Patch
+
+    present = [w for w in VERDICT_COLOURS if counts[w].sum() > 0]
+    handles = [Patch(color=VERDICT_COLOURS[w]) for w in present]
+    labels = list(present)
+    if with_main:
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], color="k", marker="D", ls="none", ms=5))
+        labels.append("main specification")
+    ax.figure.legend(handles, labels, loc="outside lower center", ncol=3)
+
+
 def verdict_bars(
     shares: pd.DataFrame,
     main: pd.Series | None = None,
@@ -919,7 +955,6 @@ def verdict_bars(
         of each bar and marked by a black diamond in its segment.
     """
     import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
 
     if not isinstance(shares, pd.DataFrame) or shares.empty:
         raise ValueError("shares: expected a non-empty DataFrame (claims x verdict words)")
@@ -937,22 +972,7 @@ def verdict_bars(
         if ax is None:
             fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(frac) + 1.2), layout="constrained")
         for y, (claim, row) in enumerate(frac.iterrows()):
-            left = 0.0
-            for word, share in row.items():
-                if share > 0:
-                    ax.barh(y, share, left=left, color=VERDICT_COLOURS[word], edgecolor="white")
-                    if main is not None and word == main[claim]:
-                        ax.plot(left + share / 2, y, "kD", ms=5)
-                left += share
-            if main is not None and isinstance(main[claim], str):
-                ax.text(
-                    1.02,
-                    y,
-                    main[claim],
-                    va="center",
-                    fontsize=9,
-                    color=VERDICT_COLOURS.get(main[claim], "0.2"),
-                )
+            _verdict_bar(ax, y, row, None if main is None else main[claim])
         ax.set_yticks(range(len(frac)), [str(c) for c in frac.index])
         ax.set_ylim(len(frac) - 0.5, -0.5)
         ax.set_xlim(0, 1)
@@ -960,15 +980,7 @@ def verdict_bars(
         ax.set_xlabel("share of the claim's specifications (readings of the paper)")
         ax.spines["left"].set_visible(False)
         ax.tick_params(axis="y", length=0)
-        present = [w for w in VERDICT_COLOURS if counts[w].sum() > 0]
-        handles = [Patch(color=VERDICT_COLOURS[w]) for w in present]
-        labels = list(present)
-        if main is not None:
-            from matplotlib.lines import Line2D
-
-            handles.append(Line2D([], [], color="k", marker="D", ls="none", ms=5))
-            labels.append("main specification")
-        ax.figure.legend(handles, labels, loc="outside lower center", ncol=3)
+        _verdict_legend(ax, counts, main is not None)
         if title:
             ax.set_title(title)
     return ax.figure
