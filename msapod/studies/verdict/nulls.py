@@ -977,6 +977,119 @@ NULL_KINDS = ("architecture labels", "layer labels", "trained vs untrained")
 N_RANDOM = {"C3": 99, "C5": 99}
 
 
+def _n_random(claim: str, n_random) -> int:
+    """The number of random relabellings for ``claim`` (:data:`N_RANDOM` by default)."""
+    if n_random is None:
+        return N_RANDOM.get(claim, 19)
+    if isinstance(n_random, Mapping):
+        return int(n_random.get(claim, N_RANDOM.get(claim, 19)))
+    return int(n_random)
+
+
+def _null_labelings(claim, kind, data, untrained, labels, max_exact, n_rand, seed):
+    """The relabellings of one null kind, whether they are all of them, the function that
+    applies one to a zoo, and their name in words."""
+    models, arch, zoo_of = labels
+    if kind == "architecture labels":
+        labs, exact = architecture_labelings(
+            arch, groups=zoo_of, max_exact=max_exact, n_random=n_rand, seed=seed
+        )
+
+        def relabel(d, lab):
+            return relabel_architecture(d, lab)
+
+        what = "balanced architecture labellings"
+    elif kind == "layer labels":
+        layers = [int(v) for v in next(iter(data.values())).ev["layer"].values]
+        labs, exact = layer_labelings(
+            len(models),
+            layers,
+            LAYER_ROLES[claim],
+            max_exact=max_exact,
+            n_random=n_rand,
+            seed=seed,
+        )
+
+        def relabel(d, p):
+            return relabel_layers(d, p)
+
+        what = "per-model layer relabellings"
+    elif kind == "trained vs untrained":
+        labs, exact = swap_labelings(len(models), max_exact=max_exact, n_random=n_rand, seed=seed)
+
+        u_view = claim_view(untrained, claim)
+
+        def relabel(d, s, u_view=u_view):
+            return swap_untrained(d, u_view, s)
+
+        what = "trained/untrained swaps"
+    else:
+        raise ValueError(f"nulls: expected kinds from {NULL_KINDS}, got {kind!r} for {claim}")
+    return labs, exact, relabel, what
+
+
+def _result_row(base: dict, res) -> dict:
+    """One claim's row from its joint test: the p-values, the observed share and median
+    effect, and the 5/50/95 % quantiles of their nulls."""
+    q = [0.05, 0.5, 0.95]
+    with np.errstate(all="ignore"):
+        qs = np.nanquantile(res.null_share, q)
+        qm = (
+            np.nanquantile(res.null_median, q)
+            if np.isfinite(res.null_median).any()
+            else [np.nan] * 3
+        )
+    return {
+        **base,
+        "joint_p": res.joint_p,
+        "p_share": res.p_share,
+        "p_median": res.p_median,
+        "share": res.share,
+        "median_effect": res.median,
+        **{f"null_share_q{int(100 * x):02d}": v for x, v in zip(q, qs, strict=True)},
+        **{f"null_median_q{int(100 * x):02d}": v for x, v in zip(q, qm, strict=True)},
+        "n_null": res.n_null,
+        "exact": res.exact,
+        "min_p": res.min_p,
+        "reachable": res.reachable,
+        "note": res.note,
+    }
+
+
+def _claim_row(
+    claim, kind, data, specs, untrained, labels, *, alpha, max_exact, n_random, seed
+) -> dict:
+    """One claim's row of :func:`joint_tests`: why there is no test, or the joint test of
+    its specification curve against its null."""
+    from .multiverse import CLAIM_AXES
+    from .multiverse import applies as _applies
+
+    cs = [s for s in specs if s["zoo"] in data and _applies(claim, s)]
+    base = {"claim": claim, "null": kind, "n_specs": len(cs)}
+    if kind == "none" or not cs:
+        why = "no null for this claim" if kind == "none" else "no specification"
+        return {**base, "note": why}
+    if kind == "trained vs untrained":
+        if untrained is None:
+            return {**base, "note": "untrained models not given"}
+        n_ev = {z: int(d.ev.attrs.get("n_snapshots", 150)) for z, d in data.items()}
+        # the untrained copies have no convergence ensembles (N = 600)
+        if "n" in CLAIM_AXES.get(claim, ()):
+            cs = [s for s in cs if s["n"] == n_ev[s["zoo"]]]
+        base["n_specs"] = len(cs)
+        if not cs:
+            return {**base, "note": "no specification at the untrained ensembles' N"}
+    n_rand = _n_random(claim, n_random)
+    labs, exact, relabel, what = _null_labelings(
+        claim, kind, data, untrained, labels, max_exact, n_rand, seed
+    )
+    view = claim_view(data, claim)
+    res = joint_test(
+        claim_curve(claim, cs, view, relabel), labs, exact=exact, alpha=alpha, what=what
+    )
+    return _result_row(base, res)
+
+
 def joint_tests(
     data: Mapping,
     specs: Sequence[dict],
@@ -1021,107 +1134,30 @@ def joint_tests(
         ``n_null``, ``n_specs``, ``exact``, ``min_p``, ``reachable``, ``null`` (str),
         ``note`` (str).
     """
-    from .multiverse import CLAIM_AXES, CLAIM_IDS
-    from .multiverse import applies as _applies
+    from .multiverse import CLAIM_IDS
 
     nulls = dict(DEFAULT_NULL if nulls is None else nulls)
     claims = list(CLAIM_IDS if claims is None else claims)
-    models = [m for d in data.values() for m in d.models]
-    arch = [a for d in data.values() for a in d.ev["architecture"].values.tolist()]
-    zoo_of = [z for z, d in data.items() for _ in d.models]
-    rows = []
-    for claim in claims:
-        kind = nulls.get(claim, "none")
-        cs = [s for s in specs if s["zoo"] in data and _applies(claim, s)]
-        base = {"claim": claim, "null": kind, "n_specs": len(cs)}
-        if kind == "none" or not cs:
-            why = "no null for this claim" if kind == "none" else "no specification"
-            rows.append({**base, "note": why})
-            continue
-        if kind == "trained vs untrained":
-            if untrained is None:
-                rows.append({**base, "note": "untrained models not given"})
-                continue
-            n_ev = {z: int(d.ev.attrs.get("n_snapshots", 150)) for z, d in data.items()}
-            # the untrained copies have no convergence ensembles (N = 600)
-            if "n" in CLAIM_AXES.get(claim, ()):
-                cs = [s for s in cs if s["n"] == n_ev[s["zoo"]]]
-            base["n_specs"] = len(cs)
-            if not cs:
-                rows.append({**base, "note": "no specification at the untrained ensembles' N"})
-                continue
-        if n_random is None:
-            n_rand = N_RANDOM.get(claim, 19)
-        elif isinstance(n_random, Mapping):
-            n_rand = int(n_random.get(claim, N_RANDOM.get(claim, 19)))
-        else:
-            n_rand = int(n_random)
-        if kind == "architecture labels":
-            labs, exact = architecture_labelings(
-                arch, groups=zoo_of, max_exact=max_exact, n_random=n_rand, seed=seed
-            )
-
-            def relabel(d, lab):
-                return relabel_architecture(d, lab)
-
-            what = "balanced architecture labellings"
-        elif kind == "layer labels":
-            layers = [int(v) for v in next(iter(data.values())).ev["layer"].values]
-            labs, exact = layer_labelings(
-                len(models),
-                layers,
-                LAYER_ROLES[claim],
-                max_exact=max_exact,
-                n_random=n_rand,
-                seed=seed,
-            )
-
-            def relabel(d, p):
-                return relabel_layers(d, p)
-
-            what = "per-model layer relabellings"
-        elif kind == "trained vs untrained":
-            labs, exact = swap_labelings(
-                len(models), max_exact=max_exact, n_random=n_rand, seed=seed
-            )
-
-            u_view = claim_view(untrained, claim)
-
-            def relabel(d, s, u_view=u_view):
-                return swap_untrained(d, u_view, s)
-
-            what = "trained/untrained swaps"
-        else:
-            raise ValueError(f"nulls: expected kinds from {NULL_KINDS}, got {kind!r} for {claim}")
-        view = claim_view(data, claim)
-        res = joint_test(
-            claim_curve(claim, cs, view, relabel), labs, exact=exact, alpha=alpha, what=what
+    labels = (
+        [m for d in data.values() for m in d.models],
+        [a for d in data.values() for a in d.ev["architecture"].values.tolist()],
+        [z for z, d in data.items() for _ in d.models],
+    )
+    rows = [
+        _claim_row(
+            claim,
+            nulls.get(claim, "none"),
+            data,
+            specs,
+            untrained,
+            labels,
+            alpha=alpha,
+            max_exact=max_exact,
+            n_random=n_random,
+            seed=seed,
         )
-        q = [0.05, 0.5, 0.95]
-        with np.errstate(all="ignore"):
-            qs = np.nanquantile(res.null_share, q)
-            qm = (
-                np.nanquantile(res.null_median, q)
-                if np.isfinite(res.null_median).any()
-                else [np.nan] * 3
-            )
-        rows.append(
-            {
-                **base,
-                "joint_p": res.joint_p,
-                "p_share": res.p_share,
-                "p_median": res.p_median,
-                "share": res.share,
-                "median_effect": res.median,
-                **{f"null_share_q{int(100 * x):02d}": v for x, v in zip(q, qs, strict=True)},
-                **{f"null_median_q{int(100 * x):02d}": v for x, v in zip(q, qm, strict=True)},
-                "n_null": res.n_null,
-                "exact": res.exact,
-                "min_p": res.min_p,
-                "reachable": res.reachable,
-                "note": res.note,
-            }
-        )
+        for claim in claims
+    ]
     return _rows_dataset(rows)
 
 
