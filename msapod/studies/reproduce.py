@@ -454,11 +454,5 @@ def _partial_recompute(tmp: Path, shipped: Path, man: dict, *, llm, progress, lo
             if f.name == "manifest.json":
                 continue
             shutil.move(str(f), tmp / f.name)
-            if sub == "part":
-                files[f.name] = subset
-            elif sub == "evidence":
-                with xr.open_dataset(tmp / f.name, engine="h5netcdf") as ds:
-                    files[f.name] = [str(m) for m in ds["model"].values]
-            else:
-                files[f.name] = None
+            files[f.name] = None if sub == "all" else subset
     return {f: files.get(f, None) for f in man["files"] if llm or not f.startswith("llm")}
