@@ -18,6 +18,7 @@ from msapod.studies.store.results import (
     RTOL,
     ResultsError,
     _close_text,
+    _compare_netcdf,
     check_results,
     load_result,
     manifest,
@@ -124,6 +125,22 @@ def test_check_results_tolerances(tmp_path):
     assert len(bad["scorecard.csv"]) == 1 and "C1/measured" in bad["scorecard.csv"][0]
     (new / "scorecard.csv").unlink()
     assert check_results(new, shipped)["scorecard.csv"] == ["not produced by the recomputation"]
+
+
+def test_check_results_compares_finite_values_beside_infinite_ones(tmp_path):
+    """An infinite bound in a variable (a one-sided claim's threshold) neither widens the
+    tolerance of its finite values nor may change sign or place."""
+
+    def compare(values):
+        new = tmp_path / "new.nc"
+        xr.Dataset({"threshold": ("claim", np.array(values))}).to_netcdf(new, engine="h5netcdf")
+        return _compare_netcdf(new, old)
+
+    old = tmp_path / "old.nc"
+    xr.Dataset({"threshold": ("claim", [np.inf, 0.5, -np.inf])}).to_netcdf(old, engine="h5netcdf")
+    assert compare([np.inf, 0.5 * (1 + RTOL / 10), -np.inf]) == []
+    assert compare([np.inf, 0.7, -np.inf]) == ["threshold: 1 values differ (largest |diff| 0.2)"]
+    assert compare([np.inf, 0.5, np.inf]) == ["threshold: infinite values differ"]
 
 
 def test_close_text():

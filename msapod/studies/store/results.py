@@ -244,7 +244,12 @@ def _compare_netcdf(new: Path, old: Path, models: list[str] | None = None) -> li
         if not np.array_equal(nan_x, nan_y):
             problems.append(f"{v}: NaN pattern differs")
             continue
-        scale = np.nanmax(np.abs(y)) if np.any(~nan_y) else 0.0
+        inf_x, inf_y = np.isinf(x), np.isinf(y)
+        if not np.array_equal(inf_x, inf_y) or not np.array_equal(x[inf_x], y[inf_y]):
+            problems.append(f"{v}: infinite values differ")
+            continue
+        finite = np.isfinite(y)  # the scale of the finite values (an inf would pass all)
+        scale = np.max(np.abs(y[finite])) if finite.any() else 0.0
         ok = np.isclose(x, y, rtol=RTOL, atol=ATOL + RTOL * 1e-3 * scale, equal_nan=True)
         if not ok.all():
             err = np.nanmax(np.abs(x - y)[~ok])
