@@ -21,7 +21,9 @@ from msapod.studies.verdict.multiverse import (
     layer_evidence,
     main_outcomes,
     mode_lag_energy,
+    needs_window_se,
     specifications,
+    two_seeds_each,
     window_gram,
 )
 from msapod.studies.verdict.scorecard import scorecard_from_outcomes
@@ -330,3 +332,24 @@ def test_capacity_column_for_every_other_zoo(zoo):
     assert "over seeds" in str(
         mv["rule"].isel(spec=np.flatnonzero(main_d)[0]).sel(claim="C9").values
     )
+
+
+def test_where_c4_and_c9_take_their_intervals_is_one_rule(zoo):
+    """The jackknife is computed for exactly the zoos whose evidence is then read over
+    snapshots: ``needs_window_se`` (from model names) and ``ZooData.over_seeds`` (from the
+    evidence's architecture coordinate) are the same rule, ``two_seeds_each``."""
+    data, _ = zoo
+    assert two_seeds_each(["baseline", "ega", "ega", "baseline"])
+    assert not two_seeds_each(["baseline", "ega", "ega"])
+    assert not two_seeds_each([])
+    assert two_seeds_each(["baseline", "baseline"])  # one architecture, two seeds
+    for names in (
+        ["baseline-1", "ega-1"],
+        ["baseline-1", "baseline-2", "ega-1", "ega-2"],
+        ["baseline-d256-1", "baseline-d256-2", "ega-d256-1"],
+    ):
+        want = not two_seeds_each([n.split("-")[0] for n in names])
+        assert needs_window_se(names) is want
+    for keep in ([0, 2], [0, 1, 2, 3]):
+        sub = ZooData([data.models[i] for i in keep], data.ev.isel(model=keep), None, None, None)
+        assert sub.over_seeds() is two_seeds_each(sub.ev["architecture"].values)

@@ -91,6 +91,7 @@ __all__ = [
     "specifications",
     "theorem1_check",
     "trained_zoos",
+    "two_seeds_each",
     "window_gram",
     "zoo_data",
     "zoo_losses",
@@ -930,14 +931,14 @@ class ZooData:
         self._c4 = None
 
     def over_seeds(self) -> bool:
-        """Whether every architecture has at least two models: the layer claims C4 and C9
-        then take their intervals over the seeds (the cases are the layers); otherwise over
-        the snapshots of each model (the delete-group jackknife, the cases are the models x
+        """Whether every architecture has at least two models (:func:`two_seeds_each` of
+        the evidence's ``architecture`` coordinate): the layer claims C4 and C9 then take
+        their intervals over the seeds (the cases are the layers); otherwise over the
+        snapshots of each model (the delete-group jackknife, the cases are the models x
         layers)."""
         if "architecture" not in self.ev.coords:
             return len(self.models) >= 2
-        _, counts = np.unique(self.ev["architecture"].values, return_counts=True)
-        return bool(counts.min() >= 2)
+        return two_seeds_each(self.ev["architecture"].values)
 
     def six_layers(self) -> bool:
         """Whether the models have the paper's six layers 1..6 (C4 and C8 name them)."""
@@ -1183,14 +1184,21 @@ def zoo_data(
     return ZooData(models, ev, conv, c6, zoo_losses(models))
 
 
-def needs_window_se(models: Sequence[str]) -> bool:
-    """Whether a zoo of these models needs C4's and C9's jackknife over snapshots: some
-    architecture has fewer than two models (otherwise those intervals are over seeds,
-    :meth:`ZooData.over_seeds`)."""
-    from ...models.zoo import ARCHITECTURES, architecture
+def two_seeds_each(architectures: Sequence[str]) -> bool:
+    """The one rule for where C4's and C9's intervals come from: whether every
+    architecture among ``architectures`` (one label per model) has at least two models.
+    Then those intervals are over seeds; otherwise over the snapshots of each model."""
+    labels = [str(a) for a in np.asarray(architectures).ravel()]
+    return bool(labels) and min(labels.count(a) for a in set(labels)) >= 2
 
-    arch = [architecture(m) for m in models]
-    return min(arch.count(a) for a in ARCHITECTURES) < 2
+
+def needs_window_se(models: Sequence[str]) -> bool:
+    """Whether a zoo of these models needs C4's and C9's jackknife over snapshots: not
+    :func:`two_seeds_each` of their architectures (the rule :meth:`ZooData.over_seeds`
+    applies to the evidence)."""
+    from ...models.zoo import architecture
+
+    return not two_seeds_each([architecture(m) for m in models])
 
 
 def stacked_evidence(models: Sequence[str], *, progress: bool = False, cache_dir=None):
