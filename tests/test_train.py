@@ -310,6 +310,22 @@ def test_cli_train_bad_arguments(tmp_path, capsys):
     assert "missing.json" in capsys.readouterr().err
 
 
+def test_trained_lists_only_finished_checkpoints(tmp_path, monkeypatch):
+    """A checkpoint saved at an evaluation during training is not a trained model."""
+    import msapod.models.zoo as zoo
+
+    monkeypatch.setattr(zoo, "ROOT", tmp_path)
+    torch.manual_seed(0)
+    for name, step in (("baseline-1", 250), ("baseline-2", 3000), ("ega-1", 3000)):
+        cfg = zoo.ZOO_CONFIGS[name]
+        save_checkpoint(zoo.path(name), GPT(cfg.model), cfg, {"step": step, "val_loss": 2.0})
+    assert zoo.trained() == ("baseline-2", "ega-1")
+    assert zoo.trained(architecture="baseline") == ("baseline-2",)
+    (zoo.path("ega-1") / "config.json").write_text("{")
+    with pytest.raises(ValueError, match="config.json: not valid JSON"):
+        zoo.trained()
+
+
 def test_cli_zoo_table(tmp_path, monkeypatch, capsys):
     import msapod.models.zoo as zoo
 

@@ -4,7 +4,7 @@
 holds ``model.safetensors``, ``config.json`` (with the weights' sha256) and ``log.json``
 (losses, wall time per step, the machine and its load). ``msapod zoo`` lists every
 configured model, whether it is trained, its whole-split validation loss and training time;
-:func:`trained` lists the models whose checkpoints are present.
+:func:`trained` lists the models whose training is finished.
 
 Two sets, both standard and energy-gated attention (EGA), 6 layers x 8 heads, context 256:
 
@@ -108,12 +108,19 @@ def architecture(name: str) -> str:
 
 
 def trained(zoo: str = MAIN, architecture: str | None = None) -> tuple[str, ...]:
-    """The models of :func:`models` whose checkpoint is present (weights and config)."""
-    return tuple(
-        n
-        for n in models(zoo, architecture)
-        if (ROOT / n / "model.safetensors").is_file() and (ROOT / n / "config.json").is_file()
-    )
+    """The models of :func:`models` whose training is finished: weights and a verified
+    config whose ``step`` has reached the configured number of steps. A checkpoint saved
+    during training (``msapod train`` writes one at each evaluation) is not listed, so
+    results never mix finished and half-trained models; ``msapod zoo`` shows its step."""
+    return tuple(n for n in models(zoo, architecture) if _finished(ROOT / n))
+
+
+def _finished(folder: Path) -> bool:
+    """Whether ``folder`` holds a checkpoint at its last configured step."""
+    if not ((folder / "model.safetensors").is_file() and (folder / "config.json").is_file()):
+        return False
+    meta = read_config(folder)
+    return meta.get("step") == meta["train"]["steps"]
 
 
 def path(name: str) -> Path:
