@@ -252,7 +252,7 @@ def _compare_netcdf(new: Path, old: Path, models: list[str] | None = None) -> li
         scale = np.max(np.abs(y[finite])) if finite.any() else 0.0
         ok = np.isclose(x, y, rtol=RTOL, atol=ATOL + RTOL * 1e-3 * scale, equal_nan=True)
         if not ok.all():
-            err = np.nanmax(np.abs(x - y)[~ok])
+            err = np.nanmax(np.abs(x[~ok] - y[~ok]))
             problems.append(f"{v}: {int((~ok).sum())} values differ (largest |diff| {err:.3g})")
     return problems
 
