@@ -139,7 +139,8 @@ def test_check_results_compares_finite_values_beside_infinite_ones(tmp_path):
     old = tmp_path / "old.nc"
     xr.Dataset({"threshold": ("claim", [np.inf, 0.5, -np.inf])}).to_netcdf(old, engine="h5netcdf")
     assert compare([np.inf, 0.5 * (1 + RTOL / 10), -np.inf]) == []
-    assert compare([np.inf, 0.7, -np.inf]) == ["threshold: 1 values differ (largest |diff| 0.2)"]
+    (msg,) = compare([np.inf, 0.7, -np.inf])
+    assert msg.startswith("threshold: 1 values differ (largest |diff| 0.2, 0.4 of its scale 0.5")
     assert compare([np.inf, 0.5, np.inf]) == ["threshold: infinite values differ"]
 
 
@@ -155,3 +156,78 @@ def test_analysis_file_names():
     assert analysis_file({}) == "zoo_analysis.nc"
     assert analysis_file({"width": 0.5}) == "zoo_analysis-width-0.5.nc"
     assert analysis_file({"centre": "centroid"}) == "zoo_analysis-centre-centroid.nc"
+
+
+def _roundoff_pair(tmp_path, change):
+    """A shipped file and a recomputation of it that differs by ``change``."""
+    rng = np.random.default_rng(0)
+    gram = rng.normal(size=(3, 8, 8)) * 1e-3
+    ratio = 1.0 + 0.05 * rng.normal(size=4)
+    dev = np.array([3.0e-8, 4.7e-8])
+    coords = {"layer": [1, 2, 3], "scale": np.geomspace(3, 128, 4)}
+    old = xr.Dataset(
+        {
+            "gram": (("layer", "i", "j"), gram),
+            "ratio": ("scale", ratio),
+            "count": ("layer", np.array([3, 4, 5])),
+            "row_sum_deviation": ("pair", dev, {"roundoff_bound": 1e-6}),
+        },
+        coords=coords,
+    )
+    new = change(old.copy(deep=True))
+    old.to_netcdf(tmp_path / "old.nc", engine="h5netcdf")
+    new.to_netcdf(tmp_path / "new.nc", engine="h5netcdf")
+    return _compare_netcdf(tmp_path / "new.nc", tmp_path / "old.nc")
+
+
+def test_check_passes_round_off_and_fails_a_real_change(tmp_path):
+    """Round-off of another machine (float32 fields summed in another order: about 1e-6 of
+    each variable's scale, and a round-off measurement that moves within its bound) passes;
+    a real change (one value moved by 1e-2 of its variable's scale, one count changed)
+    fails and names the variable with its difference relative to the variable's scale."""
+    rng = np.random.default_rng(1)
+
+    def roundoff(ds):
+        for v in ("gram", "ratio"):
+            scale = float(np.abs(ds[v]).max())
+            ds[v] = ds[v] + 2e-6 * scale * rng.uniform(-1, 1, ds[v].shape)
+        ds["row_sum_deviation"] = ds["row_sum_deviation"] * np.array([0.25, 3.0])
+        return ds
+
+    assert _roundoff_pair(tmp_path, roundoff) == []
+
+    def real(ds):
+        ds["ratio"][2] = ds["ratio"][2] + 1e-2 * float(np.abs(ds["ratio"]).max())
+        return ds
+
+    (msg,) = _roundoff_pair(tmp_path, real)
+    assert msg.startswith("ratio: 1 values differ") and "of its scale" in msg
+
+    def count(ds):
+        ds["count"][0] = 4
+        return ds
+
+    assert _roundoff_pair(tmp_path, count) == ["count: differs (1 cells)"]
+
+    def above_bound(ds):
+        ds["row_sum_deviation"][1] = 2e-6
+        return ds
+
+    assert _roundoff_pair(tmp_path, above_bound) == [
+        "row_sum_deviation: 1 values above its round-off bound 1e-06"
+    ]
+
+    def coordinate(ds):
+        return ds.assign_coords(scale=ds["scale"].values * (1 + 1e-9))
+
+    assert _roundoff_pair(tmp_path, coordinate) == ["scale: coordinate differs (4 values)"]
+
+
+def test_machine_precision_results_are_bounds():
+    from msapod.studies.verdict.rules import roundoff_bound, rule_c10
+
+    # two machines' round-off (1.5e-15 and 6.0e-16) print the same bound
+    assert roundoff_bound(1.5e-15) == roundoff_bound(6.0e-16) == "below 1e-14"
+    assert roundoff_bound(3e-9) == "below 1e-8"
+    assert roundoff_bound(float("nan")) == "not finite"
+    assert "below 1e-14" in rule_c10(1.5e-15, 0, 30).measured

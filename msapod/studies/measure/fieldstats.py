@@ -59,9 +59,12 @@ __all__ = [
     "zoo_field_statistics",
 ]
 
+#: The bound a float32 row sum stays within: a few units of float32 round-off (eps 1.2e-7).
+ROW_SUM_BOUND = 1e-6
+
 #: Version of the output of :func:`field_statistics`; part of its cache key
-#: (2: interpolated median lag).
-FIELDSTATS_FORMAT = 2
+#: (2: interpolated median lag; 3: the round-off bound of row_sum_deviation in its attrs).
+FIELDSTATS_FORMAT = 3
 
 _DESCRIPTIONS = {
     "mean_lag": (
@@ -185,9 +188,9 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
         The variables of the module table, dims ``layer``, ``snapshot``, ``query``,
         ``key``, ``lag`` (``0 .. L-1``) and ``scale`` (coord ``period``); the
         ``snapshot`` coords of ``A`` (e.g. ``offset``) are kept. Each variable's attrs
-        say how it was made (``long_name``, ``units``).
-
-    Over 60 lines only with its documentation; the code is under 60.
+        say how it was made (``long_name``, ``units``); ``row_sum_deviation`` measures
+        round-off and carries the bound it must stay under (``roundoff_bound``,
+        :data:`ROW_SUM_BOUND`).
     """
     check_field(A, name="A", dims=("layer", "snapshot", "query", "key"), min_snapshots=2)
     A = A.transpose("layer", "snapshot", "query", "key")
@@ -223,6 +226,7 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
     )
     for var, (text, units) in _DESCRIPTIONS.items():
         ds[var].attrs = {"long_name": text, "units": units}
+    ds["row_sum_deviation"].attrs["roundoff_bound"] = ROW_SUM_BOUND
     ds["mean_field"].encoding.update(COMPRESS)  # its causal zeros cost nothing
     ds["lag"].attrs = {"long_name": "lag tau = i - j", "units": "characters"}
     ds["scale"].attrs = {"long_name": "Morlet scale a", "units": "characters"}

@@ -1651,12 +1651,29 @@ def rule_c10(gap: float, beaten: int, trials: int, label: str = "") -> Outcome:
     return Outcome(
         "C10",
         "holds" if ok else "does not hold",
-        f"{label}relative gap between error and tail sum ≤ {gap:.1e} for K = 1, 5, 20; "
+        f"{label}relative gap between error and tail sum {roundoff_bound(gap)} for "
+        "K = 1, 5, 20; "
         f"random orthonormal bases beating POD: {beaten} of {trials}",
         "error equals the tail sum to 1e-8 and no random basis does better",
         f"3 ranks x {trials // 3} random bases",
         interval="exact (no sampling error)",
     )
+
+
+#: The smallest bound stated for a machine-precision result (about 50 float64 epsilons):
+#: below it two machines' round-off differ, so no smaller value is printed.
+MACHINE_BOUND = 1e-14
+
+
+def roundoff_bound(x: float) -> str:
+    """A machine-precision result ``x`` as a bound: "below 1e-14" for anything under
+    :data:`MACHINE_BOUND`, else "below" the next power of ten ("below 1e-09")."""
+    if not np.isfinite(x):
+        return "not finite"
+    exp = max(int(np.ceil(np.log10(max(abs(x), 1e-300)))), int(np.log10(MACHINE_BOUND)))
+    if 10.0**exp <= abs(x):
+        exp += 1
+    return f"below 1e{exp:+03d}".replace("+0", "+").replace("-0", "-")
 
 
 #: L: the loss change the EGA paper states (nats per character).
