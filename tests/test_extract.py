@@ -143,7 +143,7 @@ def test_extracted_attention_reproduces_forward(ens, attention):
             h.remove()
         for li, block in enumerate(model.blocks):
             x, out = seen[li]
-            _, _, v = block.attn._qkv(x)  # (B, H, T, hd)
+            _, _, v = block.attn.qkv(x)  # (B, H, T, hd)
             P = torch.as_tensor(A.sel(layer=li + 1).values).transpose(0, 1)  # (B, H, T, T)
             y = (P @ v).transpose(1, 2).reshape(x.shape)
             torch.testing.assert_close(block.attn.c_proj(y), out, rtol=0, atol=1e-10)

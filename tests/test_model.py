@@ -170,3 +170,21 @@ def test_differentiable_head_mask():
     assert all(not b.attn.head_mask.requires_grad for b in model.blocks)
     with pytest.raises(ValueError, match="mask"), model.differentiable_head_mask(torch.ones(3)):
         pass
+
+
+@pytest.mark.parametrize("kw", VARIANTS, ids=lambda kw: "-".join(kw.values()))
+def test_qkv_gives_the_scores_of_probabilities(kw):
+    model = sharp_model(**kw)
+    attn = model.blocks[0].attn
+    x = torch.randn(2, 12, 16, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        q, k, v = attn.qkv(x)
+        assert q.shape == k.shape == v.shape == (2, attn.n_head, 12, attn.head_dim)
+        # the value of head 1, position 5 is its slice of the c_attn projection
+        v_ref = attn.c_attn(x)[:, 5, 2 * 16 + attn.head_dim : 2 * 16 + 2 * attn.head_dim]
+        torch.testing.assert_close(v[:, 1, 5], v_ref, rtol=0, atol=0)
+        s = q @ k.transpose(-2, -1) / attn.head_dim**0.5
+        if attn.ega:
+            s = s + attn.log_gate(x)[..., None, :]
+        s = s.masked_fill(~torch.ones(12, 12, dtype=torch.bool).tril(), float("-inf"))
+        torch.testing.assert_close(attn.probabilities(x), torch.softmax(s, -1), rtol=0, atol=1e-12)

@@ -129,17 +129,21 @@ class CausalSelfAttention(nn.Module):
         t = self.gate_threshold[:, None]
         return F.logsigmoid(alpha * (e - t))
 
-    def _qkv(self, x: torch.Tensor):
+    def qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Queries, keys and values of the layer input ``x`` (B, T, C), split per head:
+        three tensors (B, H, T, head_dim), in ``x``'s dtype. The attention scores are
+        ``q @ k.transpose(-2, -1) / sqrt(head_dim)`` (plus ``log_gate`` for EGA)."""
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         shape = (B, T, self.n_head, self.head_dim)
-        return (t.view(shape).transpose(1, 2) for t in (q, k, v))
+        q, k, v = (t.view(shape).transpose(1, 2) for t in (q, k, v))
+        return q, k, v
 
     def probabilities(self, x: torch.Tensor) -> torch.Tensor:
         """Exact attention probabilities (B, H, T, T), rows summing to one, zero above
         the diagonal; computed in float64 for extraction."""
         T = x.shape[1]
-        q, k, _ = self._qkv(x)
+        q, k, _ = self.qkv(x)
         s = (q.double() @ k.double().transpose(-2, -1)) / math.sqrt(self.head_dim)
         if self.ega:
             s = s + self.log_gate(x).double()[..., None, :]
@@ -151,7 +155,7 @@ class CausalSelfAttention(nn.Module):
         """Per-head attention outputs ``(B, H, T, head_dim)``: what :meth:`forward`
         multiplies by ``head_mask`` before the output projection ``c_proj`` (the fused
         kernels; dropout on the attention weights in training mode)."""
-        q, k, v = self._qkv(x)
+        q, k, v = self.qkv(x)
         p_drop = self.dropout if self.training else 0.0
         if self.ega:
             # log g_j enters as one extra query/key channel: q'.k'_j = q.k_j + log g_j / scale
@@ -172,7 +176,7 @@ class CausalSelfAttention(nn.Module):
     def forward(self, x: torch.Tensor, return_attention: bool = False):
         B, T, C = x.shape
         if return_attention:
-            _, _, v = self._qkv(x)
+            _, _, v = self.qkv(x)
             att = self.probabilities(x)
             y = att.to(v.dtype) @ v
         else:
