@@ -56,6 +56,7 @@ __all__ = [
     "RTOL",
     "ResultsError",
     "check_results",
+    "ensure_results",
     "load_result",
     "manifest",
     "read_manifest",
@@ -214,6 +215,104 @@ def load_result(name: str, folder: str | os.PathLike | None = None):
         ds = ds.load()
     ds.attrs["source"] = str(path)
     return ds
+
+
+# -- the shipped folder outside a checkout -------------------------------------------------
+
+
+def _vcs_source() -> str:
+    """The raw-file URL of ``results/`` at the commit pip installed msapod from (its
+    ``direct_url.json``, PEP 610); a :class:`ResultsError` if msapod was not installed from
+    a GitHub repository."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        text = distribution("msapod").read_text("direct_url.json")
+    except PackageNotFoundError:
+        text = None
+    info = json.loads(text) if text else {}
+    commit = info.get("vcs_info", {}).get("commit_id")
+    match = re.fullmatch(
+        r"https://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?/?", info.get("url", "")
+    )
+    if not commit or match is None:
+        raise ResultsError(
+            f"{results_dir()}: no results folder beside the msapod package, and msapod was not "
+            'installed from a GitHub repository (pip install "msapod @ git+https://github.com/'
+            'OWNER/REPO@REF") to fetch them from; set $MSAPOD_RESULTS to a results folder'
+        )
+    owner, repo = match.groups()
+    return f"https://raw.githubusercontent.com/{owner}/{repo}/{commit}/results/"
+
+
+def ensure_results(source: str | None = None) -> Path:
+    """The results folder the pages read, fetched first when it is not on this machine.
+
+    In a checkout (a ``results/`` with its ``manifest.json`` beside the package), or with
+    ``$MSAPOD_RESULTS`` set, this returns :func:`results_dir` and does nothing else.
+    Otherwise (msapod installed by pip, e.g. on Colab) it downloads ``manifest.json`` and
+    every file the manifest lists from ``source`` into ``results/`` of the cache
+    (``$MSAPOD_CACHE``, default ``~/.cache/msapod``; one folder per source), each file
+    checked against the manifest's sha256 (:mod:`pooch`; files already there and intact
+    are not fetched again), and sets ``$MSAPOD_RESULTS`` to that folder, so that
+    :func:`load_result` reads it (with the provenance checks of :func:`manifest`).
+
+    Parameters
+    ----------
+    source
+        URL of a results folder (ending in ``/``). Default: ``results/`` of the GitHub
+        repository at the commit pip installed msapod from, so results, code and zoo
+        weights come from one commit.
+
+    Raises
+    ------
+    ResultsError
+        If there is nowhere to fetch from, or a fetched file's sha256 differs from the
+        manifest's (the message names the file).
+    """
+    if os.environ.get("MSAPOD_RESULTS") or (results_dir() / "manifest.json").exists():
+        return results_dir()
+    import hashlib
+
+    import pooch  # deferred: only needed when downloading
+
+    from ..._io import cache_dir
+
+    source = source if source is not None else _vcs_source()
+    if not source.endswith("/"):
+        raise ValueError(f"source: expected the URL of a folder, ending in '/', got {source!r}")
+    folder = cache_dir() / "results" / hashlib.sha256(source.encode()).hexdigest()[:16]
+    path = pooch.retrieve(
+        source + "manifest.json",
+        known_hash=None,
+        path=folder,
+        fname=".manifest.json",
+        progressbar=False,
+    )
+    try:
+        files = read_manifest(Path(path))["files"]
+    except (ValueError, KeyError) as err:
+        Path(path).unlink(missing_ok=True)
+        raise ResultsError(f"{source}manifest.json: not a results manifest ({err})") from None
+    for fname, sha in files.items():
+        if not re.fullmatch(r"[A-Za-z0-9_.-]+", fname) or fname.startswith("."):
+            raise ResultsError(f"{source}manifest.json: file name {fname!r} is not allowed")
+        try:
+            pooch.retrieve(
+                source + fname,
+                known_hash=f"sha256:{sha}",
+                path=folder,
+                fname=fname,
+                progressbar=False,
+            )
+        except ValueError as err:
+            raise ResultsError(
+                f"results file {fname} from {source}: its sha256 differs from the manifest's "
+                f"({err})"
+            ) from None
+    os.replace(path, folder / "manifest.json")  # last: a folder with a manifest is complete
+    os.environ["MSAPOD_RESULTS"] = str(folder)
+    return folder
 
 
 # -- comparison of a recomputation with the shipped folder ---------------------------------
