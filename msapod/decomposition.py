@@ -207,18 +207,30 @@ def _check_pod_args(u, dim, n_modes, window) -> int:
         raise TypeError(f"u: expected an xarray.DataArray, got {type(u).__name__}")
     lag_form = "lag" in u.dims
     check_lazy(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"), snapshot_dim=dim)
-    n = u.sizes[dim]
-    if n_modes is None:
-        n_modes = n
-    if isinstance(n_modes, bool) or not isinstance(n_modes, int | np.integer):
-        raise ValueError(f"n_modes: expected an integer 1..{n} or None, got {n_modes!r}")
-    if not 1 <= int(n_modes) <= n:
-        raise ValueError(f"n_modes: expected 1..{n} (the number of snapshots), got {n_modes}")
+    n_modes = check_n_modes(n_modes, u.sizes[dim], u.sizes[dim])
     if window is not None:
         if not isinstance(window, xr.DataArray) or "lag" not in window.dims:
             raise ValueError("window: expected a DataArray with a 'lag' dim (see lag_window)")
         if not np.isfinite(window.values).all():
             raise ValueError("window: expected finite values")
+    return n_modes
+
+
+def check_n_modes(n_modes, n: int | None, default: int) -> int:
+    """``n_modes`` (leading modes kept) as an int in ``1..n``; None gives ``min(default,
+    n)``. ``n`` None (N not known yet): only its type and ``>= 1`` are checked."""
+    bound = "" if n is None else f"..{n}"
+    if n_modes is None:
+        if n is None:
+            raise ValueError("n_modes: a default needs the number of snapshots")
+        return min(default, n)
+    if isinstance(n_modes, bool | np.bool_) or not isinstance(n_modes, int | np.integer):
+        raise ValueError(f"n_modes: expected an integer 1{bound} or None, got {n_modes!r}")
+    if n_modes < 1 or (n is not None and n_modes > n):
+        raise ValueError(
+            f"n_modes: expected an integer 1{bound} (at most the number of snapshots N), "
+            f"got {n_modes}"
+        )
     return int(n_modes)
 
 

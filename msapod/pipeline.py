@@ -18,7 +18,9 @@ in one constructor. Dask data take the chunked kernels' passes.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
+from types import MappingProxyType
 
 import numpy as np
 import pandas as pd
@@ -26,12 +28,12 @@ import xarray as xr
 from numpy.lib.stride_tricks import as_strided
 
 from . import lagstats, wavelets
-from ._labels import check_eps, lag_layout, lookup, positions
+from ._labels import check_eps, check_omega0, lag_layout, lookup, positions
 from .backends import kernels
 from .backends.memory import eigensolve
-from .decomposition import Layout, decompose, finish_modes, pod_dataset
+from .decomposition import Layout, check_n_modes, decompose, finish_modes, pod_dataset
 from .fields import check_with, is_causal, lag_form, split_from_mean
-from .spectra import spectral_concentration, tail_fraction, tail_rank
+from .spectra import CRITERIA, spectral_concentration, tail_fraction, tail_rank
 from .wavelets import (
     check_scales,
     default_scales,
@@ -42,9 +44,9 @@ from .wavelets import (
     warn_unresolved,
 )
 from .wavelets import coherency as coherency_of
-from .windows import lag_window, window_centres, window_parameters
+from .windows import CENTRE_RULES, lag_window, window_centres, window_parameters
 
-__all__ = ["analyze"]
+__all__ = ["ANALYZE_DEFAULTS", "analyze", "check_options"]
 
 
 def analyze(
@@ -114,17 +116,10 @@ def analyze(
     equals the in-memory one to rounding (see :mod:`msapod.backends.chunked`). It runs unchanged
     on a ``dask.distributed`` cluster when a ``Client`` is active.
     """
-    # Over 60 lines only with its documentation; the code is under 60.
-    if field not in ("fluctuation", "total"):
-        raise ValueError(f"field: expected 'fluctuation' or 'total', got {field!r}")
-    eps_list = _eps_list(eps)
-    # the one check (dask data: values are checked set by set, in the pass that forms
-    # the mean) and the one dispatch; the steps below are private kernels
     kern = kernels(A)
     check_with(kern, A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
-    if n_modes is None:
-        n_modes = min(10, A.sizes[dim])
-    params = dict(
+    params = check_options(
+        A.sizes[dim],
         dim=dim,
         scales=scales,
         omega0=omega0,
@@ -134,7 +129,7 @@ def analyze(
         centre=centre,
         width=width,
         n_modes=n_modes,
-        eps=eps_list,
+        eps=eps,
         criterion=criterion,
         k_min=k_min,
         k_max=k_max,
@@ -145,6 +140,118 @@ def analyze(
     if lead:
         return _analyze_sets(A, lead, kern, params)
     return _analyze_one(A, kern=kern, **params)
+
+
+#: The defaults of :func:`analyze`'s options, read from its signature (the one place
+#: they are stated): ``msapod analyze`` and :mod:`msapod.studies.own_model` read them here.
+ANALYZE_DEFAULTS = MappingProxyType(
+    {
+        name: p.default
+        for name, p in inspect.signature(analyze).parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+)
+
+#: Leading modes and coefficients :func:`analyze` keeps by default (at most N).
+DEFAULT_N_MODES = 10
+
+#: The fields whose lag moments give the scalogram: the fluctuation u or A itself.
+SCALOGRAM_FIELDS = ("fluctuation", "total")
+
+
+def check_options(n_snapshots: int | None = None, **options) -> dict:
+    """The options of :func:`analyze` checked and completed with its defaults.
+
+    The one check of them: :func:`analyze` calls it, and so does a caller that wants bad
+    options refused before it gathers the fields (``msapod analyze``).
+
+    Parameters
+    ----------
+    n_snapshots
+        N when known: ``n_modes`` is checked against it and its default, ``min(10, N)``,
+        filled in (``None`` leaves ``n_modes`` as given once checked).
+    **options
+        Keyword arguments of :func:`analyze` (any subset; the others take the defaults of
+        its signature, :data:`ANALYZE_DEFAULTS`).
+
+    Returns
+    -------
+    dict
+        Every option of :func:`analyze`, normalised: numbers as ``float``/``int``, flags
+        as ``bool``, ``eps`` as a list of floats, ``scales`` as a float array or None.
+
+    Raises
+    ------
+    TypeError
+        An option :func:`analyze` does not take.
+    ValueError
+        A bad value, naming the option and what was expected (the scales are checked
+        against the lags of the field later, by :func:`msapod.scalogram`'s rule).
+    """
+    unknown = sorted(set(options) - set(ANALYZE_DEFAULTS))
+    if unknown:
+        raise TypeError(f"analyze: unexpected options {unknown}")
+    o = {**ANALYZE_DEFAULTS, **options}
+    if not isinstance(o["dim"], str):
+        raise ValueError(f"dim: expected the name of the snapshot dim, got {o['dim']!r}")
+    if o["scales"] is not None:
+        o["scales"] = _scale_values(o["scales"])
+    o["omega0"] = check_omega0(o["omega0"])
+    o["max_peaks"] = _check_int(o["max_peaks"], "max_peaks", 1)
+    for flag in ("include_edges", "coherency", "check_stochastic"):
+        if not isinstance(o[flag], bool | np.bool_):
+            raise ValueError(f"{flag}: expected True or False, got {o[flag]!r}")
+        o[flag] = bool(o[flag])
+    if o["field"] not in SCALOGRAM_FIELDS:
+        raise ValueError(f"field: expected one of {SCALOGRAM_FIELDS}, got {o['field']!r}")
+    o["centre"] = _check_centre(o["centre"])
+    if not _is_real(o["width"]) or not (np.isfinite(o["width"]) and o["width"] > 0):
+        raise ValueError(
+            f"width: expected a finite factor kappa > 0 (sigma = kappa a*), got {o['width']!r}"
+        )
+    o["width"] = float(o["width"])
+    if o["n_modes"] is not None or n_snapshots is not None:
+        o["n_modes"] = check_n_modes(o["n_modes"], n_snapshots, DEFAULT_N_MODES)
+    o["eps"] = _eps_list(o["eps"])
+    if o["criterion"] not in CRITERIA:
+        raise ValueError(f"criterion: expected one of {CRITERIA}, got {o['criterion']!r}")
+    o["k_min"] = _check_int(o["k_min"], "k_min", 1)
+    if o["k_max"] is not None:
+        o["k_max"] = _check_int(o["k_max"], "k_max", 2)
+    return o
+
+
+def _is_real(x) -> bool:
+    """A real number (not a bool)."""
+    return isinstance(x, int | float | np.integer | np.floating) and not isinstance(
+        x, bool | np.bool_
+    )
+
+
+def _check_int(x, name: str, least: int) -> int:
+    """``x`` as an int if it is an integer (not a bool) of at least ``least``."""
+    if not isinstance(x, int | np.integer) or isinstance(x, bool | np.bool_) or x < least:
+        raise ValueError(f"{name}: expected an integer >= {least}, got {x!r}")
+    return int(x)
+
+
+def _check_centre(centre) -> str | float:
+    """A window centre rule of :func:`msapod.window_parameters` or a finite lag."""
+    if isinstance(centre, str) and centre in CENTRE_RULES:
+        return centre
+    if _is_real(centre) and np.isfinite(centre):
+        return float(centre)
+    raise ValueError(
+        f"centre: expected one of {CENTRE_RULES} or a finite number of lags, got {centre!r}"
+    )
+
+
+def _scale_values(scales) -> np.ndarray:
+    """The scales as a float array (their range and order are checked against the lags)."""
+    try:
+        return np.atleast_1d(np.asarray(scales, dtype=np.float64))
+    except (TypeError, ValueError):
+        raise ValueError(f"scales: expected a sequence of numbers (lags), got {scales!r}") from None
 
 
 def _eps_list(eps) -> list[float]:
@@ -534,8 +641,6 @@ def _coherency_at_peaks(R, peaks, omega0, dim, max_peaks) -> xr.DataArray:
 def _ranks(spectrum, eps_list, criterion, n) -> tuple[xr.DataArray, xr.DataArray]:
     """H*(eps) and its at_rank_limit flag along a leading ``eps`` dim (as
     :func:`msapod.effective_rank` gives them, from one tail fraction for every eps)."""
-    if criterion not in ("energy", "l2"):
-        raise ValueError(f"criterion: expected 'energy' or 'l2', got {criterion!r}")
     lam = spectrum.transpose(..., "rank")
     tail = tail_fraction(lam.values)
     H = np.stack([tail_rank(tail, e if criterion == "energy" else e**2) for e in eps_list])

@@ -18,7 +18,10 @@ import xarray as xr
 
 from ._labels import check_eps, lead_coords, stack_leading
 
-__all__ = ["effective_rank", "spectral_concentration", "tail_fraction", "tail_rank"]
+__all__ = ["CRITERIA", "effective_rank", "spectral_concentration", "tail_fraction", "tail_rank"]
+
+#: The criteria of H*: the energy tail, or its square root (the relative L2 error).
+CRITERIA = ("energy", "l2")
 
 
 def _spectrum_dim(eigenvalues: xr.DataArray, dim: str | None) -> str:
@@ -165,8 +168,8 @@ def effective_rank(
         Integer H* with a boolean coordinate ``at_rank_limit``; 0 for a zero spectrum.
     """
     eps = check_eps(eps)
-    if criterion not in ("energy", "l2"):
-        raise ValueError(f"criterion: expected 'energy' or 'l2', got {criterion!r}")
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion: expected one of {CRITERIA}, got {criterion!r}")
     d = _spectrum_dim(eigenvalues, dim)
     lam, lead, shape = stack_leading(eigenvalues, (d,))
     lam = lam.astype(np.float64)

@@ -74,6 +74,55 @@ def test_analyze_rejects_bad_input():
         msapod.analyze(A, scales=[3.0, 50.0])
 
 
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("n_modes", 9, r"n_modes: expected an integer 1\.\.8 \(at most the number of snapshots"),
+        ("n_modes", 2.5, r"n_modes: expected an integer 1\.\.8 or None, got 2\.5"),
+        ("n_modes", True, r"n_modes: expected an integer 1\.\.8 or None, got True"),
+        ("n_modes", 0, r"n_modes: expected an integer 1\.\.8 .*got 0"),
+        ("n_modes", "3", r"n_modes: expected an integer"),
+        ("max_peaks", 0, r"max_peaks: expected an integer >= 1, got 0"),
+        ("max_peaks", 2.5, r"max_peaks: expected an integer >= 1"),
+        ("width", 0.0, r"width: expected a finite factor kappa > 0"),
+        ("width", float("nan"), r"width: expected a finite factor kappa > 0"),
+        ("width", -1.0, r"width: expected a finite factor kappa > 0"),
+        ("centre", "middle", r"centre: expected one of \('peak', 'centroid', 'scale'\)"),
+        ("centre", float("nan"), r"centre: expected one of .* a finite number"),
+        ("omega0", "6", r"omega0: expected a positive number"),
+        ("criterion", "rank", r"criterion: expected one of \('energy', 'l2'\)"),
+        ("k_min", 1.5, r"k_min: expected an integer >= 1"),
+        ("k_max", 2.5, r"k_max: expected an integer >= 2"),
+        ("include_edges", "yes", r"include_edges: expected True or False"),
+        ("coherency", 1, r"coherency: expected True or False"),
+        ("check_stochastic", "no", r"check_stochastic: expected True or False"),
+        ("scales", "x", r"scales: expected a sequence of numbers"),
+    ],
+)
+def test_analyze_names_the_bad_option(option, value, message):
+    A = planted_attention(n=8, L=20)
+    with pytest.raises(ValueError, match=message):
+        msapod.analyze(A, **{option: value})
+
+
+def test_analyze_takes_numpy_integers_for_counts():
+    A = planted_attention(n=8, L=20)
+    ds = msapod.analyze(A, n_modes=np.int64(3), max_peaks=np.int32(2), scales=[2.0, 3.0, 4.0])
+    assert ds.sizes["mode"] == 3 and ds.sizes["peak"] == 2
+    assert ds.attrs["n_modes"] == 3 and isinstance(ds.attrs["n_modes"], int)
+
+
+def test_check_options_fills_the_signature_defaults():
+    from msapod.pipeline import ANALYZE_DEFAULTS, check_options
+
+    opts = check_options(30)
+    assert opts["n_modes"] == 10 and check_options(6)["n_modes"] == 6
+    assert set(opts) == set(ANALYZE_DEFAULTS)
+    assert opts["eps"] == [0.05, 0.10, 0.20]
+    with pytest.raises(TypeError, match="unexpected options"):
+        check_options(30, n_mode=3)
+
+
 def test_lag_ensemble_causal_view_matches_definition():
     from msapod.pipeline import _lag_ensemble
 
