@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import json
 import sys
 from collections.abc import Sequence
@@ -439,6 +440,14 @@ def _add_reproduce(sub) -> None:
     r.set_defaults(func=_cmd_reproduce)
 
 
+def _centre(text: str) -> str | float:
+    """``--centre``: a number of lags, else the rule's name as given (analyze checks it)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
 def _add_analyze(sub) -> None:
     a = sub.add_parser(
         "analyze",
@@ -456,9 +465,23 @@ def _add_analyze(sub) -> None:
     a.add_argument(
         "--text", metavar="FILE", help="UTF-8 text (default: the zoo's validation split)"
     )
-    a.add_argument("--n", type=int, default=150, help="snapshots N (default 150)")
-    a.add_argument("--length", type=int, default=256, help="tokens per snapshot L (default 256)")
-    a.add_argument("--seed", type=int, default=0, help="ensemble seed (default 0)")
+    # the defaults are analyze's and analyze_sources' (their signatures), stated there once
+    from .pipeline import ANALYZE_DEFAULTS as D
+    from .pipeline import DEFAULT_N_MODES, SCALOGRAM_FIELDS
+    from .studies.own_model import analyze_sources
+    from .wavelets import DEFAULT_MIN_SCALE, DEFAULT_NUM_SCALES
+
+    ens = {k: p.default for k, p in inspect.signature(analyze_sources).parameters.items()}
+    a.add_argument("--n", type=int, default=ens["n"], help=f"snapshots N (default {ens['n']})")
+    a.add_argument(
+        "--length",
+        type=int,
+        default=ens["length"],
+        help=f"tokens per snapshot L (default {ens['length']})",
+    )
+    a.add_argument(
+        "--seed", type=int, default=ens["seed"], help=f"ensemble seed (default {ens['seed']})"
+    )
     a.add_argument("--layers", type=int, nargs="+", help="1-based layers (default all)")
     a.add_argument(
         "--heads",
@@ -466,23 +489,51 @@ def _add_analyze(sub) -> None:
         default="average",
         help="analyse the head mean (default) or every head",
     )
-    a.add_argument("--scale-min", type=float, help="smallest scale (default 3)")
+    a.add_argument(
+        "--scale-min", type=float, help=f"smallest scale (default {DEFAULT_MIN_SCALE:g})"
+    )
     a.add_argument("--scale-max", type=float, help="largest scale (default half the lags)")
-    a.add_argument("--n-scales", type=int, help="log-spaced scales (default 48)")
-    a.add_argument("--omega0", type=float, default=6.0, help="Morlet centre frequency (6)")
-    a.add_argument("--max-peaks", type=int, default=3, help="dominant scales = windows (3)")
-    a.add_argument("--centre", default="peak", help="window centre: peak, centroid or a lag")
-    a.add_argument("--width", type=float, default=1.0, help="window width sigma = WIDTH x a*")
+    a.add_argument("--n-scales", type=int, help=f"log-spaced scales (default {DEFAULT_NUM_SCALES})")
+    a.add_argument(
+        "--omega0",
+        type=float,
+        default=D["omega0"],
+        help=f"Morlet centre frequency (default {D['omega0']:g})",
+    )
+    a.add_argument(
+        "--max-peaks",
+        type=int,
+        default=D["max_peaks"],
+        help=f"dominant scales = windows (default {D['max_peaks']})",
+    )
+    a.add_argument(
+        "--centre",
+        type=_centre,
+        default=D["centre"],
+        help=f"window centre: peak, centroid, scale or a lag (default {D['centre']})",
+    )
+    a.add_argument(
+        "--width",
+        type=float,
+        default=D["width"],
+        help=f"window width sigma = WIDTH x a* (default {D['width']:g})",
+    )
     a.add_argument(
         "--field",
-        choices=("fluctuation", "total"),
-        default="fluctuation",
-        help="field of the scalogram (default the fluctuation u)",
+        choices=SCALOGRAM_FIELDS,
+        default=D["field"],
+        help=f"field of the scalogram (default {D['field']})",
     )
     a.add_argument(
-        "--eps", type=float, nargs="+", default=[0.05, 0.10, 0.20], help="tolerances of H*"
+        "--eps",
+        type=float,
+        nargs="+",
+        default=list(D["eps"]),
+        help=f"tolerances of H* (default {' '.join(f'{e:g}' for e in D['eps'])})",
     )
-    a.add_argument("--n-modes", type=int, help="leading modes kept (default min(10, N))")
+    a.add_argument(
+        "--n-modes", type=int, help=f"leading modes kept (default min({DEFAULT_N_MODES}, N))"
+    )
     a.add_argument("--batch-size", type=int, help="snippets per forward pass (default: by memory)")
     a.add_argument("--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)")
     a.add_argument("--threads", type=int, help="torch threads")

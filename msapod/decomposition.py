@@ -207,7 +207,8 @@ def _check_pod_args(u, dim, n_modes, window) -> int:
         raise TypeError(f"u: expected an xarray.DataArray, got {type(u).__name__}")
     lag_form = "lag" in u.dims
     check_lazy(u, name="u", dims=(dim, "query", "lag" if lag_form else "key"), snapshot_dim=dim)
-    n_modes = check_n_modes(n_modes, u.sizes[dim], u.sizes[dim])
+    n = u.sizes[dim]
+    n_modes = n if n_modes is None else check_n_modes(n_modes, n)
     if window is not None:
         if not isinstance(window, xr.DataArray) or "lag" not in window.dims:
             raise ValueError("window: expected a DataArray with a 'lag' dim (see lag_window)")
@@ -216,14 +217,10 @@ def _check_pod_args(u, dim, n_modes, window) -> int:
     return n_modes
 
 
-def check_n_modes(n_modes, n: int | None, default: int) -> int:
-    """``n_modes`` (leading modes kept) as an int in ``1..n``; None gives ``min(default,
-    n)``. ``n`` None (N not known yet): only its type and ``>= 1`` are checked."""
+def check_n_modes(n_modes, n: int | None) -> int:
+    """``n_modes`` (leading modes kept) as an int in ``1..n`` (``n`` None, N not known
+    yet: its type and ``>= 1`` only)."""
     bound = "" if n is None else f"..{n}"
-    if n_modes is None:
-        if n is None:
-            raise ValueError("n_modes: a default needs the number of snapshots")
-        return min(default, n)
     if isinstance(n_modes, bool | np.bool_) or not isinstance(n_modes, int | np.integer):
         raise ValueError(f"n_modes: expected an integer 1{bound} or None, got {n_modes!r}")
     if n_modes < 1 or (n is not None and n_modes > n):

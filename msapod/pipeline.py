@@ -40,6 +40,7 @@ from .wavelets import (
     dominant_scales,
     fourier_period,
     peak_indices,
+    scale_centroid,
     scalogram,
     warn_unresolved,
 )
@@ -136,6 +137,8 @@ def analyze(
         coherency=coherency,
         check_stochastic=check_stochastic,
     )
+    if params["n_modes"] is None:
+        params["n_modes"] = min(DEFAULT_N_MODES, A.sizes[dim])
     lead = [d for d in A.dims if d not in (dim, "query", "key")]
     if lead:
         return _analyze_sets(A, lead, kern, params)
@@ -168,8 +171,7 @@ def check_options(n_snapshots: int | None = None, **options) -> dict:
     Parameters
     ----------
     n_snapshots
-        N when known: ``n_modes`` is checked against it and its default, ``min(10, N)``,
-        filled in (``None`` leaves ``n_modes`` as given once checked).
+        N when known: ``n_modes`` is checked against it.
     **options
         Keyword arguments of :func:`analyze` (any subset; the others take the defaults of
         its signature, :data:`ANALYZE_DEFAULTS`).
@@ -210,8 +212,8 @@ def check_options(n_snapshots: int | None = None, **options) -> dict:
             f"width: expected a finite factor kappa > 0 (sigma = kappa a*), got {o['width']!r}"
         )
     o["width"] = float(o["width"])
-    if o["n_modes"] is not None or n_snapshots is not None:
-        o["n_modes"] = check_n_modes(o["n_modes"], n_snapshots, DEFAULT_N_MODES)
+    if o["n_modes"] is not None:
+        o["n_modes"] = check_n_modes(o["n_modes"], n_snapshots)
     o["eps"] = _eps_list(o["eps"])
     if o["criterion"] not in CRITERIA:
         raise ValueError(f"criterion: expected one of {CRITERIA}, got {o['criterion']!r}")
@@ -587,7 +589,7 @@ def _variables(mean, sc, peaks, wp, res, conc, H, at_limit, max_peaks) -> dict:
         "window_centre": _by_window_1d(wp["centre"], np.nan, labels),
         "window_width": _by_window_1d(wp["width"], np.nan, labels),
         "window_scale": _by_window_1d(peaks, np.nan, labels),
-        "scale_centroid": _centroid(sc["spectrum"]),
+        "scale_centroid": scale_centroid(sc["spectrum"]),
     }
 
 
@@ -662,15 +664,6 @@ def _window_array(lags, wp, peaks, max_peaks) -> xr.DataArray:
     w_scale = lag_window(lags, wp["centre"].fillna(0.0), wp["width"].fillna(1.0))
     w_scale = w_scale.where(np.isfinite(peaks), 0.0)
     return _by_window(w_scale, 1.0, _labels(max_peaks))
-
-
-def _centroid(spectrum: xr.DataArray) -> xr.DataArray:
-    """:func:`msapod.scale_centroid` of a spectrum the pipeline formed (not re-checked)."""
-    loga = np.log(spectrum["scale"])
-    c = np.exp((spectrum * loga).sum("scale") / spectrum.sum("scale"))
-    c.name = "scale_centroid"
-    c.attrs = {"units": "lag", "long_name": "energy-weighted geometric mean scale"}
-    return c
 
 
 def _lag_fluctuation(A, dim, mean) -> xr.DataArray:

@@ -116,7 +116,7 @@ def test_check_options_fills_the_signature_defaults():
     from msapod.pipeline import ANALYZE_DEFAULTS, check_options
 
     opts = check_options(30)
-    assert opts["n_modes"] == 10 and check_options(6)["n_modes"] == 6
+    assert opts["n_modes"] is None and check_options(6, n_modes=np.int64(6))["n_modes"] == 6
     assert set(opts) == set(ANALYZE_DEFAULTS)
     assert opts["eps"] == [0.05, 0.10, 0.20]
     with pytest.raises(TypeError, match="unexpected options"):

@@ -357,6 +357,11 @@ def test_gguf_route(tmp_path, capsys):
         (["baseline-1", "baseline-2", "--labels", "a"], r"--labels: expected one label"),
         (["baseline-1", "--eps", "1.5"], r"--eps"),
         (["baseline-1", "--scale-max", "500", "--n", "5", "--length", "16"], r"--scale-max"),
+        (["baseline-1", "--n", "5", "--n-modes", "6"], r"--n-modes: expected an integer 1\.\.5"),
+        (["baseline-1", "--max-peaks", "0"], r"--max-peaks: expected an integer >= 1"),
+        (["baseline-1", "--centre", "middle"], r"--centre: expected one of \('peak'"),
+        (["baseline-1", "--width", "0"], r"--width: expected a finite factor kappa > 0"),
+        (["baseline-1", "--n-scales", "1"], r"--n-scales: expected an integer >= 2"),
     ],
 )
 def test_bad_input_exit_2(argv, message, tmp_path, capsys):

@@ -41,6 +41,7 @@ import os
 import re
 import warnings
 from collections.abc import Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,7 @@ import numpy as np
 import xarray as xr
 
 from .._io import atomic_path, check_int, package_version
+from ..pipeline import ANALYZE_DEFAULTS, check_options
 from .store.cache import (
     FieldFile,
     TokenEnsemble,
@@ -545,57 +547,35 @@ def _build_fields(
 # ----------------------------------------------------------------------------- analysis
 
 
-def _analysis_params(
-    *,
-    scale_min: float | None,
-    scale_max: float | None,
-    n_scales: int | None,
-    omega0: float,
-    max_peaks: int,
-    centre: str | float,
-    width: float,
-    field: str,
-    eps: Sequence[float],
-    n_modes: int | None,
-) -> dict:
-    """The parameters of :func:`msapod.analyze` and the scale grid (JSON-safe)."""
-    from .._labels import check_eps
+def _analysis_params(n: int | None = None, **options) -> dict:
+    """The parameters of :func:`msapod.analyze` and the scale grid (JSON-safe).
 
-    if max_peaks < 1:
-        raise UsageError(f"--max-peaks: expected a positive integer, got {max_peaks}")
-    if not (np.isfinite(width) and width > 0):
-        raise UsageError(f"--width: expected a positive number, got {width}")
-    if not (np.isfinite(omega0) and omega0 > 0):
-        raise UsageError(f"--omega0: expected a positive number, got {omega0}")
-    if field not in ("fluctuation", "total"):
-        raise UsageError(f"--field: expected 'fluctuation' or 'total', got {field!r}")
-    if isinstance(centre, str) and centre not in ("peak", "centroid"):
-        try:
-            centre = float(centre)
-        except ValueError:
-            raise UsageError(
-                f"--centre: expected 'peak', 'centroid' or a lag, got {centre!r}"
-            ) from None
+    ``options`` are :data:`DEFAULTS`' names; analyze's are checked by analyze's own rule
+    (:func:`msapod.pipeline.check_options`, with N = ``n`` when known), its errors given
+    the names of the command's flags; the grid's (``scale_*``, ``n_scales``) are checked
+    when the grid is made (:func:`_scales`).
+    """
+    grid = {k: options.pop(k) for k in GRID_OPTIONS}
+    with _flag_errors():
+        checked = check_options(n, **options)
+    return {**grid, **{k: checked[k] for k in options}}
+
+
+#: The options of the scale grid (``msapod analyze`` only; analyze takes the grid).
+GRID_OPTIONS = ("scale_min", "scale_max", "n_scales")
+
+
+@contextmanager
+def _flag_errors():
+    """A ValueError of an option of :func:`msapod.analyze` as a :class:`UsageError` that
+    names the option as the command's flag (``n_modes: ...`` -> ``--n-modes: ...``)."""
     try:
-        eps = [check_eps(float(e)) for e in eps]
+        yield
     except ValueError as err:
-        raise UsageError(f"--eps: {err}") from None
-    if n_modes is not None and n_modes < 1:
-        raise UsageError(f"--n-modes: expected a positive integer, got {n_modes}")
-    if n_scales is not None and n_scales < 2:
-        raise UsageError(f"--n-scales: expected at least 2, got {n_scales}")
-    return {
-        "scale_min": scale_min,
-        "scale_max": scale_max,
-        "n_scales": n_scales,
-        "omega0": float(omega0),
-        "max_peaks": int(max_peaks),
-        "centre": centre,
-        "width": float(width),
-        "field": field,
-        "eps": eps,
-        "n_modes": n_modes,
-    }
+        name, sep, rest = str(err).partition(":")
+        if sep and name in ANALYZE_DEFAULTS:
+            raise UsageError(f"--{name.replace('_', '-')}:{rest}") from None
+        raise UsageError(str(err)) from None
 
 
 def _scales(params: dict, length: int, causal: bool) -> np.ndarray | None:
@@ -608,6 +588,8 @@ def _scales(params: dict, length: int, causal: bool) -> np.ndarray | None:
     smin = DEFAULT_MIN_SCALE if params["scale_min"] is None else params["scale_min"]
     smax = n_lag / 2 if params["scale_max"] is None else params["scale_max"]
     num = DEFAULT_NUM_SCALES if params["n_scales"] is None else params["n_scales"]
+    if isinstance(num, bool) or not isinstance(num, int | np.integer) or num < 2:
+        raise UsageError(f"--n-scales: expected an integer >= 2, got {num!r}")
     if not 1 <= smin < smax <= n_lag / 2:
         raise UsageError(
             f"--scale-min, --scale-max: expected 1 <= min < max <= {n_lag / 2:g} (half the "
@@ -855,18 +837,16 @@ def _source_attrs(attrs, source: Source, ens: TokenEnsemble, average_heads, fkey
     return keep
 
 
-#: Defaults of every analysis option (the book's).
+#: Defaults of every analysis option: the scale grid's (None: analyze's default grid,
+#: :data:`msapod.wavelets.DEFAULT_MIN_SCALE` to half the lags in
+#: :data:`msapod.wavelets.DEFAULT_NUM_SCALES` steps) and analyze's own, read from its
+#: signature.
 DEFAULTS = {
-    "scale_min": None,
-    "scale_max": None,
-    "n_scales": None,
-    "omega0": 6.0,
-    "max_peaks": 3,
-    "centre": "peak",
-    "width": 1.0,
-    "field": "fluctuation",
-    "eps": (0.05, 0.10, 0.20),
-    "n_modes": None,
+    **dict.fromkeys(GRID_OPTIONS),
+    **{
+        k: ANALYZE_DEFAULTS[k]
+        for k in ("omega0", "max_peaks", "centre", "width", "field", "eps", "n_modes")
+    },
 }
 
 #: Per-model provenance kept as coordinates on ``model``.
@@ -964,13 +944,11 @@ def analyze_sources(
     UsageError
         Any bad input, before anything is extracted where it can be known then.
     """
-    # Over 60 lines only with its documentation: every option of ``msapod analyze`` is
-    # documented here once.
     sources, labels = _check_sources(sources, labels)
     unknown = set(options) - set(DEFAULTS)
     if unknown:
         raise TypeError(f"analyze_sources: unexpected options {sorted(unknown)}")
-    params = _analysis_params(**{**DEFAULTS, **options})
+    params = _analysis_params(n, **{**DEFAULTS, **options})
     if batch_size is not None:
         batch_size = check_int(batch_size, "--batch-size", 2, UsageError)
     log = log or (lambda line: None)
