@@ -298,7 +298,6 @@ def iter_attention(
     floats), so each block runs once per snapshot; Hugging Face models are re-run for
     every layer (``n_layer`` times the compute of one pass).
     """
-    # Over 60 lines only with its documentation; the code is under 60.
     info = _model_info(model)
     ids = _as_ids(model, ids, info)
     layers = check_layers(layers, info["n_layer"])
@@ -434,7 +433,6 @@ def collect_attention(
         ``average_heads``, ``source`` and ``msapod_version``. With ``store`` the data are
         dask-backed (chunked over ``snapshot``, one layer and head per chunk).
     """
-    # Over 60 lines only with its documentation: every option is documented here once.
     if store is not None:
         return write_attention_zarr(
             model,
@@ -655,7 +653,6 @@ def write_attention_zarr(
         cannot be verified: no ``weights_sha256``) without ``overwrite``; a store that
         does not read back as written.
     """
-    # Over 60 lines only with its documentation; the code is under 60.
     info, ids, offsets, layer_list, attrs = _prepare_collect(
         model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, data_sha256
     )

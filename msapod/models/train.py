@@ -504,8 +504,6 @@ def train(
         evaluation; a resumed run equals an uninterrupted one bit for bit (on the same
         machine and thread count).
     """
-    # Over 60 lines only with its documentation: the loop keeps its timers, running
-    # losses and progress bar in one frame.
     corpus = corpus if corpus is not None else load_corpus()
     dev = _check_run(cfg, corpus, save_every, device)
     if threads:

@@ -506,7 +506,6 @@ def smollm2_analysis(
     read the verified cache file. Measured for the default ensemble on two busy CPU
     cores: about 5 minutes in all, peak resident memory 1.65 GB.
     """
-    # Over 60 lines only with its documentation; the code is under 60.
     n = check_int(n, "n", 2)
     length = check_int(length, "length", 2)
     seed = check_int(seed, "seed", 0)

@@ -324,8 +324,6 @@ def coherency_summary(
     xarray.Dataset
         ``probe_scale(probe)``, ``coherency_matrix(probe, query_i, query_j)`` (float64),
         ``coherency_curve(probe, separation)``, ``coherency_null_curve(probe, separation)``.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
     dom = list(np.asarray(dominant, dtype=float))[:3]
     dom += [np.nan] * (3 - len(dom))

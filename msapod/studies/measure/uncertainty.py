@@ -130,9 +130,6 @@ def scale_jackknife(
         ``scale_centroid`` and ``energy`` (sum of E(a, b) over scale and lag, no 1/a)
         with their jackknife standard errors ``*_se`` and leave-one-out replicates
         ``*_jack(jack)``.
-
-    Over 60 lines with its documentation; the code is the exact leave-one-out algebra in
-    one frame.
     """
     check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim, min_snapshots=3)
     extra = [d for d in A.dims if d not in (dim, "query", "key")]
@@ -214,8 +211,6 @@ def pod_jackknife(
         ``T_spec_se(...)``, ``H_star_se(..., eps)`` (of the integer H*, often exactly
         zero), ``H_star_frac_se`` (of :func:`fractional_rank`, the useful one) and the
         replicate means ``T_spec_jack_mean``, ``H_star_jack_mean``.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
     eps_list = [float(e) for e in np.atleast_1d(eps)]
     other = f"{dim}_"
@@ -313,8 +308,6 @@ def arch_difference(
     -------
     xarray.Dataset
         ``diff``, ``se``, ``lower``, ``upper``, ``significant`` and ``df``.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
     if "model" not in value.dims or architecture not in value.coords:
         raise ValueError(f"value: expected a 'model' dim with an {architecture!r} coord")

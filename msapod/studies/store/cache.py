@@ -933,7 +933,6 @@ def cached_dataset(
     xarray.Dataset
         Loaded into memory; ``encoding["source"]`` is the cache file.
     """
-    # Over 60 lines only with its documentation; the code is under 60.
     if not isinstance(kind, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", kind):
         raise ValueError(f"kind: expected a plain folder name, got {kind!r}")
     full = {
