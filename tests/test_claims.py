@@ -181,15 +181,23 @@ def test_arch_rules_c7_c8_loss():
     T2[2:] = T[:2].values[::-1] * 1.0 - [[0, 0, 0.5, 0.5, -0.5, -0.5]]
     assert rule_c8(T2, se).verdict == "does not hold"
     loss = xr.DataArray(
-        [1.5, 1.51, 1.40, 1.41],
+        [1.5, 1.5001, 1.40, 1.4001],
         dims="model",
         coords={"model": MODELS, "architecture": ("model", ARCH)},
     )
-    out = rule_loss(loss)
+    out = rule_loss(loss)  # -0.10, tightly: the sign and the size
     assert out.verdict == "holds" and out.paper_value.startswith("compatible")
+    out = rule_loss(loss.copy(data=[1.5, 1.51, 1.40, 1.41]))  # -0.10 [-0.144, -0.056]
+    assert out.verdict == "partly"  # the sign; the size to ±25 % is not resolved by 2 + 2
     loss = loss.copy(data=[1.5, 1.501, 1.48, 1.481])  # -0.02: the sign, not the size
     out = rule_loss(loss)
-    assert out.verdict == "holds" and out.paper_value.startswith("not compatible")
+    assert out.verdict == "partly" and out.paper_value.startswith("not compatible")
+    # indistinguishable from 0 but excluding the stated -0.10: refuted as stated
+    out = rule_loss(loss.copy(data=[1.50, 1.51, 1.505, 1.50]))
+    assert out.verdict == "does not hold" and "(size) 1 case: 0 pass, 1 fail" in out.cases
+    # an interval holding both the stated size and its negation: not significant
+    out = rule_loss(loss.copy(data=[1.5, 1.7, 1.45, 1.55]))
+    assert out.verdict == "not significant"
     # one model per architecture: no seed interval, not testable (said why)
     one = E.isel(model=[0, 2])
     assert rule_c7(one, se.isel(model=[0, 2])).verdict == "not testable as stated"
@@ -198,8 +206,12 @@ def test_arch_rules_c7_c8_loss():
 def test_c9_c10():
     r, _ = per_layer([0.8, 0.85, 0.7, 0.6, 0.5, 0.6])
     assert rule_c9(r).verdict == "holds"
-    r, _ = per_layer([0.95] * 6)  # narrower, but within the stated margin
-    assert rule_c9(r).verdict == "not significant"
+    r, _ = per_layer([0.95] * 6)  # narrower, but not by the stated margin: fails it
+    assert rule_c9(r).verdict == "does not hold"
+    # an interval that holds the margin's boundary 0.9 is the only undecided case
+    r, _ = per_layer([[0.85] * 6, [0.95] * 6, [0.85] * 6, [0.95] * 6])
+    out = rule_c9(r)
+    assert out.verdict == "not significant" and "0 pass, 0 fail" in out.cases
     r, _ = per_layer([1.1] * 6)
     assert rule_c9(r).verdict == "does not hold"
     r, _ = per_layer([np.nan] * 6)
@@ -350,8 +362,8 @@ def test_c9_interval_against_the_margin():
     assert rule_c9(ratio, se).verdict == "not significant"
     ratio, se = per_layer([1.2] * 6, 0.01)
     assert rule_c9(ratio, se).verdict == "does not hold"
-    ratio, se = per_layer([0.95] * 6, 0.01)  # narrower, but within the margin
-    assert rule_c9(ratio, se).verdict == "not significant"
+    ratio, se = per_layer([0.95] * 6, 0.01)  # narrower, but not by the margin: fails it
+    assert rule_c9(ratio, se).verdict == "does not hold"
 
 
 def test_depth_groups_that_overlap_or_are_empty():

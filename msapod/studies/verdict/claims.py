@@ -119,7 +119,7 @@ def case_counts(cells) -> str:
         f"{(cells == k).sum()} {label}"
         for k, label in (("yes", "pass"), ("no", "fail"), ("ns", "n.s."))
     ]
-    return f"{cells.size} cases: " + ", ".join(parts)
+    return f"{cells.size} {'case' if cells.size == 1 else 'cases'}: " + ", ".join(parts)
 
 
 def layer_span(layers) -> str:

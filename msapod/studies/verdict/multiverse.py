@@ -1026,7 +1026,13 @@ def _call_scale(claim, spec, data, where, kw):
     """C1, C2: the scale statistic with its SE and edge side per model and layer."""
     ev = data.ev
     sel = {**{a: spec[a] for a in _SCALE}, "scale_stat": spec["scale_stat"]}
-    kwargs = dict(statistic=spec["scale_stat"], where=where, edge=ev["scale_stat_edge"].sel(sel))
+    grid = ev["scale_grid"].sel(scale_min=spec["scale_min"])
+    kwargs = dict(
+        statistic=spec["scale_stat"],
+        where=where,
+        edge=ev["scale_stat_edge"].sel(sel),
+        grid=(float(grid.sel(grid_end="min").min()), float(grid.sel(grid_end="max").max())),
+    )
     args = (ev["scale_stat_value"].sel(sel), ev["scale_stat_se"].sel(sel))
     return RULES[claim], args, {**kwargs, **kw["early"], **kw["late"]}
 

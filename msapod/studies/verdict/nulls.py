@@ -915,8 +915,8 @@ def claim_curve(
 #: The evidence variables each claim's rule reads (:func:`joint_tests` relabels only
 #: these; the others never reach the rule).
 CLAIM_EVIDENCE = {
-    "C1": ("scale_stat_value", "scale_stat_se", "scale_stat_edge"),
-    "C2": ("scale_stat_value", "scale_stat_se", "scale_stat_edge"),
+    "C1": ("scale_stat_value", "scale_stat_se", "scale_stat_edge", "scale_grid"),
+    "C2": ("scale_stat_value", "scale_stat_se", "scale_stat_edge", "scale_grid"),
     "C3": ("T_spec", "T_spec_se"),
     "C4": (
         "c4_share",

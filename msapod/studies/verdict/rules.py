@@ -453,12 +453,26 @@ def _scale_measured(name: str, span: str, s, bounds: list[str], shift) -> str:
     )
     if shift is not None:
         measured += "; late/early ratio of a*: " + ", ".join(
-            f"×{np.exp(v):.2g} [{np.exp(a_):.2g}, {np.exp(b_):.2g}]"
+            _ratio_text(v, a_, b_)
             for v, a_, b_ in zip(
                 shift["value"].values, shift["lower"].values, shift["upper"].values, strict=True
             )
         )
     return measured
+
+
+def _ratio_text(log_value: float, log_lower: float, log_upper: float) -> str:
+    """A late/early scale ratio from its log and interval: "×1.5 [1.2, 1.9]"; where a
+    bound leaves one side open, the side the data decide ("≥ ×1.2"); both open:
+    "unresolved (bounds)"."""
+    lo_ok, up_ok = np.isfinite(log_lower), np.isfinite(log_upper)
+    if lo_ok and up_ok:
+        return f"×{np.exp(log_value):.2g} [{np.exp(log_lower):.2g}, {np.exp(log_upper):.2g}]"
+    if lo_ok:
+        return f"≥ ×{np.exp(log_lower):.2g} (bounds)"
+    if up_ok:
+        return f"≤ ×{np.exp(log_upper):.2g} (bounds)"
+    return "unresolved (bounds)"
 
 
 def _scale_rule_text(name: str, target: str, span: str, groups, where: str) -> str:
@@ -508,17 +522,22 @@ def _scale_rule(
     edge=None,
     early=EARLY,
     late=LATE,
+    grid=None,
 ):
     """C1 and C2: (core) per model the early-to-late shift ``mean log a*(late) - mean
     log a*(early) > 0``; (a) the scale statistic of every model and claimed layer in the
     range (``unit``: characters per lag unit, e.g. characters per token for an LLM).
-    A maximum at the grid's edge is a bound (``edge``: -1 below, +1 above)."""
+    A maximum at the grid's edge is a bound (``edge``: -1 below, +1 above); ``grid``
+    ``(a_min, a_max)`` (lags) clips the intervals of the estimates to the scales the grid
+    resolves."""
     stat = stat * unit
     se = None if se is None else se * unit
     edge = _edge_ints(stat, edge)
     s = stat.sel(layer=layers)
     es = edge.sel(layer=layers)
     lo, up = _interval(stat, se, log=True)
+    if grid is not None:  # the grid resolves no scale outside it
+        lo, up = lo.clip(min=grid[0] * unit), up.clip(max=grid[1] * unit)
     lo = lo.where(edge >= 0, 0.0)
     up = up.where(edge <= 0, np.inf)
     name = _SCALE_NAMES.get(statistic, statistic)
@@ -564,6 +583,7 @@ def rule_c1(
     late=LATE,
     unit: float = 1.0,
     edge: xr.DataArray | None = None,
+    grid: tuple[float, float] | None = None,
 ) -> Outcome:
     """C1: layers 1-2 at fine scales, a* <= 7, and the shift from fine (early) to coarse
     (late) scales.
@@ -583,9 +603,12 @@ def rule_c1(
     edge
         Per ``(model, layer)``: 0 estimate, -1 / +1 a bound at the grid's first / last
         scale (see :func:`scale_reading`); None: no bounds.
+    grid
+        ``(a_min, a_max)`` of the scale grid (lags): intervals are clipped to it (a scale
+        outside the grid is not resolved); None: not clipped.
     """
     return _scale_rule(
-        "C1", list(early), -np.inf, 7.0, stat, se, statistic, where, unit, edge, early, late
+        "C1", list(early), -np.inf, 7.0, stat, se, statistic, where, unit, edge, early, late, grid
     )
 
 
@@ -599,11 +622,12 @@ def rule_c2(
     late=LATE,
     unit: float = 1.0,
     edge: xr.DataArray | None = None,
+    grid: tuple[float, float] | None = None,
 ) -> Outcome:
     """C2: layers 5-6 at coarse scales, a* >= 20, and the early-to-late shift (as
     :func:`rule_c1`)."""
     return _scale_rule(
-        "C2", list(late), 20.0, np.inf, stat, se, statistic, where, unit, edge, early, late
+        "C2", list(late), 20.0, np.inf, stat, se, statistic, where, unit, edge, early, late, grid
     )
 
 
@@ -1490,8 +1514,9 @@ def _c9_rule_text(mode: str, se_df, margin: float, where: str) -> str:
     }[mode]
     per = "every layer" if mode == "seeds" else "every model and layer"
     return (
-        f"windowed mode 1 narrower in scale than plain mode 1 by the margin (ratio < "
-        f"{1 - margin:g} by its interval; ≥ 1 by its interval fails), {per}; {kind} ({where})"
+        f"windowed mode 1 narrower in scale than plain mode 1 by the margin: ratio < "
+        f"{1 - margin:g} by its interval passes, > {1 - margin:g} by its interval fails, "
+        f"{per}; {kind} ({where})"
     )
 
 
@@ -1578,12 +1603,12 @@ def rule_c9(
 
     ``ratio`` :math:`\rho` per ``(model, layer)``: the spread (standard deviation of
     :math:`\log a` under the mode's own scale spectrum) of mode 1 of the first scale
-    window over that of plain mode 1; NaN without a window. A case passes if the 95 %
-    interval of :math:`\rho` (log scale) lies below :math:`1 - m` (``margin``: the
-    windowed mode is clearly narrower in *scale*; the lag window alone does not guarantee
-    this -- narrowing in lag broadens in scale), fails if it lies at or above 1 (not
-    narrower at all), and is not significant otherwise; Holm across the cases in each of
-    the two tests.
+    window over that of plain mode 1; NaN without a window. The claim is
+    :math:`\rho < 1 - m` (``margin``: the windowed mode is clearly narrower in *scale*;
+    the lag window alone does not guarantee this -- narrowing in lag broadens in scale).
+    The rule is symmetric about that one boundary: a case passes if the 95 % interval of
+    :math:`\rho` (log scale) lies below :math:`1 - m`, fails if it lies above it, and is
+    not significant only when the interval contains it; Holm across the cases.
 
     Parameters
     ----------
@@ -1625,9 +1650,7 @@ def rule_c9(
         c = _c9_model_cases(ratio, v, ok, se, se_df)
     if c.val.size == 0:
         return _c9_no_case(ratio, c, measured, rule, left)
-    narrower = decide(c.val, c.e, high=1.0 - margin, log=True, df=c.df) == "yes"
-    broader = decide(c.val, c.e, low=1.0, log=True, df=c.df) == "yes"
-    cells = np.where(narrower, "yes", np.where(broader, "no", "ns")).astype(str)
+    cells = decide(c.val, c.e, high=1.0 - margin, log=True, df=c.df)
     z = standardised(c.val, c.lo, c.up, high=1.0 - margin, log=True)
     return Outcome(
         "C9",
@@ -1676,8 +1699,10 @@ def roundoff_bound(x: float) -> str:
     return f"below 1e{exp:+03d}".replace("+0", "+").replace("-0", "-")
 
 
-#: L: the loss change the EGA paper states (nats per character).
+#: L: the loss change the EGA paper states (nats per character), and the tolerance of its
+#: "about" (relative, as C3's "about 1.0").
 PAPER_LOSS = -0.10
+PAPER_LOSS_TOLERANCE = 0.25
 
 
 def rule_loss(
@@ -1687,23 +1712,38 @@ def rule_loss(
     treatment: str = TREATMENT,
     control: str = CONTROL,
 ) -> Outcome:
-    """L (EGA paper): EGA - baseline validation loss < 0 with its 95 % interval over
-    seeds (Student-t); ``paper_value`` says whether the stated size, -0.10 nats/char, lies
-    inside the interval."""
+    """L (EGA paper): EGA lowers the validation loss, by about 0.10 nats/char.
+
+    Two cases on the EGA - baseline difference with its 95 % interval over seeds
+    (Student-t), Bonferroni across them: (direction) the difference < 0; (size) the difference
+    within ``PAPER_LOSS * (1 -+ PAPER_LOSS_TOLERANCE)``, i.e. -0.125 to -0.075 nats/char.
+    An interval that excludes the stated size fails the size case, so a difference
+    indistinguishable from zero but clearly smaller than the claim "does not hold" as
+    stated; "not significant" is left for an interval that contains both the stated size
+    and its negation.
+    """
     if (out := _too_few("L", loss, treatment, control)) is not None:
         return out
     d = _arch(loss, None, treatment, control)
-    cell = decide(float(d["value"]), float(d["se"]), high=0.0, df=d.attrs["df"]).item()
+    value, se, df = float(d["value"]), float(d["se"]), d.attrs["df"]
+    size_lo = PAPER_LOSS * (1 + PAPER_LOSS_TOLERANCE)
+    size_hi = PAPER_LOSS * (1 - PAPER_LOSS_TOLERANCE)
+    direction, size = (
+        decide(value, se, low, high, df=df, alpha=0.025).item()
+        for low, high in ((-np.inf, 0.0), (size_lo, size_hi))
+    )
     lo_, up_ = float(d["lower"]), float(d["upper"])
     inside = lo_ <= PAPER_LOSS <= up_
     return Outcome(
         "L",
-        combine([cell]),
-        f"{treatment} − {control} val loss {float(d['value']):+.4f} nats/char, 95 % interval "
+        combine([direction, size]),
+        f"{treatment} − {control} val loss {value:+.4f} nats/char, 95 % interval "
         f"[{lo_:+.4f}, {up_:+.4f}]" + ("; some models unfinished" if unfinished else ""),
-        f"interval over seeds below 0 (Student-t, {d.attrs['df']} df); the claimed size "
-        f"{PAPER_LOSS:+.2f} tested against the same interval",
-        "1 contrast",
+        f"(direction) difference < 0 and (size) difference within {size_lo:+.3f} to "
+        f"{size_hi:+.3f} nats/char (the claimed {PAPER_LOSS:+.2f} ± "
+        f"{PAPER_LOSS_TOLERANCE:.0%}); 95 % Student-t over seeds ({df} df), Bonferroni "
+        "across the two",
+        f"(direction) {case_counts([direction])}; (size) {case_counts([size])}",
         diff=d.drop_vars("se"),
         interval=f"[{lo_:+.4f}, {up_:+.4f}]",
         paper_value=(
