@@ -1,0 +1,392 @@
+"""The book's generated parts: `python .ci/notebooks.py sync` writes them from the pages,
+`python .ci/notebooks.py check` fails (exit 1), naming the pages, when one has drifted
+or the course plan breaks a rule.
+
+* **The set-up cell.** The first cell of every page ``book/NN-*.md`` (a MyST notebook):
+  outside a checkout (Colab) it installs msapod from the repository and ref of
+  ``_config.yml`` (``repository.url``, ``repository.branch``: the ref the launch buttons
+  open) and fetches the shipped results, verified
+  (``msapod.studies.store.results.ensure_results``); in a checkout it does nothing. It is
+  tagged ``remove-cell``, so the site does not show it.
+* **The paired notebook.** Beside each page a Jupyter notebook ``book/NN-*.ipynb`` with
+  the page's cells and no outputs. The theme's Colab, Binder and download buttons open a
+  page's ``.ipynb`` when one lies beside its source; ``_config.yml`` excludes the
+  ``.ipynb`` files from the build, so each page is built (and executed) once, from its
+  ``.md``.
+* **The time table** of ``book/teaching.md``, from each page's "*About N minutes to read;
+  the page runs in about S s.*" line.
+
+Both also check the course plan of ``book/teaching.md``: no session holds more
+stated reading (of pages not read in an earlier session) than its length, every page is
+in the plan, the homework of a lecture is the third exercise of each of its pages, a
+lab's exercises are on its pages, and every exercise the page names exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The extra that runs the pages (the set-up cell installs it).
+EXTRA = "book"
+
+#: The set-up cell; ``{requirement}`` is filled in by :func:`requirement`.
+SETUP = """\
+# Outside a checkout of msapod (Colab): install it and fetch its shipped results.
+# In a checkout this does nothing.
+import importlib.util
+import subprocess
+import sys
+
+if importlib.util.find_spec("msapod") is None:
+    package = "{requirement}"
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", package], check=True)
+    importlib.invalidate_caches()
+from msapod.studies.store.results import ensure_results
+
+ensure_results()"""
+
+#: The first line of the set-up cell (how sync finds it again).
+SETUP_MARK = SETUP.splitlines()[0]
+
+#: The page's "learning objectives" time line.
+TIME_LINE = re.compile(
+    r"\*About (?P<read>\d+) minutes to read(?:; the page runs in about (?P<run>[^.*]+))?\.\*"
+)
+TABLE_BEGIN = (
+    "<!-- time table: written by `python .ci/notebooks.py sync` from the pages' "
+    "learning objectives -->"
+)
+TABLE_END = "<!-- end of the time table -->"
+EX_REF = re.compile(r"\{ref\}`(ex-(\d\d)-(\d+))`")
+PAGE_LINK = re.compile(r"\[[^\]]*\]\((\d\d)-[\w-]+\.md\)")
+
+
+class Drift(Exception):
+    """A generated part differs from what the pages say, or a page breaks a rule."""
+
+
+def pages(root: Path = ROOT) -> list[Path]:
+    """The numbered pages ``book/NN-*.md``, in order."""
+    found = sorted((root / "book").glob("[0-9][0-9]-*.md"))
+    if not found:
+        raise Drift(f"{root / 'book'}: no pages NN-*.md")
+    return found
+
+
+def requirement(root: Path = ROOT) -> str:
+    """What the set-up cell installs: the ``book`` extra of msapod from the repository and
+    ref of ``_config.yml``."""
+    import yaml
+
+    config = yaml.safe_load((root / "_config.yml").read_text())
+    repo = config.get("repository") or {}
+    url, ref = repo.get("url"), repo.get("branch")
+    if not (isinstance(url, str) and url.startswith("https://")) or not isinstance(ref, str):
+        raise Drift(f"{root / '_config.yml'}: repository.url (https://...) and branch are needed")
+    return f"msapod[{EXTRA}] @ git+{url.rstrip('/')}@{ref}"
+
+
+def setup_block(root: Path = ROOT) -> str:
+    """The set-up cell as MyST text (ends with a blank line)."""
+    body = SETUP.replace("{requirement}", requirement(root))
+    return f"```{{code-cell}} ipython3\n:tags: [remove-cell]\n\n{body}\n```\n\n"
+
+
+def _split_front_matter(text: str, path: Path) -> tuple[str, str]:
+    m = re.match(r"---\n.*?\n---\n", text, re.S)
+    if m is None or "jupytext:" not in m.group(0):
+        raise Drift(f"{path}: no jupytext front matter (a page is a MyST notebook)")
+    return m.group(0), text[m.end() :]
+
+
+def with_setup(text: str, path: Path, block: str) -> str:
+    """The page ``text`` with ``block`` as its first cell (replacing an earlier one)."""
+    head, body = _split_front_matter(text, path)
+    rest = body.lstrip("\n")
+    if rest.startswith("```{code-cell}") and SETUP_MARK in rest.split("\n```", 1)[0]:
+        rest = rest.split("\n```", 1)[1].lstrip("\n")
+    return head + "\n" + block + rest
+
+
+def notebook(path: Path) -> dict:
+    """The Jupyter notebook of the page ``path``: its cells (jupytext's MyST reader),
+    no outputs, cell ids from the cell's text (stable when other cells change)."""
+    import jupytext
+
+    nb = jupytext.read(path)
+    cells, seen = [], set()
+    for cell in nb.cells:
+        digest = hashlib.sha1(f"{cell.cell_type}\n{cell.source}".encode()).hexdigest()
+        cid, n = digest[:10], 1
+        while cid in seen:
+            n += 1
+            cid = f"{digest[:10]}-{n}"
+        seen.add(cid)
+        out = {
+            "cell_type": cell.cell_type,
+            "id": cid,
+            "metadata": dict(cell.metadata),
+            "source": cell.source,
+        }
+        if cell.cell_type == "code":
+            out.update(execution_count=None, outputs=[])
+        cells.append(out)
+    meta = {"kernelspec": dict(nb.metadata.get("kernelspec", {}))}
+    return {"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _ipynb_text(nb: dict) -> str:
+    import nbformat
+
+    return nbformat.writes(nbformat.from_dict(nb))
+
+
+def _normalise(nb: dict) -> dict:
+    """A notebook as compared: sources as one string each (the file stores lines)."""
+    cells = [
+        {k: ("".join(v) if k == "source" and isinstance(v, list) else v) for k, v in c.items()}
+        for c in nb.get("cells", [])
+    ]
+    return {"cells": cells, "metadata": nb.get("metadata"), "nbformat": nb.get("nbformat")}
+
+
+def time_table(root: Path = ROOT) -> str:
+    """The "time per page" table of the teaching page, from each page's time line."""
+    rows = ["| page | to read | to run |", "|---|---|---|"]
+    for path, t in page_times(root).items():
+        num = int(path.name[:2])
+        label = f"{num} " if num else ""
+        rows.append(
+            f"| {label}[{t['title']}]({path.name}) | {t['read']} min | "
+            f"{'about ' + t['run'] if t['run'] else '—'} |"
+        )
+    return "\n".join(rows)
+
+
+def page_times(root: Path = ROOT) -> dict[Path, dict]:
+    """Per page: its title and its stated reading (minutes) and run time (text or None)."""
+    out = {}
+    for path in pages(root):
+        text = path.read_text()
+        m = TIME_LINE.search(text)
+        if m is None:
+            raise Drift(
+                f"{path.relative_to(root)}: no '*About N minutes to read; the page runs in "
+                "about S s.*' line in its learning objectives"
+            )
+        title = _title(path)
+        if title is None:
+            raise Drift(f"{path.relative_to(root)}: no '# title' line")
+        out[path] = {"title": title, "read": int(m["read"]), "run": m["run"]}
+    return out
+
+
+def _title(path: Path) -> str | None:
+    """The page's title: the first ``# `` line of its markdown cells."""
+    import jupytext
+
+    for cell in jupytext.read(path).cells:
+        if cell.cell_type == "markdown":
+            m = re.search(r"^# (.+)$", cell.source, re.M)
+            if m:
+                return m.group(1).strip()
+    return None
+
+
+def with_time_table(text: str, path: Path, table: str) -> str:
+    if text.count(TABLE_BEGIN) != 1 or text.count(TABLE_END) != 1:
+        raise Drift(f"{path}: expected the markers {TABLE_BEGIN!r} and {TABLE_END!r} once each")
+    head, rest = text.split(TABLE_BEGIN)
+    _, tail = rest.split(TABLE_END)
+    return f"{head}{TABLE_BEGIN}\n{table}\n{TABLE_END}{tail}"
+
+
+def exercises(root: Path = ROOT) -> dict[str, list[str]]:
+    """Per page number ("05"), the labels of its exercises in order."""
+    out = {}
+    for path in pages(root):
+        out[path.name[:2]] = re.findall(r"```\{exercise\}\n:label: (\S+)", path.read_text())
+    return out
+
+
+def _plan_tables(text: str) -> list[list[dict]]:
+    """The course plan tables (header ``| session | ... | pages | ...``), each a list of
+    rows (column name -> cell text)."""
+    tables, header = [], None
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            header = None
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = [c.lower() for c in cells]
+            if "session" in header and "pages" in header:
+                tables.append([])
+            continue
+        if set(line) <= set("|-: ") or "session" not in header or "pages" not in header:
+            continue
+        tables[-1].append(dict(zip(header, cells, strict=False)))
+    return tables
+
+
+def _linked_pages(cell: str) -> list[str]:
+    """Page numbers linked in a table cell; ``[9](09-...)–[14](14-...)`` is a range."""
+    found = []
+    for part in re.split(r"\s*,\s*|\s+and\s+", cell):
+        nums = PAGE_LINK.findall(part)
+        if len(nums) == 2 and "–" in part:
+            found += [f"{n:02d}" for n in range(int(nums[0]), int(nums[1]) + 1)]
+        else:
+            found += nums
+    return found
+
+
+def plan_problems(root: Path = ROOT) -> list[str]:
+    """What is wrong with the course plan of ``book/teaching.md`` (empty: nothing)."""
+    path = root / "book" / "teaching.md"
+    text = path.read_text()
+    where = path.relative_to(root)
+    minutes = re.search(r"lectures of (\d+) minutes and \w+ labs of (\d+) minutes", text)
+    if minutes is None:
+        return [f"{where}: no 'N lectures of M minutes and K labs of M minutes' sentence"]
+    length = {"lecture": int(minutes[1]), "lab": int(minutes[2])}
+    times = {p.name[:2]: t["read"] for p, t in page_times(root).items()}
+    exs = exercises(root)
+    labels = {lab for page in exs.values() for lab in page}
+    problems = [
+        f"{where}: {{ref}}`{ref}` names no exercise"
+        for ref, _, _ in EX_REF.findall(text)
+        if ref not in labels
+    ]
+    tables = _plan_tables(text)
+    if not tables:
+        return [*problems, f"{where}: no course plan table (| session | ... | pages | ...)"]
+    for n, rows in enumerate(tables):
+        read = _plan_problems(rows, length, times, exs, where, problems)
+        missing = sorted(set(times) - read)
+        if n == 0 and missing:  # the first table is the full course
+            problems.append(
+                f"{where}: pages {[int(p) for p in missing]} are in no session of the plan"
+            )
+    return problems
+
+
+def _plan_problems(rows, length, times, exs, where, problems) -> set[str]:
+    """Check one plan table's rows (appending to ``problems``); the pages it reads."""
+    read: set[str] = set()
+    for row in rows:
+        session = re.sub(r"[*]", "", row["session"])
+        kind = "lab" if re.search(r"\blab\b", session) else "lecture"
+        listed = _linked_pages(row["pages"])
+        new = [p for p in listed if p not in read]
+        read.update(listed)
+        total = sum(times.get(p, 0) for p in new)
+        if total > length[kind]:
+            problems.append(
+                f"{where}: {session}: {total} minutes of stated reading (pages "
+                f"{', '.join(str(int(p)) for p in new)}) in a {length[kind]}-minute {kind}"
+            )
+        for ref, page, _ in EX_REF.findall(row.get("lab exercises", "")):
+            if page not in listed:
+                problems.append(f"{where}: {session}: {ref} is not on one of its pages")
+            elif ref in exs.get(page, [])[2:3]:
+                problems.append(f"{where}: {session}: {ref} is homework (a third exercise)")
+        if "homework" not in row:
+            continue
+        homework = {ref for ref, _, _ in EX_REF.findall(row["homework"])}
+        third = {exs[p][2] for p in listed if len(exs.get(p, [])) >= 3}
+        if kind == "lecture" and homework != third:
+            problems.append(
+                f"{where}: {session}: homework {sorted(homework)}, expected the third "
+                f"exercise of each of its pages {sorted(third)}"
+            )
+        elif kind == "lab" and homework:
+            problems.append(f"{where}: {session}: homework is given after lectures, not labs")
+    return read
+
+
+def sync(root: Path = ROOT) -> list[str]:
+    """Write the set-up cells, the notebooks and the time table; the files written."""
+    written = []
+    block = setup_block(root)
+    for path in pages(root):
+        text = path.read_text()
+        new = with_setup(text, path, block)
+        if new != text:
+            path.write_text(new)
+            written.append(path)
+        ipynb = path.with_suffix(".ipynb")
+        nb_text = _ipynb_text(notebook(path))
+        if not ipynb.exists() or ipynb.read_text() != nb_text:
+            ipynb.write_text(nb_text)
+            written.append(ipynb)
+    teaching = root / "book" / "teaching.md"
+    text = teaching.read_text()
+    new = with_time_table(text, teaching, time_table(root))
+    if new != text:
+        teaching.write_text(new)
+        written.append(teaching)
+    return [str(p.relative_to(root)) for p in written]
+
+
+def drift(root: Path = ROOT) -> list[str]:
+    """What differs from ``sync``'s output (empty: nothing)."""
+    problems = []
+    block = setup_block(root)
+    for path in pages(root):
+        rel = path.relative_to(root)
+        text = path.read_text()
+        if with_setup(text, path, block) != text:
+            problems.append(f"{rel}: its first cell is not the set-up cell")
+        ipynb = path.with_suffix(".ipynb")
+        if not ipynb.exists():
+            problems.append(f"{ipynb.relative_to(root)}: missing")
+            continue
+        try:
+            have = json.loads(ipynb.read_text())
+        except json.JSONDecodeError as err:
+            problems.append(f"{ipynb.relative_to(root)}: not a notebook ({err})")
+            continue
+        if _normalise(have) != _normalise(notebook(path)):
+            problems.append(
+                f"{ipynb.relative_to(root)}: differs from {rel} (outputs or cells; a pair "
+                "is written from the .md)"
+            )
+    teaching = root / "book" / "teaching.md"
+    text = teaching.read_text()
+    if with_time_table(text, teaching, time_table(root)) != text:
+        problems.append(f"{teaching.relative_to(root)}: the time table differs from the pages")
+    return problems
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("command", choices=["sync", "check"])
+    args = p.parse_args(argv)
+    try:
+        if args.command == "sync":
+            written = sync()
+            print("notebooks: wrote " + (", ".join(written) if written else "nothing"))
+            drifted = []
+        else:
+            drifted = drift()
+        problems = drifted + plan_problems()
+    except Drift as err:
+        print(f"notebooks: {err}", file=sys.stderr)
+        return 1
+    for line in problems:
+        print(f"notebooks: {line}", file=sys.stderr)
+    if drifted:
+        print("notebooks: `python .ci/notebooks.py sync` rewrites them", file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
