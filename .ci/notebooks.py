@@ -189,15 +189,11 @@ def page_times(root: Path = ROOT) -> dict[Path, dict]:
 
 
 def _title(path: Path) -> str | None:
-    """The page's title: the first ``# `` line of its markdown cells."""
-    import jupytext
-
-    for cell in jupytext.read(path).cells:
-        if cell.cell_type == "markdown":
-            m = re.search(r"^# (.+)$", cell.source, re.M)
-            if m:
-                return m.group(1).strip()
-    return None
+    """The page's title: the first ``# `` line outside its code cells."""
+    body = _split_front_matter(path.read_text(), path)[1]
+    prose = re.sub(r"^```\{code-cell\}.*?^```$", "", body, flags=re.M | re.S)
+    m = re.search(r"^# (.+)$", prose, re.M)
+    return m.group(1).strip() if m else None
 
 
 def with_time_table(text: str, path: Path, table: str) -> str:
@@ -369,15 +365,17 @@ def drift(root: Path = ROOT) -> list[str]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("command", choices=["sync", "check"])
+    p.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this one)")
     args = p.parse_args(argv)
+    root = args.root.resolve()
     try:
         if args.command == "sync":
-            written = sync()
+            written = sync(root)
             print("notebooks: wrote " + (", ".join(written) if written else "nothing"))
             drifted = []
         else:
-            drifted = drift()
-        problems = drifted + plan_problems()
+            drifted = drift(root)
+        problems = drifted + plan_problems(root)
     except Drift as err:
         print(f"notebooks: {err}", file=sys.stderr)
         return 1
