@@ -9,10 +9,10 @@ or the course plan breaks a rule.
   (``msapod.studies.store.results.ensure_results``); in a checkout it does nothing. It is
   tagged ``remove-cell``, so the site does not show it.
 * **The paired notebook.** Beside each page a Jupyter notebook ``book/NN-*.ipynb`` with
-  the page's cells and no outputs. The theme's Colab, Binder and download buttons open a
-  page's ``.ipynb`` when one lies beside its source; ``_config.yml`` excludes the
-  ``.ipynb`` files from the build, so each page is built (and executed) once, from its
-  ``.md``.
+  the page's cells and no outputs. The theme's Colab and Binder buttons open a page's
+  ``.ipynb`` when one lies beside its source (``check --html _build/html`` checks the
+  built links); ``_config.yml`` excludes the ``.ipynb`` files from the build, so each
+  page is built (and executed) once, from its ``.md``.
 * **The time table** of ``book/teaching.md``, from each page's "*About N minutes to read;
   the page runs in about S s.*" line.
 
@@ -362,10 +362,51 @@ def drift(root: Path = ROOT) -> list[str]:
     return problems
 
 
+def launch_problems(html: Path, root: Path = ROOT) -> list[str]:
+    """What is wrong with the built pages' Colab and Binder links (empty: nothing): each
+    numbered page must have both, opening its ``.ipynb`` of this repository and branch,
+    and the file must exist."""
+    import yaml
+
+    repo = yaml.safe_load((root / "_config.yml").read_text())["repository"]
+    m = re.fullmatch(r"https://github\.com/([\w.-]+)/([\w.-]+?)/?", repo["url"])
+    if m is None:
+        return [f"_config.yml: repository.url {repo['url']!r} is not a GitHub repository"]
+    base = f"{m[1]}/{m[2]}"
+    branch = re.escape(repo["branch"])
+    links = {
+        "Colab": rf"https://colab\.research\.google\.com/github/{base}/blob/{branch}/([^\"?#]+)",
+        "Binder": rf"https://mybinder\.org/v2/gh/{base}/{branch}\?urlpath=lab/tree/([^\"&#]+)",
+    }
+    problems = []
+    for path in pages(root):
+        page = html / "book" / path.with_suffix(".html").name
+        if not page.exists():
+            problems.append(f"{page}: not built")
+            continue
+        text = page.read_text()
+        want = path.with_suffix(".ipynb").relative_to(root).as_posix()
+        for name, pattern in links.items():
+            found = set(re.findall(pattern, text))
+            if found != {want}:
+                problems.append(
+                    f"{page.relative_to(html)}: {name} opens {sorted(found) or 'nothing'}, "
+                    f"expected {want}"
+                )
+        if not (root / want).exists():
+            problems.append(f"{want}: the launch buttons open it, and it does not exist")
+    return problems
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("command", choices=["sync", "check"])
     p.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this one)")
+    p.add_argument(
+        "--html",
+        type=Path,
+        help="check: also the built site's Colab and Binder links (_build/html)",
+    )
     args = p.parse_args(argv)
     root = args.root.resolve()
     try:
@@ -376,6 +417,8 @@ def main(argv=None) -> int:
         else:
             drifted = drift(root)
         problems = drifted + plan_problems(root)
+        if args.html is not None and args.command == "check":
+            problems += launch_problems(args.html, root)
     except Drift as err:
         print(f"notebooks: {err}", file=sys.stderr)
         return 1

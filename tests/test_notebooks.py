@@ -240,3 +240,36 @@ def test_command_line_check_fails_naming_the_page(book, capsys):
     err = capsys.readouterr().err
     assert "book/02-b.ipynb: differs from book/02-b.md" in err
     assert "notebooks.py sync` rewrites them" in err
+
+
+def _site(book: Path, colab_path: str) -> Path:
+    """A built site whose pages carry the theme's launch links (Colab to ``colab_path``)."""
+    html = book / "_build" / "html"
+    (html / "book").mkdir(parents=True)
+    for page in nbs.pages(book):
+        colab = colab_path.replace("NAME", page.stem)
+        (html / "book" / f"{page.stem}.html").write_text(
+            f'<a href="https://colab.research.google.com/github/someone/msapod/blob/v1.2/'
+            f'{colab}">Colab</a><a href="https://mybinder.org/v2/gh/someone/msapod/v1.2?'
+            f'urlpath=lab/tree/book/{page.stem}.ipynb">Binder</a>'
+        )
+    return html
+
+
+def test_launch_links_open_the_notebooks(book):
+    nbs.sync(book)
+    assert nbs.launch_problems(_site(book, "book/NAME.ipynb"), book) == []
+    (book / "book" / "01-a.ipynb").unlink()
+    assert nbs.launch_problems(book / "_build" / "html", book) == [
+        "book/01-a.ipynb: the launch buttons open it, and it does not exist"
+    ]
+
+
+def test_a_launch_link_to_the_markdown_source_is_refused(book):
+    nbs.sync(book)
+    problems = nbs.launch_problems(_site(book, "book/NAME.md"), book)
+    assert (
+        problems[0] == "book/00-intro.html: Colab opens ['book/00-intro.md'], expected "
+        "book/00-intro.ipynb"
+    )
+    assert len(problems) == 3
