@@ -282,6 +282,17 @@ def ensure_results(source: str | None = None) -> Path:
     if not source.endswith("/"):
         raise ValueError(f"source: expected the URL of a folder, ending in '/', got {source!r}")
     folder = cache_dir() / "results" / hashlib.sha256(source.encode()).hexdigest()[:16]
+    log = pooch.get_logger()
+    level = log.level
+    log.setLevel("WARNING")  # pooch's line per file, and its advice to pin the manifest's hash
+    try:
+        return _fetch(pooch, source, folder)
+    finally:
+        log.setLevel(level)
+
+
+def _fetch(pooch, source: str, folder: Path) -> Path:
+    """Download the manifest at ``source`` and every file it lists into ``folder``."""
     path = pooch.retrieve(
         source + "manifest.json",
         known_hash=None,
