@@ -5,13 +5,18 @@ every figure of the book looks the same:
 
 * one style (:data:`STYLE`, applied by :func:`style`): a figure is at most
   :data:`WIDTH` inches wide at :data:`DPI` dots per inch, i.e. at most about 780 pixels,
-  the width at which the book displays it; no figure is scaled down, so the 10-point
-  text reads at about 10 points on the page (never under 9);
+  the width at which the book displays it; text is drawn at the size it is read at
+  (tick labels :data:`MIN_FONT_SIZE` points, the rest 10.5);
 * each function returns its figure; in a notebook end the call with ``;`` (the figure is
   shown once, by the inline backend);
-* one colour per architecture (:data:`ARCH_COLOURS`: baseline, ega), per zoo
-  (:data:`ZOO_COLOURS`) and per verdict (:data:`VERDICT_COLOURS`); seeds of one
+* colour-blind-safe colours (:data:`OKABE_ITO`), never a red/green pair: one colour
+  per architecture (:data:`ARCH_COLOURS`: baseline, ega) and per zoo
+  (:data:`ZOO_COLOURS`); a colour and a marker or hatch per verdict
+  (:data:`VERDICT_STYLE`) and per category (:func:`category_style`); seeds of one
   architecture differ by line style and marker (:func:`model_style`);
+* log axes ticked with plain numbers (:func:`log_ticks`); points with intervals on an
+  axis that one degenerate interval cannot wreck (:func:`interval_limits`,
+  :func:`draw_intervals`: a cut interval ends in an arrow);
 * at most three panels per row (:func:`panels`); legends sit outside the data (below the
   panels or in an empty corner);
 * axes labelled in the book's symbols (the notation page) with their units.
@@ -23,8 +28,9 @@ its dominant scales :math:`a^*_m` (:func:`scale_spectrum`), POD spectra
 :math:`\\lambda_k` (:func:`pod_spectra`), mode lag profiles :math:`\\rho_k(\\tau)`
 (:func:`mode_lags`), forest plots with claim bands (:func:`forest`, :func:`claim_band`),
 specification curves (:func:`specification_curve`), the verdict shares of every claim
-(:func:`verdict_bars`) and pruning curves (:func:`pruning_curve`); and :func:`format_table`
-for tables a reader can scan.
+(:func:`verdict_bars`) and pruning curves (:func:`pruning_curve`); and, for tables and printed
+values, :func:`table` (a table shown whole, numbers formatted), :func:`number`,
+:func:`below` (a round-off check as a bound) and :func:`enumeration`.
 
 matplotlib is imported inside the functions only: ``import msapod`` stays light, and the
 module imports nothing from ``msapod.models`` or ``msapod.studies`` (no torch).
@@ -47,38 +53,76 @@ DPI = 104
 #: at most this many panels per row
 MAX_COLS = 3
 
-#: colour-blind-safe colours (Okabe-Ito) for the two architectures
-ARCH_COLOURS = {"baseline": "#0072B2", "ega": "#D55E00"}
-#: colours for the model zoos (d = model width)
-ZOO_COLOURS = {"d128": "#009E73", "paper-size": "#CC79A7", "d64": "#E69F00"}
-#: colours for the five verdict words of the rules module
-VERDICT_COLOURS = {
-    "holds": "#1a9850",
-    "partly": "#a6d96a",
-    "not significant": "#bdbdbd",
-    "does not hold": "#d73027",
-    "not testable as stated": "#8c6bb1",
+#: the Okabe-Ito colours, distinguishable with every common colour-vision deficiency
+OKABE_ITO = {
+    "blue": "#0072B2",
+    "orange": "#E69F00",
+    "sky blue": "#56B4E9",
+    "vermillion": "#D55E00",
+    "reddish purple": "#CC79A7",
+    "bluish green": "#009E73",
+    "yellow": "#F0E442",
+    "black": "#000000",
 }
-#: the shading of the range a claim needs (forest plots)
-BAND_COLOUR = "#1a9850"
+#: colours of the two architectures
+ARCH_COLOURS = {"baseline": OKABE_ITO["blue"], "ega": OKABE_ITO["vermillion"]}
+#: colours of the model zoos (d = model width)
+ZOO_COLOURS = {
+    "d128": OKABE_ITO["bluish green"],
+    "paper-size": OKABE_ITO["reddish purple"],
+    "d64": OKABE_ITO["orange"],
+}
+#: colour, marker and bar hatch of each verdict word of the rules module: no two words
+#: differ by colour alone (the marker and the hatch are the second cue)
+VERDICT_STYLE = {
+    "holds": {"color": OKABE_ITO["blue"], "marker": "o", "hatch": ""},
+    "partly": {"color": OKABE_ITO["sky blue"], "marker": "D", "hatch": "//"},
+    "not significant": {"color": "#9e9e9e", "marker": "s", "hatch": ".."},
+    "does not hold": {"color": OKABE_ITO["vermillion"], "marker": "X", "hatch": "xx"},
+    "not testable as stated": {"color": OKABE_ITO["reddish purple"], "marker": "P", "hatch": "++"},
+}
+#: the colour of each verdict word (:data:`VERDICT_STYLE`)
+VERDICT_COLOURS = {w: st["color"] for w, st in VERDICT_STYLE.items()}
+#: the shading of the range a claim needs (forest plots), and the colour of its label
+BAND_COLOUR = OKABE_ITO["yellow"]
+BAND_TEXT = "#5c5300"
+#: the colours of categories without a colour of their own (strategies, variants), in
+#: order; the default colour cycle of :data:`STYLE`
+CATEGORY_COLOURS = tuple(
+    OKABE_ITO[c]
+    for c in (
+        "blue",
+        "orange",
+        "sky blue",
+        "vermillion",
+        "reddish purple",
+        "bluish green",
+        "black",
+        "yellow",
+    )
+)
+#: and their markers, so that two categories never differ by colour alone
+CATEGORY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 #: line styles and markers of the seeds 1, 2, 3, ... of one architecture
 SEED_LINES = ("-", "--", "-.", ":")
 SEED_MARKERS = ("o", "s", "^", "D")
 
-#: the rcParams of every figure of the book
+#: the rcParams of every figure of the book: the text is drawn at the size it is shown at
+#: (tick labels 10 pt = 14.4 px at :data:`DPI`, at least 80 % of the book's 16 px body
+#: text in a content column of 720 px or more)
 STYLE = {
     "figure.dpi": DPI,
     "savefig.dpi": DPI,
     "figure.facecolor": "white",
     "axes.facecolor": "white",
     "savefig.facecolor": "white",
-    "font.size": 10,
-    "axes.titlesize": 10,
-    "axes.labelsize": 10,
-    "xtick.labelsize": 9,
-    "ytick.labelsize": 9,
-    "legend.fontsize": 9,
-    "legend.title_fontsize": 9,
+    "font.size": 10.5,
+    "axes.titlesize": 10.5,
+    "axes.labelsize": 10.5,
+    "xtick.labelsize": 10,
+    "ytick.labelsize": 10,
+    "legend.fontsize": 10,
+    "legend.title_fontsize": 10,
     "figure.titlesize": 11,
     "legend.frameon": False,
     "axes.spines.top": False,
@@ -88,6 +132,17 @@ STYLE = {
     "lines.markersize": 5,
     "image.cmap": "viridis",
 }
+#: the smallest text of a figure (tick labels), in points
+MIN_FONT_SIZE = 10
+
+
+def _rc() -> dict:
+    """:data:`STYLE` and the colour cycle (:data:`CATEGORY_COLOURS`, so that ``"C0"``,
+    ``"C1"``, ... of a page's own figure are colour-blind safe too)."""
+    from cycler import cycler
+
+    return {**STYLE, "axes.prop_cycle": cycler(color=list(CATEGORY_COLOURS))}
+
 
 #: axis labels in the book's symbols, with units
 LABELS = {
@@ -121,8 +176,9 @@ def style():
 
     # only the style's keys are restored on exit: a backend that the first figure selects
     # inside the context (and the interactive mode it switches on) must stay selected
-    saved = {k: mpl.rcParams[k] for k in STYLE}
-    mpl.rcParams.update(STYLE)
+    rc = _rc()
+    saved = {k: mpl.rcParams[k] for k in rc}
+    mpl.rcParams.update(rc)
     try:
         yield
     finally:
@@ -130,11 +186,11 @@ def style():
 
 
 def use_style() -> None:
-    """Apply the book's figure style (:data:`STYLE`) to matplotlib's global rcParams, for
-    the figures a page draws itself (a page preamble calls it once)."""
+    """Apply the book's figure style (:data:`STYLE` and its colour cycle) to matplotlib's
+    global rcParams, for the figures a page draws itself (a page preamble calls it once)."""
     import matplotlib as mpl
 
-    mpl.rcParams.update(STYLE)
+    mpl.rcParams.update(_rc())
 
 
 def architecture(model: str) -> str:
@@ -152,6 +208,18 @@ def colour(name: str) -> str:
     if name in ZOO_COLOURS:
         return ZOO_COLOURS[name]
     return ARCH_COLOURS.get(architecture(name), "#4d4d4d")
+
+
+def category_style(n: int) -> dict:
+    """Colour and marker of the ``n``-th category (0, 1, ...) of a figure whose categories
+    have no colour of their own (pruning strategies, variants): :data:`CATEGORY_COLOURS`
+    and :data:`CATEGORY_MARKERS`, both cyclic."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+        raise ValueError(f"n: expected a category number >= 0, got {n!r}")
+    return {
+        "color": CATEGORY_COLOURS[n % len(CATEGORY_COLOURS)],
+        "marker": CATEGORY_MARKERS[n % len(CATEGORY_MARKERS)],
+    }
 
 
 def model_style(model: str) -> dict:
@@ -198,6 +266,41 @@ def _lag_axis(ax, max_lag: float) -> None:
     ticks = [t for t in (0, 1, 10, 100, 1000) if t <= max_lag]
     ax.set_xticks(ticks, [str(t) for t in ticks])
     ax.set_xlim(0, max_lag)
+
+
+def _plain_number(v: float, _pos=None) -> str:
+    """A log-axis tick label as a plain number: 0.01, 0.3, 3, 30, 300 (a power of ten
+    outside 0.001 to 10^5 as :math:`10^k`)."""
+    if v <= 0 or not np.isfinite(v):
+        return ""
+    if 1e-3 <= v < 1e5:
+        return f"{v:g}"
+    k = math.log10(v)
+    return f"$10^{{{round(k)}}}$" if abs(k - round(k)) < 1e-9 else f"{v:.0e}"
+
+
+def log_ticks(ax, axis: str = "both") -> None:
+    """Tick labels of the log axes of ``ax`` as plain numbers (3, 10, 30, 100), never
+    :math:`3 \\times 10^0`: under two decades at 1, 2, 5 of each decade, up to four
+    decades at 1 and 3, beyond at the decades only; minor ticks unlabelled.
+
+    Call it after the axis limits are set (the functions of this module do); a linear
+    axis is left as it is.
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    if axis not in ("x", "y", "both"):
+        raise ValueError(f"axis: expected 'x', 'y' or 'both', got {axis!r}")
+    for name in ("x", "y") if axis == "both" else (axis,):
+        a = ax.xaxis if name == "x" else ax.yaxis
+        if a.get_scale() != "log":
+            continue
+        lo, hi = sorted(ax.get_xlim() if name == "x" else ax.get_ylim())
+        decades = math.log10(hi / lo) if lo > 0 else 10.0
+        subs = (1.0, 2.0, 5.0) if decades < 2 else (1.0, 3.0) if decades <= 4 else (1.0,)
+        a.set_major_locator(LogLocator(base=10, subs=subs))
+        a.set_major_formatter(FuncFormatter(_plain_number))
+        a.set_minor_formatter(NullFormatter())
 
 
 def _outer(axes) -> None:
@@ -361,7 +464,6 @@ def layer_profile(
     reference : float, optional
         a horizontal reference line (e.g. uniform causal attention).
     """
-    import matplotlib as mpl
     import matplotlib.pyplot as plt
 
     _check_dims(value, "value", ("layer",))
@@ -380,7 +482,7 @@ def layer_profile(
             if architecture(str(m)) in ARCH_COLOURS:
                 st = model_style(str(m))
             else:  # not a zoo model (e.g. heads): one categorical colour each, no lines
-                st = {"color": mpl.colormaps["tab10"](n % 10), "ls": "none", "marker": "o"}
+                st = {**category_style(n), "ls": "none"}
             ax.errorbar(x, y, yerr=e, capsize=2 if e is not None else 0, label=str(m), **st)
         if reference is not None:
             ax.axhline(reference, color="0.5", ls=":", lw=1, label=reference_label)
@@ -389,6 +491,7 @@ def layer_profile(
         ax.set_ylabel(ylabel)
         if log:
             ax.set_yscale("log")
+            log_ticks(ax, "y")
         if title:
             ax.set_title(title)
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -444,6 +547,7 @@ def lines(
             ax.plot(y[x].values, y.values, label=label, **kw)
         ax.set_yscale(yscale)  # "log" leaves out zeros (e.g. row 0 of a fluctuation)
         ax.set_xscale(xscale)
+        log_ticks(ax)
         ax.set_xlabel(xlabel or LABELS.get(x, x))
         ax.set_ylabel(ylabel)
         if title:
@@ -483,6 +587,7 @@ def scalogram(energy: xr.DataArray, *, by: str = "layer", floor: float = -4.0, t
                 shading="auto",
             )
             ax.set(yscale="log", title=_title(by, v))
+            log_ticks(ax, "y")
             _lag_axis(ax, float(e["lag"].values[-1]))
             ax.set_xlabel(LABELS["b"])
             ax.set_ylabel(LABELS["scale"])
@@ -543,6 +648,7 @@ def scale_spectrum(
                         label="_",
                     )
             ax.set(xscale="log", yscale="log", ylim=(1e-3, 1.6), title=_title(by, v))
+            log_ticks(ax)
             ax.set_xlabel(LABELS["scale"])
             ax.set_ylabel(LABELS["E_a"])
         _outer(axes)
@@ -587,6 +693,7 @@ def pod_spectra(
                 st = model_style(str(m))
                 ax.plot(s[mode_dim].values[ok], y[ok], color=st["color"], ls=st["ls"], label=str(m))
             ax.set(xscale="log", yscale="log", title=_title(by, v))
+            log_ticks(ax)
             ax.set_xlabel(LABELS["mode"])
             ax.set_ylabel(LABELS["lambda"])
         _outer(axes)
@@ -680,14 +787,86 @@ def claim_band(ax, low: float = -np.inf, high: float = np.inf, *, label: str | N
                 xycoords="axes fraction",
                 ha="right",
                 va=va,
-                color=BAND_COLOUR,
-                fontsize=9,
-                bbox={"fc": "white", "ec": BAND_COLOUR, "lw": 0.8, "pad": 2},
+                color=BAND_TEXT,
+                bbox={"fc": "white", "ec": BAND_TEXT, "lw": 0.8, "pad": 2},
             )
             return where
-        ax.axhspan(max(low, y0), min(high, y1), color=BAND_COLOUR, alpha=0.13, lw=0, zorder=0)
+        ax.axhspan(max(low, y0), min(high, y1), color=BAND_COLOUR, alpha=0.35, lw=0, zorder=0)
         ax.set_ylim(y0, y1)
     return "in"
+
+
+#: an interval end further from the points than this many times their spread is cut at
+#: the axis (and marked), so that one degenerate interval cannot squash the others
+REACH = 3.0
+
+
+def interval_limits(
+    value, lower=None, upper=None, *, clip: tuple[float | None, float | None] | None = None
+) -> tuple[float, float]:
+    """The y range of a plot of points with intervals that no degenerate value can wreck.
+
+    The range holds every finite point and every interval end no further from the points
+    than :data:`REACH` times their spread (the range of the points, or the median
+    interval length where the points coincide), plus 5 % padding, and never goes beyond
+    ``clip`` (the quantity's own range, e.g. ``(0, None)`` for a length, ``(0, 1)`` for
+    a share: an end beyond it counts as the bound). Infinite and NaN ends are left out.
+    Ends outside the range are drawn cut, with an arrow (:func:`draw_intervals`).
+
+    Parameters
+    ----------
+    value, lower, upper : array-like of float
+        the points and their interval ends (same shape; ``lower``/``upper`` may be None).
+    clip : (float or None, float or None), optional
+        the bounds of the quantity (None: unbounded).
+    """
+    v = np.asarray(value, dtype=float).ravel()
+    lo = np.full_like(v, np.nan) if lower is None else np.asarray(lower, dtype=float).ravel()
+    up = np.full_like(v, np.nan) if upper is None else np.asarray(upper, dtype=float).ravel()
+    if not lo.shape == up.shape == v.shape:
+        raise ValueError(f"lower, upper: expected {v.shape[0]} entries like value")
+    c0, c1 = (None, None) if clip is None else clip
+    c0 = -np.inf if c0 is None else float(c0)
+    c1 = np.inf if c1 is None else float(c1)
+    pts = v[np.isfinite(v)]
+    if not pts.size:
+        return (0.0, 1.0) if clip is None else (max(c0, 0.0), min(c1, 1.0))
+    length = (up - lo)[np.isfinite(up - lo)]
+    spread = float(np.ptp(pts)) or (float(np.median(length)) if length.size else 0.0)
+    spread = spread or abs(float(pts[0])) or 1.0
+    reach0, reach1 = pts.min() - REACH * spread, pts.max() + REACH * spread
+    ends = np.concatenate([pts, lo[np.isfinite(lo)], up[np.isfinite(up)]])
+    ends = np.clip(ends, c0, c1)  # an end beyond the quantity's range reaches its bound
+    ends = ends[(ends >= reach0) & (ends <= reach1)]
+    y0, y1 = float(min(ends.min(), pts.min())), float(max(ends.max(), pts.max()))
+    pad = 0.05 * ((y1 - y0) or spread)
+    return max(y0 - pad, c0), min(y1 + pad, c1)
+
+
+def draw_intervals(ax, x, lower, upper, *, color, lw: float = 1.2, cap: bool = True) -> int:
+    """Vertical intervals ``[lower, upper]`` at ``x``, cut at ``ax``'s y limits: a cut
+    (or infinite) end is drawn as an arrowhead at the axis edge, a kept end as a cap.
+    NaN intervals are skipped. Returns the number of cut ends.
+
+    Set the y limits first (e.g. from :func:`interval_limits`).
+    """
+    y0, y1 = ax.get_ylim()
+    x = np.atleast_1d(np.asarray(x, dtype=float))
+    lower = np.atleast_1d(np.asarray(lower, dtype=float))
+    upper = np.atleast_1d(np.asarray(upper, dtype=float))
+    cut = 0
+    for xi, lo, up in zip(x, lower, upper, strict=True):
+        if np.isnan(lo) or np.isnan(up) or up < y0 or lo > y1:
+            continue
+        a, b = max(lo, y0), min(up, y1)
+        ax.plot([xi, xi], [a, b], color=color, lw=lw, zorder=2)
+        for end, edge, kept, marker in ((lo, y0, a, "v"), (up, y1, b, "^")):
+            if end < y0 or end > y1:
+                ax.plot(xi, edge, marker=marker, color=color, ms=6, ls="none", clip_on=False)
+                cut += 1
+            elif cap:
+                ax.plot(xi, kept, marker="_", color=color, ms=5, mew=lw, ls="none")
+    return cut
 
 
 def forest(
@@ -699,6 +878,7 @@ def forest(
     ylabel: str,
     title: str | None = None,
     zero: bool = False,
+    clip: tuple[float | None, float | None] | None = None,
     ax=None,
 ):
     """Forest plot of one claim: a point per model and layer with its interval, and the
@@ -715,6 +895,10 @@ def forest(
         the statistic in the book's symbols, with its unit.
     zero : bool
         draw a line at 0 (differences).
+    clip : (float or None, float or None), optional
+        the statistic's own range (e.g. ``(0, None)``); the y axis never goes beyond it,
+        and an interval that reaches far beyond the points is cut with an arrow
+        (:func:`interval_limits`, :func:`draw_intervals`).
     ax : matplotlib Axes, optional
         draw into this panel (e.g. one of :func:`panels`); else a new figure.
     """
@@ -728,31 +912,31 @@ def forest(
         stat = stat.expand_dims(model=["difference"])
         lower = None if lower is None else lower.expand_dims(model=["difference"])
         upper = None if upper is None else upper.expand_dims(model=["difference"])
+    dims = ("model", "layer")
+    stat = stat.transpose(*dims)
+    lower = None if lower is None else lower.transpose(*dims)
+    upper = None if upper is None else upper.transpose(*dims)
     with style():
         if ax is None:
             fig, ax = plt.subplots(figsize=(WIDTH / 2, 2.8), layout="constrained")
+        ax.set_ylim(
+            *interval_limits(
+                stat.values,
+                None if lower is None else lower.values,
+                None if upper is None else upper.values,
+                clip=clip,
+            )
+        )
         models = list(stat["model"].values)
         for n, m in enumerate(models):
             s = stat.sel(model=m).values.astype(float)
             ok = np.isfinite(s)
             x = stat["layer"].values[ok] + 0.1 * (n - (len(models) - 1) / 2)
-            yerr = None
-            if lower is not None and upper is not None:
-                lo = lower.sel(model=m).values[ok]
-                up = upper.sel(model=m).values[ok]
-                yerr = np.vstack([s[ok] - lo, up - s[ok]])
             st = model_style(str(m)) if len(models) > 1 else {"color": "k", "marker": "o"}
-            ax.errorbar(
-                x,
-                s[ok],
-                yerr=yerr,
-                ls="none",
-                marker=st["marker"],
-                ms=4,
-                color=st["color"],
-                capsize=2,
-                label=str(m),
-            )
+            if lower is not None and upper is not None:
+                lo, up = lower.sel(model=m).values[ok], upper.sel(model=m).values[ok]
+                draw_intervals(ax, x, lo, up, color=st["color"])
+            ax.plot(x, s[ok], ls="none", marker=st["marker"], ms=4, color=st["color"], label=str(m))
         if zero:
             ax.axhline(0, color="0.4", lw=0.8)
         ax.set_xticks(stat["layer"].values)
@@ -765,6 +949,23 @@ def forest(
     return ax.figure
 
 
+def verdict_handles(words, *, main: bool = False) -> tuple[list, list[str]]:
+    """Legend handles and labels of the verdict words ``words`` (in the order of
+    :data:`VERDICT_STYLE`; unknown words are skipped), each its colour and marker, and a
+    black ring for the main specification when ``main``."""
+    from matplotlib.lines import Line2D
+
+    present = [w for w in VERDICT_STYLE if w in set(map(str, words))]
+    handles = [
+        Line2D([], [], ls="none", **{k: VERDICT_STYLE[w][k] for k in ("color", "marker")})
+        for w in present
+    ]
+    if main:
+        handles.append(Line2D([], [], color="white", marker="o", mec="k", mew=1.2, ls="none"))
+        present.append("main specification")
+    return handles, present
+
+
 def specification_curve(
     value: Sequence[float],
     lower: Sequence[float],
@@ -774,25 +975,29 @@ def specification_curve(
     main: Sequence[bool] | None = None,
     ylabel: str,
     band: tuple[float, float] | None = None,
+    clip: tuple[float | None, float | None] | None = None,
     title: str | None = None,
     ax=None,
 ):
     """A specification curve: one point per specification, sorted by its value, with
-    its interval, coloured by its verdict; the main specification ringed in black.
+    its interval, coloured and marked by its verdict (:data:`VERDICT_STYLE`); the main
+    specification ringed in black.
 
     Parameters
     ----------
     value, lower, upper : sequences of float
         one entry per specification; NaN values are drawn as crosses at the bottom.
     verdict : sequence of str
-        the verdict word of each specification (:data:`VERDICT_COLOURS`).
+        the verdict word of each specification (:data:`VERDICT_STYLE`).
     main : sequence of bool, optional
         which specification is the main one.
     band : (float, float), optional
         the range the claim needs (:func:`claim_band`).
+    clip : (float or None, float or None), optional
+        the statistic's own range; intervals reaching far beyond the points are cut
+        with an arrow (:func:`interval_limits`).
     """
     import matplotlib.pyplot as plt
-    from matplotlib.lines import Line2D
 
     value = np.asarray(value, dtype=float)
     lower, upper = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
@@ -808,23 +1013,23 @@ def specification_curve(
     with style():
         if ax is None:
             fig, ax = plt.subplots(figsize=(WIDTH, 3.0), layout="constrained")
-        finite = value[np.isfinite(value)]
-        y_nan = finite.min() if finite.size else 0.0
+        y0, y1 = interval_limits(value, lower, upper, clip=clip)
+        ax.set_ylim(y0, y1)
         for xi, j in zip(x, order, strict=True):
-            c = VERDICT_COLOURS.get(str(verdict[j]), "0.3")
+            st = VERDICT_STYLE.get(str(verdict[j]), {"color": "0.3", "marker": "o"})
             if np.isfinite(value[j]):
-                ax.plot([xi, xi], [lower[j], upper[j]], color=c, lw=2, alpha=0.6)
+                draw_intervals(ax, xi, lower[j], upper[j], color=st["color"], lw=2, cap=False)
                 ax.plot(
                     xi,
                     value[j],
-                    "o",
-                    color=c,
-                    ms=5 if main[j] else 4,
-                    mec="k" if main[j] else c,
+                    st["marker"],
+                    color=st["color"],
+                    ms=6 if main[j] else 4.5,
+                    mec="k" if main[j] else st["color"],
                     mew=1.2 if main[j] else 0.5,
                 )
             else:
-                ax.plot(xi, y_nan, "x", color=c)
+                ax.plot(xi, y0, "x", color=st["color"], clip_on=False)
         ax.set_xlabel("specifications, sorted by the statistic")
         ax.set_ylabel(ylabel)
         ax.set_xticks([])
@@ -832,12 +1037,8 @@ def specification_curve(
             ax.set_title(title)
         if band is not None:
             claim_band(ax, *band)
-        present = [w for w in VERDICT_COLOURS if w in set(map(str, verdict))]
-        handles = [Line2D([], [], color=VERDICT_COLOURS[w], marker="o", ls="none") for w in present]
-        if main.any():
-            handles.append(Line2D([], [], color="white", marker="o", mec="k", ls="none"))
-            present.append("main specification")
-        ax.legend(handles, present, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        handles, labels = verdict_handles(verdict, main=bool(main.any()))
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return ax.figure
 
 
@@ -862,7 +1063,6 @@ def pruning_curve(
     n_heads : int, optional
         total number of heads, for the x label.
     """
-    import matplotlib as mpl
     import matplotlib.pyplot as plt
 
     _check_dims(increase, "increase", (strategy_dim, budget_dim))
@@ -871,7 +1071,6 @@ def pruning_curve(
     strategies = list(increase[strategy_dim].values)
     budgets = increase[budget_dim].values.astype(float)
     width = 0.5 * (np.diff(budgets).min() if len(budgets) > 1 else 1.0) / len(strategies)
-    cmap = mpl.colormaps["tab10"]
     with style():
         if ax is None:
             fig, ax = plt.subplots(figsize=(WIDTH, 3.2), layout="constrained")
@@ -884,10 +1083,9 @@ def pruning_curve(
                 x,
                 mean.values,
                 yerr=None if sd is None else sd.values,
-                marker="o",
                 capsize=3,
-                color=cmap(n),
                 label=str(st),
+                **category_style(n),
             )
         ax.set_xticks(budgets)
         ax.set_xlabel("heads removed" + (f" (of {n_heads})" if n_heads else ""))
@@ -899,37 +1097,36 @@ def pruning_curve(
 
 
 def _verdict_bar(ax, y: int, row: pd.Series, main_word) -> None:
-    """One claim's stacked bar of verdict shares at ``y``, the main specification's
-    verdict marked in its segment and written at the right (``main_word`` None: none)."""
+    """One claim's stacked bar of verdict shares at ``y`` (each word its colour and
+    hatch), the main specification's verdict marked in its segment and written at the
+    right (``main_word`` None: none)."""
     left = 0.0
     for word, share in row.items():
         if share > 0:
-            ax.barh(y, share, left=left, color=VERDICT_COLOURS[word], edgecolor="white")
+            st = VERDICT_STYLE[word]
+            ax.barh(y, share, left=left, color=st["color"], hatch=st["hatch"], edgecolor="white")
             if main_word is not None and word == main_word:
-                ax.plot(left + share / 2, y, "kD", ms=5)
+                ax.plot(left + share / 2, y, "D", color="k", mfc="white", mew=1.5, ms=6)
         left += share
     if isinstance(main_word, str):
-        ax.text(
-            1.02,
-            y,
-            main_word,
-            va="center",
-            fontsize=9,
-            color=VERDICT_COLOURS.get(main_word, "0.2"),
-        )
+        ax.text(1.02, y, main_word, va="center", color="0.15")
 
 
 def _verdict_legend(ax, counts: pd.DataFrame, with_main: bool) -> None:
-    """The figure legend: the verdict words present, and the main specification's mark."""
+    """The figure legend: the verdict words present (colour and hatch), and the main
+    specification's mark."""
     from matplotlib.patches import Patch
 
-    present = [w for w in VERDICT_COLOURS if counts[w].sum() > 0]
-    handles = [Patch(color=VERDICT_COLOURS[w]) for w in present]
+    present = [w for w in VERDICT_STYLE if counts[w].sum() > 0]
+    handles = [
+        Patch(facecolor=VERDICT_STYLE[w]["color"], hatch=VERDICT_STYLE[w]["hatch"], ec="white")
+        for w in present
+    ]
     labels = list(present)
     if with_main:
         from matplotlib.lines import Line2D
 
-        handles.append(Line2D([], [], color="k", marker="D", ls="none", ms=5))
+        handles.append(Line2D([], [], color="k", marker="D", mfc="white", mew=1.5, ls="none"))
         labels.append("main specification")
     ax.figure.legend(handles, labels, loc="outside lower center", ncol=3)
 
@@ -990,13 +1187,117 @@ def verdict_bars(
 # tables
 
 
-def format_table(df: pd.DataFrame | pd.Series, sig: int = 3, na: str = "–") -> pd.DataFrame:
+#: the text of a missing value in a table or a sentence
+MISSING = "—"
+
+
+def number(v, sig: int = 3, *, na: str = MISSING, whole: bool | None = None) -> str:
+    """One number as a reader reads it: ``sig`` significant digits, an exponent only
+    outside :math:`10^{-3}` to :math:`10^5` (``1.2e-05``), integers as integers.
+
+    Parameters
+    ----------
+    v : int, float, bool, numpy scalar or None
+        the value; None and NaN give ``na``, infinities ``∞``/``−∞``, booleans
+        ``yes``/``no``.
+    sig : int
+        significant digits, 1 to 6.
+    na : str
+        the text of a missing value.
+    whole : bool, optional
+        write ``v`` as an integer (rounded); default: when ``v`` is an integer type.
+    """
+    if isinstance(sig, bool) or not isinstance(sig, int) or not 1 <= sig <= 6:
+        raise ValueError(f"sig: expected an integer from 1 to 6, got {sig!r}")
+    if v is None or v is pd.NA:
+        return na
+    if isinstance(v, bool | np.bool_):
+        return "yes" if v else "no"
+    if not isinstance(v, int | float | np.integer | np.floating):
+        raise TypeError(f"v: expected a number, got {type(v).__name__} {v!r}")
+    if whole is None:
+        whole = isinstance(v, int | np.integer)
+    v = float(v)
+    if np.isnan(v):
+        return na
+    if np.isinf(v):
+        return "∞" if v > 0 else "−∞"
+    if whole and abs(v) < 1e15:
+        return f"{int(round(v))}"
+    if v != 0 and not 1e-3 <= abs(v) < 1e5:
+        return f"{v:.{sig - 1}e}"
+    digits = max(sig - 1 - math.floor(math.log10(abs(v))), 0) if v else sig - 1
+    return f"{v:.{digits}f}"
+
+
+def below(x: float) -> str:
+    """A round-off measurement as the bound it shows: ``3.2e-15`` -> ``"below 1e-14"``
+    (the next power of ten above ``x``), 0 -> ``"exactly 0"``.
+
+    For a printed check of machine precision, whose digits mean nothing beyond their
+    order of magnitude.
+    """
+    x = float(x)
+    if not np.isfinite(x) or x < 0:
+        raise ValueError(f"x: expected a finite non-negative difference, got {x!r}")
+    if x == 0:
+        return "exactly 0"
+    return f"below 1e{math.floor(math.log10(x)) + 1}"
+
+
+def enumeration(items, sig: int = 3, *, empty: str = "none") -> str:
+    """Items as a reader writes them: ``[2, 3, 5]`` -> ``"2, 3 and 5"`` (numbers by
+    :func:`number`, other items by ``str``; ``empty`` if there are none)."""
+    words = [
+        number(x, sig) if isinstance(x, int | float | np.integer | np.floating) else str(x)
+        for x in items
+    ]
+    if not words:
+        return empty
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _cell(v, sig: int, na: str) -> str:
+    """One table cell of an object column (numbers formatted, sequences listed)."""
+    if v is None or v is pd.NA or (isinstance(v, float | np.floating) and np.isnan(v)):
+        return na
+    if isinstance(v, bool | np.bool_ | int | float | np.integer | np.floating):
+        return number(v, sig, na=na)
+    if isinstance(v, list | tuple | np.ndarray):
+        return ", ".join(_cell(x, sig, na) for x in v)
+    return str(v)
+
+
+def _labels(index: pd.Index, sig: int) -> pd.Index:
+    """Index or column labels with their fractional numbers formatted, level by level
+    (scales 3.1415 -> 3.14; a level of whole numbers as integers; integers kept)."""
+
+    def level(values) -> list:
+        if all(isinstance(v, int | np.integer) for v in values):
+            return [int(v) for v in values]
+        nums = [isinstance(v, int | float | np.integer | np.floating) for v in values]
+        if not any(nums):
+            return [v if isinstance(v, str) else str(v) for v in values]
+        x = np.array([float(v) for v, n in zip(values, nums, strict=True) if n])
+        whole = bool(np.all(x[np.isfinite(x)] == np.round(x[np.isfinite(x)])))
+        return [
+            number(v, sig, whole=whole) if n else str(v) for v, n in zip(values, nums, strict=True)
+        ]
+
+    if isinstance(index, pd.MultiIndex):
+        levels = [level(list(index.get_level_values(k))) for k in range(index.nlevels)]
+        return pd.MultiIndex.from_arrays(levels, names=index.names)
+    return pd.Index(level(list(index)), name=index.name)
+
+
+def format_table(df: pd.DataFrame | pd.Series, sig: int = 3, na: str = MISSING) -> pd.DataFrame:
     """A table a reader can scan, as strings.
 
     A column whose numbers are all whole is written as integers (``89``, not ``89.0``);
-    other numbers get ``sig`` significant digits (an exponent only outside
-    :math:`10^{-3}` to :math:`10^5`); booleans are ``yes``/``no``; missing values are
-    ``na``; rows missing in every column are dropped.
+    other numbers get ``sig`` significant digits (:func:`number`); booleans are
+    ``yes``/``no``; a cell holding a sequence is listed (``1, 2``); missing values are
+    ``na``; rows missing in every column are dropped. Numeric index and column labels
+    are formatted the same way.
 
     Parameters
     ----------
@@ -1013,33 +1314,50 @@ def format_table(df: pd.DataFrame | pd.Series, sig: int = 3, na: str = "–") ->
     if isinstance(sig, bool) or not isinstance(sig, int) or not 1 <= sig <= 6:
         raise ValueError(f"sig: expected an integer from 1 to 6, got {sig!r}")
     df = df.dropna(how="all")
-
-    def number(v: float, whole: bool) -> str:
-        if not np.isfinite(v):
-            return na if np.isnan(v) else str(v)
-        if whole:
-            return f"{int(round(v))}"
-        if v != 0 and not 1e-3 <= abs(v) < 1e5:
-            return f"{v:.{sig - 1}e}"
-        digits = max(sig - 1 - math.floor(math.log10(abs(v))), 0) if v else sig - 1
-        return f"{v:.{digits}f}"
-
-    out = {}
-    for name, col in df.items():
+    out = []
+    for _, col in df.items():
         if pd.api.types.is_bool_dtype(col):
-            out[name] = col.map(lambda v: "yes" if v else "no")
+            out.append([number(bool(v)) for v in col])
         elif pd.api.types.is_numeric_dtype(col):
             x = col.to_numpy(dtype=float)
             fin = x[np.isfinite(x)]
-            whole = (
-                bool(fin.size)
-                and bool(np.all(fin == np.round(fin)))
-                and bool(np.all(np.abs(fin) < 1e15))
-            )
-            out[name] = pd.Series([number(v, whole) for v in x], index=col.index)
+            whole = bool(fin.size) and bool(np.all(fin == np.round(fin)))
+            out.append([number(v, sig, na=na, whole=whole) for v in x])
         else:
-            out[name] = col.map(lambda v: na if v is None or v is pd.NA else str(v))
-    return pd.DataFrame(out, index=df.index, columns=df.columns)
+            out.append([_cell(v, sig, na) for v in col])
+    return pd.DataFrame(dict(enumerate(out)), index=_labels(df.index, sig)).set_axis(
+        _labels(df.columns, sig), axis=1
+    )
+
+
+class Table:
+    """A formatted table that a page shows whole: every row and every column (never
+    pandas' ``...`` elision), in a box that scrolls sideways on a narrow screen with the
+    row labels kept in view (the book's CSS class ``msapod-table``).
+
+    Made by :func:`table`; ``data`` is the table as strings (:func:`format_table`).
+    """
+
+    def __init__(self, data: pd.DataFrame):
+        self.data = data
+
+    def _repr_html_(self) -> str:
+        html = self.data.to_html(border=0, escape=True, notebook=False, max_rows=None)
+        sticky = " sticky" if self.data.index.nlevels == 1 else ""  # one row label to keep
+        return f'<div class="msapod-table{sticky}">{html}</div>'
+
+    def __repr__(self) -> str:
+        return self.data.to_string(max_rows=None, max_cols=None)
+
+
+def table(df: pd.DataFrame | pd.Series, sig: int = 3, na: str = MISSING) -> Table:
+    """A table for a page: :func:`format_table` of ``df`` shown whole (:class:`Table`).
+
+    End a cell with it (or ``display`` it). Put the columns a reader needs first; a
+    table with more columns than a phone shows scrolls sideways with its row labels
+    fixed.
+    """
+    return Table(format_table(df, sig, na))
 
 
 __all__ = [

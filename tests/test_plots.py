@@ -54,9 +54,9 @@ def _check(fig, n_panels: int, xlabel: str | None = None, ylabel: str | None = N
     assert width <= 790, f"{width} px: wider than the book shows unscaled"
     for ax in axes:
         texts = [ax.xaxis.label, ax.yaxis.label, ax.title, *ax.get_xticklabels()]
-        for t in texts:
+        for t in texts + [*ax.get_yticklabels()]:
             if t.get_text():
-                assert t.get_fontsize() >= 9, (t.get_text(), t.get_fontsize())
+                assert t.get_fontsize() >= plots.MIN_FONT_SIZE, (t.get_text(), t.get_fontsize())
     if xlabel:
         assert any(xlabel in ax.get_xlabel() for ax in axes), [a.get_xlabel() for a in axes]
     if ylabel:
@@ -198,7 +198,7 @@ def test_forest_band_in_axis_and_off_axis_arrow():
         plots.forest(v, v.sel(model="ega-1"), v, ylabel="x")
 
 
-def test_specification_curve_sorted_and_coloured():
+def test_specification_curve_sorted_and_marked_by_verdict():
     value = [3.0, 1.0, np.nan, 2.0]
     verdict = ["holds", "does not hold", "not significant", "partly"]
     fig = plots.specification_curve(
@@ -211,14 +211,80 @@ def test_specification_curve_sorted_and_coloured():
         band=(0, 2),
     )
     _check(fig, 1, "specifications", "$a^*$")
-    pts = [ln for ln in fig.axes[0].lines if ln.get_marker() == "o"]
+    markers = {st["marker"]: w for w, st in plots.VERDICT_STYLE.items()}
+    pts = [ln for ln in fig.axes[0].lines if ln.get_marker() in markers]
     ys = [ln.get_ydata()[0] for ln in pts]
     assert ys == sorted(ys) == [1.0, 2.0, 3.0]
-    assert matplotlib.colors.to_hex(pts[0].get_color()) == plots.VERDICT_COLOURS["does not hold"]
-    assert pts[0].get_markeredgecolor() == "k"  # the main specification
+    # each point has its verdict's colour and marker; the main one is ringed in black
+    assert [markers[ln.get_marker()] for ln in pts] == ["does not hold", "partly", "holds"]
+    assert (
+        matplotlib.colors.to_hex(pts[0].get_color())
+        == plots.VERDICT_COLOURS["does not hold"].lower()
+    )
+    assert pts[0].get_markeredgecolor() == "k"
     _no_legend_over_data(fig)
     with pytest.raises(ValueError, match="verdict"):
         plots.specification_curve([1.0], [0.0], [2.0], [], ylabel="x")
+
+
+def test_specification_curve_cuts_an_open_interval_with_an_arrow():
+    fig = plots.specification_curve(
+        [4.0, 5.0, 6.0],
+        [3.0, 4.0, 0.0],
+        [5.0, 6.0, 2e6],  # an edge maximum: a bound, its interval open
+        ["holds"] * 3,
+        ylabel="$a^*$",
+        clip=(0, None),
+    )
+    ax = fig.axes[0]
+    y0, y1 = ax.get_ylim()
+    assert y0 >= 0 and y1 < 20, (y0, y1)  # the other points stay readable
+    arrows = [ln for ln in ax.lines if ln.get_marker() == "^"]
+    assert len(arrows) == 1 and arrows[0].get_ydata()[0] == pytest.approx(y1)
+
+
+def test_interval_limits_ignore_degenerate_ends():
+    lo, hi = plots.interval_limits([1.0, 2.0, 3.0], [0.5, 1.5, -np.inf], [1.5, 2.5, 1e9])
+    pad = 0.05 * (3.0 - 0.5)  # the kept range 0.5 to 3, padded
+    assert lo == pytest.approx(0.5 - pad) and hi == pytest.approx(3.0 + pad)
+    assert plots.interval_limits([0.2, 0.9], [0.1, 0.5], [0.3, 1.4], clip=(0, 1))[1] == 1.0
+    assert plots.interval_limits([np.nan], [np.nan], [np.nan], clip=(0, 1)) == (0.0, 1.0)
+    with pytest.raises(ValueError, match="lower, upper"):
+        plots.interval_limits([1.0, 2.0], [0.0], [3.0, 4.0])
+
+
+def test_verdict_and_category_styles_never_differ_by_colour_alone():
+    for table in (plots.VERDICT_STYLE,):
+        assert len({st["marker"] for st in table.values()}) == len(table)
+        assert len({st["hatch"] for st in table.values()}) == len(table)
+    styles = [plots.category_style(n) for n in range(len(plots.CATEGORY_COLOURS))]
+    assert len({s["color"] for s in styles}) == len({s["marker"] for s in styles}) == len(styles)
+    assert plots.category_style(len(plots.CATEGORY_COLOURS)) == styles[0]
+    # every colour is an Okabe-Ito colour or a grey: no red/green pair
+    allowed = {c.lower() for c in plots.OKABE_ITO.values()}
+    used = [*plots.VERDICT_COLOURS.values(), *plots.ARCH_COLOURS.values(), plots.BAND_COLOUR]
+    for c in used + list(plots.CATEGORY_COLOURS):
+        r, g, b = matplotlib.colors.to_rgb(c)
+        assert c.lower() in allowed or r == g == b, c
+    with pytest.raises(ValueError, match="n:"):
+        plots.category_style(-1)
+
+
+def test_log_ticks_are_plain_numbers():
+    fig, ax = plt.subplots()
+    ax.plot([3, 9], [1e-3, 1.0])
+    ax.set(xscale="log", yscale="log", xlim=(2.5, 9.5))
+    plots.log_ticks(ax)
+    fig.canvas.draw()
+    xlabels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert xlabels and all("10^" not in t and "times" not in t for t in xlabels), xlabels
+    assert "5" in xlabels
+    assert not [t.get_text() for t in ax.xaxis.get_minorticklabels() if t.get_text()]
+    ylabels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert {"0.001", "0.01", "0.1", "1"} <= set(ylabels), ylabels
+    assert plots._plain_number(1e-5) == "$10^{-5}$" and plots._plain_number(30.0) == "30"
+    with pytest.raises(ValueError, match="axis"):
+        plots.log_ticks(ax, "z")
 
 
 def test_pruning_curve():
@@ -236,6 +302,9 @@ def test_pruning_curve():
     _check(fig, 1, "heads removed (of 48)", r"\Delta\mathcal{L}")
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_legend().get_texts()] == ["low-H*", "random", "importance"]
+    # each strategy its own colour and marker
+    lines = [c.lines[0] for c in ax.containers]
+    assert len({ln.get_marker() for ln in lines}) == len({ln.get_color() for ln in lines}) == 3
     _no_legend_over_data(fig)
 
 
@@ -259,6 +328,8 @@ def test_verdict_bars_shares_main_and_legend():
         y = round(bar.get_y() + bar.get_height() / 2)
         widths[y] = widths.get(y, 0) + bar.get_width()
     assert all(np.isclose(w, 1.0) for w in widths.values())  # shares of each claim sum to 1
+    hatches = {bar.get_hatch() or "" for bar in ax.patches}
+    assert len(hatches) == 4  # four verdict words present, each its own hatch
     assert sorted(t.get_text() for t in ax.texts) == sorted(main.values)
     diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
     assert len(diamonds) == 3 and diamonds[0].get_xdata()[0] == pytest.approx(3 / 8)
@@ -297,21 +368,60 @@ def test_format_table():
         {
             "H*": [89.0, 120.0, np.nan],
             "T_spec": [1.23456, 0.000012, np.nan],
-            "edge": [True, False, np.nan],
         },
         index=["a", "b", "c"],
     )
-    df["edge"] = [True, False, None]
-    out = plots.format_table(df[["H*", "T_spec"]])
+    out = plots.format_table(df)
     assert list(out.index) == ["a", "b"]  # the all-NaN row is dropped
     assert out.loc["a", "H*"] == "89" and out.loc["b", "H*"] == "120"
     assert out.loc["a", "T_spec"] == "1.23" and out.loc["b", "T_spec"] == "1.20e-05"
     assert plots.format_table(pd.Series([True, False]))[0].tolist() == ["yes", "no"]
     assert plots.format_table(pd.DataFrame({"x": [1.0, np.nan], "y": [0.5, 2.0]}))[
         "x"
-    ].tolist() == ["1", "–"]
+    ].tolist() == ["1", plots.MISSING]
+    # object columns: numbers formatted, sequences listed, numpy strings as text
+    v = [np.float64(5.2468714626947754), None, (1, 2), np.str_("ega-1")]
+    mixed = pd.DataFrame({"v": v, "n": [1, 2, 3, 4]})
+    assert plots.format_table(mixed)["v"].tolist() == ["5.25", plots.MISSING, "1, 2", "ega-1"]
+    # numeric labels are formatted level by level
+    scales = pd.DataFrame({"x": [1.0, 2.0]}, index=pd.Index([3.0, 5.2468714626947754], name="a"))
+    assert list(plots.format_table(scales).index) == ["3.00", "5.25"]
     with pytest.raises(ValueError, match="sig"):
         plots.format_table(df, sig=0)
+
+
+def test_number_below_and_enumeration():
+    assert plots.number(5.2468714626947754) == "5.25"
+    assert plots.number(np.float64(0.000012)) == "1.20e-05"
+    assert plots.number(np.int64(120)) == "120" and plots.number(120.0, whole=True) == "120"
+    assert plots.number(np.nan) == plots.number(None) == plots.MISSING
+    assert plots.number(np.inf) == "∞" and plots.number(np.bool_(True)) == "yes"
+    assert plots.number(123456.0, 6) == "1.23456e+05"
+    with pytest.raises(TypeError, match="number"):
+        plots.number("1.0")
+    assert plots.below(3.6348215251310125e-16) == "below 1e-15"
+    assert plots.below(1e-14) == "below 1e-13" and plots.below(0.0) == "exactly 0"
+    with pytest.raises(ValueError, match="non-negative"):
+        plots.below(-1e-16)
+    assert plots.enumeration([np.int64(2), 3, 5]) == "2, 3 and 5"
+    assert plots.enumeration([np.str_("ega-1")]) == "ega-1"
+    assert plots.enumeration([], empty="no layer") == "no layer"
+
+
+def test_table_is_shown_whole():
+    wide = pd.DataFrame(
+        np.arange(70 * 40, dtype=float).reshape(70, 40) / 7,
+        columns=pd.MultiIndex.from_product([["T_spec", "H*"], range(20)]),
+    )
+    t = plots.table(wide)
+    html = t._repr_html_()
+    assert html.count("<tr>") >= 70 + 1 and "..." not in html and "×" not in html
+    assert "..." not in repr(t) and len(repr(t).splitlines()) >= 70
+    assert t.data.shape == (70, 40)
+    assert "msapod-table sticky" in html  # one row label, kept in view
+    rows = pd.DataFrame({"x": [1.0, 2.0]}, index=pd.MultiIndex.from_tuples([("a", 1), ("a", 2)]))
+    assert 'class="msapod-table"' in plots.table(rows)._repr_html_()  # two: none kept
+    assert "&lt;b&gt;" in plots.table(pd.DataFrame({"x": ["<b>"]}))._repr_html_()
 
 
 def test_plots_is_lazy_and_torch_free():
