@@ -431,3 +431,21 @@ def test_one_seed_per_architecture_takes_c4_c9_intervals_over_snapshots():
     two = ev9.assign_coords(architecture=("model", ["baseline", "baseline"]))
     seeds = evaluate("C9", spec, ZooData(models, two))
     assert "over seeds" in seeds.rule
+
+
+def test_headline_names_the_empirical_claims_and_sets_the_theorem_apart():
+    import pandas as pd
+
+    from msapod.studies.verdict.claims import headline
+
+    verdicts = ["does not hold"] * 5 + ["partly"] + ["not significant"] * 3 + ["holds"] * 2
+    ids = [f"C{i}" for i in range(1, 11)] + ["L"]
+    card = pd.DataFrame({"verdict": verdicts}, index=pd.Index(ids, name="claim"))
+    text = headline(card, "d256")
+    assert text.startswith("None of the paper's 9 empirical claims (C1–C9) is reproduced")
+    assert "on the d256 zoo and 5 are refuted" in text
+    assert "**C1**, **C2**, **C3**, **C4** and **C5** do not hold" in text
+    assert "**C6** holds partly" in text
+    assert "Theorem 1 (**C10**" in text and "(**L**) holds" in text
+    card.loc["C7", "verdict"] = "holds"
+    assert headline(card).startswith("1 of the paper's 9 empirical claims (C1–C9) is reproduced")

@@ -2,6 +2,8 @@
 moment/Gram shortcuts equal the library's direct computations, and the main
 specification's verdicts equal the scorecard's."""
 
+import re
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -174,6 +176,9 @@ def test_verdict_markdown_starts_with_the_main_verdict(zoo):
     assert lines[1] == ":class: verdict claim-C4"
     assert lines[2].startswith(f"**{main_verdict('C4', mv, 'd128')}**")
     assert text.endswith("```")
+    # two sentences, then the numbers as a list
+    assert len(re.findall(r"[.](?:\s|$)", lines[2])) == 2
+    assert lines[3] == "" and all(x.startswith("* ") for x in lines[4:-1])
     other = verdict_markdown("C1", mv, "paper-size")
     assert "not in this study" in other or "not trained" in other
 

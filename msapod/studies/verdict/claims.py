@@ -24,9 +24,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from .registry import REGISTRY
+
 __all__ = [
     "CLAIMS",
     "CLAIM_PARTS",
+    "KINDS",
+    "VERDICT_MEANING",
+    "headline",
+    "names",
     "ROBUST_SHARE",
     "VERDICTS",
     "Z95",
@@ -46,25 +52,27 @@ __all__ = [
 ]
 
 VERDICTS = ("holds", "partly", "not significant", "does not hold", "not testable as stated")
+#: What each verdict word says, in one sentence (the vocabulary, stated once).
+VERDICT_MEANING = {
+    "holds": "every case passes its test by its 95 % interval",
+    "partly": "some cases pass by their 95 % interval, the others do not",
+    "not significant": "no case passes or fails: every interval contains both the claim's "
+    "boundary and its negation",
+    "does not hold": "no case passes and at least one fails beyond its 95 % interval",
+    "not testable as stated": "the data or the setting cannot decide the claim (the reason "
+    "is given)",
+}
+#: What kind of statement each claim is: the paper's empirical claims, its theorem, and
+#: the cited claim of the energy-gated attention paper (from the registry).
+KINDS = {c.id: c.kind for c in REGISTRY.values()}
 #: Least share of a claim's specifications agreeing with the main verdict for "robust".
 ROBUST_SHARE = 0.75
 #: Two-sided 95 % normal quantile.
 Z95 = 1.959963984540054
 
-#: The claims as the paper states them (C1-C10 and the EGA loss claim).
-CLAIMS = {
-    "C1": "layers 1–2 put scalogram energy at fine scales, a ≤ 7",
-    "C2": "layers 5–6 put it at coarse scales, a ≥ 20",
-    "C3": "early T_spec ≈ 1.0 (distributed); late layers more concentrated",
-    "C4": "scale-selective modes: layer 2 at lags 2–10, layer 4 at 10–35, layer 6 at 10–40",
-    "C5": "H*(0.10): layers 1–2 need > 150 modes; layers 3–6 about 91",
-    "C6": "uniform 8 heads over-specify deep layers, under-specify early ones",
-    "C7": "EGA models show systematically higher scalogram energy in every layer",
-    "C8": "EGA vs baseline: slightly higher T_spec in layers 3–4, lower in 5–6",
-    "C9": "plain POD mixes scales; scale-selective POD separates them",
-    "C10": "POD modes are the optimal rank-K linear basis (Theorem 1)",
-    "loss": "EGA lowers validation loss (EGA paper: about −0.10 nats/char)",
-}
+#: The claims as the paper states them (C1-C10 and the EGA loss claim, keyed ``"loss"``):
+#: a view of :data:`~msapod.studies.verdict.registry.REGISTRY`.
+CLAIMS = {("loss" if c.id == "L" else c.id): c.paper for c in REGISTRY.values()}
 #: The two parts of C6, each a row of the scorecard (the C6 row combines them).
 CLAIM_PARTS = {
     "C6a": "C6 (depth): deep layers are over-specified, early ones under-specified",
@@ -234,35 +242,79 @@ def axis_flips(claim: str, mv, zoo: str | None = None) -> dict[str, float]:
     return out
 
 
-#: Each claim's rule in one line (book symbols, MyST math); the full rule is in
-#: :mod:`msapod.studies.verdict.rules` and on the page "The paper and its open choices".
-RULE_LINES = {
-    "C1": r"$a^*_{1,2} \le 7$ in every model, and $a^*$ larger in layers 5–6 than in 1–2",
-    "C2": r"$a^*_{5,6} \ge 20$ in every model, and $a^*$ larger in layers 5–6 than in 1–2",
-    "C3": r"$T_\mathrm{spec}(5,6) < T_\mathrm{spec}(1,2)$ in every model, and "
-    r"$T_\mathrm{spec}(1,2) = 1 \pm 25\,\%$",
-    "C4": r"mode 1 of layers 2, 4, 6 puts $\ge 50\,\%$ of its lag energy in the paper's lags, "
-    "more than the window alone",
-    "C5": r"$H^*_{1,2} > H^*_{3\text{–}6}$ in every model, $H^*_{1,2} > 150$ (where $N > 151$), "
-    r"$H^*_{3\text{–}6} = 91 \pm 15\,\%$",
-    "C6": "(a) pruning deep heads costs less than pruning early heads; (b) H*-guided pruning "
-    "beats random at equal budget",
-    "C7": r"$E_\mathrm{EGA} - E_\mathrm{baseline} > 0$ in every layer",
-    "C8": r"$\Delta T_\mathrm{spec} > 0$ in layers 3–4 and $< 0$ in layers 5–6 (EGA − baseline)",
-    "C9": r"scale spread of the windowed mode 1 $< 0.9 \times$ that of plain mode 1",
-    "C10": r"rank-$K$ error $= \sum_{k > K} \lambda_k$ to $10^{-8}$; no random basis does better",
-    "L": r"$\Delta \mathcal{L} = \mathcal{L}_\mathrm{EGA} - \mathcal{L}_\mathrm{baseline} < 0$",
+def names(ids, bold: bool = True) -> str:
+    """``"**C1**, **C2** and **C3**"`` (plain with ``bold=False``); ``"none"`` for none."""
+    ids = [f"**{c}**" if bold else str(c) for c in ids]
+    if not ids:
+        return "none"
+    return ids[0] if len(ids) == 1 else ", ".join(ids[:-1]) + " and " + ids[-1]
+
+
+#: How a group of claims with one verdict reads in a sentence: (one claim, several).
+_VERBS = {
+    "holds": ("holds", "hold"),
+    "partly": ("holds partly", "hold partly"),
+    "does not hold": ("does not hold", "do not hold"),
+    "not significant": ("is not significant", "are not significant"),
+    "not testable as stated": ("is not testable as stated", "are not testable as stated"),
 }
-#: The measured quantity of each claim in math and the layers it is read on.
-_SYMBOLS = {
-    "C1": (r"a^*", (1, 2)),
-    "C2": (r"a^*", (5, 6)),
-    "C3": (r"T_\mathrm{spec}", (1, 2)),
-    "C4": (r"\text{share}", (2, 4, 6)),
-    "C5": (r"H^*", (3, 4, 5, 6)),
-    "C9": (r"\rho", None),
-}
-_DIFF_SYMBOLS = {"C7": r"\Delta E", "C8": r"\Delta T_\mathrm{spec}", "L": r"\Delta\mathcal{L}"}
+
+
+#: The order in which a sentence lists the verdict groups: reproduced, refuted, the rest.
+_HEADLINE_ORDER = ("holds", "does not hold", "partly", "not significant", "not testable as stated")
+
+
+def _grouped(card, ids) -> str:
+    """``"C1 and C2 do not hold; C7 is not significant"`` for the claims ``ids`` of the
+    scorecard ``card`` (index ``claim``, column ``verdict``): reproduced, refuted, the rest."""
+    parts = []
+    for word in _HEADLINE_ORDER:
+        group = [c for c in ids if str(card.loc[c, "verdict"]) == word]
+        if group:
+            parts.append(f"{names(group)} {_VERBS[word][len(group) > 1]}")
+    return "; ".join(parts)
+
+
+def headline(card, zoo: str = "") -> str:
+    """The book's answer in one paragraph, from the scorecard ``card``: how many of the
+    paper's *empirical* claims (:data:`KINDS`) are reproduced (hold) and how many are
+    refuted (do not hold), each group named; then Theorem 1 (C10) and the cited loss claim
+    (L) apart, since a theorem holds on any ensemble and L is another paper's claim."""
+    empirical = [c for c in card.index if KINDS.get(c) == "empirical"]
+    held = [c for c in empirical if card.loc[c, "verdict"] == "holds"]
+    refuted = [c for c in empirical if card.loc[c, "verdict"] == "does not hold"]
+    where = f" on the {zoo} zoo" if zoo else ""
+    n = len(empirical)
+    count = f"{len(held)} of the paper's {n}" if held else f"None of the paper's {n}"
+    verb = "is" if len(held) <= 1 else "are"
+    text = (
+        f"{count} empirical claims (C1–C9) {verb} reproduced{where} and {len(refuted)} "
+        f"{'is' if len(refuted) == 1 else 'are'} refuted: {_grouped(card, empirical)}."
+    )
+    extra = []
+    if "C10" in card.index:
+        extra.append(
+            f"Theorem 1 (**C10**, a property of POD on any ensemble) "
+            f"{_VERBS[str(card.loc['C10', 'verdict'])][0]}"
+        )
+    if "L" in card.index:
+        extra.append(
+            f"the energy-gated attention paper's loss claim (**L**) "
+            f"{_VERBS[str(card.loc['L', 'verdict'])][0]}"
+        )
+    if extra:
+        text += " " + "; ".join(extra)[0].upper() + "; ".join(extra)[1:] + "."
+    return text
+
+
+#: Each claim's rule in one line (book symbols, MyST math), from the registry; the full
+#: rule is in :mod:`msapod.studies.verdict.rules` and on the page "The paper and its open
+#: choices".
+RULE_LINES = {c.id: c.rule_line for c in REGISTRY.values()}
+#: The measured quantity of each layer claim in math and the layers it is read on.
+_SYMBOLS = {c.id: (c.symbol, c.layers) for c in REGISTRY.values() if c.symbol and not c.signs}
+#: The architecture contrasts' symbols (the claims that state EGA - baseline signs).
+_DIFF_SYMBOLS = {c.id: c.symbol for c in REGISTRY.values() if c.signs}
 #: C4 and C9 over seeds: the per-layer statistic the rule decides.
 _SEED_SYMBOLS = {"C4": r"s - s_\mathrm{window}", "C9": r"\bar\rho"}
 
@@ -353,13 +405,15 @@ def _reading_words(claim: str, mv) -> str:
 
 
 def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
-    """A short MyST admonition with the claim's verdict, for a page.
+    """The claim's verdict box for a page (a MyST admonition): two sentences, then the
+    numbers.
 
-    It starts with the verdict of the book's default reading (bold), then the measured
-    values with their 95 % intervals (math), the rule in one line, the reading (each
-    choice tagged *paper* or *book*), the share of the specification curve that agrees
-    (robust / fragile), the joint p over the curve and a link to the rule. The admonition
-    carries the CSS classes ``verdict`` and ``claim-<id>``.
+    The first sentence is the verdict of the book's default reading (bold) with what the
+    word means (:data:`VERDICT_MEANING`), or why the claim is not testable; the second is
+    the specification curve's robustness and joint test. Then a list: the measured values
+    with their 95 % intervals (math), the paper's own number where it states one, the rule
+    in one line with a link to its full statement, and the reading. The admonition carries
+    the CSS classes ``verdict`` and ``claim-<id>``.
 
     Parameters
     ----------
@@ -379,32 +433,41 @@ def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
         return head + f"**not testable as stated** here: {err}\n```"
     main = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
     word = str(main["verdict"].values)
+    reason = str(main["reason"].values)
+    if word == "not testable as stated" and reason:
+        why = reason
+    elif KINDS.get(claim) == "theorem":
+        why = f"{VERDICT_MEANING[word].split(' by ')[0]}, an exact check (no sampling error)"
+    else:
+        why = VERDICT_MEANING[word]
+    first = f"**{word}** on the {z} zoo (the book's default reading): {why}."
     label, share = robustness(claim, mv, z)
     total = sum(verdict_shares(claim, mv, z).values())
-    reason = str(main["reason"].values)
-    math = _measured_math(claim, main) or str(main["measured"].values)
-    lines = [f"**{word}** (the book's default reading, zoo {z}). Measured: {math}."]
-    if word == "not testable as stated" and reason:
-        lines.append(f"Why: {reason}.")
+    if label == "single":
+        second = "The paper leaves no choice open here: one reading only"
+    else:
+        second = f"{share:.0%} of the {total} readings of the paper agree (**{label}**)"
+    second += _joint_words(claim, mv) + "."
+    items = [f"Measured: {_measured_math(claim, main) or str(main['measured'].values)}"]
     stated = str(main["paper_value"].values) if "paper_value" in main else ""
     if stated:
-        lines.append(f"The paper's number: {stated}.")
+        items.append(f"The paper's number: {stated}")
     level = "" if claim == "C10" else " (95 %, Holm across cases)"
-    lines.append(f"Rule: {RULE_LINES.get(claim, str(main['rule'].values))}{level}.")
+    rule = RULE_LINES.get(claim, str(main["rule"].values))
+    items.append(f"Rule: {rule}{level}; [the rule in full](#rule-{claim.lower()})")
     reading = _reading_words(claim, mv)
     if reading:
-        lines.append(f"Reading: {reading}.")
-    if label == "single":
-        curve = "One reading only (no specification curve)"
-    else:
-        curve = f"Robustness: {share:.0%} of {total} readings agree (**{label}**)"
-    if "joint_p" in mv and claim in mv["joint_p"]["claim"].values:
-        p = float(mv["joint_p"].sel(claim=claim))
-        curve += f"; joint $p = {p:.2g}$" if np.isfinite(p) else "; joint p: —"
-    else:
-        curve += "; joint p: not computed"
-    lines.append(curve + f". [The rule](#rule-{claim.lower()}).")
-    return head + " ".join(lines) + "\n```"
+        items.append(f"Reading: {reading}")
+    body = first + " " + second + "\n\n" + "\n".join(f"* {x}" for x in items)
+    return head + body + "\n```"
+
+
+def _joint_words(claim: str, mv) -> str:
+    """``"; joint test over the curve p = 0.03"`` (or why there is none)."""
+    if "joint_p" not in mv or claim not in mv["joint_p"]["claim"].values:
+        return "; no joint test"
+    p = float(mv["joint_p"].sel(claim=claim))
+    return f"; joint test over the curve $p = {p:.2g}$" if np.isfinite(p) else "; no joint test"
 
 
 #: The page that states every rule; each rule has the label ``rule-<claim>`` there,

@@ -61,6 +61,7 @@ from threadpoolctl import threadpool_limits
 from ... import lagstats, wavelets
 from ...backends.memory import eig_desc
 from .claims import CLAIMS
+from .registry import REGISTRY, SCALE_AXES
 from .rules import (
     PAPER_LAGS,
     RULES,
@@ -106,7 +107,8 @@ JACKKNIFE_GROUPS = 10
 NUM_SCALES = 48
 #: Fixed T_spec fit range (the convergence study's ``fixed_k``).
 FIXED_K = (1, 20)
-EPS = 0.10
+#: The H* tolerance the paper states (C5's "H*(0.10)").
+EPS = REGISTRY["C5"].stated["eps"]
 
 #: Readings per axis (the main specification's value first).
 AXES: dict[str, tuple] = {
@@ -147,21 +149,9 @@ READING_TAGS: dict[str, tuple[str, str]] = {
     "n": ("paper", "the paper's ensemble of N = 150 snippets"),
     "fit": ("book", "the paper gives no fit range; k = 1..N/2"),
 }
-_SCALE = ("field", "normalisation", "scale_min")
-#: The axes that affect each claim.
-CLAIM_AXES: dict[str, tuple[str, ...]] = {
-    "C1": (*_SCALE, "scale_stat"),
-    "C2": (*_SCALE, "scale_stat"),
-    "C3": ("n", "fit"),
-    "C4": (*_SCALE, "scale_stat", "centre", "width"),
-    "C5": ("n", "criterion"),
-    "C6": (),
-    "C7": _SCALE,
-    "C8": ("n", "fit"),
-    "C9": (*_SCALE, "scale_stat", "centre", "width"),
-    "C10": (),
-    "L": (),
-}
+_SCALE = SCALE_AXES
+#: The axes that affect each claim (the registry's ``axes``).
+CLAIM_AXES: dict[str, tuple[str, ...]] = {c.id: c.axes for c in REGISTRY.values()}
 CLAIM_IDS = tuple(CLAIM_AXES)
 
 

@@ -38,6 +38,10 @@ import numpy as np
 import xarray as xr
 
 from .claims import CLAIMS, Z95, case_counts, combine, fmt_range, layer_span
+from .registry import EARLY as _EARLY
+from .registry import LATE as _LATE
+from .registry import MIDDLE_LATE as _MIDDLE_LATE
+from .registry import REGISTRY
 
 __all__ = [
     "C8_SIGNS",
@@ -65,25 +69,14 @@ __all__ = [
     "rule_loss",
 ]
 
-#: The layers each claim is about.
-EARLY, LATE, MIDDLE_LATE = [1, 2], [5, 6], [3, 4, 5, 6]
+#: The layers each claim is about (the registry's depth groups).
+EARLY, LATE, MIDDLE_LATE = list(_EARLY), list(_LATE), list(_MIDDLE_LATE)
 #: C4: the paper's lag range (characters) of the scale-selective modes of layers 2, 4, 6.
-PAPER_LAGS = {2: (2, 10), 4: (10, 35), 6: (10, 40)}
+PAPER_LAGS = dict(REGISTRY["C4"].stated["lags"])
 #: C8: the sign of EGA - baseline T_spec the paper states per layer.
-C8_SIGNS = {3: 1, 4: 1, 5: -1, 6: -1}
-#: The target range of each claim's key statistic (for forest plots): ``(low, high)``.
-THRESHOLDS = {
-    "C1": (-np.inf, 7.0),
-    "C2": (20.0, np.inf),
-    "C3": (0.75, 1.25),
-    "C4": (0.5, np.inf),
-    "C5": (0.85 * 91, 1.15 * 91),
-    "C7": (0.0, np.inf),
-    "C8": (0.0, np.inf),
-    "C9": (-np.inf, 1.0),
-    "C10": (-np.inf, 1e-8),
-    "L": (-np.inf, 0.0),
-}
+C8_SIGNS = dict(REGISTRY["C8"].signs)
+#: The target range of each claim's key statistic ``(low, high)``: the registry's ranges.
+THRESHOLDS = {c.id: c.range for c in REGISTRY.values() if c.id != "C6"}
 NOT_TESTABLE = "not testable as stated"
 
 
@@ -608,7 +601,18 @@ def rule_c1(
         outside the grid is not resolved); None: not clipped.
     """
     return _scale_rule(
-        "C1", list(early), -np.inf, 7.0, stat, se, statistic, where, unit, edge, early, late, grid
+        "C1",
+        list(early),
+        *REGISTRY["C1"].range,
+        stat,
+        se,
+        statistic,
+        where,
+        unit,
+        edge,
+        early,
+        late,
+        grid,
     )
 
 
@@ -627,7 +631,18 @@ def rule_c2(
     """C2: layers 5-6 at coarse scales, a* >= 20, and the early-to-late shift (as
     :func:`rule_c1`)."""
     return _scale_rule(
-        "C2", list(late), 20.0, np.inf, stat, se, statistic, where, unit, edge, early, late, grid
+        "C2",
+        list(late),
+        *REGISTRY["C2"].range,
+        stat,
+        se,
+        statistic,
+        where,
+        unit,
+        edge,
+        early,
+        late,
+        grid,
     )
 
 
@@ -739,7 +754,8 @@ def rule_c3(
     lo, up = _interval(T, se, log=True)
     c, core, groups = _core(T, se, early, late, -1)
     Te = T.sel(layer=early)
-    a = decide(Te.values, None if se is None else se.sel(layer=early).values, 0.75, 1.25, log=True)
+    c3 = REGISTRY["C3"]
+    a = decide(Te.values, None if se is None else se.sel(layer=early).values, *c3.range, log=True)
     measured = (
         f"T_spec (N = {n}) layers {layer_span(early)}: {fmt_range(Te, '{:.2f}')}"
         f", layers {layer_span(late)}: {fmt_range(T.sel(layer=late), '{:.2f}')}; late − early: "
@@ -756,7 +772,8 @@ def rule_c3(
         "C3",
         verdict,
         measured,
-        f"{core_text}(a) T_spec inside 1 ± 25 %, layers {layer_span(early)}; 95 %, Holm "
+        f"{core_text}(a) T_spec inside {c3.about:g} ± {c3.tolerance:.0%}, layers "
+        f"{layer_span(early)}; 95 %, Holm "
         f"across cases ({where})",
         (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(a)}",
         reason=reason,
@@ -765,7 +782,7 @@ def rule_c3(
         upper=up,
         contrast=None if c is None else c.drop_vars("se"),
         interval=_layer_intervals(lo, up, early, se, "{:.2f}"),
-        paper_value=_paper_inside(Te, lo.sel(layer=early), up.sel(layer=early), 1.0, "T_spec"),
+        paper_value=_paper_inside(Te, lo.sel(layer=early), up.sel(layer=early), c3.about, "T_spec"),
     )
 
 
@@ -838,7 +855,7 @@ def _median_effect(z) -> float:
 
 
 #: C4: the least share of mode 1's lag energy inside the paper's range.
-C4_SHARE = 0.5
+C4_SHARE = REGISTRY["C4"].low
 
 
 @dataclass
@@ -888,7 +905,7 @@ def _c4_grid(share, reach, base, peaks6, layers) -> _C4Grid:
     ok6 = (
         np.ones(sv.shape[0], bool)
         if peaks6 is None
-        else np.nan_to_num(np.asarray(peaks6, float)).ravel() >= 2
+        else np.nan_to_num(np.asarray(peaks6, float)).ravel() >= REGISTRY["C4"].stated["peaks6"]
     )
     return _C4Grid(layers, sv, bv, dv, rv, usable, ok6)
 
@@ -952,7 +969,8 @@ def _c4_model_cases(g: _C4Grid, share, share_se, diff_se, se_df) -> _C4Cases:
 def _c4_cells(c: _C4Cases, has_base: bool):
     """Per case "yes" / "no" / "ns" (share, difference and peaks all pass / any fails),
     the quantile half-widths of share and difference, and the standardised effect."""
-    a = decide(c.s_val, c.s_se, low=C4_SHARE, df=c.df) if c.s_val.size else np.array([], str)
+    share = REGISTRY["C4"].low
+    a = decide(c.s_val, c.s_se, low=share, df=c.df) if c.s_val.size else np.array([], str)
     b = (
         decide(c.d_val, c.d_se, low=0.0, df=c.df)
         if c.s_val.size and has_base
@@ -965,7 +983,7 @@ def _c4_cells(c: _C4Cases, has_base: bool):
         qs = c.q * np.nan_to_num(c.s_se)
         qd = c.q * np.nan_to_num(c.d_se)
     z = np.minimum(
-        standardised(c.s_val, c.s_val - qs, c.s_val + qs, low=C4_SHARE),
+        standardised(c.s_val, c.s_val - qs, c.s_val + qs, low=share),
         standardised(c.d_val, c.d_val - qd, c.d_val + qd, low=0.0) if has_base else np.inf,
     )
     return cells, qs, qd, z
@@ -981,9 +999,10 @@ def _c4_rule_text(mode: str, se_df, where: str) -> str:
     }[mode]
     per = "every layer 2, 4, 6" if mode == "seeds" else "every model and layer 2, 4, 6"
     return (
-        f"share of mode 1's lag energy inside the paper's lags ≥ {C4_SHARE:g} and above "
+        f"share of mode 1's lag energy inside the paper's lags ≥ {REGISTRY['C4'].low:g} and above "
         "the window alone's share (difference > 0), in a window of the dominant scale "
-        f"(layer 6 also ≥ 2 peaks in 10–40), {per}; {kind} ({where})"
+        f"(layer 6 also ≥ {REGISTRY['C4'].stated['peaks6']} peaks in "
+        f"{'–'.join(map(str, PAPER_LAGS[6]))}), {per}; {kind} ({where})"
     )
 
 
@@ -1135,7 +1154,9 @@ def _sel_all(se: xr.DataArray, like: xr.DataArray) -> xr.DataArray:
 def _c5_rule_text(groups, early, rest, n: int, where: str) -> str:
     """C5's rule in words: the core contrast, part (a) (or why it is left out at this
     ``n``) and part (b)."""
-    testable = n - 1 > 150
+    c5 = REGISTRY["C5"]
+    above = c5.stated["early_above"]
+    testable = n - 1 > above
     rest_text = layer_span(rest) if rest else "none"
     return (
         (
@@ -1144,9 +1165,9 @@ def _c5_rule_text(groups, early, rest, n: int, where: str) -> str:
             if groups
             else ""
         )
-        + f"(a) H* above 150, layers {layer_span(early)}"
+        + f"(a) H* above {above}, layers {layer_span(early)}"
         + ("" if testable else f" — left out: H* ≤ N − 1 = {n - 1} by construction")
-        + (f"; (b) H* within 91 ± 15 %, layers {rest_text}" if rest else "")
+        + (f"; (b) H* within {c5.about:g} ± {c5.tolerance:.0%}, layers {rest_text}" if rest else "")
         + f"; 95 %, Holm across the cases of each part ({where})"
     )
 
@@ -1179,17 +1200,19 @@ def rule_c5(
     "does not hold"; no case at all (two layers at N <= 151) is not testable.
     """
     early, rest = list(early), list(rest)
+    c5 = REGISTRY["C5"]
+    above = c5.stated["early_above"]
     lo, up = _interval(H, se, log=True)
     c, core, groups = _core(H, se, rest, early, 1)  # early - later
-    testable = n - 1 > 150
+    testable = n - 1 > above
     sev = (lambda layers: None) if se is None else (lambda layers: se.sel(layer=layers).values)
     a = (
-        decide(H.sel(layer=early).values, sev(early), low=150.5, log=True)
+        decide(H.sel(layer=early).values, sev(early), low=above + 0.5, log=True)
         if testable
         else np.array([], dtype=str)
     )
     b = (
-        decide(H.sel(layer=rest).values, sev(rest), 0.85 * 91, 1.15 * 91, log=True)
+        decide(H.sel(layer=rest).values, sev(rest), *c5.range, log=True)
         if rest
         else np.array([], dtype=str)
     )
@@ -1200,7 +1223,7 @@ def rule_c5(
         f"{fmt_range(H.sel(layer=rest), '{:.0f}')}; early − later: " + _contrast_text(c, "{:+.0f}")
     )
     rule = _c5_rule_text(groups, early, rest, n, where)
-    why = [] if testable else [f"'> 150 modes' cannot occur with N = {n} snapshots"]
+    why = [] if testable else [f"'> {above} modes' cannot occur with N = {n} snapshots"]
     if not rest:
         why.append("no layers after the early ones")
     verdict, _ = _verdict(core, np.concatenate([a.ravel(), b.ravel()]), "")
@@ -1217,7 +1240,7 @@ def rule_c5(
         contrast=None if c is None else c.drop_vars("se"),
         interval=_layer_intervals(lo, up, rest, se, "{:.0f}"),
         paper_value=_paper_inside(
-            H.sel(layer=rest), lo.sel(layer=rest), up.sel(layer=rest), 91.0, "H*(layers 3–6)"
+            H.sel(layer=rest), lo.sel(layer=rest), up.sel(layer=rest), c5.about, "H*(layers 3–6)"
         ),
     )
 
@@ -1484,7 +1507,7 @@ def rule_c8(
 
 
 #: C9: the windowed mode must be at least this much narrower in scale (ratio < 1 - margin).
-C9_MARGIN = 0.10
+C9_MARGIN = REGISTRY["C9"].stated["margin"]
 
 
 @dataclass
@@ -1597,7 +1620,7 @@ def rule_c9(
     se_df: int | None = None,
     seeds: bool = True,
     where: str = "",
-    margin: float = C9_MARGIN,
+    margin: float | None = None,
 ) -> Outcome:
     r"""C9: scale-selective modes separate scales the plain modes mix.
 
@@ -1629,6 +1652,8 @@ def rule_c9(
     v = _grid(ratio).astype(float)
     ok = np.isfinite(v)
     mode = "jackknife" if se is not None else ("seeds" if seeds and v.shape[0] >= 2 else "point")
+    if margin is None:
+        margin = REGISTRY["C9"].stated["margin"]
     rule = _c9_rule_text(mode, se_df, margin, where)
     measured = (
         f"scale spread of windowed / plain mode 1: {fmt_range(ratio, '{:.2f}')} "
@@ -1670,14 +1695,15 @@ def rule_c9(
 def rule_c10(gap: float, beaten: int, trials: int, label: str = "") -> Outcome:
     """C10 (Theorem 1): the rank-K error equals the eigenvalue tail to 1e-8 and no random
     orthonormal basis beats POD."""
-    ok = gap < 1e-8 and beaten == 0
+    tol = REGISTRY["C10"].high
+    ok = gap < tol and beaten == 0
     return Outcome(
         "C10",
         "holds" if ok else "does not hold",
         f"{label}relative gap between error and tail sum {roundoff_bound(gap)} for "
         "K = 1, 5, 20; "
         f"random orthonormal bases beating POD: {beaten} of {trials}",
-        "error equals the tail sum to 1e-8 and no random basis does better",
+        f"error equals the tail sum to {tol:.0e} and no random basis does better",
         f"3 ranks x {trials // 3} random bases",
         interval="exact (no sampling error)",
     )
@@ -1701,8 +1727,8 @@ def roundoff_bound(x: float) -> str:
 
 #: L: the loss change the EGA paper states (nats per character), and the tolerance of its
 #: "about" (relative, as C3's "about 1.0").
-PAPER_LOSS = -0.10
-PAPER_LOSS_TOLERANCE = 0.25
+PAPER_LOSS = REGISTRY["L"].stated["size"]
+PAPER_LOSS_TOLERANCE = REGISTRY["L"].stated["size_tolerance"]
 
 
 def rule_loss(

@@ -30,26 +30,15 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .claims import CLAIMS, VERDICTS, classify, combine
+from .claims import CLAIM_PARTS, CLAIMS, VERDICTS, classify, combine
+from .registry import REGISTRY
 
 __all__ = ["PAGES", "VERDICTS", "classify", "combine", "zoo_scorecard"]
 
-#: The book pages where each claim is examined.
-PAGES = {
-    "C1": "03-scalogram",
-    "C2": "03-scalogram",
-    "C3": "07-spectral-concentration, 11-uncertainty-convergence",
-    "C4": "04-windows, 05-pod",
-    "C5": "08-effective-rank, 11-uncertainty-convergence",
-    "C6": "12-head-pruning",
-    "C6a": "12-head-pruning",
-    "C6b": "12-head-pruning",
-    "C7": "09-energy-gated-attention",
-    "C8": "07-spectral-concentration, 09-energy-gated-attention",
-    "C9": "05-pod",
-    "C10": "05-pod",
-    "L": "10-training",
-}
+#: The book pages where each claim is examined (the registry's ``pages``; C6's parts on
+#: C6's page).
+PAGES = {c.id: ", ".join(c.pages) for c in REGISTRY.values()}
+PAGES.update({part: PAGES["C6"] for part in CLAIM_PARTS})
 
 
 def zoo_scorecard(
