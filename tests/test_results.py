@@ -222,6 +222,16 @@ def test_check_passes_round_off_and_fails_a_real_change(tmp_path):
 
     assert _roundoff_pair(tmp_path, coordinate) == ["scale: coordinate differs (4 values)"]
 
+    # a shipped file written before the variable declared its bound: the recomputation's
+    # declaration (what the code measures today) applies
+    old = xr.open_dataset(tmp_path / "old.nc", engine="h5netcdf").load()
+    old["row_sum_deviation"].attrs = {}
+    old.to_netcdf(tmp_path / "bare.nc", engine="h5netcdf")
+    new = roundoff(xr.open_dataset(tmp_path / "old.nc", engine="h5netcdf").load())
+    new["gram"], new["ratio"] = old["gram"], old["ratio"]
+    new.to_netcdf(tmp_path / "new2.nc", engine="h5netcdf")
+    assert _compare_netcdf(tmp_path / "new2.nc", tmp_path / "bare.nc") == []
+
 
 def test_machine_precision_results_are_bounds():
     from msapod.studies.verdict.rules import roundoff_bound, rule_c10

@@ -31,7 +31,8 @@ with ``max|y|`` over the variable's finite values (its scale), :data:`RTOL` = 1e
 :data:`ATOL` = 1e-12 (a floor for variables that are all zero). NaN and infinite values
 must match in place (and sign). A variable whose attrs carry ``roundoff_bound`` measures
 round-off itself (a row-sum deviation): it agrees when both values are at or below that
-bound. Integers, booleans, words and coordinates are compared exactly (float coordinates
+bound (the recomputation's attrs, which say what the code measures today, take
+precedence over the shipped file's). Integers, booleans, words and coordinates are compared exactly (float coordinates
 to 1e-12 relative, the last bit a libm may round differently). On failure the report says,
 per variable, the largest difference relative to the variable's scale.
 """
@@ -415,7 +416,8 @@ def _compare_netcdf(new: Path, old: Path, models: list[str] | None = None) -> li
             if not same.all():
                 problems.append(f"{v}: coordinate differs ({int((~same).sum())} values)")
         else:
-            problems += _compare_numbers(v, x, y, b[v].attrs)
+            # the recomputation's attrs say what the code measures today
+            problems += _compare_numbers(v, x, y, {**b[v].attrs, **a[v].attrs})
     return problems
 
 
