@@ -32,9 +32,10 @@ with ``max|y|`` over the variable's finite values (its scale), :data:`RTOL` = 1e
 must match in place (and sign). A variable whose attrs carry ``roundoff_bound`` measures
 round-off itself (a row-sum deviation): it agrees when both values are at or below that
 bound (the recomputation's attrs, which say what the code measures today, take
-precedence over the shipped file's). Integers, booleans, words and coordinates are compared exactly (float coordinates
-to 1e-12 relative, the last bit a libm may round differently). On failure the report says,
-per variable, the largest difference relative to the variable's scale.
+precedence over the shipped file's). Integers, booleans, words and coordinates are
+compared exactly (float coordinates to 1e-12 relative, the last bit a libm may round
+differently). On failure the report says, per variable, the largest difference relative
+to the variable's scale.
 """
 
 from __future__ import annotations
