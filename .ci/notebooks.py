@@ -69,7 +69,8 @@ PAGE_LINK = re.compile(r"\[[^\]]*\]\((\d\d)-[\w-]+\.md\)")
 
 
 class Drift(Exception):
-    """A generated part differs from what the pages say, or a page breaks a rule."""
+    """An input the generated parts cannot be made from: a page without its front matter,
+    title or time line, a ``_config.yml`` without the repository, missing markers."""
 
 
 def pages(root: Path = ROOT) -> list[Path]:
