@@ -32,10 +32,10 @@ from typing import NamedTuple
 import numpy as np
 import xarray as xr
 
-from ._labels import lag_layout, lead_coords, lookup, positions
+from ._labels import lag_layout, lead_coords, positions
 from .backends import kernels
-from .backends.memory import gather_last
-from .fields import check_field, check_lazy, is_causal, to_lag
+from .fields import check_field, check_lazy, is_causal
+from .lagstats import RTOL
 
 __all__ = ["basis_error", "lag_gram", "pod", "reconstruct", "reconstruction_error"]
 
@@ -54,27 +54,24 @@ def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
     the result (``8 L N^2`` bytes per field set) is in memory.
     """
     check_lazy(u, name="u", dims=(dim, "query", "key"), snapshot_dim=dim)
-    R = to_lag(u)
-    lead = tuple(d for d in R.dims if d not in (dim, "query", "lag"))
-    shape = tuple(R.sizes[d] for d in lead)
-    kern = kernels(R)
+    lay = layout(u, dim)
+    kern = kernels(u)
     G = np.stack(
         [
-            kern.lag_gram(
-                R.isel(dict(zip(lead, ix, strict=True))).transpose(dim, "query", "lag").data
-            )
-            for ix in np.ndindex(*shape)
+            set_stats(kern, u.isel(dict(zip(lay.lead, ix, strict=True))), lay).gram_tensor()
+            for ix in np.ndindex(*lay.shape)
         ]
     )
     if not np.isfinite(G).all():  # dask input is checked here, in the pass that reduces it
         raise ValueError("u: expected finite values, got NaN or inf entries")
+    lead, shape = lay.lead, lay.shape
     n = u.sizes[dim]
     return xr.DataArray(
         G.reshape(shape + G.shape[1:]),
         dims=(*lead, "lag", dim, f"{dim}_"),
         coords={
-            **lead_coords(R, lead),
-            "lag": R["lag"].values,
+            **lead_coords(u, lead),
+            "lag": lay.lags,
             dim: u[dim].values if dim in u.coords else np.arange(n),
         },
         name="lag_gram",
@@ -87,7 +84,7 @@ def pod(
     n_modes: int | None = None,
     *,
     window: xr.DataArray | None = None,
-    rtol: float = 1e-12,
+    rtol: float = RTOL,
 ) -> xr.Dataset:
     """POD of an ensemble of fields, optionally filtered by Gaussian lag windows.
 
@@ -128,51 +125,8 @@ def pod(
     to detect causality (none for the lag form). Results equal the in-memory path to
     rounding.
     """
-    return decompose(u, dim, n_modes, window, rtol)
-
-
-class Layout(NamedTuple):
-    """Where the entries of a field sit in lag form (see :func:`layout`)."""
-
-    lag_form: bool  # u given as (query, lag); else (query, key)
-    qpos: np.ndarray  # query positions
-    kpos: np.ndarray  # key positions
-    lags: np.ndarray  # the lags of the lag form
-    idx: np.ndarray | None  # key index of every (query, lag) (key form only)
-    valid: np.ndarray | None  # which (query, lag) are key positions (key form only)
-    core: tuple  # (dim, "query", "lag" | "key")
-    lead: tuple  # the leading dims, one POD per index
-    shape: tuple  # their sizes
-
-
-def layout(u: xr.DataArray, dim: str, causal: bool | None = None) -> Layout:
-    """The lag-form layout of ``u`` (causality detected unless ``causal`` is given)."""
-    lag_form = "lag" in u.dims
-    qpos = positions(u, "query", "u")
-    idx = valid = None
-    if lag_form:
-        kpos = np.asarray(u.attrs.get("key_positions", qpos), dtype=np.int64)
-        lags = np.asarray(u["lag"].values)
-    else:
-        kpos = positions(u, "key", "u")
-        if causal is None:
-            causal = is_causal(u)
-        lags, idx, valid = lag_layout(qpos, kpos, causal)
-    core = (dim, "query", "lag" if lag_form else "key")
-    lead = tuple(d for d in u.dims if d not in core)
-    shape = tuple(u.sizes[d] for d in lead)
-    return Layout(lag_form, qpos, kpos, lags, idx, valid, core, lead, shape)
-
-
-def decompose(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.Dataset:
-    """:func:`pod` in its steps: check, lay out, align the windows, then per field set
-    Grams -> eigensolve -> project (:func:`decompose_set`), then label.
-
-    ``center`` (the mean field, in memory; chunked data only) is subtracted from ``u``
-    chunk by chunk, and ``causal`` skips the causality pass when known.
-    """
     n_modes = _check_pod_args(u, dim, n_modes, window)
-    lay = layout(u, dim, causal)
+    lay = layout(u, dim)
     window, wdims = _align_window(window, lay)
     wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
     n, n_w = u.sizes[dim], int(np.prod(wshape, dtype=np.int64))
@@ -180,7 +134,7 @@ def decompose(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.
     Q, Kk = len(lay.qpos), len(lay.kpos)
     out = {
         "spectrum": np.empty((n_sets, n_w, n)),
-        "gram": np.zeros((n_sets, n_w, n, n)),  # zero pages cost nothing until written
+        "gram": np.empty((n_sets, n_w, n, n)),
         "eigenvalues": np.empty((n_sets, n_w, n_modes)),
         "modes": np.empty((n_sets, n_w, n_modes, Q, Kk)),
         "coefficients": np.empty((n_sets, n_w, n, n_modes)),
@@ -193,12 +147,52 @@ def decompose(u, dim, n_modes, window, rtol, *, center=None, causal=None) -> xr.
         else:
             wb = window.isel({d: i for d, i in pick.items() if d in window.dims})
             Wv = wb.transpose(*wdims, "lag").values.reshape(n_w, len(lay.lags))
-        sub = None if center is None else center.isel(pick).transpose(*lay.core[1:]).values
-        snaps = kern.Snapshots(u.isel(pick).transpose(*lay.core), lay, sub)
-        parts = decompose_set(snaps, kern.eigensolve, Wv, n_modes, rtol, lay)
+        parts = set_stats(kern, u.isel(pick), lay).pod(Wv, n_modes, rtol)
         for name, value in parts.items():
             out[name][b] = value
     return pod_dataset(out, u, dim, lay, window, wdims, n_modes, rtol)
+
+
+class Layout(NamedTuple):
+    """Where the entries of a field sit in lag form (see :func:`layout`)."""
+
+    lag_form: bool  # u given as (query, lag); else (query, key)
+    causal: bool | None  # u zero above the diagonal (key form only)
+    qpos: np.ndarray  # query positions
+    kpos: np.ndarray  # key positions
+    lags: np.ndarray  # the lags of the lag form
+    idx: np.ndarray | None  # key index of every (query, lag) (key form only)
+    valid: np.ndarray | None  # which (query, lag) are key positions (key form only)
+    core: tuple  # (dim, "query", "lag" | "key")
+    lead: tuple  # the leading dims, one POD per index
+    shape: tuple  # their sizes
+
+
+def layout(u: xr.DataArray, dim: str) -> Layout:
+    """The lag-form layout of ``u`` (causality of a key-form field detected)."""
+    lag_form = "lag" in u.dims
+    qpos = positions(u, "query", "u")
+    idx = valid = causal = None
+    if lag_form:
+        kpos = np.asarray(u.attrs.get("key_positions", qpos), dtype=np.int64)
+        lags = np.asarray(u["lag"].values)
+    else:
+        kpos = positions(u, "key", "u")
+        causal = is_causal(u)
+        lags, idx, valid = lag_layout(qpos, kpos, causal)
+    core = (dim, "query", "lag" if lag_form else "key")
+    lead = tuple(d for d in u.dims if d not in core)
+    shape = tuple(u.sizes[d] for d in lead)
+    return Layout(lag_form, causal, qpos, kpos, lags, idx, valid, core, lead, shape)
+
+
+def set_stats(kern, one: xr.DataArray, lay: Layout):
+    """The lag statistics (``kern.LagStats``) of one field set ``one`` of a fluctuation
+    laid out as ``lay``: its bare array, as given."""
+    x = one.transpose(*lay.core).data
+    if lay.lag_form:
+        return kern.LagStats.of_lag_form(x, lay.lags, lay.qpos, lay.kpos)
+    return kern.LagStats.of_fluctuation(x, lay.qpos, lay.kpos, causal=lay.causal)
 
 
 def _check_pod_args(u, dim, n_modes, window) -> int:
@@ -246,44 +240,8 @@ def _align_window(window, lay: Layout):
     return window, wdims
 
 
-def decompose_set(snaps, eigensolve, Wv: np.ndarray, n_modes: int, rtol: float, lay) -> dict:
-    """POD of one field set for every window ``Wv`` (window, lag): Grams, eigensolve,
-    project (modred's method of snapshots), whatever the backend of ``snaps``."""
-    n_w, n = len(Wv), snaps.n
-    Q = len(lay.qpos)
-    grams = np.zeros((n_w, n, n))
-    snaps.grams(Wv**2, grams)
-    if not np.isfinite(np.einsum("wii->", grams)):
-        raise ValueError("u: expected finite values, found NaN/inf entries")
-    spectrum = np.empty((n_w, n))
-    vecs = []
-    for w in range(n_w):
-        if not Wv[w].any():  # zero window: zero Gram, no mode (as eigh of 0 gives)
-            spectrum[w] = 0.0
-            vecs.append(np.eye(n, n_modes))
-            continue
-        spectrum[w], V = eigensolve(grams[w], n_modes)
-        vecs.append(V)
-    phis = snaps.project([V.T for V in vecs])
-    # index of lag q - k for every (query, key): maps lag-space modes back to (query, key)
-    kidx, kvalid = lookup(lay.lags, lay.qpos[:, None] - lay.kpos[None, :])
-    modes = np.empty((n_w, n_modes, Q, len(lay.kpos)))
-    coef = np.empty((n_w, n, n_modes))
-    for w in range(n_w):
-        # the window multiplies each lag column: V^T (X w) = (V^T X) w
-        phi = phis[w] * np.tile(Wv[w], Q)[None, :]
-        modes[w], coef[w] = finish_modes(phi, vecs[w], spectrum[w], n, rtol, kidx, kvalid)
-    return {
-        "spectrum": spectrum,
-        "gram": grams,
-        "eigenvalues": spectrum[:, :n_modes],
-        "modes": modes,
-        "coefficients": coef,
-    }
-
-
 def pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Dataset:
-    """Label the arrays of :func:`decompose` as the Dataset :func:`pod` returns."""
+    """Label the arrays of :func:`pod`'s field sets as the Dataset it returns."""
     n = u.sizes[dim]
     lead = lay.lead
     wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
@@ -343,26 +301,6 @@ def pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Da
     return ds
 
 
-def finish_modes(phi, Vk, lam, n, rtol, kidx, kvalid):
-    """Normalised, sign-fixed modes in (query, key) and coefficients from ``V_k^T X_w``.
-
-    ``phi`` is ``(n_modes, query * lag)`` (overwritten), ``Vk`` the leading eigenvectors.
-    """
-    n_modes = phi.shape[0]
-    keep = lam[:n_modes] > rtol * max(lam[0], np.finfo(float).tiny)
-    phi /= np.sqrt(np.where(keep, n * lam[:n_modes], 1.0))[:, None]
-    # deterministic sign: the largest-magnitude entry of each mode is positive
-    sgn = np.sign(phi[np.arange(n_modes), np.abs(phi).argmax(1)])
-    sgn[sgn == 0] = 1.0
-    phi *= sgn[:, None]
-    phi[~keep] = np.nan
-    Q = kidx.shape[0]
-    modes = gather_last(phi.reshape(n_modes, Q, -1), kidx, kvalid)
-    a = Vk * sgn * np.sqrt(n * lam[:n_modes])
-    a[:, ~keep] = 0.0
-    return modes, a
-
-
 def reconstruct(result: xr.Dataset, rank: int) -> xr.DataArray:
     """Rank-K reconstruction ``sum_{k <= K} a_k(s) phi_k(i, j)`` from a :func:`pod` result."""
     n_avail = result.sizes["mode"]
@@ -388,7 +326,8 @@ def basis_error(u: xr.DataArray, basis: xr.DataArray, dim: str = "snapshot") -> 
         raise ValueError("basis: expected orthonormal fields over (query, key)")
     lead = [d for d in u.dims if d not in (dim, "query", "key")]
     if not lead and B.ndim == 3:  # one ensemble, one basis: plain matrix products
-        return xr.DataArray(kernels(u).residual(u, dim, Bm, None), name="error")
+        U = u.transpose(dim, "query", "key").data
+        return xr.DataArray(kernels(u).residual(U, Bm, None), name="error")
     coef = xr.dot(u, basis, dim=("query", "key"))
     resid = u - xr.dot(coef, basis, dim="mode")
     return (resid**2).sum(("query", "key")).mean(dim)
@@ -421,7 +360,8 @@ def reconstruction_error(
         sub = result.isel(mode=slice(0, rank))
         C = sub["coefficients"].transpose(dim, "mode").values
         Phi = sub["modes"].fillna(0.0).transpose("mode", "query", "key").values
-        err = kernels(u).residual(u, dim, Phi.reshape(rank, -1), C)
+        U = u.transpose(dim, "query", "key").data
+        err = kernels(u).residual(U, Phi.reshape(rank, -1), C)
         return xr.DataArray(err, name="error")
     recon = reconstruct(result, rank)
     return ((u - recon) ** 2).sum(("query", "key")).mean(dim)

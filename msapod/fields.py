@@ -115,13 +115,15 @@ def check_with(
         return A
     if stochastic:
         require_key(A, name)
-    kern.check_values(A, name, stochastic=stochastic, atol=atol)
+    x = A.transpose(..., "key").data if stochastic else A.data  # rows sum over the last axis
+    kern.check_values(x, name, stochastic=stochastic, atol=atol)
     return A
 
 
 def is_causal(A: xr.DataArray, atol: float = 0.0) -> bool:
     """True if every entry with key after query (``j > i``) is zero (within ``atol``)."""
-    return kernels(A).is_causal(A, atol)
+    q, k = positions(A, "query", "A"), positions(A, "key", "A")
+    return kernels(A).is_causal(A.transpose(..., "query", "key").data, q, k, atol)
 
 
 def reynolds(A: xr.DataArray, dim: str = "snapshot", *, check_stochastic: bool = True):
@@ -152,8 +154,12 @@ def reynolds(A: xr.DataArray, dim: str = "snapshot", *, check_stochastic: bool =
     ``A``.
     """
     check_lazy(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
-    A64, mean, _, _ = kernels(A).field_stats(A, dim, stochastic=check_stochastic, flags=False)
-    return split_from_mean(A, A64, mean, dim)
+    # the keys last: the chunked kernel checks the rows in the pass that forms the mean
+    core = [d for d in A.dims if d not in (dim, "key")] + ["key"]
+    m = kernels(A).ensemble_mean(A.transpose(dim, *core).data, "A", stochastic=check_stochastic)
+    coords = {c: A.coords[c] for c in A.coords if dim not in A.coords[c].dims}
+    mean = xr.DataArray(m, dims=core, coords=coords).transpose(*[d for d in A.dims if d != dim])
+    return split_from_mean(A, A.astype(np.float64), mean, dim)
 
 
 def split_from_mean(A: xr.DataArray, A64: xr.DataArray, mean: xr.DataArray, dim: str) -> xr.Dataset:

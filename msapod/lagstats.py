@@ -14,21 +14,30 @@ two second-moment objects carry the whole method:
   (:func:`window_grams`), whose eigenpairs are the scale-selective POD (w = 1: the plain
   POD), and mode k's lag energy is ``w(tau)^2 v_k^T G(tau) v_k`` (:func:`mode_lag_energy`).
 
-These are array kernels (numpy, float64) on lag-form ensembles ``X (N, query, lag)``;
+:class:`LagStats` holds them for one in-memory ensemble and runs Gram -> eigensolve ->
+project (:meth:`LagStats.pod`); :class:`msapod.backends.chunked.LagStats` is its twin for
+dask data, with the same interface. Both take and return bare arrays (numpy, float64);
 the labelled entry points are :func:`msapod.lag_moments`, :func:`msapod.lag_gram`,
-:func:`msapod.scalogram`, :func:`msapod.pod` and :func:`msapod.analyze`.
+:func:`msapod.scalogram`, :func:`msapod.pod` and :func:`msapod.analyze`. The functions
+below are the array kernels on lag-form ensembles ``X (N, query, lag)``.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ._labels import lag_layout, lookup
 
 __all__ = [
-    "ensemble_moments",
+    "LagStats",
+    "eig_desc",
     "from_upper",
+    "gather_last",
     "gaussian_windows",
     "lag_gram_tensor",
     "mode_lag_energy",
+    "row_bands",
     "snapshot_moments",
     "upper_operator",
     "window_grams",
@@ -38,12 +47,396 @@ __all__ = [
 #: Lags per block of the causal products (rows below a block's first lag are skipped).
 BLOCK = 32
 
+#: Entries gathered per block of snapshots when a lag form is formed (no full-size
+#: intermediate in the input dtype).
+GATHER = 1 << 20
+
+#: Eigenvalues at or below ``RTOL`` times the largest are beyond the numerical rank: their
+#: modes are NaN and their coefficients 0 (:meth:`LagStats.pod`).
+RTOL = 1e-12
+
+
+class LagStats:
+    """The lag statistics of one in-memory ensemble, and its POD.
+
+    The lag form of the ensemble is gathered once, snapshot-major, as ``X (N, lag,
+    query)`` (float64; for a causal square field a strided copy of the flattened
+    snapshots, no index arrays); every statistic below is a product of it, formed when
+    first asked for and kept.
+
+    Build one with :meth:`of_ensemble` (fields ``A``: the Reynolds split ``u = A - mean``
+    is taken), :meth:`of_fluctuation` (a fluctuation ``u`` in key form) or
+    :meth:`of_lag_form` (a lag form ``(N, query, lag)``); all arrays bare, the positions
+    of the queries and keys given.
+
+    Attributes
+    ----------
+    n : int
+        N, the snapshots.
+    lags, qpos, kpos : numpy.ndarray
+        The lags of the lag form and the query and key positions (int).
+    rows : numpy.ndarray
+        ``(lag, 2)``: the band ``[lo, hi)`` of query rows that can hold an entry at each
+        lag (a causal square field: ``[tau, Q)``); products skip the rows outside it.
+    mean : numpy.ndarray or None
+        The mean field ``(query, key)`` removed (:meth:`of_ensemble`), else None.
+    causal : bool or None
+        Whether the decomposed field is zero above the diagonal (its lags start at 0).
+    causal_total : bool or None
+        The same for the fields themselves (:meth:`of_ensemble`), else None.
+
+    Methods
+    -------
+    lag_form()
+        The lag form ``(N, query, lag)`` (a view of ``X``).
+    moments(field="fluctuation")
+        ``(lags, C)``: ``C = <r r^T>`` of the fluctuation's (or, ``"total"``, of the
+        fields') lag profiles, over snapshots and queries.
+    snapshot_moments(upper=False)
+        Per-snapshot ``S_s`` (see :func:`snapshot_moments`).
+    gram_tensor()
+        The per-lag Gram tensor ``G (lag, N, N)``.
+    window_grams(W)
+        ``K^(w) (window, N, N)`` of windows ``W (window, lag)``.
+    plain_gram()
+        ``K = X X^T / N`` in one product (no per-lag tensor).
+    spectrum(K)
+        All eigenvalues of a Gram or a stack of them, descending, clipped at 0.
+    eigensolve(K, n_modes)
+        All eigenvalues of a Gram (descending, clipped at 0) and its leading vectors.
+    project(V, W)
+        ``w(tau) sum_s V[w, s, m] X[s, tau, i]``: ``(window, mode, lag, query)``.
+    mode_lag_energy(W, V)
+        Normalised lag energy of one temporal eigenvector per window.
+    pod(W, n_modes, rtol=RTOL)
+        Grams -> eigensolve -> project for every window: the arrays of :func:`msapod.pod`.
+    """
+
+    def __init__(self, X: np.ndarray, lags, qpos, kpos, rows: np.ndarray) -> None:
+        self.X = X
+        self.n = X.shape[0]
+        self.lags = np.asarray(lags)
+        self.qpos = np.asarray(qpos)
+        self.kpos = np.asarray(kpos)
+        self.rows = rows
+        self.mean = None
+        self.causal = None
+        self.causal_total = None
+        self._fields = None
+        self._G = None
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def of_ensemble(
+        cls,
+        A: np.ndarray,
+        qpos: np.ndarray,
+        kpos: np.ndarray,
+        *,
+        name: str = "A",
+        stochastic: bool = False,
+        atol: float = 1e-3,
+    ) -> LagStats:
+        """The lag statistics of the fluctuation ``u = A - mean`` of fields ``A (N,
+        query, key)``: the mean over the snapshots (float64), both causality flags and
+        the lag form of u. The values are taken as checked (in memory the field check
+        reads them first; ``name``, ``stochastic`` and ``atol`` are for the chunked twin,
+        which checks them in its pass)."""
+        mean = A.mean(0, dtype=np.float64)
+        causal_A, causal_u = _causality(A, mean, qpos, kpos)
+        stats = cls._gathered(A, mean, qpos, kpos, causal_u)
+        stats.mean, stats.causal_total, stats._fields = mean, causal_A, A
+        return stats
+
+    @classmethod
+    def of_fluctuation(
+        cls, u: np.ndarray, qpos: np.ndarray, kpos: np.ndarray, *, causal: bool
+    ) -> LagStats:
+        """The lag statistics of a fluctuation ``u (N, query, key)`` as given (no mean
+        removed); ``causal``: whether it is zero above the diagonal."""
+        return cls._gathered(u, None, qpos, kpos, causal)
+
+    @classmethod
+    def of_lag_form(
+        cls, R: np.ndarray, lags: np.ndarray, qpos: np.ndarray, kpos: np.ndarray
+    ) -> LagStats:
+        """The lag statistics of a lag form ``R (N, query, lag)`` as given; the row bands
+        are the rows that hold a non-zero entry at some snapshot."""
+        X = np.ascontiguousarray(np.asarray(R, dtype=np.float64).transpose(0, 2, 1))
+        return cls(X, lags, qpos, kpos, row_bands((X != 0).any(axis=0)))
+
+    @classmethod
+    def _gathered(cls, F, mean, qpos, kpos, causal) -> LagStats:
+        lags, idx, valid = lag_layout(qpos, kpos, causal)
+        stats = cls(_lag_ensemble(F, mean, qpos, kpos, lags, idx, valid, causal), lags, qpos,
+                    kpos, row_bands(valid.T))  # fmt: skip
+        stats.causal = bool(causal)
+        return stats
+
+    # ------------------------------------------------------------------ statistics
+
+    def lag_form(self) -> np.ndarray:
+        """The lag form ``(N, query, lag)``: a transposed view of ``X``."""
+        return self.X.transpose(0, 2, 1)
+
+    def moments(self, field: str = "fluctuation") -> tuple[np.ndarray, np.ndarray]:
+        """``(lags, C)``: ``C(tau, tau') = <r(tau) r(tau')>`` over every snapshot and query
+        of the fluctuation's lag profiles (``"total"``: of the fields', mean included,
+        gathered for the purpose and dropped; :meth:`of_ensemble` only)."""
+        if field == "fluctuation":
+            return self.lags, _moments(self.X, self.rows)
+        if self._fields is None:
+            raise ValueError("field: 'total' needs the fields (LagStats.of_ensemble)")
+        total = type(self)._gathered(self._fields, None, self.qpos, self.kpos, self.causal_total)
+        return total.lags, _moments(total.X, total.rows)
+
+    def snapshot_moments(self, upper: bool = False) -> np.ndarray:
+        """Per-snapshot ``S_s = X_s^T X_s`` (see :func:`snapshot_moments`)."""
+        return snapshot_moments(self.lag_form(), upper=upper, causal_rows=self._square())
+
+    def gram_tensor(self) -> np.ndarray:
+        """The per-lag Gram tensor ``G(tau)[s, t] = sum_i X[s, tau, i] X[t, tau, i]``
+        ``(lag, N, N)``: one product per lag over its band of rows (formed once)."""
+        if self._G is None:
+            self._G = _gram_tensor(self.X, self.rows)
+        return self._G
+
+    def window_grams(self, W: np.ndarray) -> np.ndarray:
+        """Gram matrices ``K^(w) = sum_tau w(tau)^2 G(tau) / N`` of the windows ``W
+        (window, lag)``: ``(window, N, N)``, one product for all windows."""
+        return window_grams(self.gram_tensor(), np.atleast_2d(W))
+
+    def plain_gram(self) -> np.ndarray:
+        """The plain POD's Gram ``K = X X^T / N`` ``(N, N)`` from the lag form, a block of
+        lags at a time on the rows their bands cover (the per-lag tensor is not formed;
+        :meth:`window_grams` of a window of ones gives the same to rounding)."""
+        K = np.zeros((self.n, self.n))
+        for a in _spans(len(self.lags)):  # a block of lags at a time, on its band of rows
+            lo, hi = self.rows[a, 0].min(), self.rows[a, 1].max()
+            if hi > lo:
+                x = self.X[:, a, lo:hi].reshape(self.n, -1)
+                K += x @ x.T
+        return K / self.n
+
+    @staticmethod
+    def spectrum(K: np.ndarray) -> np.ndarray:
+        """All eigenvalues of a Gram, or of a stack ``(..., N, N)`` of them (one batched
+        call), descending and clipped at 0 (negatives are rounding): the eigensolve of
+        :meth:`eigensolve` without the eigenvectors."""
+        return np.clip(np.linalg.eigvalsh(K)[..., ::-1], 0.0, None)
+
+    @staticmethod
+    def eigensolve(K: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
+        """All eigenvalues of ``K`` (descending, clipped at 0) and the leading
+        ``n_modes`` eigenvectors ``(N, n_modes)``."""
+        lam, V = eig_desc(K)
+        return lam, V[:, :n_modes]
+
+    def project(self, V: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """``P[w, m, tau, i] = w(tau) sum_s V[w, s, m] X[s, tau, i]`` for temporal
+        vectors ``V (window, N, mode)``: every window's modes from one product."""
+        n_w, n, m = V.shape
+        P = V.transpose(0, 2, 1).reshape(n_w * m, n) @ self.X.reshape(n, -1)
+        P = P.reshape(n_w, m, len(self.lags), -1)
+        P *= np.asarray(W, dtype=np.float64)[:, None, :, None]
+        return P
+
+    def mode_lag_energy(self, W: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """:func:`mode_lag_energy` of this ensemble's Gram tensor."""
+        return mode_lag_energy(self.gram_tensor(), W, V)
+
+    def pod(self, W: np.ndarray, n_modes: int, rtol: float = RTOL) -> dict:
+        """POD of every window ``W (window, lag)`` (a row of ones: the plain POD): Grams,
+        eigensolve, projection (the method of snapshots).
+
+        Returns
+        -------
+        dict
+            ``spectrum (window, N)`` (every eigenvalue), ``gram (window, N, N)``,
+            ``eigenvalues (window, n_modes)``, ``modes (window, n_modes, query, key)``
+            (orthonormal, sign fixed: the largest-magnitude entry positive; NaN beyond
+            the numerical rank ``rtol``) and ``coefficients (window, N, n_modes)``. A
+            window that is zero everywhere has a zero spectrum and no modes.
+
+        Raises
+        ------
+        ValueError
+            A Gram has a NaN/inf diagonal (the values were not finite).
+        """
+        W = np.asarray(W, dtype=np.float64)
+        n, n_w = self.n, len(W)
+        K = self.window_grams(W)
+        if not np.isfinite(np.einsum("wii->", K)):
+            raise ValueError("u: expected finite values, found NaN/inf entries")
+        spectrum = np.zeros((n_w, n))
+        V = np.zeros((n_w, n, n_modes))
+        for w in range(n_w):
+            if not W[w].any():  # zero window: zero Gram, no mode
+                V[w] = np.eye(n, n_modes)
+                continue
+            spectrum[w], V[w] = self.eigensolve(K[w], n_modes)
+        P = self.project(V, W)
+        kidx, kvalid = lookup(self.lags, self.qpos[:, None] - self.kpos[None, :])
+        modes = np.empty((n_w, n_modes, len(self.qpos), len(self.kpos)))
+        coef = np.empty((n_w, n, n_modes))
+        for w in range(n_w):
+            modes[w], coef[w] = _finish_modes(P[w], V[w], spectrum[w], n, rtol, kidx, kvalid)
+        return {
+            "spectrum": spectrum,
+            "gram": K,
+            "eigenvalues": spectrum[:, :n_modes],
+            "modes": modes,
+            "coefficients": coef,
+        }
+
+    def _square(self) -> bool:
+        """Whether the lag form is causal and square: lags ``0..Q-1`` over the queries
+        ``0..Q-1`` (lag tau exists only for queries ``>= tau``)."""
+        Q = len(self.qpos)
+        return bool(
+            self.lags[0] == 0 and len(self.lags) == Q and np.array_equal(self.qpos, np.arange(Q))
+        )
+
+
+# ----------------------------------------------------------------------------- POD
+
+
+def eig_desc(K: np.ndarray):
+    """Eigenpairs of a symmetric PSD matrix, descending, negatives (rounding) clipped."""
+    lam, V = np.linalg.eigh(K)
+    lam, V = lam[::-1], V[:, ::-1]
+    return np.clip(lam, 0.0, None), V
+
+
+def _finish_modes(P, Vk, lam, n, rtol, kidx, kvalid):
+    """Normalised, sign-fixed modes in (query, key) and their coefficients from one
+    window's projections ``P (mode, lag, query)`` and leading eigenvectors ``Vk``."""
+    n_modes = P.shape[0]
+    phi = np.ascontiguousarray(P.transpose(0, 2, 1)).reshape(n_modes, -1)  # (mode, query * lag)
+    keep = lam[:n_modes] > rtol * max(lam[0], np.finfo(float).tiny)
+    phi /= np.sqrt(np.where(keep, n * lam[:n_modes], 1.0))[:, None]
+    # deterministic sign: the largest-magnitude entry of each mode is positive
+    sgn = np.sign(phi[np.arange(n_modes), np.abs(phi).argmax(1)])
+    sgn[sgn == 0] = 1.0
+    phi *= sgn[:, None]
+    phi[~keep] = np.nan
+    modes = gather_last(phi.reshape(n_modes, kidx.shape[0], -1), kidx, kvalid)
+    a = Vk * sgn * np.sqrt(n * lam[:n_modes])
+    a[:, ~keep] = 0.0
+    return modes, a
+
+
+# ----------------------------------------------------------------------------- lag form
+
+
+def gather_last(x: np.ndarray, idx: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """``out[..., i, m] = x[..., i, idx[i, m]]`` where ``valid``, else 0."""
+    idx_b = np.broadcast_to(idx, x.shape[:-2] + idx.shape)
+    out = np.take_along_axis(x, idx_b, axis=-1)
+    out *= valid
+    return out
+
+
+def _lag_ensemble(F, mean, q, k, lags, idx, valid, causal) -> np.ndarray:
+    """The snapshot-major lag form ``X (N, lag, query)`` of ``F - mean`` (``mean`` None:
+    ``F`` as is), float64, gathered a few snapshots at a time."""
+    n, Q, Kk = F.shape
+    if causal and len(lags) == Q == Kk and np.array_equal(q, lags) and np.array_equal(k, lags):
+        return _lag_ensemble_causal(F, mean)
+    flat = (np.arange(len(q))[None, :] * Kk + idx.T).ravel()  # (lag, query) -> entry
+    keep = valid.T.ravel()
+    m = None if mean is None else mean.ravel()[flat]
+    src = F.reshape(n, -1)
+    X = np.empty((n, len(flat)))
+    step = max(1, GATHER // len(flat))
+    for lo in range(0, n, step):
+        taken = np.take(src[lo : lo + step], flat, axis=1)
+        out = X[lo : lo + step]
+        if m is None:
+            out[...] = taken
+        else:
+            np.subtract(taken, m, out=out)
+        out *= keep
+    return X.reshape(n, len(lags), len(q))
+
+
+def _lag_ensemble_causal(F, mean) -> np.ndarray:
+    """:func:`_lag_ensemble` of a causal square field (queries and keys ``0..L-1``, zero
+    above the diagonal): ``X[s, tau, i] = u_s[i, i - tau]`` is a strided view of the
+    flattened snapshot after ``L`` zeros (stride ``L + 1`` along the query, ``-1`` along the
+    lag), whose entries for ``i < tau`` fall on the zeros above the diagonal or the
+    padding."""
+    n, L, _ = F.shape
+    step = max(1, GATHER // (L * L))
+    buf = np.zeros((min(step, n), L + L * L))
+    X = np.empty((n, L, L))
+    m = None if mean is None else mean.ravel()
+    for lo in range(0, n, step):
+        b = min(step, n - lo)
+        if m is None:
+            buf[:b, L:] = F[lo : lo + b].reshape(b, -1)
+        else:
+            np.subtract(F[lo : lo + b].reshape(b, -1), m, out=buf[:b, L:])
+        row, item = buf.strides
+        X[lo : lo + b] = as_strided(
+            buf[:b, L:], shape=(b, L, L), strides=(row, -item, (L + 1) * item), writeable=False
+        )
+    return X
+
+
+def _causality(F, mean, q, k) -> tuple[bool, bool]:
+    """Whether ``F`` and ``F - mean`` are zero above the diagonal (key after query)."""
+    upper = k[None, :] > q[:, None]
+    if not upper.any():
+        return True, True
+    # every F_s is zero there iff the extreme F_s are; |F_s - m| is largest at the
+    # extreme F_s (float subtraction is monotone)
+    hi, lo, m = F.max(0)[upper], F.min(0)[upper], mean[upper]
+    causal_F = bool(((hi == 0) & (lo == 0)).all())
+    causal_u = bool(((hi - m == 0) & (lo - m == 0)).all())
+    return causal_F, causal_u
+
+
+def row_bands(mask: np.ndarray) -> np.ndarray:
+    """``(lag, 2)``: the first and one past the last True row of each lag of ``mask (lag,
+    query)`` (``[0, 0)`` for a lag without any)."""
+    any_ = mask.any(axis=1)
+    lo = np.where(any_, mask.argmax(axis=1), 0)
+    hi = np.where(any_, mask.shape[1] - mask[:, ::-1].argmax(axis=1), 0)
+    return np.stack([lo, hi], axis=1)
+
+
+# ----------------------------------------------------------------------------- moments
+
+
+def _spans(n_lag: int) -> list[slice]:
+    """The lag blocks of :data:`BLOCK` lags."""
+    edges = list(range(0, n_lag, BLOCK)) + [n_lag]
+    return [slice(lo, hi) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+
 
 def _blocks(n_lag: int):
     """Pairs of lag blocks ``(a, b)`` with ``a <= b`` and the first row that ``b`` needs."""
-    edges = list(range(0, n_lag, BLOCK)) + [n_lag]
-    spans = [slice(lo, hi) for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
+    spans = _spans(n_lag)
     return [(a, b, b.start) for j, b in enumerate(spans) for a in spans[: j + 1]]
+
+
+def _moments(X: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """``C = sum_{s, i} X[s, :, i] X[s, :, i]^T / (N Q)`` of a snapshot-major ``X (N,
+    lag, query)``: per pair of lag blocks one batched product over the snapshots on the
+    rows both blocks' bands cover, summed over the snapshots."""
+    n, n_lag, Q = X.shape
+    C = np.empty((n_lag, n_lag))
+    for a, b, _ in _blocks(n_lag):
+        lo = max(rows[a, 0].min(), rows[b, 0].min())
+        hi = min(rows[a, 1].max(), rows[b, 1].max())
+        if hi <= lo:
+            C[a, b] = 0.0
+        else:
+            C[a, b] = np.matmul(X[:, a, lo:hi], X[:, b, lo:hi].transpose(0, 2, 1)).sum(0)
+        C[b, a] = C[a, b].T
+    return C / (n * Q)
 
 
 def snapshot_moments(
@@ -89,25 +482,22 @@ def upper_operator(M: np.ndarray, n_lag: int) -> np.ndarray:
     return np.ascontiguousarray(M.reshape(-1, n_lag, n_lag)[:, iu[0], iu[1]] * w)
 
 
-def ensemble_moments(Xt: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
-    """``C(tau, tau') = <r(tau) r(tau')>`` over every snapshot and query row of a lag-major
-    ensemble ``Xt (lag, query, N)``: one product, float64.
+# ----------------------------------------------------------------------------- Grams
 
-    ``causal_rows``: lag tau exists only for queries ``>= tau`` (queries ``0..Q-1``), so
-    the product runs over lag blocks and skips the zero rows.
-    """
-    n_lag = Xt.shape[0]
-    count = int(np.prod(Xt.shape[1:]))
-    if not causal_rows:
-        F = Xt.reshape(n_lag, -1)
-        return (F @ F.T) / count
-    C = np.empty((n_lag, n_lag))
-    for a, b, i0 in _blocks(n_lag):
-        Fa = Xt[a, i0:].reshape(a.stop - a.start, -1)
-        Fb = Xt[b, i0:].reshape(b.stop - b.start, -1)
-        C[a, b] = Fa @ Fb.T
-        C[b, a] = C[a, b].T
-    return C / count
+
+def _gram_tensor(X: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The per-lag Gram tensor of a snapshot-major ``X (N, lag, query)``: one product per
+    lag on its band of rows of the strided ``(N, query)`` slice (no transposed copy)."""
+    n, n_lag, _ = X.shape
+    G = np.empty((n_lag, n, n))
+    for t in range(n_lag):
+        lo, hi = rows[t]
+        if hi <= lo:
+            G[t] = 0.0
+            continue
+        x = X[:, t, lo:hi]
+        np.matmul(x, x.T, out=G[t])
+    return G
 
 
 def lag_gram_tensor(X: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
@@ -115,54 +505,16 @@ def lag_gram_tensor(X: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
 
     ``X`` is a lag-form ensemble ``(N, query, lag)``. ``causal_rows``: the queries are
     ``0..Q-1`` and lag tau exists only for queries ``>= tau`` (a causal field in lag form),
-    so each lag's product skips the zero rows (half the work).
+    so each lag's product skips the zero rows (half the work); otherwise the rows that
+    hold a non-zero entry at some snapshot are used (:meth:`LagStats.gram_tensor`).
     """
-    X = np.asarray(X, dtype=np.float64)
-    return _lag_gram_lagmajor(np.ascontiguousarray(X.transpose(2, 0, 1)), causal_rows, 1)
-
-
-def _moments_snapmajor(X: np.ndarray, causal_rows: bool) -> np.ndarray:
-    """:func:`ensemble_moments` of a snapshot-major ensemble ``X (N, lag, query)``: per
-    pair of lag blocks one batched product over the snapshots (rows below the later
-    block's first lag skipped with ``causal_rows``), summed over the snapshots."""
+    X = np.ascontiguousarray(np.asarray(X, dtype=np.float64).transpose(0, 2, 1))
     n, n_lag, Q = X.shape
-    C = np.empty((n_lag, n_lag))
-    for a, b, i0 in _blocks(n_lag):
-        i0 = i0 if causal_rows else 0
-        C[a, b] = np.matmul(X[:, a, i0:], X[:, b, i0:].transpose(0, 2, 1)).sum(0)
-        C[b, a] = C[a, b].T
-    return C / (n * Q)
-
-
-def _lag_gram_snapmajor(X: np.ndarray, causal_rows: bool) -> np.ndarray:
-    """:func:`lag_gram_tensor` of a snapshot-major ensemble ``X (N, lag, query)``: one
-    product per lag on the strided ``(N, query)`` slice (no transposed copy of X)."""
-    n, n_lag, _ = X.shape
-    G = np.empty((n_lag, n, n))
-    for t in range(n_lag):
-        x = X[:, t, t:] if causal_rows else X[:, t]
-        np.matmul(x, x.T, out=G[t])
-    return G
-
-
-def _lag_gram_lagmajor(Xt: np.ndarray, causal_rows: bool, snap_axis: int) -> np.ndarray:
-    """:func:`lag_gram_tensor` of a lag-major ensemble: ``Xt (lag, N, query)``
-    (``snap_axis`` 1) or ``(lag, query, N)`` (``snap_axis`` 2)."""
-    n_lag = Xt.shape[0]
-    if not causal_rows:
-        if snap_axis == 1:
-            return np.matmul(Xt, Xt.transpose(0, 2, 1))
-        return np.matmul(Xt.transpose(0, 2, 1), Xt)
-    n = Xt.shape[snap_axis]
-    G = np.empty((n_lag, n, n))
-    for t in range(n_lag):
-        if snap_axis == 1:
-            x = Xt[t, :, t:]
-            G[t] = x @ x.T
-        else:
-            x = Xt[t, t:, :]
-            G[t] = x.T @ x
-    return G
+    if causal_rows:
+        rows = np.stack([np.arange(n_lag), np.full(n_lag, Q)], axis=1)
+    else:
+        rows = row_bands((X != 0).any(axis=0))
+    return _gram_tensor(X, rows)
 
 
 def window_grams(G: np.ndarray, W: np.ndarray) -> np.ndarray:

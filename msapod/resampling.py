@@ -12,6 +12,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from ._labels import lead_coords, stack_leading
+from .lagstats import LagStats
 
 __all__ = ["bootstrap_spectrum", "double_centre", "jackknife_se"]
 
@@ -125,7 +126,7 @@ def _replicates(Kb, out, method, n, idx, keep, w) -> None:
         Kc = Kb[None] - Kp[:, None, :] - Kp[:, :, None] + pKp[:, None, None]
         d = np.sqrt(w)
         Kr = d[:, :, None] * Kc * d[:, None, :]
-    lam = np.clip(np.linalg.eigvalsh(Kr)[..., ::-1], 0.0, None)
+    lam = LagStats.spectrum(Kr)
     out[:, : lam.shape[-1]] = lam
 
 

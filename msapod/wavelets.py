@@ -219,7 +219,9 @@ def lag_moments(R: xr.DataArray, dims: Sequence[str] = ("snapshot", "query")) ->
     accumulated chunk by chunk (one pass; ``lag`` is merged into one chunk).
     """
     check_lazy(R, name="R", dims=(*dims, "lag"), min_snapshots=None)
-    C, lead, shape = kernels(R).lag_moments(R, tuple(dims))
+    lead = tuple(d for d in R.dims if d not in (*dims, "lag"))
+    shape = tuple(R.sizes[d] for d in lead)
+    C = kernels(R).lag_moments(R.transpose(*lead, *dims, "lag").data, len(dims))
     n_lag = C.shape[-1]
     lags = R["lag"].values
     out = xr.DataArray(
@@ -244,7 +246,8 @@ def cwt(r: xr.DataArray, scales=None, omega0: float = 6.0) -> xr.DataArray:
     omega0 = check_omega0(omega0)
     s = check_scales(default_scales(len(lags)) if scales is None else scales, len(lags))
     Phi = wavelet_matrix(s, lags, omega0)  # (S, B, T)
-    W, lead = kernels(r).cwt(r, Phi)
+    rt = r.transpose(..., "lag")
+    W, lead = kernels(r).cwt(rt.data, Phi), rt.dims[:-1]
     out = xr.DataArray(
         W,
         dims=(*lead, "scale", "lag"),
@@ -451,7 +454,7 @@ def coherency(
     if dim not in R.dims:
         raise ValueError(f"dim: {dim!r} is not a dim of A {R.dims}")
     # a NaN would only show as a NaN coherency, which also means "no energy": check first
-    kernels(R).check_values(R, "A", stochastic=False, atol=0.0)
+    kernels(R).check_values(R.data, "A", stochastic=False, atol=0.0)
     lags = R["lag"].values
     s = check_scales(np.sort(np.atleast_1d(scales)), len(lags))
     q = R["query"].values
@@ -464,7 +467,8 @@ def coherency(
     kern = kernels(R)
     for b, ix in enumerate(np.ndindex(*shape)):
         one = R.isel(dict(zip(lead, ix, strict=True)))
-        for k, G in enumerate(kern.coherency_sums(one, dim, Bs)):
+        x = one.transpose(dim, "query", "lag").data
+        for k, G in enumerate(kern.coherency_sums(x, Bs)):
             gamma[b, k] = _gamma(G)
     res = xr.DataArray(
         gamma.reshape(shape + gamma.shape[1:]),

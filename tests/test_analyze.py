@@ -123,23 +123,25 @@ def test_check_options_fills_the_signature_defaults():
         check_options(30, n_mode=3)
 
 
-def test_lag_ensemble_causal_view_matches_definition():
-    from msapod.pipeline import _lag_ensemble
+def test_lag_statistics_lag_form_matches_definition():
+    from msapod.lagstats import LagStats
 
     A = planted_attention(n=7, L=20).values
     mean = A.mean(0)
     pos = np.arange(20)
-    lags, X = _lag_ensemble(A, mean, pos, pos, True)  # the strided view of the padded rows
+    stats = LagStats.of_ensemble(A, pos, pos)  # the strided view of the padded rows
     want = np.zeros((7, 20, 20))
     for tau in range(20):
         for i in range(tau, 20):
             want[:, tau, i] = A[:, i, i - tau] - mean[i, i - tau]
-    np.testing.assert_array_equal(lags, pos)
-    np.testing.assert_array_equal(X, want)
+    np.testing.assert_array_equal(stats.lags, pos)
+    np.testing.assert_array_equal(stats.X, want)
+    np.testing.assert_array_equal(stats.rows, np.stack([pos, np.full(20, 20)], axis=1))
+    assert stats.causal and stats.causal_total
     # the general gather (keys given as a shuffled coordinate) agrees
     order = np.random.default_rng(0).permutation(20)
-    _, Xg = _lag_ensemble(A[:, :, order], mean[:, order], pos, pos[order], True)
-    np.testing.assert_array_equal(Xg, want)
+    shuffled = LagStats.of_ensemble(A[:, :, order], pos, pos[order])
+    np.testing.assert_array_equal(shuffled.X, want)
 
 
 @pytest.mark.parametrize("criterion", ["energy", "l2"])

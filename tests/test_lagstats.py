@@ -30,14 +30,15 @@ def test_snapshot_moments_and_upper(X):
     )
 
 
-def test_ensemble_moments_is_the_mean_outer_product(X):
+def test_lag_stats_moments_are_the_mean_outer_product(X):
+    stats = lagstats.LagStats.of_lag_form(X, np.arange(9), np.arange(9), np.arange(9))
     want = np.mean([np.outer(r, r) for r in X.reshape(-1, 9)], axis=0)
-    np.testing.assert_allclose(lagstats.ensemble_moments(X.transpose(2, 1, 0)), want, atol=1e-12)
-    np.testing.assert_allclose(
-        lagstats.ensemble_moments(X.transpose(2, 0, 1)),
-        lagstats.snapshot_moments(X).sum(0) / (7 * 9),
-        atol=1e-12,
-    )
+    lags, C = stats.moments()
+    np.testing.assert_array_equal(lags, np.arange(9))
+    np.testing.assert_allclose(C, want, atol=1e-12)
+    np.testing.assert_allclose(stats.snapshot_moments(), lagstats.snapshot_moments(X), atol=1e-12)
+    with pytest.raises(ValueError, match="total"):
+        stats.moments("total")  # a lag form alone has no fields
 
 
 @pytest.mark.parametrize("causal_rows", [False, True])
@@ -103,10 +104,60 @@ def test_causal_row_blocks_skip_only_zeros():
         lagstats.snapshot_moments(X, upper=True),
         atol=1e-11,
     )
-    Xt = np.ascontiguousarray(X.transpose(2, 1, 0))  # (lag, query, N)
     np.testing.assert_allclose(
-        lagstats.ensemble_moments(Xt, causal_rows=True), lagstats.ensemble_moments(Xt), atol=1e-12
+        lagstats.lag_gram_tensor(X, causal_rows=True), lagstats.lag_gram_tensor(X), atol=1e-11
     )
-    np.testing.assert_allclose(
-        lagstats._lag_gram_lagmajor(Xt, True, 2), lagstats.lag_gram_tensor(X), atol=1e-11
-    )
+    # the lag statistics of the causal square field skip the same rows (bands [tau, Q))
+    stats = lagstats.LagStats.of_lag_form(X, np.arange(70), np.arange(70), np.arange(70))
+    np.testing.assert_array_equal(stats.rows[:, 0], np.arange(70))
+    full = lagstats.snapshot_moments(X).sum(0) / (4 * 70)
+    np.testing.assert_allclose(stats.moments()[1], full, atol=1e-12)
+
+
+def _field(n=9, L=12, seed=0, causal=True):
+    rng = np.random.default_rng(seed)
+    logits = rng.standard_normal((n, L, L))
+    if causal:
+        logits = np.where(np.tril(np.ones((L, L), bool)), logits, -np.inf)
+    A = np.exp(logits - logits.max(-1, keepdims=True))
+    return A / A.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_lag_stats_of_an_ensemble_is_the_pod_of_its_fluctuation(causal):
+    import xarray as xr
+
+    A = _field(causal=causal)
+    pos = np.arange(12)
+    stats = lagstats.LagStats.of_ensemble(A, pos, pos)
+    assert stats.causal is causal and stats.causal_total is causal
+    np.testing.assert_allclose(stats.mean, A.mean(0), atol=1e-15)
+    W = np.vstack([np.ones(len(stats.lags)), lagstats.gaussian_windows(stats.lags, [2.0], [3.0])])
+    out = stats.pod(W, 3)
+    u = msapod.reynolds(xr.DataArray(A, dims=("snapshot", "query", "key")))["fluctuation"]
+    window = xr.DataArray(W, dims=("w", "lag"), coords={"lag": stats.lags})
+    want = msapod.pod(u, n_modes=3, window=window)
+    for name in ("spectrum", "eigenvalues", "gram", "coefficients"):
+        np.testing.assert_allclose(out[name], want[name].values, atol=1e-12)
+    np.testing.assert_allclose(out["modes"], want["modes"].values, atol=1e-10)
+    # the Gram of a window is the Gram of the windowed lag form; project is V^T (w X)
+    Xw = stats.X * W[1][None, :, None]
+    np.testing.assert_allclose(out["gram"][1], np.einsum("sti,uti->su", Xw, Xw) / 9, atol=1e-14)
+    V = np.linalg.eigh(out["gram"])[1][:, :, ::-1][:, :, :2]
+    P = stats.project(V, W)
+    np.testing.assert_allclose(P[1], np.einsum("sm,sti->mti", V[1], Xw), atol=1e-13)
+    # the total field's moments: the fields' own lag profiles
+    lags_t, C = stats.moments("total")
+    R = msapod.to_lag(xr.DataArray(A, dims=("snapshot", "query", "key"))).values
+    np.testing.assert_array_equal(lags_t, stats.lags)
+    np.testing.assert_allclose(C, np.einsum("sit,siu->tu", R, R) / (9 * 12), atol=1e-14)
+
+
+def test_lag_stats_zero_window_has_no_modes():
+    A = _field()
+    pos = np.arange(12)
+    stats = lagstats.LagStats.of_ensemble(A, pos, pos)
+    W = np.vstack([np.ones(12), np.zeros(12)])
+    out = stats.pod(W, 2)
+    assert (out["spectrum"][1] == 0).all() and (out["gram"][1] == 0).all()
+    assert np.isnan(out["modes"][1]).all() and (out["coefficients"][1] == 0).all()

@@ -1,22 +1,22 @@
 """Array kernels below the labels: numpy (:mod:`.memory`) and dask (:mod:`.chunked`).
 
-The method modules work on labelled ``xarray`` objects and call one kernel per step;
-which kernel runs is decided in one place, :func:`kernels` (xarray's ``duck_array_ops``
-in miniature): in-memory data take the numpy kernels, dask-backed data the chunked ones.
-Both modules define the same names with the same signatures:
+The method modules work on labelled ``xarray`` objects: they check and label, and call
+one kernel per step on the bare arrays (``A.data``, numpy or dask); which kernel runs is
+decided in one place, :func:`kernels` (xarray's ``duck_array_ops`` in miniature):
+in-memory data take the numpy kernels, dask-backed data the chunked ones. Both modules
+define the same names with the same signatures, taking and returning bare arrays:
 
 =====================  ===================================================================
-``check_values``       finite values, rows summing to one (one pass for dask)
-``is_causal``          zero above the diagonal
-``field_stats``        the ensemble mean and both causality flags
+``check_values``       finite values, rows (the last axis) summing to one
+``is_causal``          zero above the diagonal (query and key the last two axes)
+``ensemble_mean``      the mean over the first axis (dask: with the value checks, one pass)
 ``gather``             ``out[..., i, m] = x[..., i, idx[i, m]]`` (the lag re-indexing)
 ``lag_moments``        ``C = <r r^T>`` of the lag profiles
 ``cwt``                the Morlet transform of every profile
 ``coherency_sums``     ``sum_s Y_s Y_s^H`` per scale
-``lag_gram``           the per-lag Gram tensor
-``Snapshots``          the POD's view of one ensemble: ``grams(W2)``, ``project(V^T)``
+``LagStats``           the lag statistics of one ensemble and its POD (Grams -> eigensolve
+                       -> project): :class:`msapod.lagstats.LagStats` and its chunked twin
 ``eigensolve``         all eigenvalues and the leading eigenvectors of a Gram
-``pod_operand``        what :func:`msapod.analyze` hands to the POD
 ``residual``           ``(1/N) sum_s ||u_s - c_s B||^2``
 =====================  ===================================================================
 

@@ -4,16 +4,19 @@ Every analysis function of msapod accepts a dask-backed ``xarray.DataArray`` (``
 ``dask.array.Array``) chunked over ``snapshot`` and any leading dims; it dispatches here.
 Memory is then bounded by a few chunks plus the results, never by the ensemble:
 
-* element-wise steps stay lazy: the Reynolds fluctuation ``A - Abar``, :func:`to_lag`,
-  :func:`from_lag`, :func:`apply_window`, :func:`cwt`;
+* element-wise steps stay lazy: the Reynolds fluctuation ``A - Abar``, the lag form
+  (:func:`gather`), :func:`cwt`;
 * first and second moments are sums over chunks: the mean field and the input checks (one
-  pass, :func:`field_stats`), the lag moments ``C = <r r^T>`` (:func:`lag_moments`), the
-  coherency sums;
+  pass, :func:`ensemble_mean`, :meth:`LagStats.of_ensemble`), the lag moments
+  ``C = <r r^T>`` (:func:`lag_moments`), the coherency sums;
 * the windowed snapshot Grams ``G_w[s, t] = sum_{i, j} w(i - j)^2 u_s(i, j) u_t(i, j)`` are
   formed block by block over pairs of snapshot chunks (:func:`window_grams`): only the
   windows asked for, never the (lag, N, N) per-lag tensor of the in-memory path;
 * the N x N eigenproblem is solved in memory; the leading modes ``X^T V / sqrt(N lambda)``
   take one more pass over the chunks (:func:`project`).
+
+:class:`LagStats` gathers these for one ensemble behind the interface of
+:class:`msapod.lagstats.LagStats`.
 
 The ``query`` and ``key`` (or ``lag``) dims must be whole within a chunk because every lag
 profile needs its whole row: chunks along them are merged (``rechunk``) automatically, so
@@ -30,24 +33,22 @@ finite iff the data are), so a NaN surfaces as the same ``ValueError`` as in mem
 from __future__ import annotations
 
 import numpy as np
-import xarray as xr
 
-from .._labels import check_count, positions, raise_values
-from .memory import gather_last
+from .. import lagstats
+from .._labels import lag_layout, raise_values
+from ..lagstats import gather_last, row_bands, snapshot_moments
 
 __all__ = [
     "CHECKS_IN_PASS",
-    "Snapshots",
+    "LagStats",
     "check_values",
     "coherency_sums",
     "cwt",
     "eigensolve",
-    "field_stats",
+    "ensemble_mean",
     "gather",
     "is_causal",
-    "lag_gram",
     "lag_moments",
-    "pod_operand",
     "residual",
 ]
 
@@ -65,106 +66,48 @@ CHECKS_IN_PASS = True
 # ----------------------------------------------------------------------------- checks
 
 
-def check_values(
-    A: xr.DataArray, name: str, *, stochastic: bool, atol: float, key: str = "key"
-) -> None:
-    """The value checks of :func:`msapod.check_field`, computed chunk by chunk (one pass)."""
-    import dask
+def _value_tasks(x, stochastic: bool, atol: float) -> dict:
+    """The dask reductions of the value checks of ``x (..., key)``: NaN/inf count and,
+    for attention probabilities, any entry below ``-atol`` and the worst row sum."""
+    import dask.array as da
 
-    x = A.data
-    tasks = {"bad": (~_isfinite(x)).sum()}
+    tasks = {"bad": (~da.isfinite(x)).sum()}
     if stochastic and x.size:
         tasks["neg"] = (x < -atol).any()
-        tasks["worst"] = abs(x.sum(axis=A.dims.index(key)) - 1.0).max()
-    (res,) = dask.compute(tasks)
+        tasks["worst"] = abs(x.sum(axis=-1) - 1.0).max()
+    return tasks
+
+
+def check_values(x, name: str, *, stochastic: bool, atol: float) -> None:
+    """The value checks of :func:`msapod.check_field` of ``x (..., key)``, computed chunk
+    by chunk (one pass)."""
+    import dask
+
+    (res,) = dask.compute(_value_tasks(x, stochastic, atol))
     raise_values(name, res, stochastic, atol)
 
 
-def _isfinite(x):
-    import dask.array as da
-
-    return da.isfinite(x)
-
-
-def field_stats(
-    A: xr.DataArray,
-    dim: str,
-    *,
-    stochastic: bool,
-    atol: float = 1e-3,
-    name: str = "A",
-    min_snapshots: int | None = 2,
-    flags: bool = True,
-) -> tuple[xr.DataArray, xr.DataArray, bool | None, bool | None]:
-    """One pass over a dask field: value checks, the mean over ``dim`` and causality.
-
-    Returns
-    -------
-    A64 : xarray.DataArray
-        ``A`` as float64 (lazy).
-    mean : xarray.DataArray
-        ``A.astype(float64).mean(dim)``, in memory (numpy-backed).
-    causal_A, causal_u : bool
-        Whether ``A`` and its fluctuation ``A - mean`` are zero above the diagonal (key
-        after query), exactly as :func:`msapod.is_causal` would find (None unless
-        ``flags``).
-    """
+def ensemble_mean(x, name: str, *, stochastic: bool = False, atol: float = 1e-3) -> np.ndarray:
+    """One pass over ``x (N, ..., query, key)``: the value checks and the mean over the
+    first axis (float64, in memory)."""
     import dask
 
-    if min_snapshots is not None:
-        check_count(A, name, min_snapshots, dim)
-    x = A.data
-    tasks = {
-        # float64 accumulation without a float64 copy of each chunk
-        "mean": A.mean(dim, dtype=np.float64).data,
-        "bad": (~_isfinite(x)).sum(),
-    }
-    if flags:
-        tasks["max"] = A.max(dim).data
-        tasks["min"] = A.min(dim).data
-    if stochastic and x.size:
-        tasks["neg"] = (x < -atol).any()
-        tasks["worst"] = abs(x.sum(axis=A.dims.index("key")) - 1.0).max()
+    tasks = {"mean": x.mean(axis=0, dtype=np.float64), **_value_tasks(x, stochastic, atol)}
     (res,) = dask.compute(tasks)
     raise_values(name, res, stochastic, atol)
-    rest = [d for d in A.dims if d != dim]
-    mean = xr.DataArray(
-        np.asarray(res["mean"]),
-        dims=rest,
-        coords={c: A.coords[c] for c in A.coords if dim not in A.coords[c].dims},
-    )
-    A64 = A.astype(np.float64)
-    if not flags:
-        return A64, mean, None, None
-    q = positions(A, "query", name)
-    k = positions(A, "key", name)
-    upper = xr.DataArray(k[None, :] > q[:, None], dims=("query", "key"))
-    hi = xr.DataArray(np.asarray(res["max"]), dims=rest)
-    lo = xr.DataArray(np.asarray(res["min"]), dims=rest)
-    # |A_s - m| is largest at the extreme A_s (float subtraction is monotone)
-    causal_A = bool(((abs(hi) <= 0) & (abs(lo) <= 0)).where(upper, True).all())
-    m = mean.variable
-    causal_u = bool(
-        ((abs(hi.variable - m) <= 0) & (abs(lo.variable - m) <= 0))
-        .where(upper.variable, True)
-        .all()
-    )
-    return A64, mean, causal_A, causal_u
+    return np.asarray(res["mean"])
 
 
-def is_causal(A: xr.DataArray, atol: float = 0.0) -> bool:
-    """:func:`msapod.is_causal` of a dask field (one pass)."""
+def is_causal(x, qpos: np.ndarray, kpos: np.ndarray, atol: float = 0.0) -> bool:
+    """Whether every entry of ``x (..., query, key)`` with key after query is zero
+    (within ``atol``), in one pass."""
     import dask.array as da
 
-    q = positions(A, "query", "A")
-    k = positions(A, "key", "A")
-    upper = k[None, :] > q[:, None]
+    upper = kpos[None, :] > qpos[:, None]
     if not upper.any():
         return True
-    x = A.transpose(..., "query", "key").data
     worst = da.where(upper, abs(x), 0).max()
-    ok = (worst <= atol).compute()
-    return bool(ok)
+    return bool((worst <= atol).compute())
 
 
 # ----------------------------------------------------------------------------- lag form
@@ -193,36 +136,36 @@ def _moment_block(x: np.ndarray, nl: int, k: int) -> np.ndarray:
     return C.reshape(lead + (1,) * k + (n_lag, n_lag))
 
 
-def lag_moments(R: xr.DataArray, dims) -> tuple[np.ndarray, tuple, tuple]:
-    """``C = <r r^T>`` over ``dims`` of a dask lag field, summed chunk by chunk.
-
-    Returns ``(C, lead, shape)`` with ``C`` of shape ``shape + (lag, lag)`` (float64, in
-    memory) and the leading dims ``lead``.
-    """
-    lead = tuple(d for d in R.dims if d not in (*dims, "lag"))
-    X = whole(R.transpose(*lead, *dims, "lag").data, (-1,))
-    nl, k = len(lead), len(dims)
+def lag_moments(x, n_avg: int) -> np.ndarray:
+    """``C = <r r^T>`` of a dask lag field ``x (*lead, *averaged, lag)``, the mean over its
+    ``n_avg`` axes before the lag, summed chunk by chunk: ``(*lead, lag, lag)``, float64,
+    in memory. A NaN/inf value surfaces as the ValueError of the in-memory check."""
+    X = whole(x, (-1,))
+    nl = X.ndim - 1 - n_avg
     n_lag = X.shape[-1]
     chunks = (
-        X.chunks[:nl] + tuple((1,) * len(c) for c in X.chunks[nl : nl + k]) + ((n_lag,), (n_lag,))
+        X.chunks[:nl]
+        + tuple((1,) * len(c) for c in X.chunks[nl : nl + n_avg])
+        + ((n_lag,), (n_lag,))
     )
     M = X.map_blocks(
-        _moment_block, nl, k, chunks=chunks, new_axis=X.ndim, dtype=np.float64, meta=np.array(())
-    )
-    S = M.sum(axis=tuple(range(nl, nl + k))) if k else M
-    count = int(np.prod(X.shape[nl : nl + k], dtype=np.int64))
+        _moment_block, nl, n_avg, chunks=chunks, new_axis=X.ndim, dtype=np.float64,
+        meta=np.array(()),
+    )  # fmt: skip
+    S = M.sum(axis=tuple(range(nl, nl + n_avg))) if n_avg else M
+    count = int(np.prod(X.shape[nl : nl + n_avg], dtype=np.int64))
     C = np.asarray(S.compute()) / count
     if not np.isfinite(np.trace(C, axis1=-2, axis2=-1).sum()):
         raise ValueError("R: expected finite values, found NaN/inf entries")
-    return C, lead, tuple(R.sizes[d] for d in lead)
+    return C
 
 
-def cwt(r: xr.DataArray, Phi: np.ndarray):
-    """Lazy Morlet transform of every lag profile, chunked like ``r`` (``lag`` whole)."""
-    rt = r.transpose(..., "lag")
-    x = whole(rt.data, (-1,))
+def cwt(x, Phi: np.ndarray):
+    """Lazy Morlet transform of every lag profile of ``x (..., lag)``, chunked like ``x``
+    (``lag`` whole): ``(..., scale, lag)``."""
+    x = whole(x, (-1,))
     n_scale, n_lag = Phi.shape[0], Phi.shape[1]
-    W = x.map_blocks(
+    return x.map_blocks(
         _cwt_block,
         Phi,
         chunks=x.chunks[:-1] + ((n_scale,), (n_lag,)),
@@ -230,7 +173,6 @@ def cwt(r: xr.DataArray, Phi: np.ndarray):
         dtype=np.complex128,
         meta=np.array((), dtype=np.complex128),
     )
-    return W, rt.dims[:-1]
 
 
 def _cwt_block(x: np.ndarray, Phi: np.ndarray) -> np.ndarray:
@@ -315,18 +257,6 @@ def _lag_gram_pair(ri: np.ndarray, rj: np.ndarray) -> np.ndarray:
     return np.matmul(ri.transpose(2, 0, 1), rj.transpose(2, 1, 0))
 
 
-def lag_gram(R) -> np.ndarray:
-    """Per-lag Gram tensor (lag, N, N) of a dask lag field (N, query, lag), block by block.
-
-    The result is in memory (``8 L N^2`` bytes): for large N use :func:`window_grams`.
-    """
-    R = whole(R, (1, 2))
-    n, n_lag = R.shape[0], R.shape[2]
-    G = np.empty((n_lag, n, n))
-    _pairwise(R, _lag_gram_pair, None, G)
-    return G
-
-
 #: Bytes of row chunks that one Gram ``dask.compute`` holds (the "panel"): every other
 #: chunk is loaded once per panel, so a larger panel means fewer loads, more memory.
 PANEL_BYTES = 160 * 2**20
@@ -370,55 +300,6 @@ def project(X, Vt: np.ndarray) -> np.ndarray:
     return np.asarray((V @ X).compute())
 
 
-class Snapshots:
-    """One ensemble of fields as the POD sees it, chunk by chunk (see
-    :class:`msapod.backends.memory.Snapshots` for the in-memory namesake).
-
-    The entries of the lag form are packed straight from the chunks of ``one`` (key or
-    lag form, ``(N, query, key|lag)``), the mean field ``center`` subtracted on the way:
-    no lag-form pass. Grams are formed over pairs of snapshot chunks, only for the
-    windows asked for; all windows' modes come from one more pass.
-    """
-
-    def __init__(self, one: xr.DataArray, layout, center: np.ndarray | None = None) -> None:
-        self.n = one.shape[0]
-        n_lag = len(layout.lags)
-        if layout.lag_form:
-            # every (query, lag) entry, as the in-memory path uses
-            sel = np.arange(len(layout.qpos) * n_lag)
-            self.col = np.tile(np.arange(n_lag), len(layout.qpos))
-            self.pos = sel
-        else:
-            qi, self.col = np.nonzero(layout.valid)  # entries in lag-form order (query-major)
-            sel = qi * len(layout.kpos) + layout.idx[qi, self.col]
-            self.pos = qi * n_lag + self.col
-        self.size = len(layout.qpos) * n_lag
-        sub = None if center is None else center.reshape(-1)[sel]
-        self.X = pack(one.data, sel, sub)
-
-    def grams(self, W2: np.ndarray, out: np.ndarray) -> None:
-        """``out[w] = K_w`` for the squared windows ``W2`` (window, lag); ``out`` zeroed."""
-        window_grams(self.X, W2[:, self.col], out=out, zeroed=True)
-        out /= self.n
-
-    def project(self, Vts: list) -> list:
-        """``V_w^T X`` in lag form (mode, query * lag), one per window, in one pass."""
-        proj = project(self.X, np.concatenate(Vts))
-        out, start = [], 0
-        for Vt in Vts:
-            phi = np.zeros((len(Vt), self.size))
-            phi[:, self.pos] = proj[start : start + len(Vt)]
-            out.append(phi)
-            start += len(Vt)
-        return out
-
-
-def pod_operand(A: xr.DataArray, R: xr.DataArray, mean: xr.DataArray):
-    """What :func:`msapod.analyze` decomposes: ``A`` itself, ``mean`` removed chunk by
-    chunk while packing (no lag-form pass over the fluctuation)."""
-    return A, mean
-
-
 def eig_top(K: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
     """All eigenvalues (descending, clipped at 0) and the leading ``n_modes`` eigenvectors.
 
@@ -436,6 +317,152 @@ def eig_top(K: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
     return np.clip(lam[::-1], 0.0, None), V[:, ::-1]
 
 
+class LagStats(lagstats.LagStats):
+    """The lag statistics of one dask ensemble, chunk by chunk: the twin of
+    :class:`msapod.lagstats.LagStats`, with its constructors, attributes and methods.
+
+    The fields stay lazy (``(N, query, key)`` or a lag form ``(N, query, lag)``, chunked
+    over the snapshots). :meth:`of_ensemble` takes the value checks, the mean and both
+    causality flags in one pass; the lag moments take one more (:func:`lag_moments`).
+    The windowed Grams are formed over pairs of snapshot chunks from the entries of the
+    lag form packed straight from the chunks, the mean subtracted on the way (no lag-form
+    pass, never the per-lag tensor unless :meth:`gram_tensor` is asked for); the
+    eigenproblem is solved in memory (a subset eigensolve for few modes, :func:`eig_top`)
+    and all windows' modes come from one more pass (:func:`project`). ``X`` and
+    :meth:`lag_form` are lazy; :meth:`snapshot_moments` is a lazy ``(N, ...)`` array.
+    """
+
+    def __init__(self, F, lags, qpos, kpos, idx=None, valid=None, mean=None) -> None:
+        # the in-memory attributes, X (lazy) a property
+        lag_form = idx is None
+        self.lags, self.qpos, self.kpos = np.asarray(lags), np.asarray(qpos), np.asarray(kpos)
+        n_q, n_lag = len(qpos), len(lags)
+        self.rows = np.tile([0, n_q], (n_lag, 1)) if lag_form else row_bands(valid.T)
+        self.causal = self.causal_total = self._G = None
+        self.n = F.shape[0]
+        self._F, self._idx, self._valid, self.mean = F, idx, valid, mean
+        if lag_form:  # every (query, lag) entry, as the in-memory lag form holds
+            sel = np.arange(len(qpos) * n_lag)
+            self._col = np.tile(np.arange(n_lag), len(qpos))
+            self._pos = sel
+        else:
+            qi, self._col = np.nonzero(valid)  # entries in lag-form order (query-major)
+            sel = qi * len(kpos) + idx[qi, self._col]
+            self._pos = qi * n_lag + self._col
+        sub = None if mean is None else mean.reshape(-1)[sel]
+        self._packed = pack(F, sel, sub)
+
+    @classmethod
+    def of_ensemble(cls, A, qpos, kpos, *, name="A", stochastic=False, atol=1e-3) -> LagStats:
+        """The lag statistics of ``u = A - mean`` of dask fields ``A (N, query, key)``:
+        one pass for the value checks (the ValueErrors of the in-memory check), the mean
+        (float64, in memory) and whether ``A`` and ``u`` are zero above the diagonal."""
+        import dask
+
+        upper = kpos[None, :] > qpos[:, None]
+        tasks = {"mean": A.mean(axis=0, dtype=np.float64), **_value_tasks(A, stochastic, atol)}
+        if upper.any():
+            tasks["max"] = A.max(axis=0)
+            tasks["min"] = A.min(axis=0)
+        (res,) = dask.compute(tasks)
+        raise_values(name, res, stochastic, atol)
+        mean = np.asarray(res["mean"])
+        causal_A = causal_u = True
+        if upper.any():
+            hi, lo, m = np.asarray(res["max"])[upper], np.asarray(res["min"])[upper], mean[upper]
+            # |A_s - m| is largest at the extreme A_s (float subtraction is monotone)
+            causal_A = bool(((hi == 0) & (lo == 0)).all())
+            causal_u = bool(((hi - m == 0) & (lo - m == 0)).all())
+        lags, idx, valid = lag_layout(qpos, kpos, causal_u)
+        stats = cls(A, lags, qpos, kpos, idx, valid, mean)
+        stats.causal, stats.causal_total = causal_u, causal_A
+        return stats
+
+    @classmethod
+    def of_fluctuation(cls, u, qpos, kpos, *, causal: bool) -> LagStats:
+        """The lag statistics of a dask fluctuation ``u (N, query, key)`` as given."""
+        lags, idx, valid = lag_layout(qpos, kpos, causal)
+        stats = cls(u, lags, qpos, kpos, idx, valid)
+        stats.causal = bool(causal)
+        return stats
+
+    @classmethod
+    def of_lag_form(cls, R, lags, qpos, kpos) -> LagStats:
+        """The lag statistics of a dask lag form ``R (N, query, lag)`` as given."""
+        return cls(R, lags, qpos, kpos)
+
+    @property
+    def X(self):
+        """The lazy snapshot-major lag form ``(N, lag, query)``."""
+        return self.lag_form().transpose(0, 2, 1)
+
+    def lag_form(self):
+        """The lazy lag form ``(N, query, lag)`` of the decomposed field (float64)."""
+        if self._idx is None:
+            return self._F.astype(np.float64)
+        u = self._F.astype(np.float64)
+        if self.mean is not None:
+            u = u - self.mean
+        return gather(u, self._idx, self._valid)
+
+    def moments(self, field: str = "fluctuation") -> tuple[np.ndarray, np.ndarray]:
+        """``(lags, C)`` of the fluctuation (or, ``"total"``, of the fields), one pass."""
+        if field == "fluctuation":
+            return self.lags, lag_moments(self.lag_form(), 2)
+        if self.causal_total is None:
+            raise ValueError("field: 'total' needs the fields (LagStats.of_ensemble)")
+        lags, idx, valid = lag_layout(self.qpos, self.kpos, self.causal_total)
+        return lags, lag_moments(gather(self._F, idx, valid), 2)
+
+    def snapshot_moments(self, upper: bool = False):
+        """Lazy per-snapshot ``S_s`` ``(N, L, L)`` (``upper``: ``(N, L (L + 1) / 2)``)."""
+        R = whole(self.lag_form(), (1, 2))
+        n_lag = len(self.lags)
+        if upper:
+            chunks, drop = (R.chunks[0], (n_lag * (n_lag + 1) // 2,)), 2
+        else:
+            chunks, drop = (R.chunks[0], (n_lag,), (n_lag,)), ()
+        return R.map_blocks(
+            snapshot_moments, upper=upper, causal_rows=self._square(), chunks=chunks,
+            drop_axis=drop, dtype=np.float64, meta=np.array(()),
+        )  # fmt: skip
+
+    def gram_tensor(self) -> np.ndarray:
+        """The per-lag Gram tensor ``(lag, N, N)`` over pairs of snapshot chunks, in memory
+        (``8 L N^2`` bytes: for large N ask for :meth:`window_grams` only)."""
+        if self._G is None:
+            R = whole(self.lag_form(), (1, 2))
+            self._G = np.empty((len(self.lags), self.n, self.n))
+            _pairwise(R, _lag_gram_pair, None, self._G)
+        return self._G
+
+    def window_grams(self, W: np.ndarray) -> np.ndarray:
+        """``K^(w) (window, N, N)`` of the windows ``W (window, lag)``, block by block over
+        pairs of snapshot chunks (zero windows: no pass)."""
+        W2 = np.atleast_2d(np.asarray(W, dtype=np.float64)) ** 2
+        K = np.zeros((len(W2), self.n, self.n))
+        window_grams(self._packed, W2[:, self._col], out=K, zeroed=True)
+        K /= self.n
+        return K
+
+    def plain_gram(self) -> np.ndarray:
+        """The plain POD's Gram ``X X^T / N`` over pairs of snapshot chunks."""
+        return self.window_grams(np.ones(len(self.lags)))[0]
+
+    eigensolve = staticmethod(eig_top)
+
+    def project(self, V: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """``(window, mode, lag, query)`` projections of every window, in one pass."""
+        n_w, _, m = V.shape
+        proj = project(self._packed, V.transpose(0, 2, 1).reshape(n_w * m, self.n))
+        Q, n_lag = len(self.qpos), len(self.lags)
+        phi = np.zeros((n_w * m, Q * n_lag))
+        phi[:, self._pos] = proj
+        P = phi.reshape(n_w, m, Q, n_lag).transpose(0, 1, 3, 2)
+        P *= np.asarray(W, dtype=np.float64)[:, None, :, None]
+        return P
+
+
 # ----------------------------------------------------------------------------- coherency
 
 
@@ -450,9 +477,10 @@ def _coherency_block(x: np.ndarray, Bs: list) -> np.ndarray:
     return out[None]
 
 
-def coherency_sums(R: xr.DataArray, dim: str, Bs: list):
-    """Per-scale ``sum_s Y_s Y_s^H`` (scale, query, query) of a dask lag field, no lead dims."""
-    X = whole(R.transpose(dim, "query", "lag").data, (1, 2))
+def coherency_sums(x, Bs: list) -> np.ndarray:
+    """Per-scale ``sum_s Y_s Y_s^H`` (scale, query, query) of one dask lag field ``x (N,
+    query, lag)``, chunk by chunk."""
+    X = whole(x, (1, 2))
     q = X.shape[1]
     M = X.map_blocks(
         _coherency_block,
@@ -475,23 +503,23 @@ def _residual_block(u: np.ndarray, Bm: np.ndarray, C) -> np.ndarray:
     return np.atleast_1d(np.einsum("sp,sp->", R, R))
 
 
-def residual(u: xr.DataArray, dim: str, Bm: np.ndarray, C: np.ndarray | None) -> float:
-    """``(1/N) sum_s ||u_s - c_s Bm||^2`` of a dask field (``C`` None: project onto Bm)."""
+def residual(u, Bm: np.ndarray, C: np.ndarray | None) -> float:
+    """``(1/N) sum_s ||u_s - c_s Bm||^2`` of a dask ``u (N, query, key)`` (``C`` None:
+    project onto the rows of Bm), chunk by chunk."""
     import dask.array as da
+    from dask import delayed
 
-    x = whole(u.transpose(dim, "query", "key").data, (1, 2))
+    x = whole(u, (1, 2))
     parts = []
     offs = np.r_[0, np.cumsum(x.chunks[0])]
     for i, blk in enumerate(x.to_delayed().ravel()):
         Cb = None if C is None else C[offs[i] : offs[i + 1]]
-        from dask import delayed
-
         parts.append(
             da.from_delayed(
                 delayed(_residual_block, pure=True)(blk, Bm, Cb), shape=(1,), dtype=np.float64
             )
         )
-    return float(da.concatenate(parts).sum().compute()) / u.sizes[dim]
+    return float(da.concatenate(parts).sum().compute()) / u.shape[0]
 
 
 eigensolve = eig_top  # the name the dispatch uses (see msapod.backends.kernels)

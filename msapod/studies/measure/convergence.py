@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from ...fields import check_field
+from ...lagstats import LagStats
 from ...models.data import ensemble_offsets, load_corpus
 from ...resampling import double_centre
 from ...spectra import effective_rank, spectral_concentration
@@ -132,16 +133,16 @@ _PER_EPS = ("H_star", "H_star_se", "at_rank_limit")
 
 
 def _raw_gram(a: np.ndarray) -> np.ndarray:
-    """``X X^T`` of the snapshots ``a (N, query, key)`` flattened (causal part only, if
-    the fields are causal), in float64."""
-    mask = np.tril(np.ones(a.shape[1:], bool)) if _causal(a) else np.ones(a.shape[1:], bool)
-    X = np.asarray(a[:, mask], dtype=np.float64)
-    return X @ X.T
+    """``X X^T`` of the lag form of the snapshots ``a (N, query, key)`` as they are (no
+    mean removed; :class:`msapod.lagstats.LagStats`), in float64."""
+    pos = np.arange(a.shape[1])
+    stats = LagStats.of_fluctuation(a, pos, np.arange(a.shape[2]), causal=_causal(a))
+    return stats.plain_gram() * len(a)
 
 
 def _plain_spectrum(K_raw: np.ndarray, n: int) -> np.ndarray:
     """Descending plain POD spectrum of the first ``n`` snapshots of a raw Gram matrix."""
-    return np.clip(np.linalg.eigvalsh(_centred_gram(K_raw, n))[::-1], 0, None)
+    return LagStats.spectrum(_centred_gram(K_raw, n))
 
 
 def _summarise(lam: np.ndarray, n: int, fixed_k: tuple[int, int], eps: list[float]):

@@ -59,6 +59,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from ..._io import check_int
+from ...lagstats import LagStats
 from ...models.data import ensemble_ids, load_corpus
 from ...spectra import effective_rank, spectral_concentration
 from ..store.cache import cached_model_study, iter_attention, model_inputs, stack_zoo, zoo_models
@@ -104,22 +105,19 @@ def _eps_tuple(eps, primary: float) -> tuple[float, ...]:
 
 def _spectrum(A) -> np.ndarray:
     """Full POD spectrum (all N eigenvalues, descending) of the plain fluctuation field of
-    ``A`` (snapshot, query, key): the eigenvalues of ``K = U U^T / N`` with ``U`` the
-    snapshots of ``u = A - Abar`` flattened, in float64.
+    ``A`` (snapshot, query, key): the eigenvalues of the plain Gram ``K = X X^T / N`` of
+    the lag statistics of ``u = A - Abar`` (:class:`msapod.lagstats.LagStats`).
 
     This is the ``spectrum`` of ``msapod.pod(msapod.reynolds(A)["fluctuation"])`` up to
     float round-off (the test compares them), without what the spectrum does not need:
-    the lag-form layout, per-lag Grams, modes and coefficients.
+    per-lag Grams, modes and coefficients.
     """
     X = np.asarray(A.values if isinstance(A, xr.DataArray) else A)
-    n = X.shape[0]
-    U = X.reshape(n, -1).astype(np.float64)
-    U -= U.mean(axis=0)
-    K = (U @ U.T) / n
+    stats = LagStats.of_ensemble(X, np.arange(X.shape[1]), np.arange(X.shape[2]))
+    K = stats.plain_gram()
     if not np.isfinite(np.trace(K)):
         raise ValueError("attention: expected finite values, found NaN/inf entries")
-    lam = np.linalg.eigvalsh(K)[::-1]
-    return np.clip(lam, 0.0, None)
+    return stats.spectrum(K)
 
 
 def head_ranks(
