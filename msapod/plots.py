@@ -22,15 +22,16 @@ every figure of the book looks the same:
 * axes labelled in the book's symbols (the notation page) with their units.
 
 The figures: attention fields (:func:`fields`), per-layer curves (:func:`layer_profile`),
-profiles along one dim (:func:`lines`),
-the scalogram :math:`E(a, b)` (:func:`scalogram`), the scale spectrum :math:`E(a)` with
-its dominant scales :math:`a^*_m` (:func:`scale_spectrum`), POD spectra
-:math:`\\lambda_k` (:func:`pod_spectra`), mode lag profiles :math:`\\rho_k(\\tau)`
-(:func:`mode_lags`), forest plots with claim bands (:func:`forest`, :func:`claim_band`),
-specification curves (:func:`specification_curve`), the verdict shares of every claim
-(:func:`verdict_bars`) and pruning curves (:func:`pruning_curve`); and, for tables and printed
-values, :func:`table` (a table shown whole, numbers formatted), :func:`number`,
-:func:`below` (a round-off check as a bound) and :func:`enumeration`.
+profiles along one dim (:func:`lines`), the scalogram :math:`E(a, b)`
+(:func:`scalogram`), the scale spectrum :math:`E(a)` with its dominant scales
+:math:`a^*_m` (:func:`scale_spectrum`), POD spectra :math:`\\lambda_k`
+(:func:`pod_spectra`), mode lag profiles :math:`\\rho_k(\\tau)` (:func:`mode_lags`), POD
+modes as images over query and lag (:func:`mode_maps`), forest plots with claim bands
+(:func:`forest`, :func:`claim_band`), specification curves
+(:func:`specification_curve`), the verdict shares of every claim (:func:`verdict_bars`)
+and pruning curves (:func:`pruning_curve`); and, for tables and printed values,
+:func:`table` (a table shown whole, numbers formatted), :func:`number`, :func:`below` (a
+round-off check as a bound), :func:`enumeration` and :func:`sizes`.
 
 matplotlib is imported inside the functions only: ``import msapod`` stays light, and the
 module imports nothing from ``msapod.models`` or ``msapod.studies`` (no torch).
@@ -519,8 +520,9 @@ def lines(
         dims ``(hue, x)``.
     x, hue : str
         the dim along the horizontal axis and the dim that makes the lines. Layers and
-        other numbered dims get a sequential colour map (light early, dark late); zoo
-        models their architecture's colour (:func:`model_style`).
+        other numbered dims get a sequential colour map (dark early, light late); zoo
+        models their architecture's colour (:func:`model_style`); named categories a
+        colour and a line style each (:func:`category_style`).
     xlabel, ylabel : str
         axis labels in the book's symbols with units (``xlabel`` defaults to
         :data:`LABELS` of ``x``).
@@ -541,6 +543,8 @@ def lines(
             if hue == "model":
                 st = model_style(str(k))
                 kw = {"color": st["color"], "ls": st["ls"]}
+            elif isinstance(k, str | np.str_):
+                kw = {"color": category_style(n)["color"], "ls": SEED_LINES[n % len(SEED_LINES)]}
             else:
                 kw = {"color": cmap(0.85 * n / max(len(keys) - 1, 1))}
             label = f"{hue} {k}" if hue in ("layer", "head", "mode") else str(k)
@@ -748,6 +752,85 @@ def mode_lags(
             ax.set_ylabel(LABELS["rho"])
         _outer(axes)
         _legend_below(fig, axes, ncol=min(6, n_modes + (band is not None)))
+        if title:
+            fig.suptitle(title)
+    return fig
+
+
+def lag_extent(energy: xr.DataArray, share: float = 0.99, *, min_lag: int = 8) -> int:
+    """The number of lags, from lag 0, that hold ``share`` of ``energy`` (summed over
+    every other dim), and at least ``min_lag``: the lags a figure needs to show where a
+    lag profile or a mode sits (:func:`mode_maps`).
+
+    ``energy`` has a ``"lag"`` dim with lags 0, 1, 2, ...; NaN counts as 0.
+    """
+    _check_dims(energy, "energy", ("lag",))
+    if not 0 < share <= 1:
+        raise ValueError(f"share: expected a share in (0, 1], got {share!r}")
+    e = energy.fillna(0).sum([d for d in energy.dims if d != "lag"]).values.astype(float)
+    if e.sum() <= 0:
+        return min(min_lag, e.size)
+    reach = int(np.searchsorted(np.cumsum(e) / e.sum(), share - 1e-12)) + 1
+    return min(max(reach, min_lag), e.size)
+
+
+def mode_maps(
+    modes: xr.DataArray,
+    by: str,
+    *,
+    share: float = 0.95,
+    clip: float = 0.99,
+    label: str = r"$\phi_k(i, i - \tau)$, scaled",
+    title: str | None = None,
+):
+    """POD modes in lag form, :math:`\\phi_k(i, i - \\tau)`, as images over query and lag,
+    one panel per value of ``by``, cropped to the lags where they sit.
+
+    Each panel is divided by the ``clip`` quantile of its non-zero :math:`|\\phi_k|` and
+    clipped at :math:`\\pm 1` (a mode's sign and scale are arbitrary, and a few large
+    entries would leave the rest blank), so one diverging colour bar from -1 to 1 serves
+    every panel; the lag axis ends where the panels hold ``share`` of their energy
+    :math:`\\phi_k^2` (:func:`lag_extent`).
+
+    Parameters
+    ----------
+    modes : xarray.DataArray
+        dims ``("query", "lag")`` and ``by`` (lags 0, 1, 2, ...); NaN is drawn as 0.
+    by : str
+        the dim of the panels (at most 3 per row); its values title the panels.
+    share : float
+        the share of the energy the lag axis must show.
+    clip : float
+        the quantile of :math:`|\\phi_k|` that is drawn at full colour.
+    """
+    from matplotlib.ticker import MaxNLocator
+
+    _check_dims(modes, "modes", ("query", "lag", by))
+    modes = modes.fillna(0.0).transpose(by, "query", "lag")
+    n_lag = lag_extent(modes**2, share)
+    values = _panel_values(modes, by)
+    fig, axes = panels(len(values), height=2.0, sharex=True, sharey=True)
+    with style():
+        for ax, v in zip(axes, values, strict=True):
+            img = _sel(modes, by, v).isel(lag=slice(0, n_lag))
+            mag = np.abs(img.values[img.values != 0])
+            scale = float(np.quantile(mag, clip)) if mag.size else 1.0
+            im = ax.pcolormesh(
+                img["lag"].values,
+                img["query"].values,
+                np.clip(img.values / scale, -1, 1),
+                cmap="RdBu_r",
+                vmin=-1,
+                vmax=1,
+                shading="nearest",
+                rasterized=True,
+            )
+            ax.set_title(_title(by, v, modes))
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+            ax.set_xlabel(LABELS["lag"])
+            ax.set_ylabel(LABELS["query"])
+        _outer(axes)
+        fig.colorbar(im, ax=axes, shrink=0.8, label=label, ticks=[-1, -0.5, 0, 0.5, 1])
         if title:
             fig.suptitle(title)
     return fig
@@ -1257,6 +1340,14 @@ def enumeration(items, sig: int = 3, *, empty: str = "none") -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
 
 
+def sizes(x) -> str:
+    """The dims and sizes of an xarray object as text: ``"layer 6 × snapshot 16 ×
+    query 256 × key 256"`` (for a printed shape, instead of a dict)."""
+    if not isinstance(x, xr.DataArray | xr.Dataset):
+        raise TypeError(f"x: expected an xarray DataArray or Dataset, got {type(x).__name__}")
+    return " × ".join(f"{d} {n}" for d, n in x.sizes.items())
+
+
 def _cell(v, sig: int, na: str) -> str:
     """One table cell of an object column (numbers formatted, sequences listed)."""
     if v is None or v is pd.NA or (isinstance(v, float | np.floating) and np.isnan(v)):
@@ -1363,32 +1454,53 @@ def table(df: pd.DataFrame | pd.Series, sig: int = 3, na: str = MISSING) -> Tabl
 __all__ = [
     "ARCH_COLOURS",
     "BAND_COLOUR",
+    "BAND_TEXT",
+    "CATEGORY_COLOURS",
+    "CATEGORY_MARKERS",
     "DPI",
     "LABELS",
     "MAX_COLS",
+    "MIN_FONT_SIZE",
+    "MISSING",
+    "OKABE_ITO",
+    "REACH",
     "STYLE",
     "VERDICT_COLOURS",
+    "VERDICT_STYLE",
     "WIDTH",
     "ZOO_COLOURS",
+    "Table",
     "architecture",
+    "below",
+    "category_style",
     "claim_band",
     "colour",
+    "draw_intervals",
+    "enumeration",
     "fields",
     "format_table",
     "forest",
+    "interval_limits",
+    "lag_extent",
     "layer_profile",
     "legend_below",
     "lines",
+    "log_ticks",
     "mode_lags",
+    "mode_maps",
     "model_style",
+    "number",
     "outer_labels",
     "panels",
     "pod_spectra",
     "pruning_curve",
     "scale_spectrum",
     "scalogram",
+    "sizes",
     "specification_curve",
     "style",
+    "table",
     "use_style",
     "verdict_bars",
+    "verdict_handles",
 ]

@@ -435,3 +435,25 @@ def test_plots_is_lazy_and_torch_free():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.stdout.strip() == "ok", done.stderr
+
+
+def test_mode_maps_crop_to_the_lags_that_hold_the_mode():
+    rng = np.random.default_rng(4)
+    lag = np.arange(64)
+    phi = rng.standard_normal((3, 32, 64)) * np.exp(-lag / 8.0)  # energy ~ exp(-lag / 4)
+    modes = xr.DataArray(
+        phi, dims=("panel", "query", "lag"), coords={"panel": ["a", "b", "c"], "lag": lag}
+    )
+    n = plots.lag_extent(modes**2, 0.95)
+    assert 9 <= n <= 16, n  # 95 % of exp(-lag / 4) lies below lag 12
+    assert plots.lag_extent(modes**2, 0.5) == 8  # at least min_lag lags
+    assert plots.lag_extent(modes**2, 0.95, min_lag=20) == 20
+    fig = plots.mode_maps(modes, "panel")
+    _check(fig, 3, r"lag $\tau$", "query $i$")
+    ax = _axes(fig)[0]
+    assert ax.get_xlim()[1] < n + 1  # cropped, not the 64 lags stored
+    (bar,) = [a for a in fig.axes if a.get_label() == "<colorbar>"]
+    assert bar.get_ylim() == (-1.0, 1.0)  # one scale for every panel
+    assert [a.get_title() for a in _axes(fig)] == ["a", "b", "c"]
+    with pytest.raises(ValueError, match="share"):
+        plots.lag_extent(modes**2, 0)
