@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from msapod.studies.measure.evidence import interior_peak, scale_reading
 from msapod.studies.verdict.claims import VERDICTS, Z95, classify, combine
 from msapod.studies.verdict.rules import (
     combine_core,
     decide,
-    interior_peak,
     rule_c1,
     rule_c2,
     rule_c3,
@@ -20,7 +20,6 @@ from msapod.studies.verdict.rules import (
     rule_c9,
     rule_c10,
     rule_loss,
-    scale_reading,
 )
 
 MODELS = ["baseline-1", "baseline-2", "ega-1", "ega-2"]

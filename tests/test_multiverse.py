@@ -12,21 +12,23 @@ import msapod
 from msapod.fields import reynolds, to_lag
 from msapod.studies.verdict.claims import VERDICTS, main_verdict, verdict_markdown, verdict_shares
 from msapod.studies.verdict.curve import multiverse_study
-from msapod.studies.verdict.multiverse import (
+from msapod.studies.measure.evidence import (
     AXES,
-    CLAIM_AXES,
-    MAIN_SPEC,
-    ZooData,
     _grid,
     fields_evidence,
     lag_gram_tensor,
     layer_evidence,
-    main_outcomes,
     mode_lag_energy,
+    window_gram,
+)
+from msapod.studies.verdict.multiverse import (
+    CLAIM_AXES,
+    MAIN_SPEC,
+    ZooData,
+    main_outcomes,
     needs_window_se,
     specifications,
     two_seeds_each,
-    window_gram,
 )
 from msapod.studies.verdict.scorecard import scorecard_from_outcomes
 
@@ -123,11 +125,13 @@ def test_specifications_cover_every_claims_subgrid():
 def zoo():
     """Four synthetic "models" of 6 layers; the window axes are cut to one reading each
     (the full grid is exercised on the zoo by the benchmark) so the test stays fast."""
+    import msapod.studies.measure.evidence as evmod
     import msapod.studies.verdict.multiverse as mvmod
 
     small = {**mvmod.AXES, "centre": ("energy-max",), "width": (1.0,), "scale_min": (3, 2)}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(mvmod, "AXES", small)
+        mp.setattr(evmod, "AXES", small)  # the readings measured
+        mp.setattr(mvmod, "AXES", small)  # and the specifications
         ev = xr.concat(
             [
                 fields_evidence(
@@ -200,7 +204,7 @@ def test_flips_and_robustness(zoo):
 
 
 def test_theorem1_check_matches_basis_error(field):
-    from msapod.studies.verdict.multiverse import theorem1_check
+    from msapod.studies.measure.evidence import theorem1_check
 
     u = reynolds(field)["fluctuation"]
     gap, beaten, trials = theorem1_check(u)
@@ -268,7 +272,7 @@ def test_window_jackknife_equals_refits_without_each_group():
     equals recomputing the Reynolds split, the Gram tensor and each window's mode 1 from
     the kept snapshots alone."""
     from msapod.lagstats import snapshot_moments
-    from msapod.studies.verdict import multiverse as mv
+    from msapod.studies.measure import evidence as mv
 
     A = attention(n=2 * mv.JACKKNIFE_GROUPS + 3, length=20, seed=4)
     R = to_lag(A).transpose("snapshot", "query", "lag")

@@ -18,12 +18,11 @@ import numpy as np
 import xarray as xr
 
 from ...models import zoo as zoo_mod
+from ..measure.evidence import EVIDENCE_FORMAT, model_evidence
 from ..store.cache import cached_dataset, stack_models
 from . import nulls as nl
 from .multiverse import (
-    EVIDENCE_FORMAT,
     assemble_study,
-    model_evidence,
     needs_window_se,
     specifications,
     trained_zoos,

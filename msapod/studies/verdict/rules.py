@@ -53,9 +53,6 @@ __all__ = [
     "Outcome",
     "combine_core",
     "decide",
-    "global_peak",
-    "interior_peak",
-    "scale_reading",
     "rule_c1",
     "rule_c2",
     "rule_c3",
@@ -130,81 +127,6 @@ def combine_core(core, other=()) -> str:
     if core.size and combine(core) == "does not hold":
         return "does not hold"
     return combine(np.concatenate([core, other]))
-
-
-def interior_peak(spectrum: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    """Strongest interior local maximum of ``spectrum(..., scale)``, NaN if none.
-
-    A maximum at the first or last scale is an edge, not a peak. The location is refined
-    by a parabola through the three points around it in ``log a`` (so it moves
-    continuously, which its jackknife standard error needs).
-    """
-    E = np.asarray(spectrum, dtype=np.float64)
-    s = np.log(np.asarray(scales, dtype=np.float64))
-    mid = E[..., 1:-1]
-    is_peak = (mid > E[..., :-2]) & (mid >= E[..., 2:])
-    score = np.where(is_peak, mid, -np.inf)
-    k = np.argmax(score, axis=-1)
-    has = np.isfinite(np.take_along_axis(score, k[..., None], -1)[..., 0])
-    i = k + 1
-    y0 = np.take_along_axis(E, (i - 1)[..., None], -1)[..., 0]
-    y1 = np.take_along_axis(E, i[..., None], -1)[..., 0]
-    y2 = np.take_along_axis(E, (i + 1)[..., None], -1)[..., 0]
-    h = s[1] - s[0] if s.size > 1 else 1.0
-    den = y0 - 2 * y1 + y2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        shift = np.where(den < 0, 0.5 * (y0 - y2) / den, 0.0)
-    # uniform log grid assumed for the refinement (the grids here are log-spaced)
-    loga = s[np.clip(i, 0, s.size - 1)] + np.clip(shift, -0.5, 0.5) * h
-    return np.where(has, np.exp(loga), np.nan)
-
-
-def global_peak(spectrum: np.ndarray, scales: np.ndarray) -> np.ndarray:
-    """Global maximum of ``spectrum(..., scale)``, edges included; refined like
-    :func:`interior_peak` when interior, the grid's end scale when at an edge."""
-    E = np.asarray(spectrum, dtype=np.float64)
-    s = np.asarray(scales, dtype=np.float64)
-    k = np.argmax(E, axis=-1)
-    inner = (k > 0) & (k < s.size - 1)
-    one = np.where(
-        np.abs(np.arange(s.size) - k[..., None]) <= 1, E, np.min(E, axis=-1, keepdims=True)
-    )
-    refined = interior_peak(one, s) if s.size > 2 else np.full(k.shape, np.nan)
-    return np.where(inner & np.isfinite(refined), refined, s[k])
-
-
-def scale_reading(
-    spectrum: np.ndarray, scales: np.ndarray, kind: str = "peak"
-) -> tuple[np.ndarray, np.ndarray]:
-    """The dominant scale of ``spectrum(..., scale)`` under one reading, with its edge side.
-
-    Parameters
-    ----------
-    kind
-        ``"peak"``: the strongest interior local maximum a* when there is one, otherwise a
-        bound at the edge where the spectrum is largest; ``"argmax"``: the global maximum,
-        edges included (a bound when at an edge).
-
-    Returns
-    -------
-    value, edge
-        The scale (lags) and ``edge``: 0 interior, -1 below the grid (a* <= a_min, the
-        value is a_min), +1 above it (a* >= a_max, the value is a_max).
-    """
-    E = np.asarray(spectrum, dtype=np.float64)
-    s = np.asarray(scales, dtype=np.float64)
-    if kind not in ("peak", "argmax"):
-        raise ValueError(f"kind: expected 'peak' or 'argmax', got {kind!r}")
-    k = np.argmax(E, axis=-1)
-    side = np.where(k == 0, -1, np.where(k == s.size - 1, 1, 0))
-    if kind == "argmax":
-        return global_peak(E, s), side
-    v = interior_peak(E, s)
-    inner = np.isfinite(v)
-    # no interior maximum: the spectrum is monotone, its maximum at one edge
-    edge = np.where(inner, 0, np.where(side == 0, np.where(E[..., 0] >= E[..., -1], -1, 1), side))
-    bound = np.where(edge < 0, s[0], s[-1])
-    return np.where(inner, v, bound), edge
 
 
 def _grid(da: xr.DataArray, *dims: str) -> np.ndarray:
@@ -595,7 +517,7 @@ def rule_c1(
         characters per lag unit (1 for character models; characters per token for BPE).
     edge
         Per ``(model, layer)``: 0 estimate, -1 / +1 a bound at the grid's first / last
-        scale (see :func:`scale_reading`); None: no bounds.
+        scale (see :func:`msapod.studies.measure.evidence.scale_reading`); None: no bounds.
     grid
         ``(a_min, a_max)`` of the scale grid (lags): intervals are clipped to it (a scale
         outside the grid is not resolved); None: not clipped.

@@ -206,8 +206,9 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     the grid's edge); it has no jackknife here ("point value"). T_spec and H* use the
     shipped jackknife standard errors (``T_spec_se``, ``H_star_se``) when present.
     """
+    from ..measure.evidence import scale_reading
     from ..measure.llm import depth_groups
-    from .rules import rule_c1, rule_c2, rule_c3, rule_c5, scale_reading
+    from .rules import rule_c1, rule_c2, rule_c3, rule_c5
 
     cpt = float(ds.attrs.get("ensemble_chars_per_token", ds.attrs.get("chars_per_token", 1.0)))
     layers = [int(x) for x in ds["layer"].values]

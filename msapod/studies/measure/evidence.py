@@ -1,0 +1,834 @@
+"""The evidence every claim is decided on: per model and layer, every reading's numbers.
+
+:func:`layer_evidence` measures one layer's ensemble of attention fields under every
+reading of the specification curve (:data:`AXES`): the scale statistics of the scale
+spectrum with their jackknife standard errors, the scalogram energy, T_spec and H* of the
+plain POD, the scale windows' modes (C4's lag-energy shares, C9's scale-spread ratios)
+and Theorem 1's check. :func:`model_evidence` does it for a zoo model (cached);
+:mod:`msapod.studies.verdict` only decides and renders.
+
+Speed: per model and layer the lag profiles are formed once; from them the per-snapshot
+lag second-moment matrices ``S_s = sum_i r_{s,i} r_{s,i}^T`` (of u and of A) and the
+per-lag Gram tensor ``G(tau)[s, t] = sum_i u_s(i, i - tau) u_t(i, i - tau)``. Every scale
+grid and normalisation is a quadratic form of the moments with the Morlet operator
+(:func:`msapod.wavelets.scale_spectrum_operator`; its leave-one-out replicates give the
+jackknife), every window's Gram matrix is ``sum_tau w(tau)^2 G(tau) / N`` (eigenvalues:
+T_spec and H*; mode k's lag energy ``w(tau)^2 v_k^T G(tau) v_k / (N lambda_k)``). One
+model and layer is held in memory at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import xarray as xr
+from threadpoolctl import threadpool_limits
+
+from ... import lagstats, wavelets
+from ...backends.memory import eig_desc
+from ..verdict.registry import REGISTRY
+
+__all__ = [
+    "AXES",
+    "EPS",
+    "EVIDENCE_FORMAT",
+    "FIXED_K",
+    "JACKKNIFE_GROUPS",
+    "NUM_SCALES",
+    "WINDOW_SE_VARS",
+    "fields_evidence",
+    "global_peak",
+    "interior_peak",
+    "lag_gram_tensor",
+    "layer_evidence",
+    "mode_lag_energy",
+    "model_evidence",
+    "scale_reading",
+    "theorem1_check",
+    "window_gram",
+    "with_window_se",
+]
+
+#: C4: the paper's lag range (characters) of the scale-selective modes of layers 2, 4, 6.
+PAPER_LAGS = dict(REGISTRY["C4"].stated["lags"])
+
+#: Version of :func:`model_evidence`'s output; part of its cache key.
+EVIDENCE_FORMAT = 2
+#: Groups of the delete-group jackknife of C4's shares and C9's ratios (15 snapshots
+#: each at N = 150); intervals from it use Student-t with ``JACKKNIFE_GROUPS - 1`` df.
+JACKKNIFE_GROUPS = 10
+#: Scales per grid (log-spaced from ``scale_min`` to L/2).
+NUM_SCALES = 48
+#: Fixed T_spec fit range (the convergence study's ``fixed_k``).
+FIXED_K = (1, 20)
+#: The H* tolerance the paper states (C5's "H*(0.10)").
+EPS = REGISTRY["C5"].stated["eps"]
+
+#: Readings per axis (the main specification's value first).
+AXES: dict[str, tuple] = {
+    "field": ("A", "u"),
+    "normalisation": ("rectified", "raw"),
+    "scale_min": (3, 2, 4),
+    "scale_stat": ("peak", "argmax", "centroid"),
+    "centre": ("energy-max", "period"),
+    "width": (1.0, 0.5, 2.0),
+    "criterion": ("energy", "l2"),
+    "n": (150, 600),
+    "fit": ("default", "fixed"),
+}
+
+
+# ---------------------------------------------------------------------------------------
+# the dominant scale of a scale spectrum
+
+
+def interior_peak(spectrum: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """Strongest interior local maximum of ``spectrum(..., scale)``, NaN if none.
+
+    A maximum at the first or last scale is an edge, not a peak. The location is refined
+    by a parabola through the three points around it in ``log a`` (so it moves
+    continuously, which its jackknife standard error needs).
+    """
+    E = np.asarray(spectrum, dtype=np.float64)
+    s = np.log(np.asarray(scales, dtype=np.float64))
+    mid = E[..., 1:-1]
+    is_peak = (mid > E[..., :-2]) & (mid >= E[..., 2:])
+    score = np.where(is_peak, mid, -np.inf)
+    k = np.argmax(score, axis=-1)
+    has = np.isfinite(np.take_along_axis(score, k[..., None], -1)[..., 0])
+    i = k + 1
+    y0 = np.take_along_axis(E, (i - 1)[..., None], -1)[..., 0]
+    y1 = np.take_along_axis(E, i[..., None], -1)[..., 0]
+    y2 = np.take_along_axis(E, (i + 1)[..., None], -1)[..., 0]
+    h = s[1] - s[0] if s.size > 1 else 1.0
+    den = y0 - 2 * y1 + y2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shift = np.where(den < 0, 0.5 * (y0 - y2) / den, 0.0)
+    # uniform log grid assumed for the refinement (the grids here are log-spaced)
+    loga = s[np.clip(i, 0, s.size - 1)] + np.clip(shift, -0.5, 0.5) * h
+    return np.where(has, np.exp(loga), np.nan)
+
+
+def global_peak(spectrum: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """Global maximum of ``spectrum(..., scale)``, edges included; refined like
+    :func:`interior_peak` when interior, the grid's end scale when at an edge."""
+    E = np.asarray(spectrum, dtype=np.float64)
+    s = np.asarray(scales, dtype=np.float64)
+    k = np.argmax(E, axis=-1)
+    inner = (k > 0) & (k < s.size - 1)
+    one = np.where(
+        np.abs(np.arange(s.size) - k[..., None]) <= 1, E, np.min(E, axis=-1, keepdims=True)
+    )
+    refined = interior_peak(one, s) if s.size > 2 else np.full(k.shape, np.nan)
+    return np.where(inner & np.isfinite(refined), refined, s[k])
+
+
+def scale_reading(
+    spectrum: np.ndarray, scales: np.ndarray, kind: str = "peak"
+) -> tuple[np.ndarray, np.ndarray]:
+    """The dominant scale of ``spectrum(..., scale)`` under one reading, with its edge side.
+
+    Parameters
+    ----------
+    kind
+        ``"peak"``: the strongest interior local maximum a* when there is one, otherwise a
+        bound at the edge where the spectrum is largest; ``"argmax"``: the global maximum,
+        edges included (a bound when at an edge).
+
+    Returns
+    -------
+    value, edge
+        The scale (lags) and ``edge``: 0 interior, -1 below the grid (a* <= a_min, the
+        value is a_min), +1 above it (a* >= a_max, the value is a_max).
+    """
+    E = np.asarray(spectrum, dtype=np.float64)
+    s = np.asarray(scales, dtype=np.float64)
+    if kind not in ("peak", "argmax"):
+        raise ValueError(f"kind: expected 'peak' or 'argmax', got {kind!r}")
+    k = np.argmax(E, axis=-1)
+    side = np.where(k == 0, -1, np.where(k == s.size - 1, 1, 0))
+    if kind == "argmax":
+        return global_peak(E, s), side
+    v = interior_peak(E, s)
+    inner = np.isfinite(v)
+    # no interior maximum: the spectrum is monotone, its maximum at one edge
+    edge = np.where(inner, 0, np.where(side == 0, np.where(E[..., 0] >= E[..., -1], -1, 1), side))
+    bound = np.where(edge < 0, s[0], s[-1])
+    return np.where(inner, v, bound), edge
+
+
+# ---------------------------------------------------------------------------------------
+# per layer: moments, Gram tensor, everything derived from them
+
+
+def _grid(scale_min: float, n_lag: int) -> np.ndarray:
+    from ...wavelets import log_scales
+
+    return log_scales(n_lag, float(scale_min), n_lag / 2, NUM_SCALES)
+
+
+_OPERATORS: dict = {}
+
+
+def _operator(scale_min: float, lags: np.ndarray, omega0: float) -> np.ndarray:
+    """Morlet scale-spectrum operator ``M (scale, lag * lag)`` of one grid (memoised)."""
+    from ...wavelets import scale_spectrum_operator
+
+    key = (float(scale_min), len(lags), float(lags[0]), float(omega0))
+    if key not in _OPERATORS:
+        if len(_OPERATORS) > 6:
+            _OPERATORS.clear()
+        _OPERATORS[key] = scale_spectrum_operator(_grid(scale_min, len(lags)), lags, omega0)
+    return _OPERATORS[key]
+
+
+def _jack_se(rep: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Jackknife SE over ``axis`` ignoring NaN replicates."""
+    import warnings
+
+    n = np.sum(np.isfinite(rep), axis=axis)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN replicates: NaN
+        m = np.nanmean(rep, axis=axis, keepdims=True)
+        v = np.nansum((rep - m) ** 2, axis=axis)
+        return np.where(n >= 2, np.sqrt((n - 1) / np.maximum(n, 1) * v), np.nan)
+
+
+def _centroid(spec: np.ndarray, s: np.ndarray) -> np.ndarray:
+    w = np.maximum(spec, 0.0)
+    return np.exp((w * np.log(s)).sum(-1) / w.sum(-1))
+
+
+def _interior_peaks(spec: np.ndarray, s: np.ndarray, k: int = 3) -> list[float]:
+    """Up to ``k`` interior local maxima of one spectrum, strongest first (refined)."""
+    mid = spec[1:-1]
+    idx = np.flatnonzero((mid > spec[:-2]) & (mid >= spec[2:])) + 1
+    idx = idx[np.argsort(-spec[idx], kind="stable")][:k]
+    out = []
+    for i in idx:
+        one = np.full_like(spec, -np.inf)
+        one[i - 1 : i + 2] = spec[i - 1 : i + 2]
+        out.append(float(interior_peak(np.where(np.isfinite(one), one, 0.0), s)))
+    return out
+
+
+def _spread(spec: np.ndarray, s: np.ndarray) -> float:
+    """Standard deviation of log a under a (non-negative) scale spectrum."""
+    w = np.maximum(spec, 0.0)
+    if not w.sum() > 0:
+        return np.nan
+    la = np.log(s)
+    m = (w * la).sum() / w.sum()
+    return float(np.sqrt((w * (la - m) ** 2).sum() / w.sum()))
+
+
+def _count_peaks(e: np.ndarray, lags: np.ndarray, lo: float, hi: float) -> int:
+    """Local maxima of a lag-energy profile inside ``[lo, hi]`` above 10 % of its top."""
+    inside = (lags >= lo) & (lags <= hi)
+    x = e[inside]
+    if x.size < 3 or not x.max() > 0:
+        return 0
+    mid = x[1:-1]
+    pk = (mid > x[:-2]) & (mid >= x[2:]) & (mid >= 0.1 * x.max())
+    return int(pk.sum())
+
+
+def lag_gram_tensor(Xu: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
+    """Per-lag Gram tensor ``G(tau)[s, t] = sum_i u_s(i, tau) u_t(i, tau)`` (lag, N, N) of
+    lag-form fluctuations ``Xu`` (N, query, lag).
+
+    ``causal_rows``: the queries are ``0..Q-1`` and lag tau exists only for queries
+    ``>= tau`` (a causal field in lag form), so each lag's product skips the zero rows
+    (half the work)."""
+    return lagstats.lag_gram_tensor(Xu, causal_rows=causal_rows)
+
+
+def _upper_operator(M: np.ndarray, n_lag: int) -> tuple[np.ndarray, tuple]:
+    """``M (k, lag * lag)`` restricted to the upper triangle of the symmetric moment
+    matrix, off-diagonal terms doubled: ``M . vec(S) = M_up . S[iu]``."""
+    return lagstats.upper_operator(M, n_lag), np.triu_indices(n_lag)
+
+
+def _moments_upper(X: np.ndarray, iu) -> np.ndarray:
+    """Upper triangles of ``S_s = X_s^T X_s`` per snapshot, ``(N, L (L + 1) / 2)``."""
+    return lagstats.snapshot_moments(X, upper=True)
+
+
+def window_gram(G: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Gram matrix ``sum_tau w(tau)^2 G(tau) / N`` of the windowed ensemble ``w u``: its
+    eigenvalues are the scale-selective POD spectrum (:func:`msapod.pod` with the window)."""
+    return lagstats.window_grams(G, w)
+
+
+def mode_lag_energy(G: np.ndarray, w: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Lag-energy profile of the windowed mode with temporal eigenvector ``v``:
+    ``w(tau)^2 v^T G(tau) v``, normalised to sum to one (the mode's squared amplitude
+    summed over queries, per lag)."""
+    return lagstats.mode_lag_energy(G, w, v)
+
+
+def _window_modes(G, Xu, lags, keys, need, M_up, iu) -> dict:
+    """Leading mode of every window ``(centre, sigma)`` in ``keys``, batched: one product
+    with the Gram tensor gives every windowed Gram matrix, one more every mode's lag
+    energy, one more (for the windows in ``need``) the modes themselves, whose scale
+    spectra (``M_up`` on the upper triangle of ``phi^T phi``) C9 reads."""
+    n_lag, n, _ = G.shape
+    W = lagstats.gaussian_windows(lags, [k[0] for k in keys], [k[1] for k in keys])
+    K = lagstats.window_grams(G, W)
+    V = np.empty((n, len(keys)))
+    lam1 = np.empty(len(keys))
+    with threadpool_limits(1, user_api="blas"):  # small eigenproblems: threads contend
+        for i in range(len(keys)):
+            vals, vecs = np.linalg.eigh(K[i])
+            V[:, i], lam1[i] = vecs[:, -1], vals[-1]
+    del K
+    E = lagstats.mode_lag_energy(G, W, V)
+    spectra = {}
+    if need:
+        q = Xu.shape[1]
+        Phi = V[:, need].T @ Xu.reshape(n, -1)  # (k, Q * L)
+        for j, i in enumerate(need):
+            phi = Phi[j].reshape(1, q, n_lag) * W[i]
+            spectra[i] = M_up @ lagstats.snapshot_moments(phi, upper=True)[0]
+    return {"energy": E, "lambda": lam1, "spectra": spectra}
+
+
+def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified):
+    """Delete-group jackknife standard errors of C4's share :math:`s`, of :math:`s - b`
+    and of C9's ratio :math:`\\rho`, each window held at its full-ensemble choice.
+
+    The snapshots fall into :data:`JACKKNIFE_GROUPS` contiguous groups; without each group
+    the Reynolds mean is re-estimated (the Gram tensor of the kept fluctuations is
+    ``J G(tau) J``, ``J`` the centring matrix), and with it every used window's mode 1, its
+    lag energy, the window alone's share and (C9) the scale spectra of the windowed and the
+    plain mode 1. Returns ``(share_se, diff_se, ratio_se)`` shaped like ``c4_key`` (the
+    window index per C4 case, -1 none) and ``c9_key``; NaN where a case has no window.
+    """
+    n_lag, n, _ = G.shape
+    q = Xu.shape[1]
+    groups = JACKKNIFE_GROUPS
+    used = sorted(
+        {int(j) for j in c4_key.ravel() if j >= 0} | {int(j) for j in c9_key.ravel() if j >= 0}
+    )
+    s_rep = np.full((groups, *c4_key.shape), np.nan)
+    d_rep = np.full((groups, *c4_key.shape), np.nan)
+    r_rep = np.full((groups, *c9_key.shape), np.nan)
+    if not used or n < 2 * groups:
+        return _jack_se(s_rep), _jack_se(d_rep), _jack_se(r_rep)
+    pos = {j: i for i, j in enumerate(used)}
+    W = lagstats.gaussian_windows(lags, [keys[j][0] for j in used], [keys[j][1] for j in used])
+    Wp = np.vstack([W, np.ones(n_lag)])  # the last: no window (C9's plain mode)
+    inside = np.array([(lags >= lo) & (lags <= hi) for lo, hi in PAPER_LAGS.values()]).T
+    has4 = c4_key >= 0
+    k4 = np.vectorize(lambda j: pos.get(int(j), 0))(c4_key)
+    r4 = np.broadcast_to(np.arange(c4_key.shape[-1]), c4_key.shape)
+    c9_cases = [(ix, pos[int(j)]) for ix, j in np.ndenumerate(c9_key) if j >= 0]
+    c9_cols = sorted({c for _, c in c9_cases})
+    for b, drop in enumerate(np.array_split(np.arange(n), groups)):
+        keep = np.setdiff1d(np.arange(n), drop)
+        Gk, V = _kept_modes(G, keep, Wp)
+        E = lagstats.mode_lag_energy(Gk, Wp[:-1], V[:, :-1])
+        share = E @ inside  # (window, range)
+        w2e = W**2 * np.einsum("tss->t", Gk)[None, :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            base = (w2e @ inside) / w2e.sum(1, keepdims=True)
+        s_rep[b] = np.where(has4, share[k4, r4], np.nan)
+        d_rep[b] = np.where(has4, share[k4, r4] - base[k4, r4], np.nan)
+        if c9_cases:
+            Xc = Xu[keep] - Xu[keep].mean(0, keepdims=True)
+            cols = [*c9_cols, len(W)]
+            Phi = V[:, cols].T @ Xc.reshape(len(keep), -1)
+            del Xc
+            spec = {
+                c: M_up
+                @ lagstats.snapshot_moments(Phi[t].reshape(q, n_lag)[None] * Wp[c], upper=True)[0]
+                for t, c in enumerate(cols)
+            }
+            for ix, c in c9_cases:
+                gi, ni = ix[2], ix[1]
+                s = grids[gi]
+                wgt = 1.0 / s if rectified[ni] else np.ones_like(s)
+                sl = slice(gi * NUM_SCALES, (gi + 1) * NUM_SCALES)
+                plain = _spread(spec[len(W)][sl] * wgt, s)
+                r_rep[b][ix] = _spread(spec[c][sl] * wgt, s) / plain
+    return _jack_se(s_rep), _jack_se(d_rep), _jack_se(r_rep)
+
+
+def _kept_modes(G: np.ndarray, keep: np.ndarray, W: np.ndarray):
+    """The Gram tensor of the snapshots ``keep`` re-centred on their own mean
+    (``J G(tau) J``) and mode 1 of each window ``W (window, lag)``: ``(Gk, V)``."""
+    Gk = G[:, keep][:, :, keep]
+    Gk = Gk - Gk.mean(1, keepdims=True) - Gk.mean(2, keepdims=True) + Gk.mean((1, 2), keepdims=True)
+    K = lagstats.window_grams(Gk, W)
+    V = np.empty((len(keep), len(W)))
+    with threadpool_limits(1, user_api="blas"):
+        for i in range(len(W)):
+            V[:, i] = np.linalg.eigh(K[i])[1][:, -1]
+    return Gk, V
+
+
+def layer_evidence(
+    A: xr.DataArray,
+    *,
+    dim: str = "snapshot",
+    omega0: float = 6.0,
+    theorem1: bool = False,
+    axes: dict | None = None,
+    window_se: bool = True,
+) -> xr.Dataset:
+    """Every number the claims need from one layer's ensemble, under every reading.
+
+    Parameters
+    ----------
+    A
+        Attention fields of one layer ``(dim, "query", "key")``, causal, N >= 3.
+    omega0
+        Morlet centre frequency.
+    theorem1
+        Also run the Theorem 1 check (C10) on this layer's fluctuations.
+    axes
+        The readings to compute (default :data:`AXES`; e.g. only the default reading's
+        values, ``{a: (v,) for a, v in MAIN_SPEC.items()}``, for a quick check).
+    window_se
+        Also the delete-group jackknife of C4 and C9 (:func:`_window_jackknife`: every
+        window's mode re-estimated per group, the costliest part); False leaves
+        ``c4_share_se``, ``c4_diff_se`` and ``c9_ratio_se`` NaN (a zoo with two seeds of
+        each architecture takes these intervals over its seeds).
+
+    Returns
+    -------
+    xarray.Dataset
+        With dims ``field``, ``normalisation``, ``scale_min``, ``scale_stat``,
+        ``centre``, ``width``, ``fit``, ``criterion``, ``peak``: ``scale_stat_value`` and
+        ``scale_stat_se`` (C1, C2); ``energy``, ``energy_se`` (C7); ``T_spec``,
+        ``T_spec_se`` (fit), ``H_star``, ``H_star_se`` (criterion) of the plain POD at
+        this N (C3, C5, C8); ``a_star(..., peak)``, ``c4_share``, ``c4_reach``,
+        ``c4_peaks`` (C4); ``c9_ratio`` (C9); ``spectrum`` (plain POD); optionally
+        ``t1_gap``, ``t1_beaten``.
+    """
+    from ...fields import check_field, to_lag
+
+    check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim, min_snapshots=3)
+    AX = AXES if axes is None else {**AXES, **axes}
+    extra = [d for d in A.dims if d not in (dim, "query", "key")]
+    if extra:
+        raise ValueError(f"A: expected one layer (dims {dim}, query, key), got extra {extra}")
+    A = A.transpose(dim, "query", "key").astype(np.float64)
+    RA = to_lag(A)
+    XA = np.ascontiguousarray(RA.values)  # (N, Q, L)
+    ctx = _layer_context(A, RA["lag"].values, AX, omega0)
+    Xu = XA - XA.mean(0, keepdims=True)
+    scale = _scale_readings(ctx, XA, Xu)
+    del XA
+    G = lag_gram_tensor(Xu, causal_rows=ctx.square)  # (L, N, N): per-lag Gram tensor of u
+    pod = _plain_pod(ctx, G, dim)
+    win = _window_readings(ctx, G, Xu, scale, pod["V"][:, 0])
+    se = {
+        "c4_share_se": np.full(win["c4_key"].shape, np.nan),
+        "c4_diff_se": np.full(win["c4_key"].shape, np.nan),
+        "c9_ratio_se": np.full(win["c9_key"].shape, np.nan),
+    }
+    if window_se:
+        rectified = [n == "rectified" for n in AX["normalisation"]]
+        grids = [ctx.grids[g] for g in AX["scale_min"]]
+        got = _window_jackknife(
+            G, Xu, ctx.lags, win["keys"], win["c4_key"], win["c9_key"], ctx.M_up, grids, rectified
+        )
+        se = dict(zip(se, got, strict=True))
+    ds = _evidence_dataset(ctx, scale, pod, win, se)
+    gap, beaten, trials = np.nan, np.nan, np.nan
+    if theorem1:
+        gap, beaten, trials = theorem1_check(A - A.mean(dim), dim=dim)
+    ds["t1_gap"] = gap
+    ds["t1_beaten"] = float(beaten)
+    ds["t1_trials"] = float(trials)
+    ds.attrs = {
+        "n_snapshots": ctx.n,
+        "omega0": omega0,
+        "n_windows": len(win["keys"]),
+        "jackknife_groups": JACKKNIFE_GROUPS,
+    }
+    return ds
+
+
+@dataclass(frozen=True)
+class _LayerContext:
+    """What every part of :func:`layer_evidence` shares: the readings ``AX``, the lags,
+    the scale grids and the Morlet operator on the upper triangle of the lag moments
+    (``M_up``, rows: every grid's scales in turn), ``n`` snapshots of ``q`` queries, and
+    whether the fields are square causal (``square``: query i has lags 0..i)."""
+
+    AX: dict
+    lags: np.ndarray
+    grids: dict
+    M_up: np.ndarray
+    iu: tuple
+    n: int
+    q: int
+    square: bool
+    omega0: float
+
+
+def _layer_context(A: xr.DataArray, lags: np.ndarray, AX: dict, omega0: float) -> _LayerContext:
+    """The :class:`_LayerContext` of one layer ``A (snapshot, query, key)`` in lag form."""
+    n, q = A.shape[0], A.shape[1]
+    n_lag = len(lags)
+    grids = {g: _grid(g, n_lag) for g in AX["scale_min"]}
+    okey = ("up", tuple(AX["scale_min"]), n_lag, float(lags[0]), float(omega0))
+    if okey not in _OPERATORS:
+        M_all = np.concatenate([_operator(g, lags, omega0) for g in AX["scale_min"]])
+        _OPERATORS[okey] = _upper_operator(M_all, n_lag)
+    M_up, iu = _OPERATORS[okey]
+    qpos, kpos = A["query"].values, A["key"].values
+    square = bool(
+        lags[0] == 0
+        and len(lags) == q
+        and np.array_equal(qpos, kpos)
+        and np.array_equal(qpos, np.arange(q))
+    )
+    return _LayerContext(AX, lags, grids, M_up, iu, n, q, square, omega0)
+
+
+def _scale_readings(ctx: _LayerContext, XA: np.ndarray, Xu: np.ndarray) -> dict:
+    """C1, C2 and C7's numbers: per field (A, u), grid and normalisation the scale
+    spectrum, its statistics and energy with their delete-one jackknife; also the lag
+    moments ``C`` and spectra each field's windows start from."""
+    AX, n, q, nS = ctx.AX, ctx.n, ctx.q, NUM_SCALES
+    shape = tuple(len(AX[a]) for a in ("field", "normalisation", "scale_min", "scale_stat"))
+    out = {
+        "value": np.full(shape, np.nan),
+        "se": np.full(shape, np.nan),
+        "edge": np.zeros(shape, dtype=np.int8),
+        "energy": np.full(shape[:3], np.nan),
+        "energy_se": np.full(shape[:3], np.nan),
+        "C": {},
+        "spectra": {},
+    }
+    for fi, f in enumerate(AX["field"]):
+        X = Xu if f == "u" else XA
+        # per-snapshot lag moments (upper triangles)
+        S = lagstats.snapshot_moments(X, upper=True, causal_rows=ctx.square)
+        P = S @ ctx.M_up.T  # (N, grids * scales)
+        out["C"][f] = lagstats.from_upper(S.sum(0) / (n * q), len(ctx.lags))
+        del S
+        P_tot = P.sum(0)
+        full = P_tot / (n * q)
+        if f == "u":  # the Reynolds mean re-estimated without snapshot i
+            rep = (P_tot[None] - n / (n - 1) * P) / ((n - 1) * q)
+        else:
+            rep = (P_tot[None] - P) / ((n - 1) * q)
+        rep = np.maximum(rep, 0.0)
+        for gi, g in enumerate(AX["scale_min"]):
+            s = ctx.grids[g]
+            sl = slice(gi * nS, (gi + 1) * nS)
+            for ni, norm in enumerate(AX["normalisation"]):
+                w = 1.0 / s if norm == "rectified" else np.ones_like(s)
+                sp, sp_rep = full[sl] * w, rep[:, sl] * w
+                out["spectra"][f, norm, g] = sp
+                _scale_statistics(out, (fi, ni, gi), sp, sp_rep, s, AX["scale_stat"])
+                out["energy"][fi, ni, gi] = sp.sum()
+                out["energy_se"][fi, ni, gi] = _jack_se(sp_rep.sum(-1))
+    return out
+
+
+def _scale_statistics(out: dict, ix: tuple, sp, sp_rep, s, stats) -> None:
+    """Each scale statistic of one spectrum ``sp`` (replicates ``sp_rep``) into ``out``
+    at ``ix``: value, edge side and jackknife SE (NaN at an edge)."""
+    for ti, st in enumerate(stats):
+        if st == "centroid":
+            v, vr, side = _centroid(sp, s), _centroid(sp_rep, s), 0
+        else:
+            v, side = scale_reading(sp, s, st)
+            vr, side_r = scale_reading(sp_rep, s, st)
+            vr = np.where(side_r == 0, vr, np.nan)  # an edge replicate: no value
+        out["value"][ix + (ti,)] = v
+        out["edge"][ix + (ti,)] = side
+        out["se"][ix + (ti,)] = _jack_se(vr) if side == 0 else np.nan
+
+
+def _plain_pod(ctx: _LayerContext, G: np.ndarray, dim: str) -> dict:
+    """C3, C5 and C8's numbers: the plain POD (eigenvalues ``lam``, temporal vectors
+    ``V``) of the Gram tensor ``G``, T_spec per fit and H* per criterion with their
+    delete-one jackknife SEs."""
+    from ...resampling import bootstrap_spectrum
+    from ...spectra import effective_rank, spectral_concentration
+    from ..measure.uncertainty import fractional_rank
+
+    n = ctx.n
+    K = lagstats.window_grams(G, np.ones(len(ctx.lags)))
+    lam, V = eig_desc(K)
+    spec_da = xr.DataArray(lam, dims="rank", coords={"rank": np.arange(1, n + 1)})
+    fixed = (FIXED_K[0], min(FIXED_K[1], (n - 1) // 2))  # small test ensembles: clipped
+    T = np.array(
+        [
+            float(spectral_concentration(spec_da)["T_spec"]),
+            float(spectral_concentration(spec_da, *fixed)["T_spec"]),
+        ]
+    )
+    H = np.array(
+        [float(effective_rank(spec_da, EPS, c, n_snapshots=n)) for c in ctx.AX["criterion"]]
+    )
+    jk = bootstrap_spectrum(
+        xr.DataArray(K, dims=(dim, f"{dim}_")), method="jackknife", dim=dim
+    ).transpose("boot", "rank")
+    T_rep = np.stack(
+        [
+            spectral_concentration(jk)["T_spec"].values,
+            spectral_concentration(jk, *fixed)["T_spec"].values,
+        ],
+        -1,
+    )
+    H_rep = np.stack([fractional_rank(jk.values, EPS), fractional_rank(jk.values, EPS**2)], -1)
+    return {"lam": lam, "V": V, "T": T, "T_se": _jack_se(T_rep), "H": H, "H_se": _jack_se(H_rep)}
+
+
+#: The window readings' dims (C4, C9).
+_WINDOW_DIMS = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
+
+
+def _window_plan(ctx: _LayerContext, scale: dict) -> tuple[list, np.ndarray]:
+    """Every window of every reading: ``[(ix, m, a, c, key)]`` with ``ix`` the reading's
+    index along :data:`_WINDOW_DIMS`, ``m`` the peak's rank, ``a`` the dominant scale,
+    ``c`` the window centre and ``key`` = (centre, sigma) rounded; and ``a_star``
+    (field, normalisation, scale_min, scale_stat, peak)."""
+    from ...wavelets import fourier_period
+
+    AX, lags = ctx.AX, ctx.lags
+
+    def energy_max_lag(f: str, a: float) -> float:
+        E_b = wavelets.scalogram_energy(scale["C"][f], [a], lags, ctx.omega0)[0]
+        return float(lags[int(np.argmax(E_b))])
+
+    a_star = np.full(scale["value"].shape + (3,), np.nan)
+    plan = []
+    for fi, f in enumerate(AX["field"]):
+        for ni, norm in enumerate(AX["normalisation"]):
+            for gi, g in enumerate(AX["scale_min"]):
+                s, sp = ctx.grids[g], scale["spectra"][f, norm, g]
+                for ti, st in enumerate(AX["scale_stat"]):
+                    if st == "centroid":
+                        stars = [float(_centroid(sp, s))]
+                    elif st == "argmax":
+                        stars = [float(global_peak(sp, s))]
+                    else:
+                        stars = _interior_peaks(sp, s)
+                    a_star[fi, ni, gi, ti, : len(stars)] = stars
+                    for ci, cr in enumerate(AX["centre"]):
+                        cs = [
+                            energy_max_lag(f, a)
+                            if cr == "energy-max"
+                            else float(fourier_period(a, ctx.omega0))
+                            for a in stars
+                        ]
+                        for wi, k in enumerate(AX["width"]):
+                            for m, (a, c) in enumerate(zip(stars, cs, strict=True)):
+                                key = (round(c, 9), round(k * a, 9))
+                                plan.append(((fi, ni, gi, ti, ci, wi), m, a, c, key))
+    return plan, a_star
+
+
+def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
+    """C4 and C9's numbers: every window's mode 1 (batched, :func:`_window_modes`), per
+    reading and paper range the best window's share ``c4_share`` (one that reaches the
+    range first, then the largest share), the window alone's ``c4_base``, ``c4_reach``,
+    ``c4_peaks``, the window index ``c4_key``; per reading C9's ratio ``c9_ratio`` of
+    the first peak's window (index ``c9_key``); ``a_star`` and the window ``keys``."""
+    AX, lags, nS = ctx.AX, ctx.lags, NUM_SCALES
+    plan, a_star = _window_plan(ctx, scale)
+    keys = list(dict.fromkeys(p[-1] for p in plan))
+    index = {key: i for i, key in enumerate(keys)}
+    need = sorted({index[p[-1]] for p in plan if p[1] == 0})
+    modes = _window_modes(G, Xu, lags, keys, need, ctx.M_up, ctx.iu)
+    phi = np.tensordot(v_plain, Xu, axes=(0, 0))  # plain mode 1 (Q, L)
+    plain_spec = ctx.M_up @ lagstats.snapshot_moments(phi[None], upper=True)[0]
+    plain_spread = {}
+    for gi, g in enumerate(AX["scale_min"]):
+        sl = slice(gi * nS, (gi + 1) * nS)
+        for norm in AX["normalisation"]:
+            wgt = 1.0 / ctx.grids[g] if norm == "rectified" else np.ones(nS)
+            plain_spread[gi, norm] = _spread(plain_spec[sl] * wgt, ctx.grids[g])
+    shape_w = tuple(len(AX[a]) for a in _WINDOW_DIMS)
+    out = {
+        "c4_share": np.full(shape_w + (3,), np.nan),
+        "c4_base": np.full(shape_w + (3,), np.nan),
+        "c4_reach": np.zeros(shape_w + (3,), dtype=bool),
+        "c4_peaks": np.full(shape_w + (3,), np.nan),
+        "c4_key": np.full(shape_w + (3,), -1),
+        "c9_ratio": np.full(shape_w, np.nan),
+        "c9_key": np.full(shape_w, -1),
+        "a_star": a_star,
+        "keys": keys,
+    }
+    lag_e = np.einsum("tss->t", G)  # per-lag energy of u: the window alone's lag profile
+    for ix, m, _a, c, key in plan:
+        fi, ni, gi, ti, ci, wi = ix
+        j = index[key]
+        if m == 0:
+            norm = AX["normalisation"][ni]
+            s = ctx.grids[AX["scale_min"][gi]]
+            wgt = 1.0 / s if norm == "rectified" else np.ones_like(s)
+            mspec = modes["spectra"][j][gi * nS : (gi + 1) * nS]
+            out["c9_ratio"][ix] = _spread(mspec * wgt, s) / plain_spread[gi, norm]
+            out["c9_key"][ix] = j
+        _c4_cases(out, ix, j, c, key[1], modes["energy"][j], lags, lag_e)
+    return out
+
+
+def _c4_cases(out: dict, ix: tuple, j: int, c: float, sigma: float, e, lags, lag_e) -> None:
+    """Window ``j`` (centre ``c``, width ``sigma``, mode lag energy ``e``) against each
+    paper range of reading ``ix``: kept in ``out`` where it beats the window held so far
+    (reaching the range first, then the larger share)."""
+    for r, (lo, hi) in enumerate(PAPER_LAGS.values()):
+        at = ix + (r,)
+        inside = (lags >= lo) & (lags <= hi)
+        sh = float(e[inside].sum())
+        ok = np.exp(-((lags[inside] - c) ** 2) / (2 * sigma**2)).max() >= np.exp(-2.0)
+        held = out["c4_reach"][at]
+        better = (ok and not held) or (
+            ok == held and not (np.nan_to_num(out["c4_share"][at], nan=-1) >= sh)
+        )
+        if better:
+            out["c4_share"][at] = sh
+            w2e = np.exp(-((lags - c) ** 2) / sigma**2) * lag_e
+            out["c4_base"][at] = float(w2e[inside].sum() / w2e.sum()) if w2e.sum() > 0 else np.nan
+            out["c4_reach"][at] = ok
+            out["c4_peaks"][at] = _count_peaks(e, lags, lo, hi)
+            out["c4_key"][at] = j
+
+
+def _evidence_dataset(ctx: _LayerContext, scale: dict, pod: dict, win: dict, se: dict):
+    """The Dataset of :func:`layer_evidence` from its parts."""
+    AX, dims_w = ctx.AX, _WINDOW_DIMS
+    coords = {a: list(AX[a]) for a in (*dims_w, "criterion", "fit")}
+    coords["paper_layer"] = sorted(PAPER_LAGS)
+    coords["peak"] = [0, 1, 2]
+    coords["grid_end"] = ["min", "max"]
+    c4 = (*dims_w, "paper_layer")
+    grid_ends = [[ctx.grids[g][0], ctx.grids[g][-1]] for g in AX["scale_min"]]
+    return xr.Dataset(
+        {
+            "scale_stat_value": (dims_w[:4], scale["value"]),
+            "scale_stat_se": (dims_w[:4], scale["se"]),
+            "scale_stat_edge": (dims_w[:4], scale["edge"]),
+            "scale_grid": (("scale_min", "grid_end"), grid_ends),
+            "energy": (dims_w[:3], scale["energy"]),
+            "energy_se": (dims_w[:3], scale["energy_se"]),
+            "a_star": ((*dims_w[:4], "peak"), win["a_star"]),
+            "T_spec": ("fit", pod["T"]),
+            "T_spec_se": ("fit", pod["T_se"]),
+            "H_star": ("criterion", pod["H"]),
+            "H_star_se": ("criterion", pod["H_se"]),
+            **{k: (c4, win[k]) for k in ("c4_share", "c4_reach", "c4_base", "c4_peaks")},
+            "c4_share_se": (c4, se["c4_share_se"]),
+            "c4_diff_se": (c4, se["c4_diff_se"]),
+            "c9_ratio": (dims_w, win["c9_ratio"]),
+            "c9_ratio_se": (dims_w, se["c9_ratio_se"]),
+            "spectrum": ("rank", pod["lam"]),
+        },
+        coords={k: np.asarray(v) for k, v in coords.items()} | {"rank": np.arange(1, ctx.n + 1)},
+    )
+
+
+def theorem1_check(u: xr.DataArray, *, dim: str = "snapshot", seed: int = 0):
+    """Theorem 1 on one ensemble: ``(max relative gap between the rank-K error and the
+    eigenvalue tail for K = 1, 5, 20, random orthonormal bases beating POD, trials)``.
+
+    The rank-K error is :func:`msapod.reconstruction_error` of :func:`msapod.pod`; a
+    random basis' error is ``mean_s ||u_s||^2 - mean_s ||Q^T u_s||^2`` for an orthonormal
+    ``Q`` drawn on the causal entries (the quantity :func:`msapod.basis_error` computes).
+    """
+    from ...decomposition import pod, reconstruction_error
+
+    n = u.sizes[dim]
+    ranks = [k for k in (1, 5, 20) if k < n - 1] or [1]
+    res = pod(u, dim, n_modes=max(ranks))
+    lam = res["spectrum"].values
+    worst, beaten, trials = 0.0, 0, 0
+    rng = np.random.default_rng(seed)
+    nq, nk = u.sizes["query"], u.sizes["key"]
+    mask = np.tril(np.ones((nq, nk), bool))
+    U = u.transpose(dim, "query", "key").values[:, mask].astype(np.float64)  # (N, P)
+    total = float((U**2).sum(1).mean())
+    for K in ranks:
+        err = float(reconstruction_error(u, res, K))
+        worst = max(worst, abs(err - lam[K:].sum()) / lam[K:].sum())
+        for _ in range(5):
+            Q = np.linalg.qr(rng.standard_normal((mask.sum(), K)))[0]  # (P, K) orthonormal
+            beaten += total - float(((U @ Q) ** 2).sum(1).mean()) < err
+            trials += 1
+    return float(worst), int(beaten), int(trials)
+
+
+def fields_evidence(
+    F: xr.DataArray,
+    *,
+    theorem1_layer: int = 0,
+    dim: str = "snapshot",
+    omega0: float = 6.0,
+    axes: dict | None = None,
+    window_se: bool = True,
+) -> xr.Dataset:
+    """:func:`layer_evidence` of every layer of ``F (layer, dim, query, key)``, one
+    layer in memory at a time (``axes``: the readings to compute, default all;
+    ``window_se``: C4's and C9's jackknife, see :func:`layer_evidence`)."""
+    layers = []
+    for layer in F["layer"].values:
+        one = F.sel(layer=layer).load()
+        t1 = int(layer) == theorem1_layer
+        layers.append(
+            layer_evidence(one, dim=dim, omega0=omega0, theorem1=t1, axes=axes, window_se=window_se)
+        )
+    return xr.concat(layers, dim=xr.DataArray(F["layer"].values, dims="layer", name="layer"))
+
+
+#: C4's and C9's window jackknife standard errors and the variable each is shaped like.
+WINDOW_SE_VARS = {"c4_share_se": "c4_share", "c4_diff_se": "c4_share", "c9_ratio_se": "c9_ratio"}
+
+
+def with_window_se(ev: xr.Dataset) -> xr.Dataset:
+    """``ev`` with every variable of :data:`WINDOW_SE_VARS`, NaN where it was not computed
+    (``window_se=False``: the evidence is otherwise the same, so its cache key leaves the
+    flag out)."""
+    for name, like in WINDOW_SE_VARS.items():
+        if name not in ev:
+            ev[name] = xr.full_like(ev[like], np.nan, dtype=np.float64)
+    return ev
+
+
+def model_evidence(
+    name: str,
+    *,
+    cache_dir=None,
+    progress: bool = False,
+    theorem1_layer: int = 0,
+    window_se: bool = False,
+) -> xr.Dataset:
+    """:func:`layer_evidence` of every layer of zoo model ``name`` (cached).
+
+    Streams one layer of :func:`msapod.studies.store.cache.cached_fields` at a time. The cache
+    key holds the fields' key (weights and data sha256, ensemble), the weights' sha256
+    and ``window_se`` (C4's and C9's jackknife, :func:`needs_window_se`).
+    """
+    from ..store.cache import cached_dataset, cached_fields
+
+    F = cached_fields(name, progress=progress, cache_dir=cache_dir)
+    parts = {
+        "fields_key": F.attrs.get("key"),
+        "weights_sha256": F.attrs.get("weights_sha256"),
+        "axes": json.dumps({k: list(v) for k, v in AXES.items()}, default=str),
+        "num_scales": NUM_SCALES,
+        "fixed_k": list(FIXED_K),
+        "theorem1_layer": theorem1_layer,
+        "format": EVIDENCE_FORMAT,
+        **({"window_se": True} if window_se else {}),
+    }
+
+    def compute():
+        out = fields_evidence(F, theorem1_layer=theorem1_layer, window_se=window_se)
+        out.attrs = {"model": name}
+        return out
+
+    ev = cached_dataset("multiverse-evidence", name, parts, compute, cache_dir=cache_dir)
+    return with_window_se(ev)
