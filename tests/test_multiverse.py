@@ -10,8 +10,6 @@ import xarray as xr
 
 import msapod
 from msapod.fields import reynolds, to_lag
-from msapod.studies.verdict.claims import VERDICTS, main_verdict, verdict_markdown, verdict_shares
-from msapod.studies.verdict.curve import multiverse_study
 from msapod.studies.measure.evidence import (
     AXES,
     _grid,
@@ -21,6 +19,8 @@ from msapod.studies.measure.evidence import (
     mode_lag_energy,
     window_gram,
 )
+from msapod.studies.verdict.claims import VERDICTS, main_verdict, verdict_markdown, verdict_shares
+from msapod.studies.verdict.curve import multiverse_study
 from msapod.studies.verdict.multiverse import (
     CLAIM_AXES,
     MAIN_SPEC,
