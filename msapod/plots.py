@@ -86,6 +86,7 @@ VERDICT_STYLE = {
 VERDICT_COLOURS = {w: st["color"] for w, st in VERDICT_STYLE.items()}
 #: the shading of the range a claim needs (forest plots), and the colour of its label
 BAND_COLOUR = OKABE_ITO["yellow"]
+BAND_ALPHA = 0.35
 BAND_TEXT = "#5c5300"
 #: the colours of categories without a colour of their own (strategies, variants), in
 #: order; the default colour cycle of :data:`STYLE`
@@ -487,7 +488,8 @@ def layer_profile(
             ax.errorbar(x, y, yerr=e, capsize=2 if e is not None else 0, label=str(m), **st)
         if reference is not None:
             ax.axhline(reference, color="0.5", ls=":", lw=1, label=reference_label)
-        ax.set_xticks(value["layer"].values)
+        layers = value["layer"].values
+        ax.set_xticks(layers if len(layers) <= 12 else layers[(layers % 5 == 0) | (layers == 1)])
         ax.set_xlabel(LABELS["layer"])
         ax.set_ylabel(ylabel)
         if log:
@@ -547,7 +549,10 @@ def lines(
                 kw = {"color": category_style(n)["color"], "ls": SEED_LINES[n % len(SEED_LINES)]}
             else:
                 kw = {"color": cmap(0.85 * n / max(len(keys) - 1, 1))}
-            label = f"{hue} {k}" if hue in ("layer", "head", "mode") else str(k)
+            if hue in ("layer", "head", "mode"):
+                label = f"{hue} {k}"
+            else:
+                label = f"$a = {float(k):g}$" if hue == "scale" else str(k)
             ax.plot(y[x].values, y.values, label=label, **kw)
         ax.set_yscale(yscale)  # "log" leaves out zeros (e.g. row 0 of a fluctuation)
         ax.set_xscale(xscale)
@@ -632,7 +637,7 @@ def scale_spectrum(
     with style():
         for ax, v in zip(axes, values, strict=True):
             if band is not None:
-                ax.axvspan(*band, color=BAND_COLOUR, alpha=0.12, lw=0)
+                ax.axvspan(*band, color=BAND_COLOUR, alpha=BAND_ALPHA, lw=0)
             for m in spectrum["model"].values:
                 s = _sel(spectrum.sel(model=m), by, v)
                 st = model_style(str(m))
@@ -874,7 +879,7 @@ def claim_band(ax, low: float = -np.inf, high: float = np.inf, *, label: str | N
                 bbox={"fc": "white", "ec": BAND_TEXT, "lw": 0.8, "pad": 2},
             )
             return where
-        ax.axhspan(max(low, y0), min(high, y1), color=BAND_COLOUR, alpha=0.35, lw=0, zorder=0)
+        ax.axhspan(max(low, y0), min(high, y1), color=BAND_COLOUR, alpha=BAND_ALPHA, lw=0, zorder=0)
         ax.set_ylim(y0, y1)
     return "in"
 
@@ -1453,6 +1458,7 @@ def table(df: pd.DataFrame | pd.Series, sig: int = 3, na: str = MISSING) -> Tabl
 
 __all__ = [
     "ARCH_COLOURS",
+    "BAND_ALPHA",
     "BAND_COLOUR",
     "BAND_TEXT",
     "CATEGORY_COLOURS",
