@@ -10,7 +10,10 @@ with one line per problem.
 * every internal link resolves: the file exists and so does the ``#anchor`` in it;
 * every verdict admonition (CSS classes ``verdict`` and ``claim-<id>``) starts (its title
   or its text) with one of the five verdict words, and that word is the scorecard's
-  verdict for the claim (``results/scorecard.csv``): no page can disagree with it.
+  verdict for the claim (``results/scorecard.csv``): no page can disagree with it;
+* every verdict word written next to a claim id ("C1 ... does not hold", a table's verdict
+  cell in a claim's row) and every verdict box is the scorecard's verdict for that claim,
+  in the column of the zoo the text names (:func:`verdict_text_problems`).
 
 Reading checks (lines start with ``[style]``; ``--style report`` lists them without failing,
 with the pages that fail each check, ``--style off`` skips them):
@@ -29,7 +32,15 @@ with the pages that fail each check, ``--style off`` skips them):
   never scaled);
 * no page mentions ``PAPER.md`` (a file readers cannot open);
 * every ``{cite}`` key of the book's sources is in ``book/references.bib``, and no page
-  cites in plain text ("Someone et al. 2020" outside a citation link).
+  cites in plain text ("Someone et al. 2020" outside a citation link);
+* every figure of a page (an image of a cell output or of the text) sits in a
+  ``<figure>`` with a caption, and its alt text describes it (not empty, not a file
+  path);
+* no output shows raw values (:func:`raw_values`): in a cell output or in text a page
+  glues in (prose and code excluded), no numpy or Python repr (``np.``, ``array(``,
+  ``{'``, ``['``, ``[(``, a printed array ``[ 3.  4.5]``), no missing value as
+  ``nan``/``NaN``/``None``/``<NA>``, no number with more than :data:`MAX_DIGITS`
+  significant digits, and no pandas elision (``...`` cells, "6 rows × 32 columns").
 """
 
 from __future__ import annotations
@@ -49,6 +60,18 @@ CONTENT_WIDTH = 780
 NAN_CELLS = {"nan", "NaN", "<NA>", "None", "NaT"}
 PLAIN_CITATION = re.compile(r"\b[A-Z][A-Za-z-]+ et al\.?,? \(?(19|20)\d\d")
 CITE_ROLE = re.compile(r"\{cite(?::[a-z]+)?\}`([^`]+)`")
+#: raw output (see :func:`raw_values`)
+MAX_DIGITS = 6
+REPR = re.compile(
+    r"\bnp\.\w+|\barray\(|\{'|\['|\[\(|\bdtype[=:]|<xarray\."
+    # a printed numpy array: numbers in brackets apart by spaces only ("[ 3.  4.5]")
+    r"|\[\s*[-+]?\d+\.?\d*(?:[eE][-+]?\d+)?(?:\s+(?:[-+]?\d+\.?\d*(?:[eE][-+]?\d+)?|nan))+\s*\]"
+    r"|\[\s*[-+]?\d+\.(?=\s)"
+)
+MISSING = re.compile(r"(?<![\w<-])(?:nan|NaN|None|<NA>|NaT)(?![\w>])(?! [A-Za-z])")
+NUMBER = re.compile(r"(?<![\w.])(?:\d+\.\d+|\.\d+)(?:[eE][-+]?\d+)?(?!\w|\.\d)")
+ELISION = re.compile(r"\d+ rows × \d+ columns")
+IMAGE_PATH = re.compile(r"(^|/)[^\s/]+\.(png|jpe?g|svg|gif|webp)$|^\S*/\S*$", re.I)
 
 VERDICTS = ("not testable as stated", "not significant", "does not hold", "partly", "holds")
 DRAWS = re.compile(r"\b(plt\.|ax\.|axes\[|fig\.|\.plot\(|imshow|pcolormesh|subplots)")
@@ -251,6 +274,69 @@ def reading_problems(root: Path, page: Path, soup: BeautifulSoup) -> list[str]:
     return out
 
 
+def _digits(number: str) -> int:
+    """Significant digits of a written decimal number: ``0.0012340`` -> 5."""
+    mantissa = re.split(r"[eE]", number)[0].replace(".", "")
+    return len(mantissa.lstrip("0")) or 1
+
+
+def raw_values(text: str, *, missing: bool = True) -> list[str]:
+    """The raw values in ``text``, each as written: numpy and Python reprs
+    (:data:`REPR`), missing values written as ``nan``/``NaN``/``None``/``<NA>`` (not a
+    word of a sentence: "NaN entries", "None of them" pass; only if ``missing``), and
+    decimal numbers with more than :data:`MAX_DIGITS` significant digits."""
+    hits = [m.group(0) for m in REPR.finditer(text)]
+    if missing:
+        hits += [m.group(0) for m in MISSING.finditer(text)]
+    hits += [m.group(0) for m in NUMBER.finditer(text) if _digits(m.group(0)) > MAX_DIGITS]
+    return hits
+
+
+def _text_without(node, selectors: str) -> str:
+    """The text of ``node`` without the elements that ``selectors`` match."""
+    node = BeautifulSoup(str(node), "html.parser")
+    for el in node.select(selectors):
+        el.decompose()
+    return node.get_text(" ")
+
+
+def output_problems(name: str, soup: BeautifulSoup) -> list[str]:
+    """The raw-output and figure checks of one page (see the module docstring), each line
+    ``[style]``: outputs (cell outputs and glued values) hold no raw value, prose no repr
+    or overlong number, no table is elided, every figure has a caption and an alt text."""
+    article = soup.select_one("article") or soup.select_one("main") or soup
+    out = []
+    outputs = article.select("div.cell_output, span.pasted-text, span.pasted-inline")
+    hits = []
+    for o in outputs:
+        hits += raw_values(_text_without(o, ".math, code.literal, script, style"))
+        if ELISION.search(o.get_text(" ")) or any(
+            c.get_text(strip=True) in ("...", "…") for c in o.select("td, th")
+        ):
+            out.append(f"[style] {name}: an output table is elided (pandas '...'; show it whole)")
+    prose = _text_without(
+        article,
+        "div.cell_input, div.cell_output, span.pasted-text, span.pasted-inline, pre, code, "
+        ".math, script, style, .bibliography, div.citation, a.reference.external",
+    )
+    hits += raw_values(prose, missing=False)
+    if hits:
+        shown = ", ".join(repr(h) for h in hits[:4]) + (", ..." if len(hits) > 4 else "")
+        out.append(
+            f"[style] {name}: {len(hits)} raw value(s) in outputs or text: {shown} "
+            f"(format them: no reprs, no NaN/None, at most {MAX_DIGITS} significant digits)"
+        )
+    for k, img in enumerate(article.select("img"), 1):
+        fig = img.find_parent("figure")
+        caption = fig.select_one("figcaption") if fig is not None else None
+        if caption is None or not caption.get_text(strip=True):
+            out.append(f"[style] {name}: figure {k} has no caption")
+        alt = (img.get("alt") or "").strip()
+        if not alt or IMAGE_PATH.search(alt):
+            out.append(f"[style] {name}: figure {k} has no alt text describing it ({alt!r})")
+    return out
+
+
 def citation_problems(repo: Path) -> list[str]:
     """``{cite}`` keys of ``book/*.md`` that ``book/references.bib`` does not define."""
     bib = repo / "book" / "references.bib"
@@ -267,6 +353,209 @@ def citation_problems(repo: Path) -> list[str]:
                         "book/references.bib"
                     )
     return out
+
+
+#: a claim id in text: C1..C10, the parts C6a/C6b, and the cited loss claim L where it is
+#: marked as one ("(L)", "claim L", "L" alone in a table cell)
+CLAIM_ID = re.compile(r"\b(C10|C[1-9][ab]?)\b|\(\s*(L)\s*[,)]|\bclaims? (L)\b")
+#: a verdict word in any of its verb forms
+VERDICT_PHRASE = re.compile(
+    r"\b(?:(?:does|do|did) not hold|not testable(?: as stated)?|not significant"
+    r"|(?:holds?|is|are) partly|partly|holds?)\b",
+    re.I,
+)
+#: words that say a sentence is about another reading than the scorecard's (a rule's
+#: definition, a conditional, another N or specification): such a sentence is not compared
+OTHER_READING = re.compile(
+    r"\b(?:readings?|specifications?|under|if|would|whether|instead|unless)\b|\bN\s*=\s*\d",
+    re.I,
+)
+DEFAULT_READING = re.compile(r"(?:book's )?default reading|main specification", re.I)
+#: where text (or a table header) says which scorecard column it speaks of
+COLUMN_MARKERS = {
+    "llm_verdict": ("smollm", "llm"),
+    "untrained": ("untrained", "random weights"),
+    "shuffled": ("shuffled",),
+}
+_TEXT_SKIP = "div.cell_input, pre, code, .math, script, style, div.verdict, nav, table"
+_TOKEN = re.compile(rf"(?P<claim>{CLAIM_ID.pattern})|(?P<verdict>(?i:{VERDICT_PHRASE.pattern}))")
+
+
+def _phrase_word(phrase: str) -> str:
+    p = phrase.lower()
+    if "not hold" in p:
+        return "does not hold"
+    if "testable" in p:
+        return "not testable as stated"
+    if "significant" in p:
+        return "not significant"
+    return "partly" if "partly" in p else "holds"
+
+
+def _column(text: str, zoos: list[str]) -> str | None:
+    """The scorecard column ``text`` names (a zoo, the LLM, untrained, shuffled), ``""``
+    for none, None when it names several."""
+    low = text.lower()
+    found = {f"verdict_{z}" for z in zoos if z.lower() in low}
+    found |= {c for c, words in COLUMN_MARKERS.items() if any(w in low for w in words)}
+    if not found and re.search(r"\bzoo\b", low):
+        found = {"verdict"}
+    if len(found) > 1:
+        return None
+    return next(iter(found), "")
+
+
+def _disagrees(card: dict, claim: str, column: str, word: str) -> str | None:
+    """The scorecard's verdict when it disagrees with ``word`` (None when it agrees or the
+    scorecard has none in that column)."""
+    have = str(card.get(claim.lower(), {}).get(column, "")).strip().lower()
+    if have in ("", "—", "-", "not applicable", "nan") or have.startswith(word):
+        return None
+    return have
+
+
+def verdict_text_problems(name: str, soup: BeautifulSoup, card: dict) -> list[str]:
+    """Verdict words printed next to a claim id that disagree with the scorecard.
+
+    In every paragraph, list item and caption of the page (code, math and verdict boxes
+    left out), each verdict word in any of its verb forms ("does not hold", "do not hold",
+    "hold partly", "is not significant", ...) is read as the verdict of the claim ids
+    written before it in the same clause (after the previous verdict word); in every table
+    with a claim column, each cell that starts with a verdict word is the verdict of its
+    row's claim. Each verdict box (``div.verdict``, class ``claim-<id>``) is compared too.
+    The verdict is compared with ``card``'s column for the zoo the text names (``verdict``
+    for the main zoo; ``verdict_<zoo>`` for another, ``llm_verdict`` for the LLM,
+    ``untrained``, ``shuffled``), found in the clause, else in the table header or the
+    nearest heading above. A clause about another reading (:data:`OTHER_READING`: a rule's
+    definition, a conditional, another $N$) is not compared.
+
+    Parameters
+    ----------
+    name
+        The page, for the problem lines.
+    soup
+        The page's HTML.
+    card
+        Claim id (lower case) -> {column: verdict}, from ``results/scorecard.csv``
+        (:func:`_scorecard_columns`).
+    """
+    if not card:
+        return []
+    zoos = sorted(
+        {
+            c.removeprefix("verdict_")
+            for row in card.values()
+            for c in row
+            if c.startswith("verdict_")
+        }
+    )
+    article = soup.select_one("article") or soup.select_one("main") or soup
+    out = []
+
+    def heading_column(node) -> str:
+        h = node.find_previous(["h1", "h2", "h3"])
+        return (_column(h.get_text(" "), zoos) or "") if h is not None else ""
+
+    def report(claim, word, column, where):
+        have = _disagrees(card, claim, column, word)
+        if have is not None:
+            col = "" if column == "verdict" else f" ({column})"
+            out.append(f"{name}: {claim} is {word!r} in {where} but {have!r} on the scorecard{col}")
+
+    # verdict boxes
+    for div in article.select("div.verdict"):
+        ids = [c[len("claim-") :] for c in div.get("class", []) if c.startswith("claim-")]
+        body = " ".join(div.get_text(" ").split())
+        title = div.select_one(".admonition-title")
+        rest = body[len(" ".join(title.get_text(" ").split())) :] if title else body
+        m = VERDICT_PHRASE.search(rest)
+        if ids and m and m.start() < 3:
+            first = re.split(r"(?<=[.:])\s", rest, maxsplit=1)[0]
+            report(
+                ids[0],
+                _phrase_word(m.group(0)),
+                _column(first, zoos) or "verdict",
+                "its verdict box",
+            )
+    # prose: paragraphs, list items (their nested lists apart), captions
+    for el in article.select("p, li, figcaption, dd"):
+        if el.find_parent("table") is not None:
+            continue
+        if el.find_parent(class_=["cell_input", "verdict"]) is not None:
+            continue
+        if el.name == "li" and el.find("p") is not None:
+            continue  # its paragraphs are read themselves
+        node = BeautifulSoup(str(el), "html.parser")
+        for sub in node.select(_TEXT_SKIP + ", ul, ol"):
+            sub.decompose()
+        text = " ".join(node.get_text(" ").split())
+        context = heading_column(el)
+        for clause in re.split(r";|(?<=[.!?:])\s", text):
+            if OTHER_READING.search(DEFAULT_READING.sub("", clause)):
+                continue
+            clause_col = _column(clause, zoos)
+            pending, last = [], 0
+            for m in _TOKEN.finditer(clause):
+                if m.group("verdict") is None:
+                    pending += [g for g in m.groups()[1:4] if g]
+                    continue
+                col = _column(clause[last : m.end()], zoos)
+                column = col or clause_col
+                column = context if column == "" else column
+                for claim in pending if column is not None else []:
+                    report(
+                        claim,
+                        _phrase_word(m.group("verdict")),
+                        column or "verdict",
+                        f"the text {clause[:80]!r}",
+                    )
+                pending, last = [], m.end()
+    # tables: a claim column and verdict cells
+    for table in article.select("table"):
+        if table.find_parent(class_="verdict"):
+            continue
+        head_rows = table.select("thead tr")
+        header = max(
+            ([" ".join(c.get_text(" ").split()) for c in r.select("th, td")] for r in head_rows),
+            key=lambda h: sum(bool(x) for x in h),
+            default=[],
+        )
+        context = heading_column(table)
+        for row in table.select("tbody tr"):
+            cells = [" ".join(c.get_text(" ").split()).strip("* ") for c in row.select("th, td")]
+            claim = next((c for c in cells if re.fullmatch(r"C10|C[1-9][ab]?|L", c)), None)
+            if claim is None:
+                continue
+            for k, cell in enumerate(cells):
+                m = VERDICT_PHRASE.match(cell)
+                if not m:
+                    continue
+                head = header[k] if k < len(header) else ""
+                if OTHER_READING.search(DEFAULT_READING.sub("", head)):
+                    continue
+                col = _column(head, zoos)
+                if col is None:
+                    continue
+                column = col or context or "verdict"
+                report(claim, _phrase_word(m.group(0)), column, f"a table ({head or 'column'})")
+    return out
+
+
+def _scorecard_columns() -> dict[str, dict[str, str]]:
+    """Claim id (lower case) -> every verdict column of ``results/scorecard.csv``
+    (``verdict``, ``verdict_<zoo>``, ``llm_verdict``, ``untrained``, ``shuffled``)."""
+    import csv
+
+    path = Path(__file__).resolve().parents[1] / "results" / "scorecard.csv"
+    if not path.exists():
+        return {}
+    with path.open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    keep = ("verdict", "llm_verdict", "untrained", "shuffled")
+    return {
+        r["claim"].lower(): {k: v for k, v in r.items() if k in keep or k.startswith("verdict_")}
+        for r in rows
+    }
 
 
 #: claim id (lower case) -> scorecard verdict (lower case), from results/scorecard.csv
@@ -296,6 +585,7 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     CARD.update(_scorecard())
+    cards = _scorecard_columns()
     root = Path(args.build).resolve()
     if not (root / "index.html").is_file():
         print(f"{root}: expected a built site (no index.html)", file=sys.stderr)
@@ -308,8 +598,12 @@ def main(argv: list[str]) -> int:
     n_ex = n_fig = n_verdict = 0
     for page in pages:
         problems += check_page(root, page.resolve(), soups)
+        problems += verdict_text_problems(
+            page.relative_to(root).as_posix(), soups[page.resolve()], cards
+        )
         if args.style != "off":
             style += reading_problems(root, page.resolve(), soups[page.resolve()])
+            style += output_problems(page.relative_to(root).as_posix(), soups[page.resolve()])
         n_verdict += len(soups[page.resolve()].select("div.verdict"))
         n_ex += len(soups[page.resolve()].select("div.exercise"))
         n_fig += len(soups[page.resolve()].select("div.cell_output img"))

@@ -86,3 +86,155 @@ def test_paper_md_and_plain_citations(tmp_path):
 def test_every_cited_key_is_in_the_bibliography():
     repo = Path(__file__).resolve().parents[1]
     assert site_check.citation_problems(repo) == []
+
+
+#: a scorecard in the shape of _scorecard_columns (claim -> verdict columns)
+CARD = {
+    "c1": {"verdict": "does not hold", "verdict_paper-size": "partly", "llm_verdict": "—"},
+    "c2": {"verdict": "does not hold", "verdict_paper-size": "partly", "llm_verdict": "—"},
+    "c7": {"verdict": "not significant", "verdict_paper-size": "—", "llm_verdict": "—"},
+    "c3": {"verdict": "does not hold", "verdict_paper-size": "—", "llm_verdict": "partly"},
+    "l": {"verdict": "not significant", "verdict_paper-size": "—", "llm_verdict": "—"},
+}
+
+
+def _verdict_problems(body: str) -> list[str]:
+    soup = bs4.BeautifulSoup(f"<html><body><article>{body}</article></body></html>", "html.parser")
+    return site_check.verdict_text_problems("page.html", soup, CARD)
+
+
+def test_verdict_words_next_to_claim_ids():
+    agree = (
+        "<p><strong>C1</strong> and <strong>C2</strong> do not hold; <strong>C7</strong> is "
+        "not significant. The loss claim (<strong>L</strong>) is not significant.</p>"
+    )
+    assert _verdict_problems(agree) == []
+    wrong = "<p>The early layers: <strong>C1</strong> is not testable as stated.</p>"
+    (problem,) = _verdict_problems(wrong)
+    assert "C1" in problem and "'not testable as stated'" in problem and "does not hold" in problem
+    # each verdict word belongs to the ids written before it in its clause
+    (problem,) = _verdict_problems("<p>C1 does not hold and C7 holds.</p>")
+    assert problem.startswith("page.html: C7 is 'holds'")
+
+
+def test_verdict_words_of_another_zoo_or_reading():
+    # the text names the zoo: its column decides
+    assert _verdict_problems("<li>On the paper-size zoo C1 holds partly.</li>") == []
+    assert _verdict_problems("<li>On the paper-size zoo C1 does not hold.</li>") != []
+    # the nearest heading names the LLM
+    llm = "<h2>The same claims on SmolLM2</h2><p>There C3 holds partly.</p>"
+    assert _verdict_problems(llm) == []
+    assert _verdict_problems(llm.replace("holds partly", "holds")) != []
+    # a rule's definition or another reading is not compared
+    assert _verdict_problems("<p>C1 holds if every case passes.</p>") == []
+    assert _verdict_problems("<p>At N = 600 the rule of C1 reads partly.</p>") == []
+
+
+def test_verdict_tables_and_boxes():
+    def table(head, word):
+        return (
+            f"<table><thead><tr><th>claim</th><th>{head}</th></tr></thead>"
+            f"<tbody><tr><td>C1</td><td>{word}</td></tr></tbody></table>"
+        )
+
+    assert _verdict_problems(table("verdict", "does not hold")) == []
+    assert any("C1" in p for p in _verdict_problems(table("verdict", "not significant")))
+    assert _verdict_problems(table("paper-size (1 + 1 models)", "partly")) == []
+    assert _verdict_problems(table("paper-size (1 + 1 models)", "does not hold")) != []
+
+    def box(text):
+        return (
+            '<div class="admonition verdict claim-C1"><p class="admonition-title">C1: '
+            f"fine scales early</p><p><strong>{text}</strong> (the book's default reading): "
+            "every case passes.</p></div>"
+        )
+
+    assert _verdict_problems(box("does not hold</strong> on the d128 zoo<strong>")) == []
+    assert _verdict_problems(box("holds</strong> on the d128 zoo<strong>")) != []
+    assert _verdict_problems(box("partly</strong> on the paper-size zoo<strong>")) == []
+
+
+def _output_problems(body: str) -> list[str]:
+    soup = bs4.BeautifulSoup(f"<html><body><article>{body}</article></body></html>", "html.parser")
+    return site_check.output_problems("page.html", soup)
+
+
+def _out(text: str) -> str:
+    return f'<div class="cell"><div class="cell_output"><pre>{text}</pre></div></div>'
+
+
+def _figure(alt: str, caption: str | None) -> str:
+    img = f'<img alt="{alt}" src="../_images/abc.png"/>'
+    if caption is None:
+        return f'<div class="cell_output">{img}</div>'
+    cap = f"<figcaption><p>{caption}</p></figcaption>" if caption else "<figcaption></figcaption>"
+    return f'<div class="cell_output"><figure id="fig-x">{img}{cap}</figure></div>'
+
+
+def test_figures_need_a_caption_and_an_alt_text():
+    ok = _figure(
+        "Six heat maps of the mean field, one per layer.", "The mean field. What to see: ..."
+    )
+    assert _output_problems(ok) == []
+    assert any("no caption" in p for p in _output_problems(_figure("Six heat maps.", None)))
+    assert any("no caption" in p for p in _output_problems(_figure("Six heat maps.", "")))
+    for alt in ("", "../_images/ca0cdcfb.png", "_images/x.svg"):
+        assert any("alt text" in p for p in _output_problems(_figure(alt, "A caption."))), alt
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "EGA models: [np.str_('ega-1'), np.str_('ega-2')]",
+        "{'unwindowed': array([ 4. , 19.2, 66.1])}",
+        "per head: {'layer': 6, 'head': 8}",
+        "files: ['config.json', 'log.json']",
+        "low H* and high importance: [(1, 1), (1, 3)]",
+        "scales: [ 3.    4.   5.25]",
+        "per model [-15. -14.  nan  nan]",
+        "period of a*: nan",
+        "first layer that leaks: None",
+        "max relative difference: 3.6348215251310125e-16",
+        "ega-4 L1: 48.1 [0.0, 2001937.2]",
+    ],
+)
+def test_raw_values_in_an_output_fail(raw):
+    problems = _output_problems(_out(raw))
+    assert len(problems) == 1 and "raw value" in problems[0], problems
+
+
+@pytest.mark.parametrize(
+    "clean",
+    [
+        "EGA models: ega-1, ega-2 and ega-3",
+        "max relative difference: below 1e-15",
+        "a* = 25.8 [25.7, 25.9]; version 2.13.0",
+        "NaN entries are shown grey; None of the layers reaches the ceiling.",
+        "validation loss 1.46153 nats/char",
+    ],
+)
+def test_formatted_outputs_pass(clean):
+    assert _output_problems(_out(clean)) == []
+
+
+def test_raw_values_in_glued_text_and_prose():
+    glued = '<p>rows <span class="pasted-text">[0, 1]</span> and <span class="pasted-text">nan</span></p>'
+    assert any("raw value" in p for p in _output_problems(glued))
+    # prose: reprs and long numbers fail, NaN as a word and code spans pass
+    assert any("raw value" in p for p in _output_problems("<p>layers {'a': 1}</p>"))
+    assert any("raw value" in p for p in _output_problems("<p>ratio 5.2468714626947754</p>"))
+    prose = "<p>the result is NaN when <code>np.nan</code> or <code>{'a': 1}</code>.</p>"
+    assert _output_problems(prose) == []
+    doi = '<p><a class="reference external" href="https://doi.org/x">10.48550/2104.12345</a></p>'
+    assert _output_problems(doi) == []
+
+
+def test_elided_tables_fail():
+    elided = (
+        '<div class="cell_output"><table class="dataframe"><tbody><tr><th>1</th><td>0.5</td>'
+        "<td>...</td><td>0.7</td></tr></tbody></table><p>6 rows × 32 columns</p></div>"
+    )
+    assert any("elided" in p for p in _output_problems(elided))
+    whole = elided.replace("<td>...</td>", "<td>0.6</td>").replace("<p>6 rows × 32 columns</p>", "")
+    assert _output_problems(whole) == []
+    assert any("elided" in p for p in _output_problems(_out("  ...  \n6 rows × 32 columns")))
