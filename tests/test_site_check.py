@@ -218,7 +218,7 @@ def test_formatted_outputs_pass(clean):
 
 
 def test_raw_values_in_glued_text_and_prose():
-    glued = '<p>rows <span class="pasted-text">[0, 1]</span> and <span class="pasted-text">nan</span></p>'
+    glued = '<p>the mean lag is <span class="pasted-text">nan</span> characters</p>'
     assert any("raw value" in p for p in _output_problems(glued))
     # prose: reprs and long numbers fail, NaN as a word and code spans pass
     assert any("raw value" in p for p in _output_problems("<p>layers {'a': 1}</p>"))
