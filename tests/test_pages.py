@@ -1,0 +1,92 @@
+"""What the pages print beside a claim (msapod.studies.verdict.pages): the default reading,
+its numbers and the labelled comparisons, on small inputs and on the shipped results."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import msapod
+from msapod.studies.store.results import load_result
+from msapod.studies.verdict import claims as cl
+from msapod.studies.verdict import pages
+
+
+@pytest.fixture(scope="module")
+def mv():
+    return load_result("multiverse")
+
+
+def test_interval_text_bounds_and_missing():
+    assert pages.interval_text(93.67, 91.7, 95.7) == "93.7 [91.7, 95.7]"
+    assert pages.interval_text(3.0, 0.0, 3.0) == "≤ 3.00"  # a maximum at the first scale
+    assert pages.interval_text(128.0, 128.0, np.inf) == "≥ 128"  # at the last scale
+    assert pages.interval_text(np.nan, 1.0, 2.0) == "—"
+    assert pages.interval_text(0.5, 0.5, 0.5) == "0.500"  # a point value
+
+
+def test_attention_scalogram_is_that_of_the_mean_plus_the_fluctuation():
+    rng = np.random.default_rng(0)
+    L = 24
+    causal = np.tril(np.ones((L, L)))
+    raw = rng.random((12, L, L)) * causal
+    A = xr.DataArray(raw / raw.sum(-1, keepdims=True), dims=("snapshot", "query", "key"))
+    A = A.assign_coords(query=np.arange(L), key=np.arange(L))  # rows are probabilities
+    split = msapod.reynolds(A)
+    scales = msapod.wavelets.log_scales(L)
+    direct = msapod.scalogram(A, scales)["energy"]
+    e_u = msapod.scalogram(split["fluctuation"], scales)["energy"]
+    out = pages.attention_scalogram(e_u, split["mean"])
+    np.testing.assert_allclose(out.values, direct.values, rtol=1e-10, atol=1e-14)
+    # without the mean field's part the fluctuation alone is smaller
+    assert float(e_u.sum()) < float(direct.sum())
+
+
+def test_default_reading_numbers_and_comparisons(mv):
+    main = pages.reading_numbers("C1", mv)
+    assert main.identical(cl.main_numbers("C1", mv))
+    u = pages.reading_numbers("C1", mv, field="u")
+    assert not np.allclose(u["stat"], main["stat"], equal_nan=True)
+    with pytest.raises(LookupError):
+        pages.reading_numbers("C1", mv, field="x")
+    table = pages.interval_table("C1", mv, layers=[1, 2])
+    assert list(table.columns) == ["layer 1", "layer 2"]
+    m0 = str(main["model"].values[0])
+    s, lo, up = (float(main[k].sel(model=m0, layer=1)) for k in ("stat", "lower", "upper"))
+    assert table.loc[m0, "layer 1"] == pages.interval_text(s, lo, up)
+
+
+def test_readings_table_starts_with_the_default_reading(mv):
+    for claim in ("C1", "C5", "C9"):
+        t = pages.readings_table(claim, mv)
+        assert t.index[0] == "default reading"
+        assert t["verdict"].iloc[0] == cl.main_verdict(claim, mv)
+        assert len(t) > 1  # at least one labelled comparison
+        for label, row in t.iloc[1:].iterrows():
+            assert row["verdict"] in cl.VERDICTS, label
+    u = pages.readings_table("C1", mv).loc["scalogram of u"]
+    assert u["verdict"] == cl.spec_outcome("C1", mv, field="u")["verdict"]
+
+
+def test_reading_note_and_claim_lines(mv):
+    note = pages.reading_note(mv, ["C1", "C2"])
+    assert note.startswith("```{admonition}") and note.endswith("```")
+    assert "scalogram of A (paper)" in note and note.count("scalogram of A") == 1
+    assert "one reading" in pages.reading_note(mv, ["C10"])
+    lines = pages.claim_lines(mv, ["C1", "C2"], field="u").splitlines()
+    assert len(lines) == 2 and lines[0].startswith("* **C1**")
+    assert cl.spec_outcome("C1", mv)["cases"].rstrip(".") in lines[0]
+    assert "scalogram of u" in lines[0]
+    k = pages.claim_counts("C1", mv)
+    assert k["total"] == 2 * int((mv["model_zoo"] == mv.attrs["main_zoo"]).sum())
+    assert 0 <= k["bounds"] <= k["total"] and 0 <= k["in_range"] <= k["total"]
+
+
+def test_loss_difference_is_the_whole_split_one():
+    loss, d = pages.loss_difference()
+    assert loss.attrs["long_name"] == "validation loss over the whole split"
+    ega = loss.where(loss["architecture"] == "ega", drop=True).mean()
+    base = loss.where(loss["architecture"] == "baseline", drop=True).mean()
+    assert float(d["diff"]) == pytest.approx(float(ega - base))
+    assert float(d["lower"]) < float(d["diff"]) < float(d["upper"])
