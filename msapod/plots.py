@@ -89,7 +89,7 @@ BAND_COLOUR = OKABE_ITO["yellow"]
 BAND_ALPHA = 0.35
 BAND_TEXT = "#5c5300"
 #: the colours of categories without a colour of their own (strategies, variants), in
-#: order; the default colour cycle of :data:`STYLE`
+#: order; also the colour cycle of the book's style (:func:`style`, :func:`use_style`)
 CATEGORY_COLOURS = tuple(
     OKABE_ITO[c]
     for c in (
@@ -272,10 +272,10 @@ def _lag_axis(ax, max_lag: float) -> None:
 
 def _plain_number(v: float, _pos=None) -> str:
     """A log-axis tick label as a plain number: 0.01, 0.3, 3, 30, 300 (a power of ten
-    outside 0.001 to 10^5 as :math:`10^k`)."""
+    outside 0.0001 to 10^5 as :math:`10^k`)."""
     if v <= 0 or not np.isfinite(v):
         return ""
-    if 1e-3 <= v < 1e5:
+    if 1e-4 <= v < 1e5:
         return f"{v:g}"
     k = math.log10(v)
     return f"$10^{{{round(k)}}}$" if abs(k - round(k)) < 1e-9 else f"{v:.0e}"
@@ -283,7 +283,7 @@ def _plain_number(v: float, _pos=None) -> str:
 
 def log_ticks(ax, axis: str = "both") -> None:
     """Tick labels of the log axes of ``ax`` as plain numbers (3, 10, 30, 100), never
-    :math:`3 \\times 10^0`: under two decades at 1, 2, 5 of each decade, up to four
+    :math:`3 \\times 10^0`: within one decade at 1, 2 and 5 of each decade, up to four
     decades at 1 and 3, beyond at the decades only; minor ticks unlabelled.
 
     Call it after the axis limits are set (the functions of this module do); a linear
@@ -299,7 +299,7 @@ def log_ticks(ax, axis: str = "both") -> None:
             continue
         lo, hi = sorted(ax.get_xlim() if name == "x" else ax.get_ylim())
         decades = math.log10(hi / lo) if lo > 0 else 10.0
-        subs = (1.0, 2.0, 5.0) if decades < 2 else (1.0, 3.0) if decades <= 4 else (1.0,)
+        subs = (1.0, 2.0, 5.0) if decades <= 1 else (1.0, 3.0) if decades <= 4 else (1.0,)
         a.set_major_locator(LogLocator(base=10, subs=subs))
         a.set_major_formatter(FuncFormatter(_plain_number))
         a.set_minor_formatter(NullFormatter())

@@ -1309,12 +1309,16 @@ def fig_pod(ds: xr.Dataset, model: str):
                 H = float(_head_mean(sel["H_star"].sel(window=w).sel(eps=0.1, method="nearest")))
                 ax.plot(
                     lam["rank"], lam, color=cmap(0.85 * j / max(len(windows) - 1, 1)),
-                    label=f"{w}: $T_{{spec}}$ {T:.2f}, $H^*$ {H:.0f}",
+                    label=f"{w}: {T:.2f}, {H:.0f}",
                 )  # fmt: skip
             ax.set(xscale="log", yscale="log", title=f"layer {layer}")
+            plots.log_ticks(ax)
             ax.set_xlabel(plots.LABELS["mode"])
             ax.set_ylabel(plots.LABELS["lambda"])
-            ax.legend(fontsize=7, loc="lower left")
+            # inside the panel, outside the layout (so the panels keep their size)
+            legend = ax.legend(loc="lower left", title="$T_{spec}$, $H^*$", borderaxespad=0.2)
+            legend.set_in_layout(False)
+        plots.outer_labels(axes)
     return fig
 
 
