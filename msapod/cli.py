@@ -235,6 +235,8 @@ def _cmd_reproduce(args) -> int:
         torch.set_num_threads(args.threads)
     if args.all and not args.check:
         raise ValueError("--all: only with --check")
+    if args.decide and args.check:
+        raise ValueError("--decide: not with --check (the check decides again by itself)")
     try:
         if args.check:
             from .studies.reproduce import check
@@ -253,6 +255,19 @@ def _cmd_reproduce(args) -> int:
                 )
                 return 1
             print(f"reproduce --check: all {len(report)} shipped results reproduced")
+            return 0
+        if args.decide:
+            from .studies.reproduce import DECIDING_STEPS, shipped_inputs
+
+            if args.steps or args.models:
+                raise ValueError("--decide: runs the deciding steps; drop --steps/--models")
+            reproduce(
+                args.results,
+                steps=list(DECIDING_STEPS),
+                llm=not args.no_llm,
+                progress=not args.quiet,
+                inputs=shipped_inputs(args.results),
+            )
             return 0
         reproduce(
             args.results,
@@ -432,6 +447,13 @@ def _add_reproduce(sub) -> None:
         help="zoo models of the per-model steps (default: every trained model of the main "
         "zoo); the evidence, the specification curve and the scorecard always use every "
         "trained zoo",
+    )
+    r.add_argument(
+        "--decide",
+        action="store_true",
+        help="decide again: recompute only the specification curve and the scorecard from "
+        "the folder's shipped, verified evidence and studies (after a change to a rule or "
+        "the claim registry; nothing is measured)",
     )
     r.add_argument("--no-llm", action="store_true", help="skip the SmolLM2-135M step")
     r.add_argument("--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)")

@@ -254,6 +254,7 @@ def _run_step(step: str, out: Path, plan: dict, progress: bool, done, manifest) 
             pruning=done.get("pruning"),
             llm=done.get("llm", None if llm else False),
             multiverse=done.get("multiverse"),
+            evidence=done.get("evidence", {}).get("trained"),
             progress=progress,
         )
         path = out / "scorecard.csv"
@@ -353,6 +354,28 @@ def _provenance(models: Sequence[str]) -> dict:
 PER_MODEL_STEPS = ("zoo", "fieldstats", "modestats", "uncertainty", "convergence", "pruning")
 
 
+#: The shipped studies the specification curve and the scorecard read.
+DECISION_INPUTS = ("uncertainty", "convergence", "pruning")
+#: The steps that only decide: they read the evidence and the studies above.
+DECIDING_STEPS = ("multiverse", "scorecard")
+
+
+def shipped_inputs(folder: str | os.PathLike | None = None) -> dict:
+    """The verified shipped results the deciding steps read (:data:`DECISION_INPUTS`, the
+    LLM study where shipped, and the evidence as ``{kind: dataset}``), as
+    :func:`reproduce`'s ``inputs``: the curve and the scorecard are then decided again
+    without measuring anything (``msapod reproduce --decide``, and the default check)."""
+    root = results_dir(folder)
+    files = manifest(root)["files"]
+    given = {s: load_result(s, root) for s in DECISION_INPUTS}
+    if "llm.nc" in files:
+        given["llm"] = load_result("llm", root)
+    given["evidence"] = {
+        k: load_result(evidence_file(k), root) for k in EVIDENCE_KINDS if evidence_file(k) in files
+    }
+    return given
+
+
 def check_models(models: Sequence[str]) -> list[str]:
     """The models the default check recomputes per model: the first of ``models`` of each
     architecture in each zoo (``baseline-1``, ``ega-1``, ...), in ``models``' order."""
@@ -438,12 +461,7 @@ def _partial_recompute(tmp: Path, shipped: Path, man: dict, *, llm, progress, lo
     reproduce(
         tmp / "evidence", steps=["evidence"], evidence_models=subset, progress=progress, log=log
     )
-    given = {s: load_result(s, shipped) for s in ("uncertainty", "convergence", "pruning")}
-    given["evidence"] = {
-        k: load_result(evidence_file(k), shipped)
-        for k in EVIDENCE_KINDS
-        if evidence_file(k) in man["files"]
-    }
+    given = shipped_inputs(shipped)
     rest = [s for s in STEPS if s not in PER_MODEL_STEPS and s != "evidence"]
     reproduce(
         tmp / "all", steps=rest, models=models, llm=llm, progress=progress, log=log, inputs=given

@@ -48,6 +48,7 @@ def zoo_scorecard(
     pruning: xr.Dataset | None | bool = None,
     llm: xr.Dataset | None | bool = None,
     multiverse: xr.Dataset | None = None,
+    evidence: xr.Dataset | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
     """Compute the scorecard of claims C1-C10 (plus the EGA loss claim) on the zoo.
@@ -67,13 +68,17 @@ def zoo_scorecard(
     multiverse
         :func:`msapod.studies.verdict.curve.multiverse_study` result: fills ``robust_share``,
         ``joint_p``, ``untrained`` and ``shuffled`` (None: "not computed").
+    evidence
+        The trained models' stacked evidence (e.g. the verified ``results/evidence.nc``);
+        None computes it or reads it from the cache.
 
     Returns
     -------
     pandas.DataFrame
         Index ``claim``; columns ``paper``, ``verdict``, ``measured``, ``interval``,
         ``rule``, ``cases``, ``reason``, ``paper_value_compatible``, ``untrained``,
-        ``shuffled``, ``robust_share``, ``joint_p``, ``verdict_<zoo>`` for every other
+        ``shuffled``, ``robust_share``, ``joint_p`` (the joint test's direction and
+        p-value, :func:`joint_words`), ``verdict_<zoo>`` for every other
         trained zoo of ``multiverse`` (the default reading's verdict there), ``page``,
         ``llm_measured``, ``llm_verdict``. The verdicts are the book's default reading,
         decided by the path of :func:`msapod.studies.check_claims` (fields -> evidence ->
@@ -88,7 +93,9 @@ def zoo_scorecard(
     from .multiverse import main_outcomes, zoo_data
 
     models = list(zoo.models() if models is None else models)
-    data = zoo_data(models, convergence=convergence, pruning=pruning, progress=progress)
+    data = zoo_data(
+        models, convergence=convergence, pruning=pruning, progress=progress, evidence=evidence
+    )
     return scorecard_from_outcomes(
         main_outcomes(data), llm=llm, progress=progress, multiverse=multiverse
     )
@@ -131,6 +138,18 @@ SAME_HOLDS = {
 }
 
 
+def joint_words(row: xr.Dataset) -> str:
+    """A claim's joint test over the curve (one claim of
+    :func:`msapod.studies.verdict.curve.multiverse_study`) in the scorecard's words: the
+    direction and its p-value, "against p = 0.01" (``joint_direction``, ``joint_p``);
+    "—" without a test."""
+    p = float(row["joint_p"])
+    if not np.isfinite(p):
+        return "—"
+    direction = str(row["joint_direction"].values) if "joint_direction" in row else ""
+    return f"{direction} p = {p:.2g}".strip()
+
+
 def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
     """``robust_share``, ``joint_p``, ``untrained`` and ``shuffled`` of each claim from
     the curve, and ``verdict_<zoo>``, the default reading's verdict on each other trained
@@ -157,8 +176,7 @@ def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
             "one reading" if label == "single" else f"{share:.0%} ({label})"
         )
         if "joint_p" in mv:
-            p = float(mv["joint_p"].sel(claim=claim))
-            card.loc[claim, "joint_p"] = f"{p:.3g}" if np.isfinite(p) else "—"
+            card.loc[claim, "joint_p"] = joint_words(mv.sel(claim=claim))
         for col in ("untrained", "shuffled"):
             if f"{col}_verdict" in mv:
                 u = str(mv[f"{col}_verdict"].sel(claim=claim).values)
