@@ -90,3 +90,48 @@ def test_loss_difference_is_the_whole_split_one():
     base = loss.where(loss["architecture"] == "baseline", drop=True).mean()
     assert float(d["diff"]) == pytest.approx(float(ega - base))
     assert float(d["lower"]) < float(d["diff"]) < float(d["upper"])
+
+
+def test_layer_table_reads_the_rules_per_layer_statistic(mv):
+    t = pages.layer_table(["C8"], mv)
+    assert list(t.index) == [3, 4, 5, 6]  # the layers C8 is about
+    sub, _ = cl._claim_specs("C8", mv, None)
+    row = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
+    d, lo, up = (float(row[k].sel(layer=3)) for k in ("diff", "diff_lower", "diff_upper"))
+    assert t.iloc[0, 0] == pages.interval_text(d, lo, up)
+    both = pages.layer_table(["C4", "C9"], mv)
+    assert both.shape[1] == 2 and (both == "—").any().any()  # C4 has no layer 1
+
+
+def test_theorem1_text_counts_competitors_that_do_as_well():
+    pod = np.array([3.0, 2.0, 1.0])
+    half = np.array([3.3, 2.5, np.nan])  # the half-ensemble has too few modes at K = 3
+    rand = np.array([[4.0, 3.0, 2.0], [3.5, 2.0, 1.5]])  # the 2nd equals POD at K = 2
+    text = pages.theorem1_text(2e-16, [1, 2, 3], pod, half, rand)
+    assert "below 1e-15" in text and "of 2 random bases" in text
+    assert text.endswith("at or below the POD error: 1 of 5.")
+    assert "half-ensemble lose 0.300 (" in text and "loses 0.00 (0.0 %)" in text
+
+
+def test_mode_table_and_spread_summary():
+    coords = {"model": ["m"], "layer": [2], "window": ["plain", "scale-1"], "mode": [1]}
+    dims = ("model", "layer", "window", "mode")
+
+    def var(v):
+        return xr.DataArray(np.reshape(v, (1, 1, 2, 1)).astype(float), coords, dims)
+
+    stats = xr.Dataset(
+        {
+            "mean_lag": var([np.nan, 4.0]),
+            "window_centre": var([np.nan, 5.0]),
+            "window_width": var([np.nan, 2.0]),
+            "lag_q10": var([np.nan, 2.0]),
+            "lag_q90": var([np.nan, 7.0]),
+        }
+    )
+    t = pages.mode_table(stats, var([np.nan, 0.8]), var([0, 1]).astype(int), [2])
+    assert t.index.tolist() == [("m", 2, "scale-1")]  # the plain window is not a scale window
+    assert t["80% range φ1"].iloc[0] == "2–7" and t["share in paper range"].iloc[0] == 0.8
+    table, text = pages.spread_summary(var([10.0, 2.0]), var([1.0, 1.2]).isel(mode=0))
+    assert table.loc[2, "lag spread φ1 plain"] == "10.0"
+    assert "narrower in lag" in text and "in 100 % of 1" in text and "in 0.0 % of 1" in text
