@@ -135,3 +135,64 @@ def test_mode_table_and_spread_summary():
     table, text = pages.spread_summary(var([10.0, 2.0]), var([1.0, 1.2]).isel(mode=0))
     assert table.loc[2, "lag spread φ1 plain"] == "10.0"
     assert "narrower in lag" in text and "in 100 % of 1" in text and "in 0.0 % of 1" in text
+
+
+@pytest.fixture(scope="module")
+def card():
+    return load_result("scorecard")
+
+
+def test_assurance_and_reasons_follow_the_scorecard(card, mv):
+    text = pages.assurance(card, mv)
+    robust = [c for c in pages._top(card, mv) if "robust" in card.loc[c, "robust_share"]]
+    assert text.startswith("Every number behind a verdict") and f"{len(robust)} of the" in text
+    significant = card.copy()
+    significant.loc["C3", "joint_p"] = "0.01"
+    assert "below 0.05 for **C3**" in pages.assurance(significant, mv)
+    why = pages.reasons(card, mv)
+    for c in pages._top(card, mv):
+        reason = str(card.loc[c, "reason"]).strip()
+        if reason not in ("", "nan", "—"):
+            assert f"* **{c}** ({card.loc[c, 'verdict']}): {reason}" in why
+    quiet = card.assign(reason="—", paper_value_compatible="—")
+    assert pages.reasons(quiet, mv) == ""
+
+
+def test_other_zoos_capacity_and_their_verdicts(mv):
+    others = pages.other_zoos(mv)
+    assert mv.attrs["main_zoo"] not in others
+    table = pages.zoo_verdicts(mv)
+    if not others:
+        assert table is None and "No zoo of another width" in pages.capacity(mv)
+        return
+    assert table.shape[1] == len(others) + 1 + 1
+    changed = table.index[table["changes with capacity?"] == "yes"]
+    text = pages.capacity(mv)
+    for z in others:
+        b, e = pages.zoo_models(mv, z)
+        assert f"The {z} zoo has {b} standard-attention and {e} EGA" in text
+    assert all(f"**{c}**" in text for c in changed)
+
+
+def test_scorecard_markdown_and_curve_values(card, mv):
+    md = pages.scorecard_markdown(card)
+    for cid, r in card.iterrows():
+        assert f"**{cid}: {r['verdict']}**" in md
+    v = pages.curve_values("C1", mv)
+    assert len(v["value"]) == len(v["verdict"]) == len(v["main"]) and v["main"].sum() == 1
+    assert v["band"] == pytest.approx((-np.inf, 7.0))
+    assert pages.curve_values("C3", mv)["band"] is None
+
+
+def test_scorecard_figures_draw_one_panel_per_claim(mv):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = pages.forest_panels(mv, mv.attrs["main_zoo"], ["C1", "C8"])
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert titles == [f"{c}: {cl.main_verdict(c, mv)}" for c in ("C1", "C8")]
+    fig2 = pages.spec_curves(mv, ["C1", "C3"])
+    assert [ax.get_title() for ax in fig2.axes if ax.get_title()] == ["C1", "C3"]
+    plt.close("all")

@@ -24,19 +24,33 @@ from .multiverse import AXES, MAIN_SPEC
 from .registry import REGISTRY
 
 __all__ = [
+    "PAGE_NAMES",
+    "assurance",
     "attention_scalogram",
+    "capacity",
     "claim_counts",
     "claim_lines",
+    "curve_values",
+    "forest_note",
+    "forest_panels",
     "interval_table",
     "interval_text",
     "layer_table",
     "loss_difference",
     "mode_table",
+    "other_zoos",
     "reading_note",
     "reading_numbers",
     "readings_table",
+    "reasons",
+    "scorecard_markdown",
+    "seeds_each",
+    "spec_curves",
     "spread_summary",
     "theorem1_text",
+    "zoo_models",
+    "zoo_verdicts",
+    "zoo_width",
 ]
 
 #: How one changed axis of a reading reads in a table row (the values of
@@ -397,3 +411,374 @@ def spread_summary(lag_spread: xr.DataArray, scale_spread: xr.DataArray):
         f"{n_s} cases (median ratio {_words(float(ratio_s.median()))})."
     )
     return pd.DataFrame(rows).T.rename_axis("layer"), text
+
+
+# --- the scorecard page -------------------------------------------------------------
+
+
+def zoo_models(mv, zoo: str) -> tuple[int, int]:
+    """(standard-attention, EGA) models of ``zoo`` in the specification curve."""
+    arch = mv["architecture"].values[mv["model_zoo"].values == zoo]
+    return int((arch == "baseline").sum()), int((arch == "ega").sum())
+
+
+def zoo_width(mv, zoo: str) -> int:
+    """:math:`d_\\mathrm{model}` of ``zoo``'s models (from their training configs)."""
+    from ...models.zoo import ZOO_CONFIGS
+
+    first = str(mv["model"].values[mv["model_zoo"].values == zoo][0])
+    return int(ZOO_CONFIGS[first].model.n_embd)
+
+
+def other_zoos(mv) -> list[str]:
+    """The trained zoos of the curve other than the main one."""
+    zoos = [z for z in str(mv.attrs.get("zoos", "")).split(",") if z]
+    return [z for z in zoos if z != str(mv.attrs.get("main_zoo", zoos[0] if zoos else ""))]
+
+
+def _top(card, mv) -> list[str]:
+    """The scorecard's rows that are claims of the curve (C6a, C6b are parts of C6)."""
+    ids = [str(c) for c in mv["claim"].values]
+    return [c for c in card.index if c in ids]
+
+
+def assurance(card, mv) -> str:
+    """How sure the verdicts are, in one paragraph from the scorecard ``card`` (a
+    :func:`~msapod.studies.verdict.scorecard.zoo_scorecard` table): the intervals, how
+    many verdicts are robust or fragile over the readings, the joint permutation test,
+    and which verdicts the untrained and the shuffled controls repeat."""
+    top = _top(card, mv)
+    robust = [c for c in top if "robust" in str(card.loc[c, "robust_share"])]
+    fragile = [c for c in top if "fragile" in str(card.loc[c, "robust_share"])]
+    single = [c for c in top if c not in robust + fragile]
+    p = pd.to_numeric(card.loc[top, "joint_p"], errors="coerce")
+    text = (
+        "Every number behind a verdict has a 95 % interval (jackknife over snippets per "
+        "model and layer; Student-$t$ over seeds for the EGA contrasts, C4 and C9), "
+        f"Holm-corrected across the cases of a claim. {len(robust)} of the {len(top)} "
+        f"verdicts are *robust* (at least {cl.ROBUST_SHARE:.0%} of the readings of the "
+        "paper agree)"
+    )
+    if single:
+        text += f", {cl.names(single)} {'has' if len(single) == 1 else 'have'} one reading only"
+    if fragile:
+        verb = "is" if len(fragile) == 1 else "are"
+        text += f"; {cl.names(fragile)} {verb} *fragile*, decided by a choice the paper leaves open"
+    text += ". "
+    if (p < 0.05).any():
+        text += (
+            "Over the whole specification curve, the permutation test (joint $p$) is below "
+            f"0.05 for {cl.names(list(p.index[p < 0.05]))}. "
+        )
+    elif p.notna().any():
+        lo, hi = f"{p.min():.2g}", f"{p.max():.2g}"
+        span = (
+            f"joint $p$ = {lo} for every claim it tests"
+            if lo == hi
+            else f"joint $p$ from {lo} to {hi}"
+        )
+        text += (
+            "Over the whole specification curve no claim is significant in the permutation "
+            f"test ({span}). "
+        )
+    for col, what, why in (
+        (
+            "untrained",
+            "on untrained copies of the models (random weights)",
+            ": there the verdict describes the architecture or the method, not what "
+            "training learned",
+        ),
+        ("shuffled", "with the snippet order shuffled", ""),
+    ):
+        if col not in card.columns:
+            continue
+        same = [
+            c
+            for c in top
+            if card.loc[c, "verdict"] != "does not hold"
+            and str(card.loc[c, col]).startswith(str(card.loc[c, "verdict"]))
+        ]
+        if same:
+            text += f"The same rules {what} give the same verdict for {cl.names(same)}{why}. "
+    return text.strip()
+
+
+def reasons(card, mv) -> str:
+    """Why each claim's verdict is what it is where a number or the setting decides it
+    (the scorecard's ``reason``, and the paper's own number where our interval excludes
+    it): a Markdown list headed by a sentence, ``""`` when no claim has one."""
+    items = []
+    for c in _top(card, mv):
+        parts = [str(card.loc[c, "reason"]).strip()]
+        compat = str(card.loc[c, "paper_value_compatible"])
+        if compat.startswith("not compatible"):
+            parts.append(
+                "the paper's own number is outside our interval ("
+                + compat.split(":", 1)[-1].strip()
+                + ")"
+            )
+        parts = [x for x in parts if x not in ("", "nan", "—")]
+        if parts:
+            items.append(f"* **{c}** ({card.loc[c, 'verdict']}): " + "; ".join(parts) + ".")
+    if not items:
+        return ""
+    return "Why, where a number or the setting decides it:\n\n" + "\n".join(items)
+
+
+def capacity(mv) -> str:
+    """What the other trained zoos (another model width) change, in words: per zoo its
+    models, their width and the claims whose verdict differs from the main zoo's; or
+    that no other zoo is trained."""
+    main = str(mv.attrs["main_zoo"])
+    ids = [str(c) for c in mv["claim"].values]
+    others = other_zoos(mv)
+    if not others:
+        untrained = [z for z in str(mv.attrs.get("not_trained", "")).split(",") if z]
+        return (
+            "No zoo of another width is trained ("
+            + (", ".join(untrained) or "none")
+            + "), so no verdict on this page can say whether it changes with the model's "
+            "width."
+        )
+    parts = []
+    for z in others:
+        b, e = zoo_models(mv, z)
+        changed = [c for c in ids if cl.main_verdict(c, mv, z) != cl.main_verdict(c, mv, main)]
+        parts.append(
+            f"The {z} zoo has {b} standard-attention and {e} EGA model{'s' if e != 1 else ''} "
+            f"of width $d_\\mathrm{{model}} = {zoo_width(mv, z)}$; "
+            + (
+                f"with it the verdict of {cl.names(changed)} changes (table below)"
+                if changed
+                else "no verdict changes with it (table below)"
+            )
+        )
+    return "; ".join(parts) + "."
+
+
+def zoo_verdicts(mv) -> pd.DataFrame | None:
+    """The main verdict of every claim on every trained zoo, one column per zoo (its
+    numbers of models in the header) and whether it changes with capacity; None with one
+    zoo."""
+    others = other_zoos(mv)
+    if not others:
+        return None
+    main = str(mv.attrs["main_zoo"])
+    rows = {}
+    for c in (str(x) for x in mv["claim"].values):
+        rows[c] = {
+            f"{z} ({' + '.join(map(str, zoo_models(mv, z)))} models)": cl.main_verdict(c, mv, z)
+            for z in [main, *others]
+        }
+    table = pd.DataFrame(rows).T.rename_axis("claim")
+    table["changes with capacity?"] = np.where(table.nunique(axis=1) > 1, "yes", "no")
+    return table
+
+
+def seeds_each(mv, zoo: str) -> bool:
+    """Whether ``zoo`` has at least two seeds of each architecture: then its C4 and C9
+    intervals are over its seeds and its EGA contrasts are decided
+    (:func:`~msapod.studies.verdict.multiverse.two_seeds_each`)."""
+    from .multiverse import two_seeds_each
+
+    return bool(two_seeds_each(mv["architecture"].values[mv["model_zoo"].values == zoo]))
+
+
+def forest_note(mv) -> str:
+    """What the forest plots of the other zoos show, from their numbers of models
+    (``"No other zoo is trained."`` without one)."""
+    texts = []
+    for z in other_zoos(mv):
+        b, e = zoo_models(mv, z)
+        n = f"{b} standard-attention and {e} EGA model{'s' if e != 1 else ''}"
+        if seeds_each(mv, z):
+            texts.append(
+                f"The {z} zoo ({n}): the layer claims, then the EGA contrasts, with C4 and "
+                "C9 as point values per model (their intervals are over its seeds)."
+            )
+        else:
+            texts.append(
+                f"The {z} zoo ({n}): the layer claims, C4 and C9 with their jackknife "
+                "interval over the snippets of each model; with fewer than two seeds of an "
+                "architecture the EGA contrasts are not drawn."
+            )
+    return " ".join(texts) or "No other zoo is trained."
+
+
+def curve_values(claim: str, mv, zoo: str | None = None) -> dict:
+    """Per applicable specification of ``claim``: the median statistic over models and
+    the claim's layers (C3: the late − early contrast), the range of its 95 % intervals,
+    the verdict and whether it is the main specification, and the claim's range (None for
+    a contrast), for :func:`msapod.plots.specification_curve`."""
+    sub, _ = cl._claim_specs(claim, mv, zoo)
+    if claim == "C3":
+        val = sub["contrast"].median("model")
+        lo, up = sub["contrast_lower"].min("model"), sub["contrast_upper"].max("model")
+        band = None
+    else:
+        lay = list(REGISTRY[claim].layers)
+        val = sub["stat"].sel(layer=lay).median(("model", "layer"))
+        lo = sub["lower"].sel(layer=lay).min(("model", "layer"))
+        up = sub["upper"].sel(layer=lay).max(("model", "layer"))
+        band = (float(sub["threshold_low"]), float(sub["threshold_high"]))
+    return {
+        "value": val.values,
+        "lower": lo.values,
+        "upper": up.values,
+        "verdict": sub["verdict"].values,
+        "main": sub["main"].values,
+        "band": band,
+    }
+
+
+#: The short name of each page in the scorecard table's links.
+PAGE_NAMES = {
+    "03-scalogram": "scalogram",
+    "04-windows": "windows",
+    "05-pod": "POD",
+    "07-spectral-concentration": "T_spec",
+    "08-effective-rank": "H*",
+    "09-energy-gated-attention": "EGA",
+    "10-training": "training",
+    "11-uncertainty-convergence": "uncertainty",
+    "12-head-pruning": "head pruning",
+    "13-llm": "SmolLM2",
+}
+
+
+def scorecard_markdown(card) -> str:
+    """The scorecard ``card`` claim by claim, as a Markdown definition list (fits any
+    screen): per claim and part its verdict (bold) and pages, then one line per column:
+    the paper's words, the measurement, the cases, robustness, the controls, the joint
+    test and every other zoo's verdict (the intervals of every case are the forest
+    plots)."""
+    fields = {
+        "paper": "the paper says",
+        "measured": "we measure (main specification)",
+        "cases": "cases",
+        "robust_share": "robust?",
+        "untrained": "untrained",
+        "shuffled": "shuffled",
+        "joint_p": "joint p",
+    }
+    fields.update(
+        {c: c.removeprefix("verdict_") + " zoo" for c in card.columns if c.startswith("verdict_")}
+    )
+    lines = []
+    for cid, r in card.iterrows():
+        links = ", ".join(
+            f"[{PAGE_NAMES.get(p.strip(), p.strip())}]({p.strip()}.md)"
+            for p in str(r["page"]).split(",")
+        )
+        lines.append(f"**{cid}: {r['verdict']}** ({links})")
+        lines += [
+            f": *{label}:* " + str(r[c]).replace("*", r"\*")
+            for c, label in fields.items()
+            if c in card.columns
+        ]
+        lines.append("")
+    return "\n".join(lines)
+
+
+# --- the scorecard page's figures -----------------------------------------------------
+
+#: The axis label of each claim's statistic in the forest plots.
+_FOREST_LABEL = {
+    "C1": "$a^*$ (characters)",
+    "C2": "$a^*$ (characters)",
+    "C3": r"$T_\mathrm{spec}$",
+    "C4": "lag-energy share",
+    "C5": "$H^*(0.10)$",
+    "C9": "scale spread ratio",
+    "C7": r"$\Delta E$",
+    "C8": r"$\Delta T_\mathrm{spec}$",
+}
+#: The range of each statistic: an interval beyond it is cut (an arrow marks it).
+_FOREST_RANGE = {
+    "C1": (0, None),
+    "C2": (0, None),
+    "C3": (0, None),
+    "C4": (0, 1),
+    "C5": (0, None),
+    "C9": (0, None),
+}
+
+
+def forest_panels(mv, zoo: str, claims):
+    """Forest plots of the main specification of ``zoo``, one panel per claim
+    (:func:`msapod.plots.forest`): per model and layer the claim's statistic with its
+    95 % interval against the claim's range; for C7 and C8 the EGA − baseline
+    difference per layer (C8 with its claimed sign per layer shaded). Each panel's title
+    is the claim and its verdict."""
+    from .rules import C8_SIGNS
+
+    sub = mv.isel(spec=np.flatnonzero((mv["main"] & (mv["zoo"] == zoo)).values)).isel(spec=0)
+    models = [
+        m for m, z in zip(mv["model"].values, mv["model_zoo"].values, strict=True) if z == zoo
+    ]
+    fig, axes = plots.panels(len(claims), height=2.3)
+    for ax, c in zip(axes, claims, strict=False):
+        m = sub.sel(claim=c)
+        band = (float(m["threshold_low"]), float(m["threshold_high"]))
+        if c in ("C7", "C8"):
+            plots.forest(
+                m["diff"],
+                m["diff_lower"],
+                m["diff_upper"],
+                ylabel=_FOREST_LABEL[c],
+                zero=True,
+                band=band if c == "C7" else None,
+                ax=ax,
+            )
+        else:
+            plots.forest(
+                m["stat"].sel(model=models),
+                m["lower"].sel(model=models),
+                m["upper"].sel(model=models),
+                ylabel=_FOREST_LABEL[c],
+                band=band,
+                clip=_FOREST_RANGE[c],
+                ax=ax,
+            )
+        if c == "C8":  # the claimed sign differs by layer (the rule's own table)
+            for layer, sign in C8_SIGNS.items():
+                ax.axvspan(
+                    layer - 0.5,
+                    layer + 0.5,
+                    ymin=0.5 if sign > 0 else 0,
+                    ymax=1 if sign > 0 else 0.5,
+                    color=plots.BAND_COLOUR,
+                    alpha=plots.BAND_ALPHA,
+                    lw=0,
+                )
+            y = max(np.abs(ax.get_ylim()))
+            ax.set_ylim(-y, y)
+        ax.set_title(f"{c}: {cl.main_verdict(c, mv, zoo)}")
+    handles, labels = axes[0].get_legend_handles_labels()
+    if len(labels) > 1:
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(4, len(labels)))
+    return fig
+
+
+def spec_curves(mv, claims, zoo: str | None = None):
+    """One specification curve per claim (:func:`msapod.plots.specification_curve` of
+    :func:`curve_values`), one legend for all."""
+    fig, axes = plots.panels(len(claims), height=2.6)
+    seen = {}
+    for ax, c in zip(axes, claims, strict=False):
+        ylabel = r"late − early $T_\mathrm{spec}$" if c == "C3" else "$a^*$ (characters)"
+        # a* is positive; an open interval (an edge maximum is a bound) is cut at the axis
+        plots.specification_curve(
+            **curve_values(c, mv, zoo),
+            ylabel=ylabel,
+            title=c,
+            ax=ax,
+            clip=None if c == "C3" else (0, None),
+        )
+        ax.set_xlabel("specifications, sorted")
+        leg = ax.get_legend()
+        for h, t in zip(leg.legend_handles, leg.get_texts(), strict=True):
+            seen.setdefault(t.get_text(), h)
+        leg.remove()
+    fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=3)
+    return fig
