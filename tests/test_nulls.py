@@ -1,7 +1,8 @@
 """Null controls and the joint test over the specification curve (msapod.studies.verdict.nulls):
-exact enumeration counts, planted architecture and layer effects give small p, unrelated
-labels give p values that are not significant (uniform under the null), the untrained
-model is the training run's initialisation, and null fields are cached and verified."""
+exact enumeration counts, a curve planted for a claim gets a small p "for", against it a
+small p "against", effects unrelated to the labels give p values that are not small, the
+stacked evaluation equals the rules run relabelling by relabelling, the untrained model is
+the training run's initialisation, and null fields are cached and verified."""
 
 import math
 
@@ -85,86 +86,122 @@ def test_swap_labelings():
 # the joint test on planted curves (pure numpy)
 
 
-def _arch_curve(values, n_specs=5, noise=0.0, seed=0):
-    """A curve of ``n_specs`` specifications: spec k's effect is the t-like EGA - baseline
-    difference of ``values + noise_k``; "holds" when it exceeds 2."""
+def _arch_curve(values, n_specs=5, noise=0.0, seed=0, unit=3.0):
+    """A curve of ``n_specs`` specifications: spec k's effect is the EGA - baseline
+    difference of ``values + noise_k`` in units of ``unit`` (a half-width)."""
     rng = np.random.default_rng(seed)
     jitter = rng.normal(0, noise, (n_specs, len(values)))
 
     def curve(lab):
         ega = np.asarray(lab) == "ega"
-        eff = []
-        for k in range(n_specs):
-            x = np.asarray(values) + jitter[k]
-            d = x[ega].mean() - x[~ega].mean()
-            s = np.sqrt(x[ega].var(ddof=1) / ega.sum() + x[~ega].var(ddof=1) / (~ega).sum())
-            eff.append(d / s)
-        eff = np.asarray(eff)
-        return eff > 2, eff
+        x = np.asarray(values) + jitter
+        return (x[:, ega].mean(1) - x[:, ~ega].mean(1)) / unit
 
     return curve
 
 
-def test_planted_architecture_effect_gives_the_smallest_p():
-    rng = np.random.default_rng(1)
-    values = rng.normal(0, 1, 8) + np.where(np.array(ARCH8) == "ega", 5.0, 0.0)
+def _effects(curve, labs):
+    return np.array([curve(lab) for lab in labs])
+
+
+def _planted(shift):
+    """8 models: baseline values 0..0.3, EGA the same shifted by ``shift``."""
+    base = np.linspace(0.0, 0.3, 4)
+    return np.concatenate([base, base + shift])
+
+
+def test_curve_statistics_of_a_known_curve():
+    from msapod.studies.verdict.claims import Z95
+
+    # 1.0 is a bound (+-1): significant in neither direction; NaN: no effect
+    e = np.array([[1.5, -2.0, 1.0, np.nan, 0.5], [np.nan] * 5])
+    st = nulls.curve_statistics(e)
+    assert st["share_for"][0] == pytest.approx(1 / 5)  # of all 5 specifications
+    assert st["share_against"][0] == pytest.approx(1 / 5)
+    assert st["median_effect"][0] == pytest.approx(0.75)
+    assert st["stouffer_z"][0] == pytest.approx(Z95 * 1.0 / np.sqrt(4))
+    assert st["share_for"][1] == 0 and np.isnan(st["median_effect"][1])
+    assert np.isnan(st["stouffer_z"][1])
+
+
+def test_a_curve_consistently_for_the_claim_gets_the_smallest_p_for():
     labs, exact = architecture_labelings(ARCH8)
-    res = joint_test(_arch_curve(values, noise=0.1), labs, exact=exact)
-    assert res.share == 1.0 and res.median > 2
-    assert res.p_share == pytest.approx(1 / 70) and res.joint_p == pytest.approx(1 / 70)
-    assert res.reachable and res.min_p == pytest.approx(1 / 70)
-    assert res.n_null == 70 and res.null_share.shape == (70,)
+    res = joint_test(_effects(_arch_curve(_planted(5.0), noise=0.1), labs), exact=exact)
+    assert res.observed["share_for"] == 1.0 and res.observed["share_against"] == 0.0
+    assert res.observed["median_effect"] > 1 and res.observed["stouffer_z"] > 1.96
+    for name in ("p_median_for", "p_share_for", "p_stouffer_for"):
+        assert res.p[name] == pytest.approx(1 / 70)
+    assert res.p_for == pytest.approx(1 / 70) and res.p_against == 1.0
+    assert res.direction == "for" and res.joint_p == pytest.approx(1 / 70)
+    assert res.n_null == 70 and res.exact and res.min_p == pytest.approx(1 / res.n_null)
+    assert res.reachable and res.null["median_effect"].shape == (70,)
+
+
+def test_a_curve_consistently_against_the_claim_gets_the_smallest_p_against():
+    labs, exact = architecture_labelings(ARCH8)
+    res = joint_test(_effects(_arch_curve(_planted(-5.0), noise=0.1), labs), exact=exact)
+    assert res.observed["share_against"] == 1.0 and res.observed["share_for"] == 0.0
+    for name in ("p_median_against", "p_share_against", "p_stouffer_against"):
+        assert res.p[name] == pytest.approx(1 / 70)
+    assert res.p_against == pytest.approx(1 / 70) and res.p_for == 1.0
+    assert res.direction == "against" and res.joint_p == pytest.approx(1 / 70)
+
+
+def test_a_curve_under_the_null_gets_p_values_that_are_not_small():
+    """Effects independent of the labels: each p-value is at most alpha in about alpha
+    of the data sets and spread over (0, 1]; so are the two summaries."""
+    labs, exact = architecture_labelings(ARCH8)
+    ps = {k: [] for k in (*nulls.P_VALUES, "p_for", "p_against")}
+    for seed in range(150):
+        values = np.random.default_rng(100 + seed).normal(0, 1, 8)
+        res = joint_test(_effects(_arch_curve(values, noise=0.3, seed=seed), labs), exact=exact)
+        for k in ps:
+            ps[k].append(res.p[k] if k in res.p else getattr(res, k))
+    for k, p in ps.items():
+        p = np.asarray(p)
+        assert np.mean(p <= 0.05) <= 0.12, k
+        if k.startswith(("p_median", "p_stouffer")):  # the shares are mostly 0: p = 1
+            assert 0.3 < np.median(p) < 0.75, k
+
+
+def test_summaries_are_the_largest_p_of_each_direction():
+    def curve(lab):
+        # the observed curve has the largest effects, none beyond its interval
+        return np.full(4, 0.9 if list(lab) == ARCH8 else 0.1)
+
+    labs, exact = architecture_labelings(ARCH8)
+    res = joint_test(_effects(curve, labs), exact=exact)
+    assert res.p["p_median_for"] == pytest.approx(1 / 70)
+    assert res.p["p_stouffer_for"] == pytest.approx(1 / 70)
+    assert res.p["p_share_for"] == 1.0  # no specification significant: no evidence
+    assert res.p_for == 1.0
+    with pytest.raises(ValueError, match="effects"):
+        joint_test(_effects(curve, labs[:1]))
 
 
 def test_two_plus_two_seeds_cannot_reach_significance():
     arch = ["baseline", "baseline", "ega", "ega"]
-    values = np.array([0.0, 0.1, 10.0, 10.1])
     labs, exact = architecture_labelings(arch)
-    res = joint_test(_arch_curve(values), labs, exact=exact)
-    assert res.joint_p == pytest.approx(1 / 6)
+    res = joint_test(_effects(_arch_curve(np.array([0.0, 0.1, 10.0, 10.1])), labs), exact=exact)
+    assert res.n_null == 6 and res.min_p == pytest.approx(1 / 6)
+    assert res.p_for == pytest.approx(1 / 6) and res.direction == "for"
     assert not res.reachable and "cannot reach" in res.note
-
-
-def test_no_effect_gives_uniform_p_values():
-    labs, exact = architecture_labelings(ARCH8)
-    ps = []
-    for seed in range(150):
-        values = np.random.default_rng(100 + seed).normal(0, 1, 8)
-        ps.append(joint_test(_arch_curve(values, noise=0.3, seed=seed), labs, exact=exact).p_median)
-    ps = np.asarray(ps)
-    # a valid test: p <= 0.05 in about 5 % of null data sets, p spread over (0, 1]
-    assert np.mean(ps <= 0.05) <= 0.12
-    assert 0.35 < np.median(ps) < 0.65
-    assert np.mean(ps <= 0.5) == pytest.approx(0.5, abs=0.15)
-
-
-def test_joint_p_is_the_larger_of_the_two():
-    def curve(lab):
-        # holds in every relabelling, effect only in the observed one
-        e = 3.0 if list(lab) == ARCH8 else 0.0
-        return np.ones(4, bool), np.full(4, e)
-
-    labs, exact = architecture_labelings(ARCH8)
-    res = joint_test(curve, labs, exact=exact)
-    assert res.p_share == 1.0 and res.p_median == pytest.approx(1 / 70)
-    assert res.joint_p == 1.0
-    with pytest.raises(ValueError, match="labelings"):
-        joint_test(curve, labs[:1])
 
 
 # ---------------------------------------------------------------------------------------
 # relabelling ZooData (no recomputation) and the joint tests of the rules
 
 
-def _fake_data(values, arch=ARCH8, layers=6, name="energy", se="energy_se"):
+def _fake_data(values, arch=ARCH8, layers=6, name="energy", se="energy_se", se_value=0.01):
     """A ZooData whose only numbers are a per-(model, layer) ``name`` and its SE ``se``."""
     from msapod.studies.verdict.multiverse import ZooData
 
     models = [f"{a}-{i}" for i, a in enumerate(arch)]
+    values = np.asarray(values, float)
     ev = xr.Dataset(
         {
-            name: (("model", "layer"), np.asarray(values, float)),
-            se: (("model", "layer"), np.full((len(arch), layers), 0.01)),
+            name: (("model", "layer"), values),
+            se: (("model", "layer"), np.full(values.shape, se_value)),
         },
         coords={
             "model": models,
@@ -197,65 +234,112 @@ def test_relabel_architecture_and_layers_share_the_evidence():
         relabel_architecture(data, lab[:3])
 
 
-def _one_spec():
+def _one_spec(zoo="z"):
     from msapod.studies.verdict.multiverse import MAIN_SPEC
 
-    return [{"zoo": "z", **MAIN_SPEC}]
+    return [{"zoo": zoo, **MAIN_SPEC}]
 
 
-def test_joint_tests_on_the_rule_planted_architecture_effect(monkeypatch):
-    """C7 through multiverse.evaluate: EGA energy planted above baseline in every layer
-    gives joint p = 1/70; the same numbers with unrelated labels do not."""
+@pytest.fixture
+def energy_rule(monkeypatch):
+    """C7's rule on the fake data's energy (every other input of the curve left out)."""
     import msapod.studies.verdict.multiverse as mv
-
-    rng = np.random.default_rng(0)
-    base = rng.normal(1.0, 0.05, (8, 6))
-    planted = base + np.where(np.array(ARCH8) == "ega", 1.0, 0.0)[:, None]
 
     def fake_rule_call(claim, spec, d):
         return mv.RULES["C7"], (d.ev["energy"], d.ev["energy_se"]), {"where": "test"}
 
     monkeypatch.setattr(mv, "rule_call", fake_rule_call)
-    specs = _one_spec()
-    res = nulls.joint_tests({"z": _fake_data(planted)}, specs, claims=["C7"])
-    r = res.sel(claim="C7")
-    assert float(r["share"]) == 1.0
+
+
+@pytest.mark.parametrize("shift, direction", [(1.0, "for"), (-1.0, "against")])
+def test_joint_tests_on_a_planted_architecture_effect(energy_rule, shift, direction):
+    """C7 through its rule: EGA energy planted above baseline in every layer gets p "for"
+    = 1/70, below it p "against" = 1/70; the 70 labellings enumerated exactly."""
+    rng = np.random.default_rng(0)
+    planted = (
+        rng.normal(1.0, 0.05, (8, 6)) + np.where(np.array(ARCH8) == "ega", shift, 0.0)[:, None]
+    )
+    r = nulls.joint_tests({"z": _fake_data(planted)}, _one_spec(), claims=["C7"]).sel(claim="C7")
+    assert str(r["direction"].values) == direction
     assert float(r["joint_p"]) == pytest.approx(1 / 70)
+    assert float(r[f"p_{direction}"]) == pytest.approx(1 / 70)
+    other = "against" if direction == "for" else "for"
+    assert float(r[f"p_{other}"]) == 1.0
+    assert float(r[f"share_{direction}"]) == 1.0
     assert int(r["n_null"]) == 70 and bool(r["exact"]) and bool(r["reachable"])
+    assert float(r["min_p"]) == pytest.approx(1 / 70) and str(r["zoo"].values) == "z"
+    assert "70 balanced architecture labellings" in str(r["note"].values)
+
+
+def test_joint_tests_without_a_null_or_a_design_that_can_reach_alpha(energy_rule):
+    rng = np.random.default_rng(0)
+    planted = rng.normal(1.0, 0.05, (8, 6)) + np.where(np.array(ARCH8) == "ega", 1.0, 0.0)[:, None]
     # labels unrelated to the planted groups (2 + 2 models: 6 labellings)
     mixed = ["ega", "baseline", "ega", "baseline"]
-    res2 = nulls.joint_tests({"z": _fake_data(planted[2:6], arch=mixed)}, specs, claims=["C7"])
-    assert float(res2.sel(claim="C7")["joint_p"]) > 0.2
-    assert not bool(res2.sel(claim="C7")["reachable"])
-    # no null for C10
-    res3 = nulls.joint_tests({"z": _fake_data(planted)}, specs, claims=["C10"])
-    assert np.isnan(float(res3["joint_p"].sel(claim="C10")))
+    res = nulls.joint_tests({"z": _fake_data(planted[2:6], arch=mixed)}, _one_spec(), claims=["C7"])
+    r = res.sel(claim="C7")
+    assert int(r["n_null"]) == 6 and float(r["min_p"]) == pytest.approx(1 / 6)
+    assert float(r["joint_p"]) > 0.2 and not bool(r["reachable"])
+    # no null for C10: NaN, no direction, the reason in the note
+    r = nulls.joint_tests({"z": _fake_data(planted)}, _one_spec(), claims=["C10"]).sel(claim="C10")
+    assert np.isnan(float(r["joint_p"])) and str(r["direction"].values) == ""
+    assert str(r["note"].values) == "no null for this claim"
 
 
-def test_joint_tests_layer_null_on_planted_early_layers(monkeypatch):
-    """C1 on planted scales: layers 1-2 at 3, the others at 30: the observed labelling is
-    the only one of the 15 where C1 holds."""
+@pytest.fixture
+def scale_rule(monkeypatch):
+    """C1's rule on the fake data's scale statistic (no edges, no grid)."""
     import msapod.studies.verdict.multiverse as mv
 
-    arch = ["baseline"]
-    scale = np.array([[3.0, 3.2, 30.0, 31.0, 32.0, 33.0]])
     v, se = "scale_stat_value", "scale_stat_se"
-    data = {"z": _fake_data(scale, arch=arch, name=v, se=se)}
 
     def fake_rule_call(claim, spec, d):
         return mv.RULES["C1"], (d.ev[v], d.ev[se]), {"where": "test"}
 
     monkeypatch.setattr(mv, "rule_call", fake_rule_call)
-    res = nulls.joint_tests(data, _one_spec(), claims=["C1"])
-    r = res.sel(claim="C1")
-    assert int(r["n_null"]) == 15 and bool(r["exact"])
-    assert float(r["share"]) == 1.0 and float(r["p_share"]) == pytest.approx(1 / 15)
-    assert float(r["joint_p"]) == max(float(r["p_share"]), float(r["p_median"]))
-    assert not bool(r["reachable"])  # one model, 15 labellings: p >= 1/15
-    # every layer at fine scales: C1 holds under any labelling, p = 1 (not layer-specific)
-    flat = {"z": _fake_data(np.full((1, 6), 3.0), arch=arch, name=v, se=se)}
-    res = nulls.joint_tests(flat, _one_spec(), claims=["C1"])
-    assert float(res.sel(claim="C1")["joint_p"]) == 1.0
+    return lambda scale: {"z": _fake_data(scale, arch=ARCH8, name=v, se=se, se_value=0.2)}
+
+
+def test_layer_null_on_planted_early_layers(scale_rule):
+    """C1 on 8 models: layers 1-2 at fine scales and the others coarse gets the smallest
+    p "for" (0.01: 99 random per-model relabellings of 15^8) of the median effect and of
+    Stouffer's Z; the reverse, the smallest p "against"; every layer alike, p = 1 both
+    ways (every relabelling gives the observed curve)."""
+    rng = np.random.default_rng(2)
+    fine, coarse = rng.uniform(2.5, 3.5, (8, 2)), rng.uniform(30, 40, (8, 4))
+    for scale, direction in (
+        (np.hstack([fine, coarse]), "for"),
+        (np.hstack([coarse[:, :2], coarse[:, 2:] / 10, fine]), "against"),
+    ):
+        r = nulls.joint_tests(scale_rule(scale), _one_spec(), claims=["C1"]).sel(claim="C1")
+        assert int(r["n_null"]) == 100 and not bool(r["exact"])
+        assert float(r["min_p"]) == pytest.approx(0.01) and bool(r["reachable"])
+        assert str(r["direction"].values) == direction
+        assert float(r[f"p_median_{direction}"]) == pytest.approx(0.01)
+        assert float(r[f"p_stouffer_{direction}"]) == pytest.approx(0.01)
+        # one specification: the share is 0 or 1, as often 1 as a relabelling is significant
+        parts = [float(r[f"p_{s}_{direction}"]) for s in ("median", "share", "stouffer")]
+        assert float(r[f"p_{direction}"]) == max(parts)
+    flat = scale_rule(np.full((8, 6), 3.0))
+    r = nulls.joint_tests(flat, _one_spec(), claims=["C1"]).sel(claim="C1")
+    assert float(r["p_for"]) == 1.0 and float(r["p_against"]) == 1.0
+
+
+def test_exact_enumeration_counts_of_the_joint_tests(energy_rule):
+    """4 + 4 models: the 70 architecture labellings; 2 + 2: 6; trained vs untrained of 8
+    models: the 256 swaps; each with min_p = 1 / n_null."""
+    assert swap_labelings(8)[0].shape == (256, 8) and swap_labelings(8)[1]
+    data = {"z": _fake_data(np.random.default_rng(0).normal(1, 0.1, (8, 6)))}
+    specs = _one_spec()
+    for d, n in ((data, 70), ({"z": _fake_data(np.ones((4, 6)), arch=ARCH8[2:6])}, 6)):
+        r = nulls.joint_tests(d, specs, claims=["C7"]).sel(claim="C7")
+        assert int(r["n_null"]) == n and bool(r["exact"])
+        assert float(r["min_p"]) == pytest.approx(1 / n)
+    r = nulls.joint_tests(
+        data, specs, claims=["C7"], nulls={"C7": "trained vs untrained"}, untrained=data
+    ).sel(claim="C7")
+    assert int(r["n_null"]) == 256 and bool(r["exact"]) and float(r["min_p"]) == 1 / 256
+    assert float(r["p_for"]) == 1.0  # the untrained copy is the trained model: all ties
 
 
 # ---------------------------------------------------------------------------------------
@@ -342,6 +426,8 @@ def test_outcome_effect_signs_and_units():
     # C2 on the same numbers (a >= 20): negative
     e2 = nulls.outcome_effect(Outcome("C2", "", "", "", "", stat=s, lower=lo, upper=up))
     assert e2 < -1
+    # point values (no interval): no effect
+    assert np.isnan(nulls.outcome_effect(Outcome("C1", "", "", "", "", stat=s, lower=s, upper=s)))
     # C8: the stated signs per layer (+ in 3-4, - in 5-6)
     layer = np.arange(3, 7)
     diff = xr.Dataset(
@@ -357,6 +443,24 @@ def test_outcome_effect_signs_and_units():
     # a rule's own effect wins; no numbers -> NaN
     assert nulls.outcome_effect(Outcome("C4", "", "", "", "", extra={"effect": 0.3})) == 0.3
     assert np.isnan(nulls.outcome_effect(Outcome("C6", "", "", "", "")))
+
+
+@pytest.mark.parametrize("jackknife", [False, True])
+def test_outcome_effect_of_c9_from_its_intervals_is_the_rules_own(jackknife):
+    """C9's effect read from the intervals its outcome reports (per layer over seeds, or
+    per model and layer with a jackknife) equals the effect the rule computes."""
+    from msapod.studies.verdict.rules import rule_c9
+
+    rng = np.random.default_rng(4)
+    ratio = xr.DataArray(
+        rng.uniform(0.6, 1.3, (4, 6)),
+        dims=("model", "layer"),
+        coords={"model": list("abcd"), "layer": np.arange(1, 7)},
+    )
+    se = ratio.copy(data=rng.uniform(0.01, 0.1, (4, 6))) if jackknife else None
+    out = rule_c9(ratio, se, se_df=9 if jackknife else None)
+    own = out.extra.pop("effect")
+    assert np.isfinite(own) and nulls.outcome_effect(out) == pytest.approx(own, rel=1e-12)
 
 
 def attention(n, length, seed, scale, layers):
@@ -381,12 +485,14 @@ def attention(n, length, seed, scale, layers):
 def tiny_zoos():
     """Trained-like and untrained-like synthetic evidence of 2 + 2 models (the readings
     cut to one per window axis, as in the multiverse tests)."""
+    import msapod.studies.measure.evidence as evmod
     import msapod.studies.verdict.multiverse as mv
 
     models = ["baseline-1", "baseline-2", "ega-1", "ega-2"]
     small = {**mv.AXES, "centre": ("energy-max",), "width": (1.0,), "scale_min": (3,)}
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(mv, "AXES", small)
+        mp.setattr(evmod, "AXES", small)  # the readings measured
+        mp.setattr(mv, "AXES", small)  # and the specifications
         trained = [
             mv.fields_evidence(attention(n=6, length=12, seed=k, scale=2 + k, layers=6))
             for k in range(4)
@@ -416,47 +522,58 @@ def test_null_verdicts_and_the_trained_vs_untrained_null(tiny_zoos):
     r = ds.sel(claim="C9")
     assert str(r["null"].values) == "trained vs untrained"
     assert int(r["n_null"]) == 2**4 and bool(r["exact"]) and not bool(r["reachable"])
-    assert 1 / 16 <= float(r["joint_p"]) <= 1
+    assert float(r["min_p"]) == pytest.approx(1 / 16)
+    assert 1 / 16 <= float(r["p_for"]) <= 1 and 1 / 16 <= float(r["p_against"]) <= 1
+    assert str(r["direction"].values) in ("for", "against")
     assert np.isnan(float(ds["joint_p"].sel(claim="C6")))
 
 
-def test_joint_curve_reuses_outcomes_without_changing_them(tiny_zoos):
-    """The joint test's curve (each claim's evidence only, outcomes reused when a rule
-    gets the same numbers) equals the rule run afresh on the fully relabelled zoo."""
+#: How :func:`nulls.claim_effects` evaluates each claim's curve on the tiny zoos.
+HOW = {
+    "C1": "stacked along model",
+    "C2": "stacked along model",
+    "C3": "stacked along model",
+    "C5": "stacked along model",
+    "C7": "stacked along layer",
+    "C8": "stacked along layer",
+    "C9": "stacked along layer",
+    "C4": "its rule's steps over seeds, side by side",
+}
+
+
+@pytest.mark.parametrize("claim", list(HOW))
+def test_stacked_relabellings_give_the_rules_own_effects(tiny_zoos, claim):
+    """The stacked evaluation of a curve under relabellings equals the rule run afresh,
+    relabelling by relabelling, on the fully relabelled zoo (every variable relabelled,
+    no outcome reused)."""
     import msapod.studies.verdict.multiverse as mv
 
     trained, untrained, specs = tiny_zoos
-    arch = trained["z"].ev["architecture"].values.tolist()
-    layers = list(range(1, 7))
+    kind = nulls.DEFAULT_NULL[claim]
+    d = trained["z"]
+    labs = nulls._labelings(claim, kind, d, max_exact=0, n_random=4, seed=1)[0]
+    cs = [s for s in specs if mv.applies(claim, s) and s["n"] == 150]
+    effects, how = nulls.claim_effects(claim, cs, trained, kind, labs, untrained)
+    assert how == HOW[claim] and effects.shape == (len(labs), len(cs))
+    assert np.isfinite(effects).any()
+    reference = {
+        "layer labels": nulls.relabel_layers,
+        "architecture labels": nulls.relabel_architecture,
+        "trained vs untrained": lambda t, s: nulls.swap_untrained(t, untrained, s),
+    }[kind]
+    for lab, row in zip(labs, effects, strict=True):
+        full = reference(trained, lab)["z"]
+        want = [nulls.outcome_effect(mv.evaluate(claim, s, full)) for s in cs]
+        np.testing.assert_allclose(row, want, rtol=1e-9, atol=1e-12)
 
-    def swap_full(d, s):
-        return nulls.swap_untrained(d, untrained, s)
 
-    cases = [
-        ("C1", nulls.relabel_layers, nulls.relabel_layers, "layer"),
-        ("C4", nulls.relabel_layers, nulls.relabel_layers, "layer"),
-        ("C7", nulls.relabel_architecture, nulls.relabel_architecture, "arch"),
-        ("C9", None, swap_full, "swap"),
-    ]
-    for claim, relabel, reference, kind in cases:
-        if kind == "layer":
-            labs = nulls.layer_labelings(
-                4, layers, nulls.LAYER_ROLES[claim], max_exact=0, n_random=3, seed=1
-            )[0]
-        elif kind == "arch":
-            labs = nulls.architecture_labelings(arch)[0][:4]
-        else:
-            labs = nulls.swap_labelings(4)[0][[0, 5, 10, 15]]
-            u_view = nulls.claim_view(untrained, claim)
+def test_the_scorecard_names_the_direction_of_the_joint_test():
+    from msapod.studies.verdict.scorecard import joint_words
 
-            def relabel(d, s, u_view=u_view):
-                return nulls.swap_untrained(d, u_view, s)
+    def row(p, direction):
+        return xr.Dataset({"joint_p": p, "joint_direction": direction})
 
-        cs = [s for s in specs if mv.applies(claim, s)]
-        curve = nulls.claim_curve(claim, cs, nulls.claim_view(trained, claim), relabel)
-        for lab in [*labs, labs[0]]:  # the observed labelling again: every outcome reused
-            holds, effect = curve(lab)
-            d = reference(trained, lab)["z"]
-            outs = [mv.evaluate(claim, s, d) for s in cs]
-            np.testing.assert_array_equal(holds, [o.verdict == "holds" for o in outs])
-            np.testing.assert_array_equal(effect, [nulls.outcome_effect(o) for o in outs])
+    assert joint_words(row(1 / 70, "against")) == "against p = 0.014"
+    assert joint_words(row(0.01, "for")) == "for p = 0.01"
+    assert joint_words(row(1.0, "for")) == "for p = 1"
+    assert joint_words(row(np.nan, "")) == "—"

@@ -1,8 +1,8 @@
 """Null controls and a joint test over the specification curve.
 
 Two questions the specification curve (:mod:`msapod.studies.verdict.multiverse`) cannot answer
-by itself: *which structure did training create?* and *is the share of specifications
-that hold larger than chance would give?*
+by itself: *which structure did training create?* and *does the curve as a whole lean
+for or against a claim more than chance would give?*
 
 **Null ensembles.** The same extraction, the same cache keying and the same evidence
 (:func:`msapod.studies.verdict.multiverse.fields_evidence`) as for a trained zoo model, on
@@ -24,37 +24,57 @@ that hold larger than chance would give?*
   :data:`SHUFFLED_NOT_APPLICABLE` says why). Its evidence is computed at the default
   reading only (:data:`MAIN_AXES`): the scorecard's ``shuffled`` column, not a curve.
 
-**Joint test** (Simonsohn, Simmons & Nelson 2020, "Specification curve analysis"). For a
-claim with specifications ``s = 1..S`` the curve has two summaries: the share of
-specifications whose verdict is "holds", ``h = mean_s 1[holds_s]``, and the median
-effect ``m = median_s e_s`` (:func:`outcome_effect`: a signed distance of the measured
-value from the claim's threshold, in units of its interval half-width, positive where it
-supports the claim). Their null distributions come from re-evaluating the whole curve
-under relabellings that are exchangeable under the null hypothesis:
+**Joint test** (Simonsohn, Simmons & Nelson 2020, "Specification curve analysis"), on
+one zoo's curve (:func:`joint_tests`; the study tests the main zoo, whose models are
+relabelled among themselves). For a claim with specifications ``s = 1..S``, each
+specification's effect ``e_s`` (:func:`outcome_effect`) is a signed distance of its
+measured value from the claim's boundary in units of its 95 % interval half-width,
+positive where it supports the claim; ``e_s > 1`` means the interval excludes the boundary
+on the supporting side, ``e_s < -1`` on the other. The curve has three statistics
+(:func:`curve_statistics`):
+
+* the **median effect** ``median_s e_s``;
+* the **shares** of specifications significant *for* the claim, ``#{e_s > 1} / S``, and
+  *against* it, ``#{e_s < -1} / S`` (a bound at the grid's edge counts +-1, so neither;
+  a specification without an effect -- not testable, or point values without an
+  interval -- counts in neither share);
+* **Stouffer's Z**, ``sum_s z_s / sqrt(S')`` over the ``S'`` finite effects with
+  ``z_s = Z95 e_s`` (an effect in 95 % half-widths as a z value; the scale does not change
+  a permutation p-value).
+
+Their null distributions come from re-evaluating the whole curve under relabellings that
+are exchangeable under the null hypothesis:
 
 * **architecture labels** (C7, C8, L): every balanced assignment of the labels
-  ``baseline``/``ega`` to the models (:func:`architecture_labelings`; 4 + 4 models give
-  ``C(8, 4) = 70`` labellings, 35 up to the swap that negates every difference; 2 + 2 give
-  6); the claims are directional, so both members of a swapped pair are kept and the test
-  is one-sided;
+  ``baseline``/``ega`` to the zoo's models (:func:`architecture_labelings`; 4 + 4 models
+  give ``C(8, 4) = 70`` labellings, 2 + 2 give 6);
 * **layer labels** (C1-C5): each model's layers relabelled independently
   (:func:`layer_labelings`), keeping only assignments the claim can distinguish (for C1,
-  which 2 of 6 layers play "layers 1-2": 15 per model);
-* **trained vs untrained** (every field-based claim): per model, which of the trained
-  model and its untrained copy plays "trained" (:func:`swap_labelings`, ``2^M``
-  labellings).
+  which 2 of 6 layers play "layers 1-2": 15 per model, 15^8 for 8 models: a seeded
+  random draw of 99);
+* **trained vs untrained** (C9): per model, which of the trained model and its untrained
+  copy plays "trained" (:func:`swap_labelings`, ``2^M`` labellings: 256 for 8 models).
 
-With ``T_0`` the observed statistic and ``T_1..T_B`` the curve's statistic under the
-``B`` relabellings (the observed one included, as row 0), ``p = #{b : T_b >= T_0} / B``:
-exact when every labelling is enumerated, ``(1 + #{b >= 1 : T_b >= T_0}) / (1 + B')``
-(the same formula) with ``B'`` seeded random draws otherwise. ``joint_p = max(p_share,
-p_median)``: an intersection-union test, significant at ``alpha`` only when both the share
-and the median effect are. The smallest attainable p is ``1 / B`` (ties aside): a design
-with ``1 / B > alpha`` *cannot* reach significance, and :class:`JointTest` says so.
+Every relabelling is enumerated when there are at most :data:`MAX_EXACT`; otherwise the
+observed one and :data:`NUM_RANDOM` seeded random ones. With ``T_0`` the observed
+statistic and ``T_1..T_B`` the curve's statistic under the ``B`` relabellings (the
+observed one included, as row 0), each statistic gets two p-values: "for",
+``#{b : T_b >= T_0} / B``, and "against", ``#{b : T_b <= T_0} / B`` (for the shares: the
+share against the claim, ``#{b : A_b >= A_0} / B``). A curve consistently against the
+claim gets a small p "against". Exact when every labelling is enumerated, otherwise
+``(1 + #{b >= 1 : T_b >= T_0}) / (1 + B')`` (the same formula) with ``B'`` random draws.
+``p_for`` (``p_against``) is the largest of the three p-values of its direction, an
+intersection-union test: significant at ``alpha`` only when all three statistics are.
+``joint_p`` is the smaller of the two, with its ``direction``; naming the direction after
+seeing the curve, read it against ``alpha / 2`` (the two directions are two tests). The
+smallest attainable p is ``1 / B`` (ties aside), stored as ``min_p`` with ``n_null``: a
+design with ``1 / B > alpha`` *cannot* reach significance, and the note says so.
 
-Relabelling never recomputes fields or Grams: it permutes the per-model, per-layer
-evidence already held in :class:`~msapod.studies.verdict.multiverse.ZooData` and calls
-:func:`~msapod.studies.verdict.multiverse.evaluate` again.
+Relabelling never recomputes fields or Grams: it permutes or swaps the per-model,
+per-layer evidence already held in :class:`~msapod.studies.verdict.multiverse.ZooData` and
+calls the claim's rule again -- where the rule reads each model (or each layer) on its own,
+once per specification on every relabelling's inputs stacked along that dim
+(:func:`claim_effects`).
 """
 
 from __future__ import annotations
@@ -63,6 +83,7 @@ import hashlib
 import itertools
 import json
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -70,12 +91,15 @@ import numpy as np
 import xarray as xr
 
 from ..store.cache import state_sha256
+from .registry import REGISTRY
 
 __all__ = [
     "NULLS",
     "JointTest",
     "architecture_labelings",
     "claim_curve",
+    "claim_effects",
+    "curve_statistics",
     "joint_test",
     "joint_tests",
     "layer_labelings",
@@ -97,17 +121,9 @@ __all__ = [
 #: The null ensembles.
 NULLS = ("untrained", "shuffled")
 #: The claims the shuffled-snippet null addresses: the lag structure of the fields.
-SHUFFLED_CLAIMS = ("C1", "C2", "C4", "C7", "C9")
+SHUFFLED_CLAIMS = tuple(c.id for c in REGISTRY.values() if not c.no_shuffled)
 #: Why the other claims get no shuffled verdict.
-SHUFFLED_NOT_APPLICABLE = {
-    "C3": "T_spec describes how the variance across snippets spreads over POD modes; "
-    "shuffling changes what varies between snippets, not the lag structure",
-    "C5": "H* counts POD modes of the variance across snippets (as C3)",
-    "C6": "head pruning needs the validation loss of the trained text",
-    "C8": "an architecture contrast of T_spec (as C3)",
-    "C10": "Theorem 1 is an identity of POD on any ensemble",
-    "L": "the loss claim is about training, not the fields",
-}
+SHUFFLED_NOT_APPLICABLE = {c.id: c.no_shuffled for c in REGISTRY.values() if c.no_shuffled}
 #: Version of the null fields' and evidence's layout; part of their cache keys.
 NULL_FORMAT = 1
 
@@ -270,8 +286,8 @@ def null_evidence(
     the default reading only). ``window_se``: C4's and C9's jackknife
     (:func:`~msapod.studies.verdict.multiverse.needs_window_se`).
     """
+    from ..measure import evidence as mv
     from ..store.cache import cached_dataset
-    from . import multiverse as mv
 
     _check_null(null)
     F = (
@@ -647,78 +663,189 @@ def swap_untrained(data: Mapping, untrained: Mapping, swap: Sequence[bool]) -> d
 
 
 # ---------------------------------------------------------------------------------------
-# effects and the joint test
+# effects
 
 #: Signs of the stated architecture differences (EGA - baseline) per claim; ``None``:
 #: the same sign in every layer.
-DIFF_SIGN = {"C7": {None: 1}, "C8": {3: 1, 4: 1, 5: -1, 6: -1}, "L": {None: -1}}
+DIFF_SIGN = {c.id: dict(c.signs) for c in REGISTRY.values() if c.signs}
 #: Signs of the stated early/late contrasts (the rule's ``contrast``): C3 late - early
 #: T_spec < 0, C5 early - later H* > 0; C1/C2 (late - early scale) > 0.
-CONTRAST_SIGN = {"C1": 1, "C2": 1, "C3": -1, "C5": 1}
+CONTRAST_SIGN = {c.id: c.contrast_sign for c in REGISTRY.values() if c.contrast_sign}
 #: Claims on positive quantities (scales, T_spec, H*): distances on the log scale.
-LOG_CLAIMS = {"C1", "C2", "C3", "C5"}
+LOG_CLAIMS = {c.id for c in REGISTRY.values() if c.log}
 
 
 def _standardised(value, lower, upper, low=-np.inf, high=np.inf, log=False):
-    """:func:`msapod.studies.verdict.rules.standardised` (the rules' own effects use it too)."""
+    """:func:`msapod.studies.verdict.rules.standardised` (the rules' own effects use it
+    too), NaN for a point value (an interval of zero width: no effect without an
+    interval)."""
     from .rules import standardised
 
-    return standardised(value, lower, upper, low, high, log)
+    z = standardised(value, lower, upper, low, high, log)
+    with np.errstate(invalid="ignore"):
+        point = np.asarray(upper, dtype=float) - np.asarray(lower, dtype=float) == 0
+    return np.where(point, np.nan, z)
+
+
+def _case_effects(claim, diff=None, contrast=None, stat=None) -> np.ndarray:
+    """The per-case effects of one outcome from plain arrays (:func:`_outcome_arrays`):
+    ``diff`` ``(value, lower, upper, layers)`` per layer (``layers`` None for a single
+    difference), ``contrast`` ``(value, lower, upper, models)`` per model, ``stat``
+    ``(value, lower, upper, layers, models)`` per ``(model, layer)``. See
+    :func:`outcome_effect`."""
+    from .rules import THRESHOLDS
+
+    if claim == "C9":  # the ratio's intervals as its rule reads them (per layer over seeds)
+        cases = diff if diff is not None else stat
+        if cases is None:
+            return np.array([])
+        low, high = THRESHOLDS[claim]
+        return np.ravel(_standardised(*cases[:3], low, high, log=claim in LOG_CLAIMS))
+    vals = []
+    if diff is not None and claim in DIFF_SIGN:
+        signs = DIFF_SIGN[claim]
+        value, lower, upper, layers = (np.atleast_1d(x) if x is not None else x for x in diff)
+        sign = np.full(value.shape, float(signs.get(None, np.nan)))
+        if layers is not None:
+            sign = np.array([signs.get(int(v), signs.get(None, np.nan)) for v in layers], float)
+        vals.append(sign * _standardised(value, lower, upper, low=0.0))
+    if diff is None and contrast is not None and claim in CONTRAST_SIGN:
+        value, lower, upper = contrast[:3]
+        vals.append(CONTRAST_SIGN[claim] * _standardised(value, lower, upper, low=0.0))
+    if diff is None and stat is not None and claim in THRESHOLDS:
+        low, high = THRESHOLDS[claim]
+        layers = REGISTRY[claim].layers if claim in REGISTRY else None
+        value, lower, upper, labels = stat[:4]
+        if layers is not None and labels is not None:
+            cols = np.isin(labels, layers)
+            value, lower, upper = value[..., cols], lower[..., cols], upper[..., cols]
+        vals.append(_standardised(value, lower, upper, low, high, log=claim in LOG_CLAIMS))
+    return np.concatenate([np.ravel(v) for v in vals]) if vals else np.array([])
+
+
+def _median(z) -> float:
+    z = np.asarray(z, dtype=float).ravel()
+    z = z[np.isfinite(z)]
+    return float(np.median(z)) if z.size else float("nan")
+
+
+def _outcome_arrays(outcome) -> dict:
+    """The per-case numbers of an outcome as plain arrays (:func:`_case_effects`), with
+    the layers and models they belong to (None without that dim); ``stat`` with its
+    models first and its layers last."""
+    out = {}
+
+    def coord(x, name):
+        return x[name].values if name in x.dims else None
+
+    if outcome.diff is not None:
+        d = outcome.diff
+        values = (np.ravel(d[k].values) for k in ("value", "lower", "upper"))
+        out["diff"] = (*values, coord(d["value"], "layer"))
+    if outcome.contrast is not None:
+        c = outcome.contrast
+        values = (np.ravel(c[k].values) for k in ("value", "lower", "upper"))
+        out["contrast"] = (*values, coord(c["value"], "model"))
+    if outcome.stat is not None:
+        s = outcome.stat
+        rest = [d for d in s.dims if d not in ("model", "layer")]
+        dims = ["model"] * ("model" in s.dims) + rest + ["layer"] * ("layer" in s.dims)
+        values = (x.variable.transpose(*dims).values for x in (s, outcome.lower, outcome.upper))
+        out["stat"] = (*values, coord(s, "layer"), coord(s, "model"))
+    return out
 
 
 def outcome_effect(outcome) -> float:
     """The signed, unit-free effect of one specification's outcome (positive supports
     the claim); NaN when the outcome has none.
 
-    ``outcome.extra["effect"]`` if the rule sets one; otherwise the median over the
-    claim's cases of: the architecture difference times its stated sign over its interval
-    half-width (C7, C8, L); otherwise both the early/late contrast likewise (C1, C2, C3,
-    C5, when the rule reports one) and the distance of the key statistic from the claim's
-    threshold (:data:`~msapod.studies.verdict.rules.THRESHOLDS`) over its half-width (log scale
-    for positive quantities, raw for point values: C4, C9), in the layers the claim names.
-    An interval that excludes the claim's boundary gives ``|effect| > 1``.
+    ``outcome.extra["effect"]`` if the rule sets one (C4, C9); otherwise the median over
+    the claim's cases of: the architecture difference times its stated sign over its
+    interval half-width (C7, C8, L); otherwise both the early/late contrast likewise (C1,
+    C2, C3, C5, when the rule reports one) and the distance of the key statistic from the
+    claim's threshold (:data:`~msapod.studies.verdict.rules.THRESHOLDS`) over its
+    half-width (log scale for positive quantities), in the layers the claim names; for C9
+    as its rule reads it, the ratio's interval (per layer over seeds, else per model and
+    layer) against the threshold on the log scale. A case with an interval of zero
+    width (a point value) has no effect; a bound (a maximum at the grid's edge, a
+    half-line) counts +-1. An interval that excludes the claim's boundary gives
+    ``|effect| > 1``.
     """
-    from .rules import EARLY, LATE, MIDDLE_LATE, PAPER_LAGS, THRESHOLDS
-
-    claim = outcome.claim
     if "effect" in outcome.extra:
         return float(outcome.extra["effect"])
-    vals = []
-    if outcome.diff is not None and claim in DIFF_SIGN:
-        signs = DIFF_SIGN[claim]
-        d = outcome.diff
-        if "layer" in d["value"].dims:
-            for layer in d["layer"].values:
-                sign = signs.get(int(layer), signs.get(None))
-                if sign is None:
-                    continue
-                x = d.sel(layer=layer)
-                vals.append(sign * _standardised(x["value"], x["lower"], x["upper"], low=0.0))
-        else:
-            sign = signs[None]
-            vals.append(sign * _standardised(d["value"], d["lower"], d["upper"], low=0.0))
-    if outcome.diff is None and outcome.contrast is not None and claim in CONTRAST_SIGN:
-        c = outcome.contrast
-        z = _standardised(c["value"], c["lower"], c["upper"], low=0.0)
-        vals.extend(CONTRAST_SIGN[claim] * np.ravel(z))
-    if outcome.diff is None and outcome.stat is not None and claim in THRESHOLDS:
-        low, high = THRESHOLDS[claim]
-        layers = {
-            "C1": EARLY,
-            "C2": LATE,
-            "C3": EARLY,
-            "C4": sorted(PAPER_LAGS),
-            "C5": MIDDLE_LATE,
-        }.get(claim)
-        s, lo, up = outcome.stat, outcome.lower, outcome.upper
-        if layers is not None and "layer" in s.dims:
-            keep = [v for v in layers if v in s["layer"].values]
-            s, lo, up = s.sel(layer=keep), lo.sel(layer=keep), up.sel(layer=keep)
-        z = _standardised(s.values, lo.values, up.values, low, high, log=claim in LOG_CLAIMS)
-        vals.extend(np.ravel(z))
-    v = np.asarray(vals, dtype=float).ravel()
-    v = v[np.isfinite(v)]
-    return float(np.median(v)) if v.size else float("nan")
+    return _median(_case_effects(outcome.claim, **_outcome_arrays(outcome)))
+
+
+# ---------------------------------------------------------------------------------------
+# the joint test
+
+#: A specification is significant for the claim when its effect exceeds this, against it
+#: below minus this: the 95 % interval excludes the claim's boundary.
+SIGNIFICANT = 1.0
+#: The statistics of a curve (:func:`curve_statistics`).
+STATISTICS = ("median_effect", "share_for", "share_against", "stouffer_z")
+#: The permutation p-values: name, statistic and whether larger values are more extreme.
+P_VALUES = {
+    "p_median_for": ("median_effect", True),
+    "p_median_against": ("median_effect", False),
+    "p_share_for": ("share_for", True),
+    "p_share_against": ("share_against", True),
+    "p_stouffer_for": ("stouffer_z", True),
+    "p_stouffer_against": ("stouffer_z", False),
+}
+#: The quantiles of each statistic's null in :func:`joint_tests`.
+QUANTILES = (0.05, 0.5, 0.95)
+#: Random relabellings where the exact count exceeds ``max_exact``: p >= 1 / 100 = 0.01.
+NUM_RANDOM = 99
+#: The largest number of relabellings enumerated exactly (the 256 trained/untrained
+#: swaps of 8 models; not the 15^8 per-model layer relabellings).
+MAX_EXACT = 1000
+
+
+def curve_statistics(effects) -> dict[str, np.ndarray]:
+    """The joint test's statistics of specification curves ``effects (..., S)``.
+
+    ``median_effect``: the median finite effect; ``share_for`` / ``share_against``: the
+    share of the ``S`` specifications with effect ``> SIGNIFICANT`` / ``< -SIGNIFICANT``
+    (a NaN effect counts in neither); ``stouffer_z``: ``sum_s z_s / sqrt(S')`` over the
+    ``S'`` finite effects, ``z_s = Z95 * effect_s`` (an effect in half-widths of a 95 %
+    interval, as a z value). Each is NaN for a curve without a finite effect (the
+    shares: 0).
+    """
+    from .claims import Z95
+
+    e = np.asarray(effects, dtype=float)
+    if e.shape[-1] < 1:
+        raise ValueError(f"effects: expected >= 1 specification, got shape {e.shape}")
+    finite = np.isfinite(e)
+    n = finite.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a curve without a finite effect
+        median = np.nanmedian(np.where(finite, e, np.nan), -1)
+        stouffer = np.where(n > 0, np.where(finite, Z95 * e, 0.0).sum(-1) / np.sqrt(n), np.nan)
+    return {
+        "median_effect": median,
+        "share_for": (e > SIGNIFICANT).sum(-1) / e.shape[-1],
+        "share_against": (e < -SIGNIFICANT).sum(-1) / e.shape[-1],
+        "stouffer_z": stouffer,
+    }
+
+
+def _perm_p(null: np.ndarray, observed: float, larger: bool) -> float:
+    """``#{b : T_b >= T_0} / B`` (``larger``; else ``<=``), row 0 the observed labelling;
+    NaN rows never reach the observed; NaN when the observed statistic is."""
+    if not np.isfinite(observed):
+        return float("nan")
+    with np.errstate(invalid="ignore"):
+        hit = null >= observed - 1e-12 if larger else null <= observed + 1e-12
+    hit = np.where(np.isfinite(null), hit, False)
+    hit[0] = True
+    return float(hit.mean())
+
+
+def _largest(ps) -> float:
+    ps = [p for p in ps if np.isfinite(p)]
+    return max(ps) if ps else float("nan")
 
 
 @dataclass
@@ -727,109 +854,107 @@ class JointTest:
 
     Attributes
     ----------
-    share, median
-        Observed share of specifications that hold and median effect.
-    null_share, null_median
-        The same statistics under every relabelling (row 0: the observed labelling).
-    p_share, p_median, joint_p
-        Permutation p values (``#{T_b >= T_0} / B``) and their maximum (the
-        intersection-union test); NaN ``p_median`` when no specification has an effect,
-        then ``joint_p = p_share``.
+    observed
+        :func:`curve_statistics` of the observed curve (floats, :data:`STATISTICS`).
+    null
+        The same statistics under every relabelling, row 0 the observed one.
+    p
+        The permutation p-values of :data:`P_VALUES` ("for": the null at least as large
+        as observed; "against": the median and Stouffer's Z at least as small, the
+        share against at least as large).
+    p_for, p_against
+        Intersection-union summaries: the largest of the three p-values of a direction
+        (significant at ``alpha`` only when all three statistics are).
+    direction, joint_p
+        The direction with the smaller summary (a tie: the sign of the median effect)
+        and that summary.
     n_null, exact, min_p, reachable
         Relabellings used (the observed included), whether they are every one, the
         smallest attainable p (``1 / n_null``) and whether it is ``<= alpha``.
+    n_effects
+        Specifications of the observed curve with a finite effect.
     note
-        The design's limit in plain words.
+        The design and its limit in plain words.
     """
 
-    share: float
-    median: float
-    null_share: np.ndarray
-    null_median: np.ndarray
-    p_share: float
-    p_median: float
+    observed: dict
+    null: dict
+    p: dict
+    p_for: float
+    p_against: float
+    direction: str
     joint_p: float
     n_null: int
     exact: bool
     min_p: float
     reachable: bool
+    n_effects: int
     note: str = ""
     extra: dict = field(default_factory=dict)
 
 
-def curve_statistics(holds, effect) -> tuple[float, float]:
-    """``(share of specifications that hold, median finite effect)`` of one curve."""
-    h = np.asarray(holds, dtype=bool).ravel()
-    e = np.asarray(effect, dtype=float).ravel()
-    share = float(h.mean()) if h.size else float("nan")
-    e = e[np.isfinite(e)]
-    return share, float(np.median(e)) if e.size else float("nan")
-
-
-def _perm_p(null: np.ndarray, observed: float) -> float:
-    if not np.isfinite(observed):
-        return float("nan")
-    # row 0 (the observed labelling) always counts; NaN rows never reach the observed
-    ge = np.where(np.isfinite(null), null >= observed - 1e-12, False)
-    ge[0] = True
-    return float(ge.mean())
-
-
 def joint_test(
-    curve: Callable[[object], tuple[np.ndarray, np.ndarray]],
-    labelings: Sequence,
-    *,
-    exact: bool = True,
-    alpha: float = 0.05,
-    what: str = "relabellings",
+    effects, *, exact: bool = True, alpha: float = 0.05, what: str = "relabellings"
 ) -> JointTest:
     """Test a specification curve against the curves under relabellings.
 
     Parameters
     ----------
-    curve
-        ``curve(labelling) -> (holds, effect)``: per specification, whether the claim
-        holds and its effect (:func:`outcome_effect`), under one relabelling.
-    labelings
-        The relabellings, row 0 the observed one (:func:`architecture_labelings`,
-        :func:`layer_labelings`, :func:`swap_labelings`).
+    effects
+        ``(n_labelings, n_specs)``: per relabelling (row 0 the observed labelling) the
+        effect of every specification (:func:`outcome_effect`; :func:`claim_effects`).
     exact
-        Whether ``labelings`` is every relabelling (else a random draw, row 0 observed).
+        Whether the rows are every relabelling (else the observed one and seeded random
+        draws: ``p = (1 + #{b >= 1 : T_b >= T_0}) / (1 + B')``, the same formula).
     alpha
         Level for ``reachable`` and the note.
     what
         The relabellings in words (for the note).
     """
-    rows = list(labelings)
-    if len(rows) < 2:
-        raise ValueError(f"labelings: expected the observed one and >= 1 more, got {len(rows)}")
-    stats = np.array([curve_statistics(*curve(r)) for r in rows], dtype=float)
-    share, median = stats[0]
-    p_share = _perm_p(stats[:, 0], share)
-    p_median = _perm_p(stats[:, 1], median)
-    joint = p_share if not np.isfinite(p_median) else max(p_share, p_median)
-    B = len(rows)
+    e = np.asarray(effects, dtype=float)
+    if e.ndim != 2 or e.shape[0] < 2:
+        raise ValueError(
+            f"effects: expected (the observed and >= 1 more labelling, spec), got {e.shape}"
+        )
+    null = curve_statistics(e)
+    observed = {k: float(v[0]) for k, v in null.items()}
+    p = {k: _perm_p(null[s], observed[s], larger) for k, (s, larger) in P_VALUES.items()}
+    p_for = _largest(v for k, v in p.items() if k.endswith("_for"))
+    p_against = _largest(v for k, v in p.items() if k.endswith("_against"))
+    n_effects = int(np.isfinite(e[0]).sum())
+    if n_effects == 0:
+        direction = ""
+    elif p_for != p_against:
+        direction = "for" if p_for < p_against else "against"
+    else:
+        direction = "against" if observed["median_effect"] < 0 else "for"
+    B = e.shape[0]
     min_p = 1.0 / B
-    reachable = min_p <= alpha
     kind = "every one of the" if exact else "the observed and"
-    note = f"{kind} {B if exact else B - 1} {what}"
-    note += f": the smallest attainable p is 1/{B} = {min_p:.3g}"
-    if not reachable:
+    note = (
+        f"{kind} {B if exact else B - 1} {what}: the smallest attainable p is 1/{B} = {min_p:.2g}"
+    )
+    if min_p > alpha:
         note += f"; this design cannot reach p <= {alpha:g}"
     return JointTest(
-        share=float(share),
-        median=float(median),
-        null_share=stats[:, 0],
-        null_median=stats[:, 1],
-        p_share=p_share,
-        p_median=p_median,
-        joint_p=float(joint),
+        observed=observed,
+        null=null,
+        p=p,
+        p_for=p_for,
+        p_against=p_against,
+        direction=direction,
+        joint_p=min(p_for, p_against) if direction else float("nan"),
         n_null=B,
         exact=bool(exact),
         min_p=min_p,
-        reachable=bool(reachable),
+        reachable=bool(min_p <= alpha),
+        n_effects=n_effects,
         note=note,
     )
+
+
+# ---------------------------------------------------------------------------------------
+# the curve under relabellings
 
 
 def _digest(args, kwargs) -> str | None:
@@ -872,68 +997,44 @@ def claim_curve(
     specs: Sequence[dict],
     data: Mapping,
     relabel: Callable[[Mapping, object], Mapping],
-) -> Callable[[object], tuple[np.ndarray, np.ndarray]]:
-    """``curve(labelling)`` for :func:`joint_test`: the claim's verdict and effect under
-    each of ``specs`` (its applicable specifications) on ``relabel(data, labelling)``,
-    by :func:`~msapod.studies.verdict.multiverse.evaluate`.
+) -> Callable[[object], np.ndarray]:
+    """``curve(labelling)``: the effect (:func:`outcome_effect`) of each of ``specs`` (the
+    claim's applicable specifications) on ``relabel(data, labelling)``, by
+    :func:`~msapod.studies.verdict.multiverse.evaluate`: one relabelling at a time, the
+    reference :func:`claim_effects` checks its stacked evaluation against.
 
-    A rule is a function of the numbers it reads: the curve keeps ``(holds, effect)`` per
-    digest of those numbers (:func:`~msapod.studies.verdict.multiverse.rule_call`), so a
+    A rule is a function of the numbers it reads: the curve keeps the effect per digest of
+    those numbers (:func:`~msapod.studies.verdict.multiverse.rule_call`), so a
     specification or relabelling that hands the rule the same numbers as an earlier one
     (two readings finding the same window, a relabelling that leaves a claim's layers in
-    place) reuses that outcome instead of running the rule again."""
+    place) reuses that effect instead of running the rule again."""
     from .multiverse import rule_call
 
     specs = list(specs)
-    memo: dict[str, tuple[bool, float]] = {}
+    memo: dict[str, float] = {}
 
-    def one(s, d):
+    def one(s, d) -> float:
         got = rule_call(claim, s, d[s["zoo"]])
         if not isinstance(got, tuple):  # an Outcome: not testable under this reading
-            return got.verdict == "holds", outcome_effect(got)
+            return outcome_effect(got)
         rule, args, kwargs = got
         key = _digest(args, kwargs)
-        if key is None or key not in memo:
-            out = rule(*args, **kwargs)
-            value = (out.verdict == "holds", outcome_effect(out))
-            if key is None:
-                return value
-            memo[key] = value
+        if key is None:
+            return outcome_effect(rule(*args, **kwargs))
+        if key not in memo:
+            memo[key] = outcome_effect(rule(*args, **kwargs))
         return memo[key]
 
     def curve(labelling):
         d = relabel(data, labelling)
-        rows = [one(s, d) for s in specs]
-        return (
-            np.array([h for h, _ in rows], dtype=bool),
-            np.array([e for _, e in rows], dtype=float),
-        )
+        return np.array([one(s, d) for s in specs], dtype=float)
 
     return curve
 
 
 #: The evidence variables each claim's rule reads (:func:`joint_tests` relabels only
 #: these; the others never reach the rule).
-CLAIM_EVIDENCE = {
-    "C1": ("scale_stat_value", "scale_stat_se", "scale_stat_edge", "scale_grid"),
-    "C2": ("scale_stat_value", "scale_stat_se", "scale_stat_edge", "scale_grid"),
-    "C3": ("T_spec", "T_spec_se"),
-    "C4": (
-        "c4_share",
-        "c4_reach",
-        "c4_peaks",
-        "c4_base",
-        "c4_share_se",
-        "c4_diff_se",
-        "T_spec",
-    ),
-    "C5": ("H_star", "H_star_se"),
-    "C7": ("energy", "energy_se"),
-    "C8": ("T_spec", "T_spec_se"),
-    "C9": ("c9_ratio", "c9_ratio_se"),
-    "C10": ("t1_gap", "t1_beaten", "t1_trials"),
-    "L": (),
-}
+CLAIM_EVIDENCE = {c.id: c.evidence for c in REGISTRY.values() if c.evidence or c.null}
 
 
 def claim_view(data: Mapping | None, claim: str) -> dict | None:
@@ -950,143 +1051,376 @@ def claim_view(data: Mapping | None, claim: str) -> dict | None:
 
 
 #: Layer groups each layer claim reads (for the layer-label null).
-LAYER_ROLES = {
-    "C1": [[1, 2]],
-    "C2": [[5, 6]],
-    "C3": [[1, 2], [5, 6]],
-    "C4": [[2], [4], [6]],
-    "C5": [[1, 2], [3, 4, 5, 6]],
-}
+LAYER_ROLES = {c.id: [list(g) for g in c.layer_roles] for c in REGISTRY.values() if c.layer_roles}
 #: The null each claim's joint test uses by default.
-DEFAULT_NULL = {
-    "C1": "layer labels",
-    "C2": "layer labels",
-    "C3": "layer labels",
-    "C4": "layer labels",
-    "C5": "layer labels",
-    "C7": "architecture labels",
-    "C8": "architecture labels",
-    "L": "architecture labels",
-    "C9": "trained vs untrained",
-}
+DEFAULT_NULL = {c.id: c.null for c in REGISTRY.values() if c.null}
 NULL_KINDS = ("architecture labels", "layer labels", "trained vs untrained")
-#: Random relabellings per claim when the exact count exceeds ``max_exact`` (others: 19,
-#: the fewest with which p = 1 / 20 = 0.05 is attainable). Cost per relabelling: one
-#: evaluation of every specification of the claim's curve (about 10-70 ms each on 2
-#: cores; C4 and C9 have 216 specifications, C1 and C2 36, C3 and C5 4).
-N_RANDOM = {"C3": 99, "C5": 99}
+#: The dims along which :func:`claim_effects` tries to stack relabelled copies of a
+#: rule's inputs into one call.
+STACK_DIMS = ("model", "layer")
 
 
-def _n_random(claim: str, n_random) -> int:
-    """The number of random relabellings for ``claim`` (:data:`N_RANDOM` by default)."""
-    if n_random is None:
-        return N_RANDOM.get(claim, 19)
-    if isinstance(n_random, Mapping):
-        return int(n_random.get(claim, N_RANDOM.get(claim, 19)))
-    return int(n_random)
+class _NotStackable(Exception):
+    """Relabelled copies of a rule's inputs or outcome cannot be stacked along a dim."""
 
 
-def _null_labelings(claim, kind, data, untrained, labels, max_exact, n_rand, seed):
-    """The relabellings of one null kind, whether they are all of them, the function that
-    applies one to a zoo, and their name in words."""
-    models, arch, zoo_of = labels
+def _arch_order(observed: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """The model order that puts, in the slots of each observed label, the models
+    ``labels`` gives that label: permuting the values by it is relabelling the models."""
+    order = np.empty(observed.size, dtype=int)
+    for lab in set(observed.tolist()):
+        order[observed == lab] = np.flatnonzero(labels == lab)
+    return order
+
+
+def _relabelled(kind: str, v: np.ndarray, u, lab, arch: np.ndarray, has_layer: bool):
+    """One relabelling's values of a rule input ``v`` (model first, then layer where it
+    has one; ``u``: the untrained copy's values, for the swap)."""
+    if kind == "layer labels":
+        return v[np.arange(v.shape[0])[:, None], np.asarray(lab)] if has_layer else v
     if kind == "architecture labels":
-        labs, exact = architecture_labelings(
-            arch, groups=zoo_of, max_exact=max_exact, n_random=n_rand, seed=seed
-        )
+        return v[_arch_order(arch, np.asarray(lab).astype(arch.dtype))]
+    mask = np.asarray(lab, dtype=bool).reshape((-1,) + (1,) * (v.ndim - 1))
+    return np.where(mask, u, v)
 
-        def relabel(d, lab):
-            return relabel_architecture(d, lab)
 
-        what = "balanced architecture labellings"
-    elif kind == "layer labels":
-        layers = [int(v) for v in next(iter(data.values())).ev["layer"].values]
-        labs, exact = layer_labelings(
-            len(models),
-            layers,
-            LAYER_ROLES[claim],
-            max_exact=max_exact,
-            n_random=n_rand,
-            seed=seed,
-        )
-
-        def relabel(d, p):
-            return relabel_layers(d, p)
-
-        what = "per-model layer relabellings"
-    elif kind == "trained vs untrained":
-        labs, exact = swap_labelings(len(models), max_exact=max_exact, n_random=n_rand, seed=seed)
-
-        u_view = claim_view(untrained, claim)
-
-        def relabel(d, s, u_view=u_view):
-            return swap_untrained(d, u_view, s)
-
-        what = "trained/untrained swaps"
+def _stack_input(x, u, kind: str, labelings, dim: str, layers: list, arch: np.ndarray):
+    """Rule input ``x`` under each of ``labelings``, stacked along ``dim`` into one
+    DataArray (model names ``"<model>|<b>"``, or layers ``1..B * n_layers``); ``x``
+    itself where it carries no model (a number, a text)."""
+    if x is None or isinstance(x, bool | int | float | str | tuple):
+        return x
+    if not isinstance(x, xr.DataArray) or "model" not in x.dims:
+        raise _NotStackable(f"an input of type {type(x).__name__} without a model dim")
+    has_layer = "layer" in x.dims
+    if has_layer and [int(v) for v in x["layer"].values] != layers:
+        raise _NotStackable("an input whose layers are not the zoo's")
+    rest = [d for d in x.dims if d not in ("model", "layer")]
+    order = ["model", *(["layer"] if has_layer else []), *rest]
+    v = x.variable.transpose(*order).values
+    uv = None
+    if kind == "trained vs untrained":
+        if not isinstance(u, xr.DataArray) or set(u.dims) != set(x.dims):
+            raise _NotStackable("an input the untrained copy does not have alike")
+        uv = u.variable.transpose(*order).values
+    blocks = [_relabelled(kind, v, uv, lab, arch, has_layer) for lab in labelings]
+    coords = {d: x[d].values for d in rest if d in x.coords}
+    models = x["model"].values
+    if dim == "model":
+        data = np.concatenate(blocks, axis=0)
+        coords["model"] = [f"{m}|{b}" for b in range(len(blocks)) for m in models]
+        if has_layer:
+            coords["layer"] = x["layer"].values
+        if "architecture" in x.coords:
+            coords["architecture"] = ("model", np.tile(x["architecture"].values, len(blocks)))
     else:
-        raise ValueError(f"nulls: expected kinds from {NULL_KINDS}, got {kind!r} for {claim}")
-    return labs, exact, relabel, what
+        if not has_layer:
+            raise _NotStackable("an input without a layer dim")
+        data = np.concatenate(blocks, axis=1)
+        coords["model"] = models
+        coords["layer"] = np.arange(1, data.shape[1] + 1)
+        if "architecture" in x.coords:
+            coords["architecture"] = ("model", x["architecture"].values)
+    return xr.DataArray(data, dims=order, coords=coords)
 
 
-def _result_row(base: dict, res) -> dict:
-    """One claim's row from its joint test: the p-values, the observed share and median
-    effect, and the 5/50/95 % quantiles of their nulls."""
-    q = [0.05, 0.5, 0.95]
-    with np.errstate(all="ignore"):
-        qs = np.nanquantile(res.null_share, q)
-        qm = (
-            np.nanquantile(res.null_median, q)
-            if np.isfinite(res.null_median).any()
-            else [np.nan] * 3
+def _block_effects(claim: str, out, dim: str, n_blocks: int, layers: list) -> np.ndarray:
+    """Per relabelling, the effect of its cases in ``out``, the outcome of the stacked
+    call (:func:`_case_effects`: cases never mix relabellings when the rule reads each
+    model, or each layer, on its own)."""
+    a = _outcome_arrays(out)
+    L = len(layers)
+    if dim == "model":
+        if "diff" in a:
+            raise _NotStackable("the outcome aggregates over the models")
+
+        def block_of(models):
+            return np.array([int(str(m).rsplit("|", 1)[1]) for m in models])
+
+        c = a.get("contrast")
+        s = a.get("stat")
+        if (c is not None and c[3] is None) or (s is not None and s[4] is None):
+            raise _NotStackable("the outcome has no models")
+        cb = block_of(c[3]) if c is not None else None
+        sb = block_of(s[4]) if s is not None else None
+        effects = []
+        for b in range(n_blocks):
+            kw = {}
+            if c is not None:
+                kw["contrast"] = (*(x[cb == b] for x in c[:3]), None)
+            if s is not None:
+                kw["stat"] = (*(x[sb == b] for x in s[:3]), s[3], None)
+            effects.append(_median(_case_effects(claim, **kw)))
+        return np.asarray(effects)
+    if "contrast" in a:
+        raise _NotStackable("the outcome aggregates over the layers")
+    d, s = a.get("diff"), a.get("stat")
+    if (d is not None and d[3] is None) or (s is not None and s[3] is None):
+        raise _NotStackable("the outcome has no layers")
+    pos = {k: (np.asarray(x[3], dtype=int) - 1) for k, x in (("diff", d), ("stat", s)) if x}
+    label = {k: np.asarray(layers)[p % L] for k, p in pos.items()}
+    effects = []
+    for b in range(n_blocks):
+        kw = {}
+        if d is not None:
+            m = pos["diff"] // L == b
+            kw["diff"] = (*(x[m] for x in d[:3]), label["diff"][m])
+        if s is not None:
+            m = pos["stat"] // L == b
+            kw["stat"] = (*(x[..., m] for x in s[:3]), label["stat"][m], s[4])
+        effects.append(_median(_case_effects(claim, **kw)))
+    return np.asarray(effects)
+
+
+def _stacked_curve(claim, spec, view, u_view, kind, labelings, dim) -> np.ndarray:
+    """The effect of one specification under each of ``labelings`` from one call of the
+    rule on its inputs relabelled and stacked along ``dim``."""
+    from .multiverse import rule_call
+
+    d = view[spec["zoo"]]
+    got = rule_call(claim, spec, d)
+    if not isinstance(got, tuple):  # not testable under this reading, whatever the labels
+        return np.full(len(labelings), outcome_effect(got))
+    rule, args, kwargs = got
+    u_args, u_kwargs = [None] * len(args), {}
+    if kind == "trained vs untrained":
+        u_got = rule_call(claim, spec, u_view[spec["zoo"]])
+        if not isinstance(u_got, tuple):
+            raise _NotStackable("the untrained copy is not testable under this reading")
+        _, u_args, u_kwargs = u_got
+    layers = [int(v) for v in d.ev["layer"].values]
+    arch = np.asarray(d.ev["architecture"].values) if "architecture" in d.ev.coords else None
+
+    def stack(x, u):
+        return _stack_input(x, u, kind, labelings, dim, layers, arch)
+
+    out = rule(
+        *(stack(x, u) for x, u in zip(args, u_args, strict=True)),
+        **{k: stack(v, u_kwargs.get(k)) for k, v in kwargs.items()},
+    )
+    return _block_effects(claim, out, dim, len(labelings), layers)
+
+
+def _relabel_function(kind: str, u_view):
+    """The function that applies one relabelling of ``kind`` to ``{zoo: ZooData}``."""
+    if kind == "architecture labels":
+        return relabel_architecture
+    if kind == "layer labels":
+        return relabel_layers
+
+    def swap(d, s, u_view=u_view):
+        return swap_untrained(d, u_view, s)
+
+    return swap
+
+
+def _c4_seed_curve(specs, view, labelings, relabel) -> np.ndarray:
+    """C4's effects over seeds under every relabelling at once: the rule's own steps
+    (:func:`~msapod.studies.verdict.rules.rule_c4` over seeds: its grid of cases, the means
+    over seeds with their intervals and the cases' effects) on the inputs of every
+    relabelling side by side, each relabelling's layers 2, 4, 6 as three more layers; each
+    relabelling's effect the median of its own layers'."""
+    from . import rules
+    from .multiverse import CLAIM_AXES
+
+    axes = list(CLAIM_AXES["C4"])
+    names = ("c4_share", "c4_reach", "c4_base")
+    lags = sorted(rules.PAPER_LAGS)
+    blocks, c4 = [], None
+    for lab in labelings:  # each relabelling's inputs, (model, layer 2/4/6, reading...)
+        c4 = relabel(view, lab)[specs[0]["zoo"]].c4()
+        pos = [int(np.flatnonzero(c4["layer"].values == L)[0]) for L in lags]
+        blocks.append({n: c4[n].transpose("model", "layer", *axes).values[:, pos] for n in names})
+    coords = {a: c4[a].values.tolist() for a in axes}
+    n, k = len(blocks), len(lags)
+    block_of = np.repeat(np.arange(n), k)
+    out = np.empty((n, len(specs)))
+    for j, spec in enumerate(specs):
+        ix = (slice(None), slice(None), *(coords[a].index(spec[a]) for a in axes))
+        share, reach, base = (
+            xr.DataArray(
+                np.concatenate([b[name][ix] for b in blocks], axis=1),
+                dims=("model", "layer"),
+                coords={"layer": np.arange(1, n * k + 1)},
+            )
+            for name in names
         )
-    return {
-        **base,
-        "joint_p": res.joint_p,
-        "p_share": res.p_share,
-        "p_median": res.p_median,
-        "share": res.share,
-        "median_effect": res.median,
-        **{f"null_share_q{int(100 * x):02d}": v for x, v in zip(q, qs, strict=True)},
-        **{f"null_median_q{int(100 * x):02d}": v for x, v in zip(q, qm, strict=True)},
-        "n_null": res.n_null,
-        "exact": res.exact,
-        "min_p": res.min_p,
-        "reachable": res.reachable,
-        "note": res.note,
+        g = rules._c4_grid(share, reach, base, None, list(range(1, n * k + 1)))
+        cases = rules._c4_seed_cases(g, share)
+        z = rules._c4_cells(cases, True)[3]
+        kept = block_of[cases.keep]
+        out[:, j] = [_median(z[kept == b]) for b in range(n)]
+    return out
+
+
+def _evaluations(claim, view, u_view, kind, relabel) -> dict:
+    """The evaluations of a curve under every relabelling at once that
+    :func:`claim_effects` tries, in order: ``{how: f(specs, labelings) -> (B, S)}``."""
+    out = {
+        f"stacked along {dim}": lambda specs, labs, dim=dim: np.stack(
+            [_stacked_curve(claim, s, view, u_view, kind, labs, dim) for s in specs], axis=1
+        )
+        for dim in STACK_DIMS
     }
+    if claim == "C4":  # read at layers 2, 4, 6 against each layer's own range
+        out["its rule's steps over seeds, side by side"] = lambda specs, labs: _c4_seed_curve(
+            specs, view, labs, relabel
+        )
+    return out
+
+
+def _checked(evaluations: dict, claim, specs, view, labelings, relabel) -> str | None:
+    """The first of ``evaluations`` that gives the effects of one relabelling at a time
+    (:func:`claim_curve`, the rule's own outcome) on the first and last specifications
+    under the observed, the next and the last relabelling; None if none does or there is
+    no finite effect to compare."""
+    probe = [specs[0]] + ([specs[-1]] if len(specs) > 1 else [])
+    check = [labelings[r] for r in sorted({0, 1, len(labelings) - 1})]
+    curve = claim_curve(claim, probe, view, relabel)
+    want = np.array([curve(lab) for lab in check])
+    if not np.isfinite(want).any():
+        return None
+    for how, evaluate in evaluations.items():
+        try:
+            got = evaluate(probe, check)
+        except (_NotStackable, AttributeError, KeyError, ValueError, IndexError):
+            continue  # not this rule's form
+        if np.allclose(got, want, rtol=1e-9, atol=1e-12, equal_nan=True):
+            return how
+    return None
+
+
+def claim_effects(
+    claim: str,
+    specs: Sequence[dict],
+    data: Mapping,
+    kind: str,
+    labelings: Sequence,
+    untrained: Mapping | None = None,
+    *,
+    stack: bool = True,
+) -> tuple[np.ndarray, str]:
+    """The effect of every specification of ``claim``'s curve under every relabelling.
+
+    A rule that reads each model on its own (C1, C2, C3, C5: per-model intervals and
+    contrasts) or each layer on its own (C7, C8: architecture differences per layer; C9:
+    ratios per layer over seeds) is called once per specification, on its inputs under
+    every relabelling stacked along that dim (:data:`STACK_DIMS`), and each relabelling's
+    effect is the median of its own cases (:func:`outcome_effect`). C4, read at layers 2,
+    4 and 6 against each layer's own range, runs its rule's steps over seeds once per
+    specification on every relabelling's layers side by side. None of this is assumed: an
+    evaluation is used only when it reproduces the effects of :func:`claim_curve` (one
+    relabelling at a time, the rule's own outcome) on a few relabellings; otherwise (L)
+    every relabelling is evaluated on its own.
+
+    Parameters
+    ----------
+    claim, specs
+        The claim and its applicable specifications.
+    data, untrained
+        ``{zoo: ZooData}`` of the trained zoo and (for "trained vs untrained") its
+        untrained copies.
+    kind, labelings
+        The null (:data:`NULL_KINDS`) and its relabellings, row 0 the observed one.
+    stack
+        False: one relabelling at a time (the reference).
+
+    Returns
+    -------
+    effects : numpy.ndarray
+        ``(n_labelings, n_specs)``.
+    how : str
+        "stacked along model", "stacked along layer", "its rule's steps over seeds, side
+        by side" or "one relabelling at a time".
+    """
+    if kind not in NULL_KINDS:
+        raise ValueError(f"kind: expected one of {NULL_KINDS}, got {kind!r}")
+    specs = list(specs)
+    view = claim_view(data, claim)
+    u_view = claim_view(untrained, claim) if kind == "trained vs untrained" else None
+    relabel = _relabel_function(kind, u_view)
+    if stack:
+        evaluations = _evaluations(claim, view, u_view, kind, relabel)
+        how = _checked(evaluations, claim, specs, view, labelings, relabel)
+        if how is not None:
+            return evaluations[how](specs, labelings), how
+    curve = claim_curve(claim, specs, view, relabel)
+    return np.array([curve(lab) for lab in labelings]), "one relabelling at a time"
+
+
+# ---------------------------------------------------------------------------------------
+# the joint test of every claim
+
+
+def _labelings(claim, kind, d, max_exact, n_random, seed):
+    """The relabellings of one null kind on one zoo's ZooData ``d``, whether they are
+    every one, and their name in words."""
+    n = len(d.models)
+    kw = dict(max_exact=max_exact, n_random=n_random, seed=seed)
+    if kind == "architecture labels":
+        labs, exact = architecture_labelings(d.ev["architecture"].values.tolist(), **kw)
+        return labs, exact, "balanced architecture labellings"
+    if kind == "layer labels":
+        layers = [int(v) for v in d.ev["layer"].values]
+        labs, exact = layer_labelings(n, layers, LAYER_ROLES[claim], **kw)
+        return labs, exact, f"{'' if exact else 'random '}per-model layer relabellings"
+    labs, exact = swap_labelings(n, **kw)
+    return labs, exact, "trained/untrained swaps"
+
+
+def _result_row(base: dict, res: JointTest) -> dict:
+    """One claim's row from its joint test: the statistics with their p-values, the
+    summaries, and the 5/50/95 % quantiles of each statistic's null."""
+    row = {**base, "joint_p": res.joint_p, "direction": res.direction}
+    row.update(p_for=res.p_for, p_against=res.p_against, **res.p, **res.observed)
+    for name, null in res.null.items():
+        finite = null[np.isfinite(null)]
+        qs = np.quantile(finite, QUANTILES) if finite.size else [np.nan] * len(QUANTILES)
+        row.update(
+            {
+                f"null_{name}_q{round(100 * q):02d}": float(v)
+                for q, v in zip(QUANTILES, qs, strict=True)
+            }
+        )
+    row.update(
+        n_null=res.n_null,
+        exact=res.exact,
+        min_p=res.min_p,
+        reachable=res.reachable,
+        n_effects=res.n_effects,
+        note=f"zoo {base['zoo']}: {res.note}"
+        + ("" if res.n_effects else "; no specification has an effect"),
+    )
+    return row
 
 
 def _claim_row(
-    claim, kind, data, specs, untrained, labels, *, alpha, max_exact, n_random, seed
-) -> dict:
+    claim, kind, zoo, data, specs, untrained, *, alpha, max_exact, n_random, seed, stack
+):
     """One claim's row of :func:`joint_tests`: why there is no test, or the joint test of
-    its specification curve against its null."""
+    its specification curve on zoo ``zoo`` against its null."""
     from .multiverse import CLAIM_AXES
     from .multiverse import applies as _applies
 
-    cs = [s for s in specs if s["zoo"] in data and _applies(claim, s)]
-    base = {"claim": claim, "null": kind, "n_specs": len(cs)}
+    cs = [s for s in specs if s["zoo"] == zoo and _applies(claim, s)]
+    base = {"claim": claim, "null": kind, "zoo": zoo, "n_specs": len(cs)}
     if kind == "none" or not cs:
-        why = "no null for this claim" if kind == "none" else "no specification"
-        return {**base, "note": why}
+        return {**base, "note": "no null for this claim" if kind == "none" else "no specification"}
     if kind == "trained vs untrained":
         if untrained is None:
             return {**base, "note": "untrained models not given"}
-        n_ev = {z: int(d.ev.attrs.get("n_snapshots", 150)) for z, d in data.items()}
         # the untrained copies have no convergence ensembles (N = 600)
         if "n" in CLAIM_AXES.get(claim, ()):
-            cs = [s for s in cs if s["n"] == n_ev[s["zoo"]]]
+            n_ev = int(data[zoo].ev.attrs.get("n_snapshots", 150))
+            cs = [s for s in cs if s["n"] == n_ev]
         base["n_specs"] = len(cs)
         if not cs:
             return {**base, "note": "no specification at the untrained ensembles' N"}
-    n_rand = _n_random(claim, n_random)
-    labs, exact, relabel, what = _null_labelings(
-        claim, kind, data, untrained, labels, max_exact, n_rand, seed
-    )
-    view = claim_view(data, claim)
-    res = joint_test(
-        claim_curve(claim, cs, view, relabel), labs, exact=exact, alpha=alpha, what=what
-    )
+    n_rand = int(n_random.get(claim, NUM_RANDOM) if isinstance(n_random, Mapping) else n_random)
+    labs, exact, what = _labelings(claim, kind, data[zoo], max_exact, n_rand, seed)
+    effects, how = claim_effects(claim, cs, data, kind, labs, untrained, stack=stack)
+    res = joint_test(effects, exact=exact, alpha=alpha, what=what)
+    res.extra["how"] = how
     return _result_row(base, res)
 
 
@@ -1094,102 +1428,105 @@ def joint_tests(
     data: Mapping,
     specs: Sequence[dict],
     *,
+    zoo: str | None = None,
     claims: Sequence[str] | None = None,
     nulls: Mapping[str, str] | None = None,
     untrained: Mapping | None = None,
     alpha: float = 0.05,
-    max_exact: int = 100,
-    n_random: int | Mapping[str, int] | None = None,
+    max_exact: int = MAX_EXACT,
+    n_random: int | Mapping[str, int] = NUM_RANDOM,
     seed: int = 0,
+    stack: bool = True,
 ) -> xr.Dataset:
-    """The joint test of every claim's specification curve (one row per claim).
+    """The joint test of every claim's specification curve on one zoo (one row per claim).
 
     Parameters
     ----------
     data
         ``{zoo: ZooData}`` of the trained zoos (as the specification curve uses).
     specs
-        :func:`~msapod.studies.verdict.multiverse.specifications` of those zoos; each claim uses
-        the ones it applies to.
+        :func:`~msapod.studies.verdict.multiverse.specifications` of those zoos; each claim
+        uses the ones of ``zoo`` it applies to.
+    zoo
+        The zoo whose curve is tested and whose models are relabelled (default: the first
+        of ``data``, the main zoo).
     claims
-        Default: every claim with a null in ``nulls``.
+        Default: every claim (those without a null, C6 and C10, say why).
     nulls
-        ``{claim: kind}`` (:data:`NULL_KINDS`); default :data:`DEFAULT_NULL`. Claims
-        without a null (C6, C10) get ``joint_p`` NaN and say why.
+        ``{claim: kind}`` (:data:`NULL_KINDS`); default :data:`DEFAULT_NULL`.
     untrained
         ``{zoo: ZooData}`` of the untrained copies (:func:`null_zoo_data`), needed by
         "trained vs untrained".
-    max_exact, n_random
-        Every relabelling is enumerated when there are at most ``max_exact`` (4 + 4
-        models: the 70 architecture labellings); otherwise the observed one and
-        ``n_random`` seeded random ones (an int, or ``{claim: int}``; default
-        :data:`N_RANDOM`: 19, the fewest that can reach p = 0.05, for the claims whose
-        curve is expensive to re-evaluate, 99 for C3 and C5).
+    alpha
+        Level for ``reachable``.
+    max_exact, n_random, seed
+        Every relabelling is enumerated when there are at most ``max_exact`` (the 70
+        architecture labellings of 4 + 4 models, the 256 swaps of 8 models); otherwise the
+        observed one and ``n_random`` seeded random ones (an int, or ``{claim: int}``;
+        99 by default: p >= 0.01).
+    stack
+        Stack the relabellings into one call of the rule where that reproduces the rule
+        (:func:`claim_effects`); False: one relabelling at a time.
 
     Returns
     -------
     xarray.Dataset
-        dim ``claim``: ``joint_p``, ``p_share``, ``p_median``, ``share``,
-        ``median_effect``, ``null_share_q05/q50/q95``, ``null_median_q05/q50/q95``,
-        ``n_null``, ``n_specs``, ``exact``, ``min_p``, ``reachable``, ``null`` (str),
-        ``note`` (str).
+        dim ``claim``: ``joint_p`` (the smaller of ``p_for`` and ``p_against``) and
+        ``direction`` ("for", "against"; "" without a test); ``p_for``, ``p_against``
+        (the intersection-union summaries); the statistics :data:`STATISTICS` of the
+        observed curve with their p-values :data:`P_VALUES`; ``null_<statistic>_q05/q50/
+        q95``; ``n_null``, ``exact``, ``min_p``, ``reachable``, ``n_specs``,
+        ``n_effects``; ``null``, ``zoo`` and ``note`` (str). NaN and "" where a claim has
+        no test (the note says why).
     """
     from .multiverse import CLAIM_IDS
 
+    zoo = next(iter(data)) if zoo is None else zoo
+    if zoo not in data:
+        raise ValueError(f"zoo: expected one of {list(data)}, got {zoo!r}")
     nulls = dict(DEFAULT_NULL if nulls is None else nulls)
-    claims = list(CLAIM_IDS if claims is None else claims)
-    labels = (
-        [m for d in data.values() for m in d.models],
-        [a for d in data.values() for a in d.ev["architecture"].values.tolist()],
-        [z for z, d in data.items() for _ in d.models],
-    )
+    one = {zoo: data[zoo]}
+    u_one = {zoo: untrained[zoo]} if untrained and zoo in untrained else None
+    kw = dict(alpha=alpha, max_exact=max_exact, n_random=n_random, seed=seed, stack=stack)
     rows = [
-        _claim_row(
-            claim,
-            nulls.get(claim, "none"),
-            data,
-            specs,
-            untrained,
-            labels,
-            alpha=alpha,
-            max_exact=max_exact,
-            n_random=n_random,
-            seed=seed,
-        )
-        for claim in claims
+        _claim_row(claim, nulls.get(claim, "none"), zoo, one, specs, u_one, **kw)
+        for claim in (CLAIM_IDS if claims is None else claims)
     ]
-    return _rows_dataset(rows)
+    ds = _rows_dataset(rows)
+    ds.attrs["zoo"] = zoo
+    return ds
 
 
+#: The float variables of :func:`joint_tests`.
 _FLOAT_VARS = (
     "joint_p",
-    "p_share",
-    "p_median",
-    "share",
-    "median_effect",
-    "null_share_q05",
-    "null_share_q50",
-    "null_share_q95",
-    "null_median_q05",
-    "null_median_q50",
-    "null_median_q95",
+    "p_for",
+    "p_against",
+    *P_VALUES,
+    *STATISTICS,
+    *(f"null_{s}_q{round(100 * q):02d}" for s in STATISTICS for q in QUANTILES),
     "min_p",
 )
 
 
 def _rows_dataset(rows: list[dict]) -> xr.Dataset:
-    claims = [r["claim"] for r in rows]
     out = {k: ("claim", [float(r.get(k, np.nan)) for r in rows]) for k in _FLOAT_VARS}
-    out["n_null"] = ("claim", [int(r.get("n_null", 0)) for r in rows])
-    out["n_specs"] = ("claim", [int(r.get("n_specs", 0)) for r in rows])
-    out["exact"] = ("claim", [bool(r.get("exact", False)) for r in rows])
-    out["reachable"] = ("claim", [bool(r.get("reachable", False)) for r in rows])
-    out["null"] = ("claim", [str(r.get("null", "none")) for r in rows])
-    out["note"] = ("claim", [str(r.get("note", "")) for r in rows])
-    ds = xr.Dataset(out, coords={"claim": claims})
-    ds.attrs["test"] = (
-        "joint test over the specification curve (Simonsohn, Simmons & Nelson 2020): share "
-        "of specifications that hold and median effect against their permutation null; "
-        "joint_p = max(p_share, p_median)"
-    )
+    for k in ("n_null", "n_specs", "n_effects"):
+        out[k] = ("claim", [int(r.get(k, 0)) for r in rows])
+    for k in ("exact", "reachable"):
+        out[k] = ("claim", [bool(r.get(k, False)) for r in rows])
+    for k, default in (("direction", ""), ("null", "none"), ("zoo", ""), ("note", "")):
+        out[k] = ("claim", [str(r.get(k, default)) for r in rows])
+    ds = xr.Dataset(out, coords={"claim": [r["claim"] for r in rows]})
+    ds.attrs["test"] = JOINT_TEST
     return ds
+
+
+#: The joint test in one sentence (the datasets' attribute).
+JOINT_TEST = (
+    "joint test over one zoo's specification curve (Simonsohn, Simmons & Nelson 2020): the "
+    "median effect, the shares of specifications significant for and against the claim and "
+    "Stouffer's Z, each against its permutation null in both directions; p_for and "
+    "p_against the largest p of a direction (intersection-union), joint_p the smaller of "
+    "the two, in the direction named"
+)
