@@ -125,9 +125,9 @@ def multiverse_study(
         default reading's verdict on the untrained models of the main zoo),
         ``shuffled_verdict`` (on the main zoo's trained models with the characters of
         each snippet shuffled, the claims about lag structure; computed at the default
-        reading only) and the joint test over the curve (``joint_p``, ``joint_note``,
-        ``joint_null``, ``joint_reachable`` per claim). Default: True for the zoo, False
-        with ``data``.
+        reading only) and the joint test over the main zoo's curve (``joint_p``,
+        ``joint_direction``, ``joint_p_for``, ``joint_p_against``, ... per claim:
+        :func:`add_nulls`). Default: True for the zoo, False with ``data``.
     evidence
         Optional :func:`zoo_evidence` of every model (e.g. the shipped, verified
         ``results/evidence*.nc``) instead of computing or reading it (not cached then).
@@ -237,19 +237,17 @@ def add_nulls(
 ) -> xr.Dataset:
     """``ds`` (:func:`assemble_study`) with the null controls of
     :mod:`msapod.studies.verdict.nulls`: the null verdicts of :func:`null_verdict_columns` and
-    the joint test over the specification curve, ``joint_p``, ``joint_note``,
-    ``joint_null``, ``joint_reachable`` (claim)."""
+    the joint test over the main zoo's specification curve
+    (:func:`~msapod.studies.verdict.nulls.joint_tests`), each of its variables ``<v>`` as
+    ``joint_<v>(claim)`` (``joint_p`` and ``joint_direction`` the summary, ``joint_p_for``,
+    ``joint_p_against``, the statistics ``joint_median_effect``, ``joint_share_for``, ...
+    with their p-values, ``joint_n_null``, ``joint_min_p``, ``joint_note``, ...)."""
     zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
+    main = str(ds.attrs.get("main_zoo", "")) or zoos[0]
     ds = null_verdict_columns(ds, untrained, shuffled)
-    jt = nl.joint_tests(data, specifications(zoos), untrained=untrained or None)
+    jt = nl.joint_tests(data, specifications(zoos), zoo=main, untrained=untrained or None)
     jt = jt.reindex(claim=ds["claim"].values)
-    ds["joint_p"] = jt["joint_p"].astype(float)
-    for k in ("note", "null", "reachable"):
-        if k in jt:
-            v = jt[k]
-            ds[f"joint_{k}"] = v.fillna(False) if k == "reachable" else v.fillna("").astype(str)
-    ds.attrs["joint_test"] = (
-        "Simonsohn, Simmons & Nelson (2020): the share of specifications that hold and the "
-        "median effect against the same statistics under the null (msapod.studies.verdict.nulls)"
-    )
+    for k, v in jt.data_vars.items():
+        ds[k if k.startswith("joint_") else f"joint_{k}"] = v
+    ds.attrs["joint_test"] = jt.attrs["test"] + f" (zoo {main}; msapod.studies.verdict.nulls)"
     return ds
