@@ -13,9 +13,18 @@ specification and two alternatives) and prints what re-running ``analyze`` once 
 specification, model and layer would take (an underestimate: ``analyze`` computes no
 jackknife). Timings are wall-clock on this machine: compare the ratio, not the seconds.
 
+With ``--joint`` it times the joint test over the main zoo's curve
+(:func:`msapod.studies.verdict.nulls.joint_tests`) on the shipped evidence
+(``results/evidence*.nc``, ``convergence.nc``, ``pruning.nc``) instead: per claim, one
+relabelling evaluated on its own (the reference: the evidence relabelled, every
+specification's rule run) against the joint test's own evaluation of all its
+relabellings (stacked into one rule call per specification where the rule allows it),
+as the cost per relabelling, their ratio, and the joint test's total.
+
 Usage::
 
     MSAPOD_DATA=... python benchmarks/bench_multiverse.py [--zoos d128] [--no-studies]
+    MSAPOD_DATA=... python benchmarks/bench_multiverse.py --joint [--claims C1 C4]
 """
 
 from __future__ import annotations
@@ -32,7 +41,11 @@ def main() -> None:
     parser.add_argument("--zoos", nargs="*", default=None, help="zoo names (default: all)")
     parser.add_argument("--no-studies", action="store_true", help="skip N = 600 and C6")
     parser.add_argument("--analyze-calls", type=int, default=3)
+    parser.add_argument("--joint", action="store_true", help="time the joint test instead")
+    parser.add_argument("--claims", nargs="*", default=None, help="--joint: these claims")
     args = parser.parse_args()
+    if args.joint:
+        return joint(args.claims)
 
     import msapod
     from msapod.models import zoo as zoo_mod
@@ -131,6 +144,68 @@ def main() -> None:
     print(f"ratio analyze-per-specification / specification grid: {estimate / total:.0f}x (wall)")
     est_cpu = float(np.mean(cpus)) * n_layers * n_specs / len(trained)
     print(f"ratio in CPU time: {est_cpu / cpu:.0f}x")
+
+
+def _shipped_zoos():
+    """The trained zoos' ZooData and the untrained copies from the shipped results (the
+    convergence and pruning studies on the main zoo only, as the curve has them)."""
+    from msapod.models import zoo as zoo_mod
+    from msapod.studies.store.results import load_result
+    from msapod.studies.verdict import nulls
+    from msapod.studies.verdict.multiverse import specifications, trained_zoos, zoo_data
+
+    trained, _ = trained_zoos()
+    ev, ev_u = load_result("evidence"), load_result("evidence-untrained")
+    studies = {"convergence": load_result("convergence"), "pruning": load_result("pruning")}
+    data = {
+        z: zoo_data(
+            zoo_mod.trained(z),
+            evidence=ev,
+            **{k: v if z == trained[0] else False for k, v in studies.items()},
+        )
+        for z in trained
+    }
+    untrained = {z: nulls.null_zoo_data(zoo_mod.trained(z), evidence=ev_u) for z in trained}
+    return trained[0], data, untrained, specifications(trained)
+
+
+def joint(claims=None) -> None:
+    """Per claim: the cost of one relabelling evaluated on its own against the joint
+    test's cost per relabelling, and the joint test's total (CPU time of this process)."""
+    from msapod.studies.verdict import nulls
+    from msapod.studies.verdict.multiverse import CLAIM_AXES, applies
+
+    main, data, untrained, specs = _shipped_zoos()
+    one, u_one = {main: data[main]}, {main: untrained[main]}
+    d = data[main]
+    print(f"joint test over the curve of zoo {main} ({len(d.models)} models), shipped evidence")
+    print(
+        f"{'claim':6} {'null':22} {'specs':>5} {'n_null':>6} {'one alone':>10} "
+        f"{'per relab.':>10} {'ratio':>6} {'total':>8}  how"
+    )
+    total = 0.0
+    for claim in claims or [c for c in nulls.DEFAULT_NULL]:
+        kind = nulls.DEFAULT_NULL[claim]
+        cs = [s for s in specs if s["zoo"] == main and applies(claim, s)]
+        if kind == "trained vs untrained" and "n" in CLAIM_AXES[claim]:
+            cs = [s for s in cs if s["n"] == int(d.ev.attrs["n_snapshots"])]
+        labs, _, _ = nulls._labelings(claim, kind, d, nulls.MAX_EXACT, nulls.NUM_RANDOM, 0)
+        view, u_view = nulls.claim_view(one, claim), nulls.claim_view(u_one, claim)
+        curve = nulls.claim_curve(claim, cs, view, nulls._relabel_function(kind, u_view))
+        c0 = time.process_time()
+        curve(labs[1])
+        alone = time.process_time() - c0
+        c0 = time.process_time()
+        _, how = nulls.claim_effects(claim, cs, one, kind, labs, u_one)
+        spent = time.process_time() - c0
+        total += spent
+        per = spent / len(labs)
+        print(
+            f"{claim:6} {kind:22} {len(cs):5d} {len(labs):6d} {alone:9.3f}s {per:9.4f}s "
+            f"{alone / per:5.0f}x {spent:7.1f}s  {how}",
+            flush=True,
+        )
+    print(f"joint test, every claim: {total:.1f} s CPU (the curve's budget: 5 min wall)")
 
 
 if __name__ == "__main__":
