@@ -7,7 +7,9 @@
 * :data:`COMPRESS` -- the gzip setting of every compressed netCDF variable,
 * :func:`atomic_path` -- write to a temporary name, move into place with ``os.replace``
   (a crash never leaves a half-written file under the final name),
-* :func:`cache_dir` -- the root of every cache (fields, analyses, training state).
+* :func:`cache_dir` -- the root of every cache (fields, analyses, training state),
+* :func:`repository_url` -- the raw-file URL of a repository path at the commit pip
+  installed msapod from (what an install outside a checkout fetches its data from).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ __all__ = [
     "cache_dir",
     "check_int",
     "package_version",
+    "repository_url",
     "sha256_file",
     "verify_sha256",
 ]
@@ -59,6 +62,30 @@ def cache_dir() -> Path:
     """Root of the cache: ``$MSAPOD_CACHE`` if set, else ``~/.cache/msapod``."""
     env = os.environ.get("MSAPOD_CACHE")
     return Path(env).expanduser() if env else Path.home() / ".cache" / "msapod"
+
+
+def repository_url(path: str) -> str | None:
+    """The raw-file URL of ``path`` (relative to the repository root) at the commit pip
+    installed msapod from, read from pip's install record (``direct_url.json``, PEP 610);
+    ``None`` if msapod was not installed from a GitHub repository (an index, a local
+    folder, an editable checkout)."""
+    import importlib.metadata  # at call time, so a patched distribution is honoured
+    import json
+    import re
+
+    try:
+        text = importlib.metadata.distribution("msapod").read_text("direct_url.json")
+    except importlib.metadata.PackageNotFoundError:
+        text = None
+    info = json.loads(text) if text else {}
+    commit = info.get("vcs_info", {}).get("commit_id")
+    match = re.fullmatch(
+        r"https://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?/?", info.get("url", "")
+    )
+    if not commit or match is None:
+        return None
+    owner, repo = match.groups()
+    return f"https://raw.githubusercontent.com/{owner}/{repo}/{commit}/{path.lstrip('/')}"
 
 
 def sha256_file(path: str | os.PathLike) -> str:

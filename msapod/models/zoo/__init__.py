@@ -1,10 +1,14 @@
 """The model zoo: character-level GPTs trained on TinyShakespeare.
 
 ``load("baseline-1")`` returns a verified, ready model (eval mode). Each model folder
-holds ``model.safetensors``, ``config.json`` (with the weights' sha256) and ``log.json``
-(losses, wall time per step, the machine and its load). ``msapod zoo`` lists every
-configured model, whether it is trained, its whole-split validation loss and training time;
-:func:`trained` lists the models whose training is finished.
+of a checkout holds ``model.safetensors``, ``config.json`` (with the weights' sha256) and
+``log.json`` (losses, wall time per step, the machine and its load). The wheel carries
+only the ``config.json`` files: outside a checkout, the first :func:`load` of a model takes
+its weights from ``$MSAPOD_ZOO/<name>/model.safetensors`` or downloads them from the
+repository at the installed commit into the cache, verified by the config's sha256
+(:mod:`msapod.models.zoo.fetch`). ``msapod zoo`` lists every configured model, whether it is
+trained, its whole-split validation loss and training time; :func:`trained` lists the
+models whose training is finished.
 
 Two sets, both standard and energy-gated attention (EGA), 6 layers x 8 heads, context 256:
 
@@ -23,11 +27,13 @@ Every model sees the same split, schedule (AdamW, lr 2e-3 cosine to 2e-4, 3000 s
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..gpt import GPT, GPTConfig
-from ..train import TrainConfig, load_checkpoint, read_config
+from ..train import CONFIG, WEIGHTS, TrainConfig, load_checkpoint, read_config
+from .fetch import ENV, run_folder
 
 __all__ = [
     "ARCHITECTURES",
@@ -47,6 +53,8 @@ __all__ = [
 ]
 
 ROOT = Path(__file__).resolve().parent
+#: The repository root when the package is run from a checkout (``pyproject.toml`` beside it).
+_REPO = ROOT.parents[2]
 
 ARCHITECTURES = ("baseline", "ega")
 
@@ -116,11 +124,19 @@ def trained(zoo: str = MAIN, architecture: str | None = None) -> tuple[str, ...]
 
 
 def _finished(folder: Path) -> bool:
-    """Whether ``folder`` holds a checkpoint at its last configured step."""
-    if not ((folder / "model.safetensors").is_file() and (folder / "config.json").is_file()):
+    """Whether ``folder`` holds a checkpoint at its last configured step (outside a
+    checkout, its config: the weights are fetched by :func:`load`)."""
+    has_weights = (folder / WEIGHTS).is_file() or not _in_checkout()
+    if not (has_weights and (folder / CONFIG).is_file()):
         return False
     meta = read_config(folder)
     return meta.get("step") == meta["train"]["steps"]
+
+
+def _in_checkout() -> bool:
+    """Whether the package is run from a checkout of the repository (whose zoo holds the
+    weights it has trained; nothing is fetched there)."""
+    return (_REPO / "pyproject.toml").is_file()
 
 
 def path(name: str) -> Path:
@@ -131,10 +147,27 @@ def path(name: str) -> Path:
 
 
 def load(name: str) -> GPT:
-    """Load zoo model ``name`` (weights verified by sha256, config checked)."""
+    """Load zoo model ``name`` (weights verified by sha256, config checked).
+
+    The weights are those of :func:`path`'s folder. Where that folder has a config but no
+    weights (an installed wheel), they come from ``$MSAPOD_ZOO/<name>/model.safetensors``
+    if ``$MSAPOD_ZOO`` is set, else (outside a checkout) from the repository at the commit
+    pip installed msapod from, downloaded once into the cache (:func:`.fetch.run_folder`).
+
+    Raises
+    ------
+    FileNotFoundError
+        If the model is not trained (no config; in a checkout, no weights), or its weights
+        are neither in ``$MSAPOD_ZOO`` nor anywhere to fetch them from.
+    ValueError
+        If the weights' sha256 differs from the config's ``weights_sha256`` (the message
+        names the file and the expected hash), or the config is invalid.
+    """
     folder = path(name)
-    if not (folder / "model.safetensors").is_file():
-        raise FileNotFoundError(f"zoo model {name!r} is not trained yet: {folder} is empty")
+    if not (folder / WEIGHTS).is_file():
+        if not (folder / CONFIG).is_file() or not (os.environ.get(ENV) or not _in_checkout()):
+            raise FileNotFoundError(f"zoo model {name!r} is not trained yet: {folder} is empty")
+        folder = run_folder(name, folder)
     return load_checkpoint(folder, expect=ZOO_CONFIGS[name].model)
 
 

@@ -223,28 +223,19 @@ def load_result(name: str, folder: str | os.PathLike | None = None):
 
 
 def _vcs_source() -> str:
-    """The raw-file URL of ``results/`` at the commit pip installed msapod from (its
-    ``direct_url.json``, PEP 610); a :class:`ResultsError` if msapod was not installed from
-    a GitHub repository."""
-    from importlib.metadata import PackageNotFoundError, distribution
+    """The raw-file URL of ``results/`` at the commit pip installed msapod from
+    (:func:`msapod._io.repository_url`); a :class:`ResultsError` if msapod was not
+    installed from a GitHub repository."""
+    from ..._io import repository_url
 
-    try:
-        text = distribution("msapod").read_text("direct_url.json")
-    except PackageNotFoundError:
-        text = None
-    info = json.loads(text) if text else {}
-    commit = info.get("vcs_info", {}).get("commit_id")
-    match = re.fullmatch(
-        r"https://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?/?", info.get("url", "")
-    )
-    if not commit or match is None:
+    url = repository_url("results/")
+    if url is None:
         raise ResultsError(
             f"{results_dir()}: no results folder beside the msapod package, and msapod was not "
             'installed from a GitHub repository (pip install "msapod @ git+https://github.com/'
             'OWNER/REPO@REF") to fetch them from; set $MSAPOD_RESULTS to a results folder'
         )
-    owner, repo = match.groups()
-    return f"https://raw.githubusercontent.com/{owner}/{repo}/{commit}/results/"
+    return url
 
 
 def ensure_results(source: str | None = None) -> Path:
