@@ -4,6 +4,7 @@ its numbers and the labelled comparisons, on small inputs and on the shipped res
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import xarray as xr
 
@@ -196,3 +197,63 @@ def test_scorecard_figures_draw_one_panel_per_claim(mv):
     fig2 = pages.spec_curves(mv, ["C1", "C3"])
     assert [ax.get_title() for ax in fig2.axes if ax.get_title()] == ["C1", "C3"]
     plt.close("all")
+
+
+def _coherency(curve, null_curve, scale=4.0):
+    """A one-model, one-layer coherency as :func:`pages.coherency_of` returns it."""
+    sep = np.arange(4, 4 * len(curve) + 1, 4)
+    c = xr.DataArray(
+        [curve], dims=("scale", "separation"), coords={"scale": [scale], "separation": sep}
+    )
+    nc = xr.DataArray([null_curve], dims=("scale", "separation"), coords=c.coords)
+    return {"m": {1: {"curve": c, "null_curve": nc, "null": nc.max("separation").to_series()}}}
+
+
+def test_coherency_table_lengths_and_revivals():
+    dom = xr.DataArray(
+        [[[4.0]]], dims=("model", "layer", "peak"), coords={"model": ["m"], "layer": [1]}
+    )
+    decay = [0.9, 0.5, 0.05, 0.01, 0.01, 0.01, 0.01, 0.01]
+    null = [0.02] * 8
+    t = pages.coherency_table(_coherency(decay, null), dom, 32)
+    row = t.loc[("m", 1, 4.0)]
+    assert row["coherence length (chars)"] == 16  # first separation at or below 0.02
+    assert row["shift-model length"] == pytest.approx(4 * np.sqrt(2 * np.log(1 / 0.02)))
+    assert row["dominant"] and row["max beyond / null"] < 2
+    revive = decay[:4] + [0.2, 0.2, 0.2, 0.01]  # comes back 8 characters after the decay
+    t2 = pages.coherency_table(_coherency(revive, null), dom, 32)
+    assert t2.loc[("m", 1, 4.0), "max beyond / null"] == pytest.approx(0.2 / 0.02)
+    summary, reading = pages.coherency_reading(t2, [10, 20, 30, 40])
+    assert "A revival (more than twice the null) occurs in 1 cases" in summary
+    assert reading.startswith("**Reading.**") and "revivals (1 cases" in reading
+    assert (
+        pages.revivals_text({"a": t, "b": t2}) == "Revivals: a: none; b: m layer 1 at $a$ = 4.00."
+    )
+
+
+def test_coherency_of_the_shipped_statistics():
+    M = load_result("modestats")
+    name = str(M["model"].values[0])
+    coh = pages.coherency_of(M, name, 192)
+    assert sorted(coh) == [int(x) for x in M["layer"].values]
+    c = coh[1]
+    assert list(c["gamma"].scale.values) == sorted(c["gamma"].scale.values)
+    assert float(c["null_curve"].separation.max()) <= 192
+    assert c["nan_rows"] == [0]  # row 0 attends to itself only: no fluctuation
+    assert "Only row 0 is affected" in pages.nan_rows_note({name: coh})
+
+
+def test_coherency_checks_and_mean_inclusive_text():
+    rng = np.random.default_rng(1)
+    g = xr.DataArray(rng.random((2, 12, 12)), dims=("scale", "query_i", "query_j"))
+    g[:, 0, 1:3] = 1.0
+    t = pages.coherency_checks(g, g * 0.5, (0.5, 1.0, 2.0), 240, 30)
+    assert t.loc["identical rows (0-1, 0-2)", "min"] == 1.0
+    assert t.loc["shared + noise, nu = 1.0", "expected"] == "0.500"
+    assert list(t.index[-2:]) == ["independent rows, N = 30", "independent rows, N = 240"]
+    med = pd.DataFrame(
+        {"A (mean-inclusive)": [0.3, 0.2], "u (fluctuation)": [0.1, 0.1]}, index=["a = 4", "a = 24"]
+    )
+    text = pages.mean_inclusive_text(med)
+    assert text.startswith("The mean-inclusive field is more coherent at both scales")
+    assert "a = 4: 3.0 times" in text and "without bringing it near 1" in text

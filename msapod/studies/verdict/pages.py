@@ -30,19 +30,27 @@ __all__ = [
     "capacity",
     "claim_counts",
     "claim_lines",
+    "coherency_checks",
+    "coherency_of",
+    "coherency_reading",
+    "coherency_table",
     "curve_values",
     "forest_note",
     "forest_panels",
     "interval_table",
     "interval_text",
     "layer_table",
+    "line_lengths",
     "loss_difference",
+    "mean_inclusive_text",
     "mode_table",
+    "nan_rows_note",
     "other_zoos",
     "reading_note",
     "reading_numbers",
     "readings_table",
     "reasons",
+    "revivals_text",
     "scorecard_markdown",
     "seeds_each",
     "spec_curves",
@@ -782,3 +790,253 @@ def spec_curves(mv, claims, zoo: str | None = None):
         leg.remove()
     fig.legend(list(seen.values()), list(seen), loc="outside lower center", ncol=3)
     return fig
+
+
+# --- the coherency page ---------------------------------------------------------------
+
+
+def coherency_checks(g, g_small, nus, n: int, n_small: int) -> pd.DataFrame:
+    """The calibration of the coherency on synthetic rows with a known answer: rows 0-2
+    identical, 3-5 row 0 plus noise of relative amplitude ``nus`` (expected
+    :math:`1/(1+\nu^2)`), 6-11 independent (expected near 0; ``g`` over ``n`` snapshots,
+    ``g_small`` over the first ``n_small``): min, mean and max of every case over its
+    pairs and both scales (``g``, ``g_small``: :func:`msapod.coherency`, dims
+    ``(scale, query_i, query_j)``)."""
+    indep = ~np.eye(6, dtype=bool)
+    checks = [("identical rows (0-1, 0-2)", "1", g.isel(query_i=0, query_j=[1, 2]).values)]
+    checks += [
+        (
+            f"shared + noise, nu = {nu}",
+            plots.number(1 / (1 + nu**2)),
+            g.isel(query_i=0, query_j=3 + k).values,
+        )
+        for k, nu in enumerate(nus)
+    ]
+    checks += [
+        (f"independent rows, N = {m}", "~0", gg.values[:, 6:, 6:][:, indep])
+        for m, gg in ((n_small, g_small), (n, g))
+    ]
+    rows = [(name, exp, v.min(), v.mean(), v.max()) for name, exp, v in checks]
+    return pd.DataFrame(rows, columns=["input", "expected", "min", "mean", "max"]).set_index(
+        "input"
+    )
+
+
+def coherency_of(M: xr.Dataset, name: str, max_sep: int) -> dict:
+    """Per layer of model ``name`` (``M``: ``results/modestats.nc``): the coherency matrix
+    ``gamma``, its mean by separation ``curve``, the row-shuffled ``null_curve`` up to
+    ``max_sep`` and its maximum, the ``null`` level per scale, and the ``nan_rows`` (query
+    rows without energy at some scale), each indexed by the scales probed (dominant
+    scales, then the fixed ones; sorted, without duplicates)."""
+    d = M.sel(model=name)
+    out = {}
+    for layer in d.layer.values:
+        dl = d.sel(layer=layer)
+        sc = dl["probe_scale"].values
+        keep = np.flatnonzero(np.isfinite(sc))
+        keep = keep[np.unique(sc[keep], return_index=True)[1]]  # sorted, no duplicates
+        dl = dl.isel(probe=keep).assign_coords(scale=("probe", sc[keep])).swap_dims(probe="scale")
+        g = dl["coherency_matrix"].astype(np.float64)
+        nc = dl["coherency_null_curve"].sel(separation=slice(None, max_sep))
+        diag = np.diagonal(g.values, axis1=1, axis2=2)  # (scale, row)
+        out[int(layer)] = {
+            "gamma": g,
+            "curve": dl["coherency_curve"],
+            "null_curve": nc,
+            "null": nc.max("separation").to_series(),
+            "nan_rows": [int(q) for q in g.query_i.values[np.isnan(diag).any(0)]],
+        }
+    return out
+
+
+def nan_rows_note(coh: dict) -> str:
+    """Which query rows have a NaN coherency (``coh``: model -> :func:`coherency_of`), and
+    why: row 0 alone is the first row, whose attention is always ``(1, 0, ...)``."""
+    rows = sorted(
+        {q for per_model in coh.values() for c in per_model.values() for q in c["nan_rows"]}
+    )
+    why = (
+        "Only row 0 is affected: its attention is always $(1, 0, \\dots)$, so its fluctuation "
+        "is identically zero and $\\gamma_{0j}$ is $0/0$ for every $j$."
+        if rows == [0]
+        else "These rows carry (almost) no fluctuation energy at the scale in question."
+    )
+    return (
+        "Query rows with NaN coherency (no energy at some scale) over all layers, scales and "
+        f"models shown: {plots.enumeration(rows)}. {why} NaN entries are shown grey in the "
+        "matrices and left out of every average (`np.nanmean`)."
+    )
+
+
+def coherency_table(coh: dict, dominant: xr.DataArray, max_sep: int) -> pd.DataFrame:
+    """One row per (model, layer, scale): the coherency of neighbouring rows
+    (:math:`|i-j| = 4`), the coherence length (the first separation where the mean
+    coherency falls to the null level, NaN when it never does within ``max_sep``), the
+    shift-model length :math:`a\\sqrt{2 \\ln(1/\\gamma_0)}` for that null level, and the
+    largest coherency beyond the decay (running means over three separations, from
+    8 characters after the coherence length), where it is and its ratio to the null
+    curve's maximum.
+
+    Parameters
+    ----------
+    coh
+        model -> :func:`coherency_of`.
+    dominant
+        The dominant scales, dims ``(model, layer, peak)``, marked in the column
+        ``dominant``.
+    max_sep
+        The largest separation read.
+    """
+    rows = []
+    for name, per_layer in coh.items():
+        dom = dominant.sel(model=name)
+        for layer, c in per_layer.items():
+            for a in c["curve"].scale.values:
+                prof = c["curve"].sel(scale=a, separation=slice(None, max_sep))
+                level = c["null"].loc[a]
+                below = prof.separation[prof <= level]
+                ell = float(below[0]) if below.size else np.nan
+                smooth = prof.rolling(separation=3, center=True).mean()
+                null_smooth = float(
+                    c["null_curve"].sel(scale=a).rolling(separation=3, center=True).mean().max()
+                )
+                beyond = (
+                    smooth.where(smooth.separation >= ell + 8)
+                    if np.isfinite(ell)
+                    else smooth * np.nan
+                )
+                has = bool(np.isfinite(beyond).any())
+                rows.append(
+                    {
+                        "model": name,
+                        "layer": int(layer),
+                        "a": float(a),
+                        "dominant": bool(np.isclose(dom.sel(layer=layer), a).any()),
+                        "gamma at |i-j|=4": float(prof.isel(separation=0)),
+                        "coherence length (chars)": ell,
+                        "shift-model length": a * np.sqrt(2 * np.log(1 / level)),
+                        "max beyond": float(beyond.max()) if has else np.nan,
+                        "at |i-j|": float(beyond.idxmax()) if has else np.nan,
+                        "max beyond / null": float(beyond.max()) / null_smooth if has else np.nan,
+                    }
+                )
+    return pd.DataFrame(rows).set_index(["model", "layer", "a"]).sort_index()
+
+
+def _cases(coh: pd.DataFrame, mask, with_revival: bool = False) -> str:
+    out = []
+    for m, la, a in coh.index[mask]:
+        text = f"{m} layer {la} at $a$ = {plots.number(a)}"
+        if with_revival:
+            r = coh.loc[(m, la, a)]
+            text += (
+                f" ($|i-j|$ = {plots.number(r['at |i-j|'], whole=True)}, ratio "
+                f"{plots.number(r['max beyond / null'], 2)})"
+            )
+        out.append(text)
+    return ", ".join(out)
+
+
+def coherency_reading(coh: pd.DataFrame, line_lengths) -> tuple[str, str]:
+    """What :func:`coherency_table` shows, in two paragraphs: the counts (neighbour
+    coherency above 0.5, coherence within 192 characters, longer than one shifted key
+    explains, revivals above twice the null, compared with the spacing of the text's
+    lines, ``line_lengths``), and their reading (local effect or recurring pattern)."""
+    ell = coh["coherence length (chars)"]
+    # longer than one shared, shifted key can explain: beyond the shift-model length by
+    # more than one step of the retained rows (4 characters)
+    longer = ell.isna() | (ell > coh["shift-model length"] + 4)
+    n = len(coh)
+    near_hi = coh["gamma at |i-j|=4"] > 0.5
+    revival = coh["max beyond / null"] > 2
+    text = (
+        f"Over the {n} (model, layer, scale) cases: the coherency of neighbouring rows "
+        f"($|i-j| = 4$) exceeds 0.5 in {int(near_hi.sum())}"
+        + (f" ({_cases(coh, near_hi)})" if near_hi.any() else "")
+        + f". The coherency falls to the null level within 192 characters in "
+        f"{int(ell.notna().sum())} cases. It lasts longer than the shift-model length (by "
+        f"more than 4 characters, or never ends) in {int(longer.sum())} cases"
+        + (f": {_cases(coh, longer)}. " if longer.any() else ". ")
+        + f"A revival (more than twice the null) occurs in {int(revival.sum())} cases"
+        + (f": {_cases(coh, revival, True)}." if revival.any() else ".")
+    )
+    if revival.any():
+        ln = np.asarray(line_lengths, float)
+        q25, q75 = np.percentile(ln, [25, 75])
+        seps = coh.loc[revival, "at |i-j|"]
+        text += (
+            " For comparison, the distance between consecutive newlines (non-empty lines) "
+            f"of the validation text has a median of {plots.number(np.median(ln), whole=True)} "
+            f"characters (quartiles {plots.number(q25, whole=True)}–"
+            f"{plots.number(q75, whole=True)}); {int(((seps >= q25) & (seps <= q75)).sum())} "
+            f"of the {int(revival.sum())} revivals lie within the quartiles."
+        )
+    reading = (
+        f"In {n - int(longer.sum())} of the {n} cases the coherency ends no later than a "
+        "single shared key, shifted from row to row, would make it end: high coherency there "
+        "marks the same key seen from neighbouring queries, a local effect, not a pattern "
+        "that recurs. "
+    )
+    if longer.any():
+        reading += (
+            f"The {int(longer.sum())} cases with a longer coherence ({_cases(coh, longer)}) "
+            "have rows that co-vary over more than one key's reach. "
+        )
+    if revival.any():
+        reading += (
+            f"The revivals ({int(revival.sum())} cases, listed above) are candidates for "
+            "structures that recur in the text at that separation: the attention fluctuation "
+            "of a query comes back, at the same lags, in a query that far ahead (the "
+            "comparison with the line spacing above says which could be lines of verse; "
+            "ratios just above 2 at separations near 192, where few pairs enter, are weak "
+            "candidates). They are where coherency marks a recurring pattern in the paper's "
+            "sense."
+        )
+    else:
+        reading += (
+            "No revival rises above twice the null: beyond the shifted-key range no "
+            "recurring pattern is detected at these scales."
+        )
+    return text, "**Reading.** " + reading
+
+
+def line_lengths(corpus) -> np.ndarray:
+    """Distances between consecutive newlines of the validation split, empty lines left
+    out (``corpus``: :func:`msapod.models.data.load_corpus`)."""
+    newline = corpus.chars.index("\n")
+    ln = np.diff(np.flatnonzero(corpus.val == newline))
+    return ln[ln > 1]
+
+
+def revivals_text(tables: dict) -> str:
+    """The revivals (more than twice the null) of each :func:`coherency_table` in
+    ``tables`` (label -> table), one clause per label."""
+    parts = []
+    for label, t in tables.items():
+        cases = t.index[t["max beyond / null"] > 2].tolist()
+        listed = ", ".join(f"{m} layer {la} at $a$ = {plots.number(a)}" for m, la, a in cases)
+        parts.append(f"{label}: {listed or 'none'}")
+    return "Revivals: " + "; ".join(parts) + "."
+
+
+def mean_inclusive_text(med: pd.DataFrame) -> str:
+    """The median coherency of the mean-inclusive field against the fluctuation's
+    (``med``: columns ``"A (mean-inclusive)"`` and ``"u (fluctuation)"``, one row per
+    scale), in one sentence."""
+    a, u = med["A (mean-inclusive)"], med["u (fluctuation)"]
+    ratio = a / u
+    first = (
+        "The mean-inclusive field is more coherent at both scales"
+        if bool((ratio > 1).all())
+        else "The mean-inclusive field is not more coherent at every scale"
+    )
+    times = ", ".join(f"{k}: {plots.number(v, 2)} times" for k, v in ratio.items())
+    last = (
+        "so the shared mean adds coherency without bringing it near 1."
+        if a.max() < 0.5
+        else "so the shared mean alone makes many row pairs look coherent."
+    )
+    return (
+        f"{first} (median over row pairs {times} that of the fluctuation); its largest "
+        f"median is {plots.number(a.max())}, {last}"
+    )
