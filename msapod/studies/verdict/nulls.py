@@ -676,9 +676,8 @@ LOG_CLAIMS = {c.id for c in REGISTRY.values() if c.log}
 
 
 def _standardised(value, lower, upper, low=-np.inf, high=np.inf, log=False):
-    """:func:`msapod.studies.verdict.rules.standardised` (the rules' own effects use it
-    too), NaN for a point value (an interval of zero width: no effect without an
-    interval)."""
+    """:func:`msapod.studies.verdict.rules.standardised`, NaN for a point value (an
+    interval of zero width: no effect without an interval)."""
     from .rules import standardised
 
     z = standardised(value, lower, upper, low, high, log)
