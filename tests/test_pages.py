@@ -257,3 +257,50 @@ def test_coherency_checks_and_mean_inclusive_text():
     text = pages.mean_inclusive_text(med)
     assert text.startswith("The mean-inclusive field is more coherent at both scales")
     assert "a = 4: 3.0 times" in text and "without bringing it near 1" in text
+
+
+def test_loss_table_and_text_read_the_whole_split():
+    loss, d = pages.loss_difference()
+    t = pages.loss_table()
+    np.testing.assert_allclose(t["val loss, whole split (L)"], loss.values)
+    assert not np.allclose(
+        t["val loss, whole split (L)"], t["val loss, 20 batches (training curve)"]
+    )
+    text = pages.loss_text()
+    assert f"**{float(d['diff']):+.4f}".replace("-", "−") in text and "whole split" in text
+
+
+def test_ega_sentences():
+    tab = pd.DataFrame(
+        {"max change, rows <= i0": [0.0, 1e-16], "max |row sum - 1|": [4e-16, 5e-16]}
+    )
+    assert "**is** causal" in pages.causality_text(
+        tab
+    ) and "**are** normalised" in pages.causality_text(tab)
+    assert "**is not** causal" in pages.causality_text(
+        tab.assign(**{"max change, rows <= i0": 0.1})
+    )
+    table, text = pages.overhead_summary({128: (1000, 1010), 256: (4000, 4010)})
+    assert table.loc[128, "extra"] == 10 and table.loc[256, "overhead %"] == pytest.approx(0.25)
+    assert "1.00 % (the bound of 0.26 % **exceeded**)" in text and "**met**" in text
+    t = xr.DataArray(
+        np.full((2, 1, 4), 0.36), dims=("model", "layer", "head"), coords={"model": ["e1", "e2"]}
+    )
+    assert "**is** reproduced" in pages.threshold_text(t)
+    assert "**is not** reproduced" in pages.threshold_text(t - 0.3)
+    da = xr.DataArray(
+        [[2.0, 1.0], [1.0, 1.0]],
+        dims=("model", "layer"),
+        coords={
+            "model": ["ega-1", "baseline-1"],
+            "layer": [1, 2],
+            "architecture": ("model", ["ega", "baseline"]),
+        },
+    )
+    lines = pages.separation_lines({"energy": da})
+    assert (
+        "ratio of the seed means per layer 2.00 and 1.00" in lines
+        and "exceeds every baseline model: 1 (1 of 2" in lines
+    )
+    pattern = pages.sign_pattern_lines(da, "ega-1", ["baseline-1"], {1: 1, 2: -1})
+    assert "**does not match**" in pattern and "1 of 2 layers" in pattern

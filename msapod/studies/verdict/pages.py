@@ -24,10 +24,12 @@ from .multiverse import AXES, MAIN_SPEC
 from .registry import REGISTRY
 
 __all__ = [
+    "EGA_PAPER",
     "PAGE_NAMES",
     "assurance",
     "attention_scalogram",
     "capacity",
+    "causality_text",
     "claim_counts",
     "claim_lines",
     "coherency_checks",
@@ -42,10 +44,13 @@ __all__ = [
     "layer_table",
     "line_lengths",
     "loss_difference",
+    "loss_table",
+    "loss_text",
     "mean_inclusive_text",
     "mode_table",
     "nan_rows_note",
     "other_zoos",
+    "overhead_summary",
     "reading_note",
     "reading_numbers",
     "readings_table",
@@ -53,9 +58,12 @@ __all__ = [
     "revivals_text",
     "scorecard_markdown",
     "seeds_each",
+    "separation_lines",
+    "sign_pattern_lines",
     "spec_curves",
     "spread_summary",
     "theorem1_text",
+    "threshold_text",
     "zoo_models",
     "zoo_verdicts",
     "zoo_width",
@@ -294,13 +302,15 @@ def loss_difference(models=None) -> tuple[xr.DataArray, xr.Dataset]:
     the main zoo) and EGA − baseline with its 95 % Student-t interval over seeds
     (:func:`~msapod.studies.measure.uncertainty.arch_difference` of
     :func:`~msapod.studies.verdict.multiverse.zoo_losses`): the numbers claim L is
-    decided on."""
+    decided on; ``unfinished`` in the losses' attributes is 1 when a model stopped
+    before its planned steps."""
     from ...models import zoo
     from ..measure.uncertainty import arch_difference
     from .multiverse import zoo_losses
 
     models = list(zoo.trained()) if models is None else list(models)
-    loss, _ = zoo_losses(models)
+    loss, unfinished = zoo_losses(models)
+    loss.attrs["unfinished"] = int(unfinished)
     return loss, arch_difference(loss)
 
 
@@ -1040,3 +1050,171 @@ def mean_inclusive_text(med: pd.DataFrame) -> str:
         f"{first} (median over row pairs {times} that of the fluctuation); its largest "
         f"median is {plots.number(a.max())}, {last}"
     )
+
+
+# --- the energy-gated attention and training pages -------------------------------------
+
+#: What the energy-gated attention paper states besides its loss claim (L, in the
+#: registry): its parameter overhead bound and the threshold its gates converge near.
+EGA_PAPER = {"overhead_pct": 0.26, "threshold": 0.35, "threshold_tolerance": 0.10}
+
+
+def loss_table(models=None) -> pd.DataFrame:
+    """Per model (default: the trained models of the main zoo): its architecture, the
+    training steps done and planned, the validation loss over the whole split (the one
+    claim L is decided on, ``val_loss_split``) and the last 20-batch estimate of the
+    training curve (``log.json``, a diagnostic)."""
+    from ...models import zoo
+
+    loss, _ = loss_difference(models)
+    rows = {}
+    for m in loss["model"].values:
+        log = json.loads((zoo.path(str(m)) / "log.json").read_text())
+        rows[str(m)] = {
+            "architecture": str(loss["architecture"].sel(model=m).values),
+            "steps done": int(log["steps"][-1]),
+            "steps planned": int(zoo.ZOO_CONFIGS[str(m)].steps),
+            "val loss, whole split (L)": float(loss.sel(model=m)),
+            "val loss, 20 batches (training curve)": float(log["val_loss"][-1]),
+        }
+    return pd.DataFrame(rows).T.rename_axis("model").infer_objects()
+
+
+def loss_text(models=None) -> str:
+    """Claim L's numbers in one sentence: EGA − baseline of the whole-split validation
+    loss with its 95 % interval over seeds, against the size the EGA paper states, and a
+    caution when a model had not finished training."""
+    loss, d = loss_difference(models)
+    size = REGISTRY["L"].stated["size"]
+    diff = float(d["diff"])
+
+    def signed(x, digits=4):
+        return f"{x:+.{digits}f}".replace("-", "−")
+
+    text = (
+        f"EGA − baseline, validation loss over the whole split: **{signed(diff)} "
+        f"nats/char**, 95 % interval [{signed(float(d['lower']))}, "
+        f"{signed(float(d['upper']))}] over the seeds (Student-$t$); the EGA paper states "
+        f"about {signed(size, 2)}, so the difference is {100 * abs(diff / size):.0f} % of "
+        "the stated size."
+    )
+    if loss.attrs.get("unfinished"):
+        text += " Caution: not every model had finished its planned training steps."
+    return text
+
+
+def causality_text(table: pd.DataFrame, tol: float = 1e-12) -> str:
+    """The causality check of a gated model in words (``table``: per model and layer the
+    columns ``"max change, rows <= i0"`` and ``"max |row sum - 1|"``), against ``tol``."""
+    past = float(table["max change, rows <= i0"].max())
+    rows = float(table["max |row sum - 1|"].max())
+    return (
+        f"Largest change of any attention row $i \\le i_0$ in any layer: {plots.below(past)}; "
+        f"largest deviation of a row sum from one: {plots.below(rows)}. With a tolerance of "
+        f"{plots.number(tol)} the gated model **{'is' if past < tol else 'is not'}** causal "
+        f"and its rows **{'are' if rows < tol else 'are not'}** normalised."
+    )
+
+
+def overhead_summary(sizes: dict) -> tuple[pd.DataFrame, str]:
+    """The parameter overhead of energy-gated attention per model width (``sizes``:
+    ``d_model`` -> (standard, EGA) parameter counts, the zoo's width first): a table and
+    a sentence comparing it with the EGA paper's bound (:data:`EGA_PAPER`)."""
+    bound = EGA_PAPER["overhead_pct"]
+    table = pd.DataFrame(
+        {
+            d: {"standard": s, "EGA": e, "extra": e - s, "overhead %": 100 * (e - s) / s}
+            for d, (s, e) in sizes.items()
+        }
+    ).T.rename_axis("d_model")
+    table[["standard", "EGA", "extra"]] = table[["standard", "EGA", "extra"]].astype(int)
+    parts = [
+        f"$d_{{\\text{{model}}}} = {d}$: {int(r['extra']):,} extra parameters, "
+        f"{plots.number(r['overhead %'])} % (the bound of {bound} % "
+        f"**{'met' if r['overhead %'] < bound else 'exceeded'}**)"
+        for d, r in table.iterrows()
+    ]
+    text = (
+        "The EGA paper's bound against the models of each width: "
+        + "; ".join(parts)
+        + ". The gate grows like $d_{\\text{model}}$, the rest of the model like "
+        "$d_{\\text{model}}^2$."
+    )
+    return table, text
+
+
+def threshold_text(t: xr.DataArray) -> str:
+    """The learned thresholds ``t`` (dims ``(model, layer, head)``) against the value the
+    EGA paper reports (:data:`EGA_PAPER`): per model the median over heads, its range and
+    the share of heads near it, and whether every model's median is near it."""
+    stated, tol = EGA_PAPER["threshold"], EGA_PAPER["threshold_tolerance"]
+    med = t.median(("layer", "head"))
+    near = (abs(t - stated) <= tol).mean(("layer", "head"))
+    every = bool((abs(med - stated) <= tol).all())
+    per = ", ".join(
+        f"{m}: {plots.number(float(med.sel(model=m)), 2)} (range "
+        f"{plots.number(float(t.sel(model=m).min()), 2)} to "
+        f"{plots.number(float(t.sel(model=m).max()), 2)}; "
+        f"{100 * float(near.sel(model=m)):.0f} % of heads within {stated} ± {tol})"
+        for m in t["model"].values
+    )
+    n = t.sizes["layer"] * t.sizes["head"]
+    return (
+        f'Median threshold over the {n} heads: {per}. With "near" read as a median within '
+        f"±{tol} of {stated} for every EGA model, the paper's threshold of {stated} "
+        f"**{'is' if every else 'is not'}** reproduced. The two thresholds live on different "
+        "scales unless both papers standardise the same way (here: prefix z-scores), so "
+        "this comparison is indicative only."
+    )
+
+
+def _separated(da: xr.DataArray, sign: int = 1) -> xr.DataArray:
+    """Per layer: every EGA model beyond every baseline model (``sign=+1``: above)."""
+    arch = da["architecture"]
+    e, b = da.where(arch == "ega", drop=True), da.where(arch == "baseline", drop=True)
+    if sign > 0:
+        return e.min("model") > b.max("model")
+    return e.max("model") < b.min("model")
+
+
+def separation_lines(measures: dict) -> str:
+    """Per measure (label -> values, dims ``(model, layer)`` with an ``architecture``
+    coordinate): the EGA/baseline ratio of the seed means per layer and the layers where
+    every EGA model exceeds every baseline model (point values), as a Markdown list."""
+    lines = []
+    for label, da in measures.items():
+        ok = _separated(da)
+        arch = da["architecture"]
+        ratio = da.where(arch == "ega", drop=True).mean("model") / da.where(
+            arch == "baseline", drop=True
+        ).mean("model")
+        lines.append(
+            f"* **{label}**: EGA/baseline ratio of the seed means per layer "
+            f"{plots.enumeration([float(r) for r in ratio.values])}; layers where every EGA "
+            f"model exceeds every baseline model: "
+            f"{plots.enumeration([int(x) for x in ok['layer'].values[ok.values]])} "
+            f"({int(ok.sum())} of {ok.size} layers)."
+        )
+    return "\n".join(lines)
+
+
+def sign_pattern_lines(values: xr.DataArray, first: str, others, signs: dict) -> str:
+    """Whether ``first`` minus each of ``others`` (models of ``values``, dims
+    ``(model, layer)``) has the ``signs`` claimed per layer, and in how many of those
+    layers every EGA model lies beyond every baseline model in the claimed direction: a
+    Markdown list."""
+    rows = []
+    for b in others:
+        d = values.sel(model=first) - values.sel(model=b)
+        ok = all(float(d.sel(layer=la)) * s > 0 for la, s in signs.items())
+        rows.append(
+            f"* {first} − {b}: difference per layer "
+            + ", ".join(f"{float(v):+.3f}" for v in d.values)
+            + f" → pattern **{'matches' if ok else 'does not match'}**."
+        )
+    n = sum(bool(_separated(values.sel(layer=[la]), s).all()) for la, s in signs.items())
+    rows.append(
+        f"* every EGA seed beyond every baseline seed in the stated direction: {n} of "
+        f"{len(signs)} layers."
+    )
+    return "\n".join(rows)
