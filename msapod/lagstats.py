@@ -24,8 +24,11 @@ below are the array kernels on lag-form ensembles ``X (N, query, lag)``.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
+from threadpoolctl import ThreadpoolController
 
 from ._labels import lag_layout, lookup
 
@@ -197,15 +200,21 @@ class LagStats:
 
     def gram_tensor(self) -> np.ndarray:
         """The per-lag Gram tensor ``G(tau)[s, t] = sum_i X[s, tau, i] X[t, tau, i]``
-        ``(lag, N, N)``: one product per lag over its band of rows (formed once)."""
+        ``(lag, N, N)``: one product per lag over its band of rows (formed once, kept)."""
         if self._G is None:
-            self._G = _gram_tensor(self.X, self.rows)
+            self._G = self._form_gram_tensor()
         return self._G
+
+    def _form_gram_tensor(self) -> np.ndarray:
+        with _one_blas_thread():  # many small products: threads contend
+            return _gram_tensor(self.X, self.rows)
 
     def window_grams(self, W: np.ndarray) -> np.ndarray:
         """Gram matrices ``K^(w) = sum_tau w(tau)^2 G(tau) / N`` of the windows ``W
-        (window, lag)``: ``(window, N, N)``, one product for all windows."""
-        return window_grams(self.gram_tensor(), np.atleast_2d(W))
+        (window, lag)``: ``(window, N, N)``, one product for all windows (from the kept
+        Gram tensor if :meth:`gram_tensor` formed it, else from one formed and dropped)."""
+        G = self._G if self._G is not None else self._form_gram_tensor()
+        return window_grams(G, np.atleast_2d(W))
 
     def plain_gram(self) -> np.ndarray:
         """The plain POD's Gram ``K = X X^T / N`` ``(N, N)`` from the lag form, a block of
@@ -271,11 +280,12 @@ class LagStats:
             raise ValueError("u: expected finite values, found NaN/inf entries")
         spectrum = np.zeros((n_w, n))
         V = np.zeros((n_w, n, n_modes))
-        for w in range(n_w):
-            if not W[w].any():  # zero window: zero Gram, no mode
-                V[w] = np.eye(n, n_modes)
-                continue
-            spectrum[w], V[w] = self.eigensolve(K[w], n_modes)
+        with _one_blas_thread():  # N x N eigenproblems: threads contend
+            for w in range(n_w):
+                if not W[w].any():  # zero window: zero Gram, no mode
+                    V[w] = np.eye(n, n_modes)
+                    continue
+                spectrum[w], V[w] = self.eigensolve(K[w], n_modes)
         P = self.project(V, W)
         kidx, kvalid = lookup(self.lags, self.qpos[:, None] - self.kpos[None, :])
         modes = np.empty((n_w, n_modes, len(self.qpos), len(self.kpos)))
@@ -302,6 +312,18 @@ class LagStats:
 # ----------------------------------------------------------------------------- POD
 
 
+@lru_cache(maxsize=1)
+def _blas() -> ThreadpoolController:
+    """The BLAS libraries loaded when first asked (inspecting them takes milliseconds)."""
+    return ThreadpoolController()
+
+
+def _one_blas_thread():
+    """A context with one BLAS thread: many small products or N x N eigenproblems, where
+    threads only contend (and, on busy cores, spin)."""
+    return _blas().limit(limits=1, user_api="blas")
+
+
 def eig_desc(K: np.ndarray):
     """Eigenpairs of a symmetric PSD matrix, descending, negatives (rounding) clipped."""
     lam, V = np.linalg.eigh(K)
@@ -311,17 +333,20 @@ def eig_desc(K: np.ndarray):
 
 def _finish_modes(P, Vk, lam, n, rtol, kidx, kvalid):
     """Normalised, sign-fixed modes in (query, key) and their coefficients from one
-    window's projections ``P (mode, lag, query)`` and leading eigenvectors ``Vk``."""
-    n_modes = P.shape[0]
-    phi = np.ascontiguousarray(P.transpose(0, 2, 1)).reshape(n_modes, -1)  # (mode, query * lag)
+    window's projections ``P (mode, lag, query)`` and leading eigenvectors ``Vk``: one
+    gather of the (query, key) entries, ``modes[m, i, j] = P[m, lag(i - j), i]``."""
+    n_modes, _, Q = P.shape
+    flat = kidx * Q + np.arange(Q)[:, None]  # (query, key) -> entry of (lag, query)
+    modes = np.take(P.reshape(n_modes, -1), flat, axis=1)
+    modes *= kvalid
     keep = lam[:n_modes] > rtol * max(lam[0], np.finfo(float).tiny)
-    phi /= np.sqrt(np.where(keep, n * lam[:n_modes], 1.0))[:, None]
+    modes /= np.sqrt(np.where(keep, n * lam[:n_modes], 1.0))[:, None, None]
     # deterministic sign: the largest-magnitude entry of each mode is positive
-    sgn = np.sign(phi[np.arange(n_modes), np.abs(phi).argmax(1)])
+    flat_modes = modes.reshape(n_modes, -1)
+    sgn = np.sign(flat_modes[np.arange(n_modes), np.abs(flat_modes).argmax(1)])
     sgn[sgn == 0] = 1.0
-    phi *= sgn[:, None]
-    phi[~keep] = np.nan
-    modes = gather_last(phi.reshape(n_modes, kidx.shape[0], -1), kidx, kvalid)
+    modes *= sgn[:, None, None]
+    modes[~keep] = np.nan
     a = Vk * sgn * np.sqrt(n * lam[:n_modes])
     a[:, ~keep] = 0.0
     return modes, a
@@ -514,7 +539,8 @@ def lag_gram_tensor(X: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
         rows = np.stack([np.arange(n_lag), np.full(n_lag, Q)], axis=1)
     else:
         rows = row_bands((X != 0).any(axis=0))
-    return _gram_tensor(X, rows)
+    with _one_blas_thread():  # many small products: threads contend
+        return _gram_tensor(X, rows)
 
 
 def window_grams(G: np.ndarray, W: np.ndarray) -> np.ndarray:

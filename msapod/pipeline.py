@@ -312,12 +312,14 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
     W[1:][found] = gaussian_windows(stats.lags, centre[found], sigma[found])
     # plain and scale-selective POD of every window (steps 6-8), T_spec and H* (9-10)
     pod = stats.pod(W, p["n_modes"], RTOL)
+    n, mean, lags = stats.n, stats.mean, stats.lags
+    R = stats.lag_form() if p["coherency"] else None
+    del stats  # the lag form (8 N L^2 bytes) is not needed for the Dataset
     labels = _labels(max_peaks)
     window = np.empty(len(labels), dtype=object)
     window[:] = labels
     spectrum = xr.DataArray(pod["spectrum"], dims=("window", "rank"))
     conc = spectral_concentration(spectrum, p["k_min"], p["k_max"])
-    n = stats.n
     tail = tail_fraction(pod["spectrum"])
     H = np.stack([tail_rank(tail, e if p["criterion"] == "energy" else e**2) for e in p["eps"]])
     missing = np.flatnonzero(~np.r_[True, found])
@@ -335,7 +337,7 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
     edge[: len(idx)] = (idx == 0) | (idx == len(s) - 1)
     scale_da = xr.DataArray(spec, dims="scale", coords={"scale": s})
     v = {
-        "mean": (("query", "key"), stats.mean, {"long_name": "mean field Abar(i, j)",
+        "mean": (("query", "key"), mean, {"long_name": "mean field Abar(i, j)",
                                                 "averaged_over": dim}),
         "energy": (("scale", "lag"), E, {"long_name": "scalogram E(a, b) = <|W(a, b)|^2>",
                                          "omega0": omega0}),
@@ -383,10 +385,8 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
         **coords,
     }
     out = xr.Dataset({name: xr.Variable(*spec_) for name, spec_ in v.items()}, coords=coords)
-    if p["coherency"]:
-        R = xr.DataArray(
-            stats.lag_form(), dims=(dim, "query", "lag"), coords={"query": q, "lag": stats.lags}
-        )
+    if R is not None:
+        R = xr.DataArray(R, dims=(dim, "query", "lag"), coords={"query": q, "lag": lags})
         out["coherency"] = _coherency_at_peaks(R, a, omega0, dim)
     out.attrs = {
         **{key: val for key, val in A.attrs.items() if isinstance(val, str | int | float)},
