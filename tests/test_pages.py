@@ -304,3 +304,31 @@ def test_ega_sentences():
     )
     pattern = pages.sign_pattern_lines(da, "ega-1", ["baseline-1"], {1: 1, 2: -1})
     assert "**does not match**" in pattern and "1 of 2 layers" in pattern
+
+
+def test_uncertainty_and_convergence_sentences(mv):
+    unc = load_result("uncertainty")
+    assert "the seeds dominate the uncertainty" in pages.jackknife_text(unc)
+    diffs = pd.DataFrame({"significant": [True, False, False, False, False]})
+    assert pages.differences_text(diffs, "4", 6).startswith("1 of 5 layer-wise")
+    assert "mostly not distinguishable" in pages.differences_text(diffs, "4", 6)
+    conv = load_result("convergence")
+    n = int(conv["n"].values[-1])
+    assert f"has not converged at $N = {n}$" in pages.convergence_text(conv)
+    assert "N-dependent" in pages.tspec_n_text(conv)
+    cmp = pd.DataFrame({"a": [100.0, 110.0], "b": [101.0, 104.0]})
+    assert "6.0 modes: not negligible" in pages.split_gap_text(cmp)
+    out = cl.spec_outcome("C5", mv, n=n)
+    h = conv["H_star"].sel(eps=0.10, n=n)
+    text = pages.c5_large_n_text(h, out, n)
+    assert f"The C5 rule at N = {n}" in text and f"**{out['verdict']}**" in text
+
+
+def test_seeds_and_training_summary():
+    import msapod
+
+    n = {len(msapod.zoo.trained(architecture=a)) for a in msapod.zoo.ARCHITECTURES}
+    assert pages.seeds_text() == (str(n.pop()) if len(n) == 1 else pages.seeds_text())
+    summary = pages.training_summary(10.0)
+    assert "Met by" in summary and pages.loss_text() in summary
+    assert "Met by 0 of" in pages.training_summary(0.5)

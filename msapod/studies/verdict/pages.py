@@ -28,6 +28,7 @@ __all__ = [
     "PAGE_NAMES",
     "assurance",
     "attention_scalogram",
+    "c5_large_n_text",
     "capacity",
     "causality_text",
     "claim_counts",
@@ -36,11 +37,14 @@ __all__ = [
     "coherency_of",
     "coherency_reading",
     "coherency_table",
+    "convergence_text",
     "curve_values",
+    "differences_text",
     "forest_note",
     "forest_panels",
     "interval_table",
     "interval_text",
+    "jackknife_text",
     "layer_table",
     "line_lengths",
     "loss_difference",
@@ -58,12 +62,16 @@ __all__ = [
     "revivals_text",
     "scorecard_markdown",
     "seeds_each",
+    "seeds_text",
     "separation_lines",
     "sign_pattern_lines",
     "spec_curves",
+    "split_gap_text",
     "spread_summary",
     "theorem1_text",
     "threshold_text",
+    "training_summary",
+    "tspec_n_text",
     "zoo_models",
     "zoo_verdicts",
     "zoo_width",
@@ -1218,3 +1226,164 @@ def sign_pattern_lines(values: xr.DataArray, first: str, others, signs: dict) ->
         f"{len(signs)} layers."
     )
     return "\n".join(rows)
+
+
+def training_summary(target: float, models=None) -> str:
+    """The zoo's training outcome as a Markdown list: how many models reach the
+    ``target`` validation loss over the whole split, the loss per architecture (mean ±
+    half-range over seeds) and claim L's numbers (:func:`loss_text`)."""
+    table = loss_table(models)
+    whole = table["val loss, whole split (L)"]
+    meets = whole <= target
+    by_arch = whole.groupby(table["architecture"])
+    mean, half = by_arch.mean(), (by_arch.max() - by_arch.min()) / 2
+    unfinished = table.index[table["steps done"] < table["steps planned"]]
+    lines = [
+        f"* Target: validation loss over the whole split at most {target} nats/char. Met by "
+        f"{int(meets.sum())} of {len(table)} models"
+        + (f" (not by {plots.enumeration(list(meets.index[~meets]))})" if not meets.all() else "")
+        + ".",
+        "* Per architecture (mean ± half-range over seeds): "
+        + ", ".join(
+            f"{a}: {mean[a]:.4f} ± {half[a]:.4f} ({int(by_arch.size()[a])} seeds)"
+            for a in mean.index
+        )
+        + ".",
+        f"* {loss_text(models)} The verdict on the EGA paper's claim is drawn on the "
+        "[EGA page](09-energy-gated-attention.md).",
+    ]
+    if len(unfinished):
+        lines.append(
+            f"* Still training when the results were made: {plots.enumeration(list(unfinished))}; "
+            "their numbers are provisional."
+        )
+    return "\n".join(lines)
+
+
+# --- the uncertainty and convergence page ---------------------------------------------
+
+
+def _rng(da, sig: int = 3) -> str:
+    return _span(np.asarray(da, float).ravel(), sig)
+
+
+def jackknife_text(unc: xr.Dataset) -> str:
+    """How large the snapshot jackknife's standard errors are (``unc``:
+    ``results/uncertainty.nc``) and how they compare with the spread between seeds."""
+    se_t = unc["T_spec_se"].sel(window="plain")
+    se_h = unc["H_star_frac_se"].sel(window="plain", eps=0.1)
+    h_int = unc["H_star_se"].sel(window="plain", eps=0.1)
+    spread = (
+        unc["scale_centroid"].groupby("architecture").map(lambda x: x.max("model") - x.min("model"))
+    )
+    worst = int(spread.max("architecture").idxmax())
+    return (
+        f"The jackknife SE of the scale centroid is {_rng(unc['scale_centroid_se'])} "
+        f"characters, of $T_{{\\text{{spec}}}}$ {_rng(se_t)}, and of the fractional "
+        f"$H^*(0.10)$ {_rng(se_h, 2)} modes. The integer $H^*$'s own jackknife SE is exactly "
+        f"0 in {int((h_int == 0).sum())} of {h_int.size} layers. The spread of the centroid "
+        f"between the seeds of one architecture is up to {plots.number(float(spread.max()))} "
+        f"characters (layer {worst}), far larger than the snapshot SE: **for claims about an "
+        "architecture, the seeds dominate the uncertainty**, and one seed (as in the paper) "
+        "cannot show it."
+    )
+
+
+def differences_text(diffs: pd.DataFrame, n_seeds: str, df: int) -> str:
+    """How many layer-wise architecture differences (``diffs``, a column
+    ``significant``) exclude zero, with ``n_seeds`` seeds per architecture and ``df``
+    degrees of freedom."""
+    k, n = int(diffs["significant"].sum()), len(diffs)
+    how = "mostly not" if k < n / 4 else "partly"
+    return (
+        f"{k} of {n} layer-wise architecture differences have a 95 % interval that excludes "
+        f"zero. With {n_seeds} seeds per architecture ({df} degrees of freedom) the "
+        "t-interval is wide; the differences the paper reads from one model pair (C7, C8) "
+        f"are, with these data, {how} distinguishable from seed-to-seed variation."
+    )
+
+
+def convergence_text(conv: xr.Dataset, eps: float = 0.10) -> str:
+    """How :math:`H^*(\\varepsilon)` grows with :math:`N` (``conv``:
+    ``results/convergence.nc``): the factor of the last doubling, how often it is pinned at
+    the ceiling :math:`N - 1`, its share of the ceiling, and its order across layers at
+    the largest :math:`N`."""
+    ns = conv["n"].values
+    h = conv["H_star"].sel(eps=eps)
+    ratio = h.sel(n=ns[-1]) / h.sel(n=ns[-2])
+    frac = (h / (h["n"] - 1)).mean("model")
+    pinned = conv["at_rank_limit"].sel(eps=eps)
+    order = ", ".join(
+        f"layer {int(la)}: {plots.number(float(v), whole=True)}"
+        for la, v in h.sel(n=ns[-1]).mean("model").to_series().items()
+    )
+    return (
+        f"$H^*({eps:.2f})$ keeps growing with $N$: doubling $N$ from {ns[-2]} to {ns[-1]} "
+        f"multiplies it by {_rng(ratio)} (per model and layer). It never reaches the ceiling "
+        f"$N-1$ at eps = {eps:.2f} ({int(pinned.sum())} of {pinned.size} cases pinned), but it "
+        f"stays a large fraction of it: {_rng(frac)} of $N - 1$. **$H^*$ has not converged "
+        f"at $N = {ns[-1]}$**: it measures the ensemble size as much as the layer. Its "
+        f"ordering across layers is what survives: {order} at N = {ns[-1]}."
+    )
+
+
+def split_gap_text(cmp: pd.DataFrame, tolerance: float = 5.0) -> str:
+    """The largest layer-mean gap of :math:`H^*` between the validation and the training
+    split at the same :math:`N` (the first two columns of ``cmp``), and what it means
+    against ``tolerance`` modes."""
+    gap = float((cmp.iloc[:, 0] - cmp.iloc[:, 1]).abs().max())
+    return (
+        f"At N = 150 the largest layer-mean gap in H* between the splits is "
+        f"{plots.number(gap, 2)} modes: "
+        + (
+            "small against the growth with N below, so the training split is a fair "
+            "stand-in for the larger ensembles."
+            if gap <= tolerance
+            else "not negligible; read the convergence curves as training-split numbers."
+        )
+    )
+
+
+def c5_large_n_text(h: xr.DataArray, outcome: dict, n: int) -> str:
+    """C5 at a larger ensemble: the :math:`H^*` of the early and the later layers
+    (``h``, dims ``(model, layer)``) and the verdict of the C5 rule at that ``n``
+    (``outcome``: :func:`~msapod.studies.verdict.claims.spec_outcome`), labelled with
+    its :math:`N`."""
+    c = REGISTRY["C5"]
+    early = [la for la in (1, 2) if la in h["layer"].values]
+    late = list(c.layers)
+    return (
+        f"At N = {n}, layers 1–2 need {_rng(h.sel(layer=early), 3)} modes and layers "
+        f"{cl.layer_span(late)} {_rng(h.sel(layer=late), 3)}. The C5 rule at N = {n} "
+        f"([the rule](#rule-c5)) reads **{outcome['verdict']}** ({outcome['cases']}). "
+        f"'About {c.about:g}' is a property of N = 150, not of the layers."
+    )
+
+
+def tspec_n_text(conv: xr.Dataset) -> str:
+    """How :math:`T_\\mathrm{spec}` moves with :math:`N` with the default fit range and
+    with a fixed one (``conv``: ``results/convergence.nc``, layer means)."""
+    ns = conv["n"].values
+    td, tf = conv["T_spec"].mean("model"), conv["T_spec_fixed"].mean("model")
+    first, last = ns[0], ns[-1]
+    return (
+        f"With the default fit range ($k \\le N/2$), $T_{{\\text{{spec}}}}$ falls from "
+        f"{_rng(td.sel(n=first))} at N = {first} to {_rng(td.sel(n=last))} at N = {last} "
+        "(layer means): as N grows, the range k <= N/2 reaches further down the spectrum, "
+        "into its steeper tail, so the fitted decay steepens and T_spec falls; the default "
+        "T_spec is an **N-dependent** number. With the fit range held fixed "
+        f"(k = {conv.attrs['fixed_k']}) it moves from {_rng(tf.sel(n=first))} to "
+        f'{_rng(tf.sel(n=last))}. The paper\'s "T_spec ≈ 1 in early layers" (C3) therefore '
+        "depends on N and on the fit range; the scorecard tests it at the paper's N = 150 "
+        "and quotes N = 600 beside it."
+    )
+
+
+def seeds_text(zoo_name: str | None = None) -> str:
+    """The trained seeds per architecture of a zoo (default: the main one), from
+    :func:`msapod.zoo.trained`: ``"4"``, or ``"2–4"`` when the architectures differ."""
+    from ...models import zoo
+
+    kw = {} if zoo_name is None else {"zoo": zoo_name}
+    n = [len(zoo.trained(architecture=a, **kw)) for a in zoo.ARCHITECTURES]
+    return str(min(n)) if min(n) == max(n) else f"{min(n)}–{max(n)}"
