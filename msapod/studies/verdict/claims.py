@@ -452,7 +452,7 @@ def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
     stated = str(main["paper_value"].values) if "paper_value" in main else ""
     if stated:
         items.append(f"The paper's number: {stated}")
-    level = "" if claim == "C10" else " (95 %, Holm across cases)"
+    level = f" ({REGISTRY[claim].level})" if claim in REGISTRY and REGISTRY[claim].level else ""
     rule = RULE_LINES.get(claim, str(main["rule"].values))
     items.append(f"Rule: {rule}{level}; [the rule in full](#rule-{claim.lower()})")
     reading = _reading_words(claim, mv)
@@ -463,11 +463,16 @@ def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
 
 
 def _joint_words(claim: str, mv) -> str:
-    """``"; joint test over the curve p = 0.03"`` (or why there is none)."""
+    """``"; joint test over the curve: against the claim, p = 0.03"`` (or that there is
+    none), from the curve's two-sided joint test (``joint_p``, ``joint_direction``)."""
     if "joint_p" not in mv or claim not in mv["joint_p"]["claim"].values:
         return "; no joint test"
     p = float(mv["joint_p"].sel(claim=claim))
-    return f"; joint test over the curve $p = {p:.2g}$" if np.isfinite(p) else "; no joint test"
+    if not np.isfinite(p):
+        return "; no joint test"
+    way = str(mv["joint_direction"].sel(claim=claim).values) if "joint_direction" in mv else ""
+    side = {"for": "for the claim, ", "against": "against the claim, "}.get(way, "")
+    return f"; joint test over the curve: {side}$p = {p:.2g}$"
 
 
 #: The page that states every rule; each rule has the label ``rule-<claim>`` there,

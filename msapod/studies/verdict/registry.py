@@ -79,6 +79,9 @@ class Claim:
         The book pages that examine it.
     rule_line
         The rule in one line (MyST math), formatted from the numbers above.
+    level
+        The interval level and the multiplicity correction the rule tests with ("" for an
+        exact check).
     """
 
     id: str
@@ -101,6 +104,7 @@ class Claim:
     contrast_sign: int | None = None
     pages: tuple[str, ...] = ()
     rule_line: str = ""
+    level: str = "95 %, Holm across cases"
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -307,6 +311,7 @@ def _claims() -> tuple[Claim, ...]:
             no_null="Theorem 1 is an identity of POD on any ensemble",
             no_shuffled="Theorem 1 is an identity of POD on any ensemble",
             pages=("05-pod",),
+            level="",
             rule_line=rf"rank-$K$ error $= \sum_{{k > K}} \lambda_k$ to "
             rf"$10^{{{np.log10(t1_gap):.0f}}}$; no random basis does better",
         ),
@@ -323,6 +328,7 @@ def _claims() -> tuple[Claim, ...]:
             no_shuffled="the loss claim is about training, not the fields",
             signs={None: -1},
             pages=("10-training",),
+            level="95 %, Bonferroni across direction and size",
             rule_line=r"$\Delta \mathcal{L} = \mathcal{L}_\mathrm{EGA} - "
             rf"\mathcal{{L}}_\mathrm{{baseline}} < 0$ and within ${loss_size:g} \pm "
             rf"{loss_tol:.0%}$ nats/char (the stated size)".replace("%", r"\,\%"),
