@@ -332,3 +332,14 @@ def test_seeds_and_training_summary():
     summary = pages.training_summary(10.0)
     assert "Met by" in summary and pages.loss_text() in summary
     assert "Met by 0 of" in pages.training_summary(0.5)
+
+
+def test_rule_parts_and_c5_lines(mv):
+    parts = pages.rule_parts("C5", mv)
+    assert set(parts) >= {"core", "a", "b"}
+    assert all(not v.endswith(".") for v in parts.values())
+    lines = pages.c5_lines(mv).splitlines()
+    assert len(lines) == 2 and parts["core"] in lines[0] and parts["b"] in lines[1]
+    assert "about 91" in lines[1] and "±15 %" in lines[1]  # the registry's size and tolerance
+    one = pages.rule_parts("C7", mv)
+    assert list(one) == [""] and "cases" in one[""]

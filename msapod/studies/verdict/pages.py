@@ -29,6 +29,7 @@ __all__ = [
     "assurance",
     "attention_scalogram",
     "c5_large_n_text",
+    "c5_lines",
     "capacity",
     "causality_text",
     "claim_counts",
@@ -60,6 +61,7 @@ __all__ = [
     "readings_table",
     "reasons",
     "revivals_text",
+    "rule_parts",
     "scorecard_markdown",
     "seeds_each",
     "seeds_text",
@@ -202,7 +204,8 @@ def _span(values, sig: int = 3) -> str:
     v = v[np.isfinite(v)]
     if not v.size:
         return plots.MISSING
-    lo, hi = _words(v.min(), sig), _words(v.max(), sig)
+    whole = bool(np.all(v == np.round(v)))
+    lo, hi = (plots.number(float(x), sig, whole=whole) for x in (v.min(), v.max()))
     return lo if lo == hi else f"{lo}–{hi}"
 
 
@@ -468,6 +471,34 @@ def _top(card, mv) -> list[str]:
     return [c for c in card.index if c in ids]
 
 
+def joint_summary(mv, claims) -> str:
+    """The two-sided joint test over the specification curve in one sentence: the claims
+    whose curve is significant (p < 0.05) for or against them, or that none is (the
+    curve's ``joint_p`` and ``joint_direction``)."""
+    if "joint_p" not in mv:
+        return ""
+    tested = [c for c in claims if np.isfinite(float(mv["joint_p"].sel(claim=c)))]
+    if not tested:
+        return ""
+    p = {c: float(mv["joint_p"].sel(claim=c)) for c in tested}
+    way = {c: str(mv["joint_direction"].sel(claim=c).values) for c in tested}
+    groups = {w: [c for c in tested if p[c] < 0.05 and way[c] == w] for w in ("for", "against")}
+    if not any(groups.values()):
+        return (
+            "Over the whole specification curve the two-sided permutation test (joint test) "
+            "is significant for no claim, in either direction. "
+        )
+    parts = [
+        f"{w} {cl.names(ids)} (p = {', '.join(f'{p[c]:.2g}' for c in ids)})"
+        for w, ids in groups.items()
+        if ids
+    ]
+    return (
+        "Over the whole specification curve the two-sided permutation test (joint test) is "
+        f"significant {' and '.join(parts)}. "
+    )
+
+
 def assurance(card, mv) -> str:
     """How sure the verdicts are, in one paragraph from the scorecard ``card`` (a
     :func:`~msapod.studies.verdict.scorecard.zoo_scorecard` table): the intervals, how
@@ -477,7 +508,6 @@ def assurance(card, mv) -> str:
     robust = [c for c in top if "robust" in str(card.loc[c, "robust_share"])]
     fragile = [c for c in top if "fragile" in str(card.loc[c, "robust_share"])]
     single = [c for c in top if c not in robust + fragile]
-    p = pd.to_numeric(card.loc[top, "joint_p"], errors="coerce")
     text = (
         "Every number behind a verdict has a 95 % interval (jackknife over snippets per "
         "model and layer; Student-$t$ over seeds for the EGA contrasts, C4 and C9), "
@@ -491,22 +521,7 @@ def assurance(card, mv) -> str:
         verb = "is" if len(fragile) == 1 else "are"
         text += f"; {cl.names(fragile)} {verb} *fragile*, decided by a choice the paper leaves open"
     text += ". "
-    if (p < 0.05).any():
-        text += (
-            "Over the whole specification curve, the permutation test (joint $p$) is below "
-            f"0.05 for {cl.names(list(p.index[p < 0.05]))}. "
-        )
-    elif p.notna().any():
-        lo, hi = f"{p.min():.2g}", f"{p.max():.2g}"
-        span = (
-            f"joint $p$ = {lo} for every claim it tests"
-            if lo == hi
-            else f"joint $p$ from {lo} to {hi}"
-        )
-        text += (
-            "Over the whole specification curve no claim is significant in the permutation "
-            f"test ({span}). "
-        )
+    text += joint_summary(mv, top)
     for col, what, why in (
         (
             "untrained",
@@ -1387,3 +1402,48 @@ def seeds_text(zoo_name: str | None = None) -> str:
     kw = {} if zoo_name is None else {"zoo": zoo_name}
     n = [len(zoo.trained(architecture=a, **kw)) for a in zoo.ARCHITECTURES]
     return str(min(n)) if min(n) == max(n) else f"{min(n)}–{max(n)}"
+
+
+def rule_parts(claim: str, mv, zoo: str | None = None, **axes) -> dict[str, str]:
+    """The rule's case counts of ``claim`` per part (``"core"``, ``"a"``, ``"b"``, ...;
+    ``""`` for a rule in one part), from the curve's ``cases`` under the default reading
+    or the one that differs in ``axes``."""
+    cases = cl.spec_outcome(claim, mv, zoo, **axes)["cases"]
+    out = {}
+    for part in cases.split("; "):
+        m = re.match(r"\((\w+)\) (.*)", part)
+        if m:
+            out[m.group(1)] = m.group(2).rstrip(".")
+        elif out:  # a continuation of the previous part ("left out: ...")
+            last = next(reversed(out))
+            out[last] += "; " + part
+        else:
+            out[""] = part.rstrip(".")
+    return out
+
+
+def c5_lines(mv, zoo: str | None = None) -> str:
+    """C5 under the default reading as a Markdown list: the early layers' :math:`H^*`,
+    why "more than 150" cannot be tested at the ensemble's :math:`N` and what is tested
+    instead (the contrast), and the later layers' :math:`H^*` against "about 91" with
+    the rule's cases and where the paper's own number lies against the intervals."""
+    c = REGISTRY["C5"]
+    n = reading_numbers("C5", mv, zoo)["stat"]
+    early, late = n.sel(layer=[1, 2]), n.sel(layer=list(c.layers))
+    parts = rule_parts("C5", mv, zoo)
+    sub, _ = cl._claim_specs("C5", mv, zoo)
+    main = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
+    n_snap = int(json.loads(str(mv.attrs.get("main_specification", "{}")))["n"])
+    return "\n".join(
+        [
+            f"* Layers 1–2: $H^*(0.10)$ = {_rng(early)} over the {early.sizes['model']} "
+            f"models. 'More than {c.stated['early_above']} modes' cannot occur with "
+            f"$N = {n_snap}$ snapshots ($H^* \\le N - 1$): the rule leaves that part out "
+            f"({parts.get('a', '—')}) and tests what can be tested, whether the early "
+            f"layers need more modes than the later ones: {parts.get('core', '—')}.",
+            f"* Layers {cl.layer_span(list(c.layers))}: $H^*(0.10)$ = {_rng(late)}; the "
+            f"paper's 'about {c.about:g}' read as within ±{100 * c.tolerance:.0f} %, per model and "
+            f"layer with its 95 % interval: {parts.get('b', '—')}. The paper's own number: "
+            f"{main['paper_value'].values}.",
+        ]
+    )
