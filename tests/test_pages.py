@@ -343,3 +343,22 @@ def test_rule_parts_and_c5_lines(mv):
     assert "about 91" in lines[1] and "±15 %" in lines[1]  # the registry's size and tolerance
     one = pages.rule_parts("C7", mv)
     assert list(one) == [""] and "cases" in one[""]
+
+
+def test_llm_sentences_read_the_llm_analysis():
+    from msapod.studies.verdict import scorecard
+
+    ds = load_result("llm")
+    assert f"$N$ = {ds.attrs['n_snapshots']} snippets" in pages.llm_ensemble_facts(ds)
+    assert "of tokens are a single character" in pages.llm_token_lengths(ds)
+    facts = pages.llm_scale_facts(ds)
+    assert "not testable" not in facts and "$a \\le 7$ characters" in facts
+    sink = xr.DataArray(
+        np.r_[0.1, 0.5, 0.6, 0.1, 0.7], dims="layer", coords={"layer": np.arange(1, 6)}
+    )
+    assert pages.sink_layers(sink) == [2, 3, 5]
+    assert pages.llm_sink_facts(sink).startswith("In 3 of 5 layers, 50%–70%")
+    rows = scorecard.llm_rows(ds)
+    table = pages.llm_table(rows)
+    assert all(f"**{r['verdict']}**" in table for r in rows)
+    assert table.count("\n") == len(rows) + 1

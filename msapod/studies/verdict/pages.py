@@ -48,6 +48,13 @@ __all__ = [
     "jackknife_text",
     "layer_table",
     "line_lengths",
+    "llm_ensemble_facts",
+    "llm_scale_depth",
+    "llm_scale_facts",
+    "llm_sink_facts",
+    "llm_spectra_depth",
+    "llm_table",
+    "llm_token_lengths",
     "loss_difference",
     "loss_table",
     "loss_text",
@@ -67,6 +74,7 @@ __all__ = [
     "seeds_text",
     "separation_lines",
     "sign_pattern_lines",
+    "sink_layers",
     "spec_curves",
     "split_gap_text",
     "spread_summary",
@@ -1447,3 +1455,173 @@ def c5_lines(mv, zoo: str | None = None) -> str:
             f"{main['paper_value'].values}.",
         ]
     )
+
+
+# --- the LLM page -----------------------------------------------------------------------
+
+
+def _cpt(ds: xr.Dataset) -> float:
+    """Characters per token of the LLM ensemble's snippets."""
+    return float(ds.attrs["ensemble_chars_per_token"])
+
+
+def llm_ensemble_facts(ds: xr.Dataset) -> str:
+    """The LLM ensemble in tokens (``ds``: ``results/llm.nc``) as a Markdown list: the
+    split's characters per token, the snippets' span in characters, and why the span,
+    not the number of positions, matches the zoo's."""
+    cpt, n, L = _cpt(ds), int(ds.attrs["n_snapshots"]), ds.sizes["query"]
+    span = ds["char_end"] - ds["char_start"]
+    return (
+        f"* The validation split has {ds.attrs['n_chars_split']:,} characters and "
+        f"{ds.attrs['n_tokens_split']:,} tokens: **{ds.attrs['chars_per_token']:.2f} "
+        f"characters per token** (snippets: {cpt:.2f}).\n"
+        f"* $N$ = {n} snippets of $L$ = {L} tokens, spanning {int(span.min())}–"
+        f"{int(span.max())} characters (mean {float(span.mean()):.0f}; the zoo: 256).\n"
+        f"* 256 *tokens* would be about {256 * cpt:.0f} characters, and the split holds only "
+        f"{ds.attrs['n_tokens_split'] // 256} non-overlapping 256-token windows, fewer than "
+        f"{n}. Matching the span keeps $N$ = {n} (so $H^*$ has the zoo's ceiling of {n - 1}) "
+        f"and the same text per snapshot; the price is a smaller field ({L} × {L} positions)."
+    )
+
+
+def llm_token_lengths(ds: xr.Dataset) -> str:
+    """How long the tokens of the split are, in one sentence."""
+    lens = ds["token_length"].values
+    return (
+        f"Token lengths in the split: {np.mean(lens == 1):.0%} of tokens are a single "
+        f"character (newlines, punctuation, word pieces), the median is "
+        f"{np.median(lens):.0f} and 90 % are at most {np.percentile(lens, 90):.0f} characters."
+    )
+
+
+def llm_scale_facts(ds: xr.Dataset) -> str:
+    """What the token scales mean for the scale claims (a Markdown list): the grid in
+    characters, what it cannot resolve, and C1's and C2's thresholds (the registry's) in
+    tokens."""
+    cpt, finest, top = _cpt(ds), float(ds["scale"].min()), float(ds["scale"].max())
+    c1, c2 = REGISTRY["C1"].high, REGISTRY["C2"].low
+    return (
+        f"* The scalogram's scales run from {finest:g} to $L/2$ = {top:.1f} **tokens**, i.e. "
+        f"about {finest * cpt:.0f} to {top * cpt:.0f} characters; the zoo's run from 3 to "
+        f"128 characters. Over the coarse end the two cover the same text; at the fine end "
+        f"the LLM **cannot resolve** anything below about {finest * cpt:.0f} characters: "
+        f"whatever happens inside and between neighbouring tokens (the character n-grams of "
+        f"C4) sits below its Nyquist limit.\n"
+        f"* C1's threshold $a \\le {c1:g}$ characters is $a \\le {c1 / cpt:.2f}$ tokens, "
+        f"below the finest scale: a dominant scale can meet it only as the bound "
+        f"$a^* \\le {finest:g}$ tokens at the grid's first scale. C2's $a \\ge {c2:g}$ "
+        f"characters is $a \\ge {c2 / cpt:.2f}$ tokens, inside the range. Below, scales in "
+        f"characters are token scales times {cpt:.2f}."
+    )
+
+
+def sink_layers(sink: xr.DataArray, share: float = 0.3) -> list[int]:
+    """The layers whose queries put more than ``share`` of their attention on the
+    snippet's first token (``sink``: that share per layer)."""
+    return [int(la) for la in sink["layer"].values if float(sink.sel(layer=la)) > share]
+
+
+def llm_sink_facts(sink: xr.DataArray) -> str:
+    """The attention sink in words (``sink``: per layer the mean share of a query's
+    attention on the snippet's first token)."""
+    on = sink_layers(sink)
+    off = [int(la) for la in sink["layer"].values if la not in on]
+    return (
+        f"In {len(on)} of {sink.sizes['layer']} layers, {float(sink.sel(layer=on).min()):.0%}–"
+        f"{float(sink.sel(layer=on).max()):.0%} of a query's attention goes to the first "
+        f"token of the snippet, whatever that token is (layers {plots.enumeration(off)}: "
+        f"{float(sink.sel(layer=off).max()):.0%} at most). This is the *attention sink* of "
+        "trained LLMs: heads with nothing to attend to park their probability on the first "
+        "position. In lag coordinates it is a ridge at $\\tau = i$; the Reynolds split "
+        "removes its ensemble mean, but its fluctuations (how much each snippet parks there) "
+        "stay in $u$. The character models show nothing like it."
+    )
+
+
+def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
+    """The LLM's scales across depth: the spread of its scale centroid (characters) and
+    its rank correlation with depth, in how many layers the dominant scale is the finest
+    one, against the zoo's centroids (``zoo_centroid``, characters)."""
+    cpt, n = _cpt(ds), ds.sizes["layer"]
+    c = ds["scale_centroid"] * cpt
+    rho = float(pd.Series(c.values).corr(pd.Series(ds["layer"].values), method="spearman"))
+    finest = float(ds["scale"].min())
+    dom = ds["dominant_scale"].isel(peak=0)
+    c1, c2 = REGISTRY["C1"].high, REGISTRY["C2"].low
+    return (
+        f"The scale centroid of the fluctuations stays between {float(c.min()):.1f} and "
+        f"{float(c.max()):.1f} characters ({float(c.min()) / cpt:.2f}–"
+        f"{float(c.max()) / cpt:.2f} tokens) in all {n} layers: a spread of "
+        f"{float(c.max() - c.min()):.1f} characters (rank correlation with depth {rho:+.2f}), "
+        f"where C1 and C2 describe a move from at most {c1:g} to at least {c2:g}. The "
+        f"dominant scale is the finest one, {finest:g} tokens, in {int((dom == finest).sum())} "
+        f"of {n} layers: the spectrum falls from the finest scale on. There is **no "
+        "fine-to-coarse organisation across depth** to speak of: early and late layers put "
+        f"their fluctuation energy at about the same scales, {float(c.mean()) / cpt:.0f} "
+        f"tokens ({float(c.mean()):.0f} characters). The zoo's centroids "
+        f"({float(zoo_centroid.min()):.0f}–{float(zoo_centroid.max()):.0f} characters) are "
+        f"finer, but the LLM's scale grid starts at {finest * cpt:.0f} characters, so part of "
+        "that gap is the tokenisation."
+    )
+
+
+def llm_spectra_depth(ds: xr.Dataset, zoo_plain: xr.Dataset, sink: xr.DataArray) -> str:
+    """The LLM's POD spectra across depth as a Markdown list: :math:`T_\\mathrm{spec}` and
+    :math:`H^*(0.10)` against the zoo's (``zoo_plain``: the zoo's plain-window
+    analysis), the share of the first five modes, and how both relate to the attention
+    sink (``sink``, per layer)."""
+    plain = ds.sel(window="plain")
+    T, T_se, H = plain["T_spec"], ds["T_spec_se"], plain["H_star"].sel(eps=0.10)
+    top5 = plain["spectrum"].sel(rank=slice(1, 5)).sum("rank") / plain["spectrum"].sum("rank")
+    zT, zH = zoo_plain["T_spec"], zoo_plain["H_star"].sel(eps=0.10)
+    n = int(ds.attrs["n_snapshots"])
+
+    def at(da, f):
+        return int(da["layer"][int(getattr(np, f)(da.values))])
+
+    on = sink_layers(sink)
+    first = [on[0]]
+    while first[-1] + 1 in on:
+        first.append(first[-1] + 1)
+    later = [la for la in on if la > first[-1]]
+    r_H, r_T = (float(np.corrcoef(sink, x)[0, 1]) for x in (H, T))
+    rho = float(pd.Series(T.values).corr(pd.Series(ds["layer"].values), method="spearman"))
+    return (
+        f"* $T_{{spec}}$ (fit over ranks {ds.attrs['fit_k_min']}–{ds.attrs['fit_k_max']}, "
+        f"jackknife SE {float(T_se.min()):.2f}–{float(T_se.max()):.2f}): layers 1–2 "
+        f"{float(T.sel(layer=1)):.2f} and {float(T.sel(layer=2)):.2f}, lowest "
+        f"{float(T.min()):.2f} (layer {at(T, 'argmin')}), highest {float(T.max()):.2f} "
+        f"(layer {at(T, 'argmax')}); the zoo's run from {float(zT.min()):.1f} to "
+        f"{float(zT.max()):.1f}. The LLM's spectra are steeper (more concentrated) in every "
+        f"layer; the rank correlation of $T_{{spec}}$ with depth is {rho:+.2f}.\n"
+        f"* The first five modes carry {float(top5.min()):.0%}–{float(top5.max()):.0%} of "
+        f"the fluctuation energy (most in layer {at(top5, 'argmax')}).\n"
+        f"* $H^*(0.10)$ = {int(H.min())}–{int(H.max())} modes, far below the ceiling "
+        f"{n - 1} in every layer (lowest in layer {at(H, 'argmin')}); the zoo needs "
+        f"{int(zH.min())}–{int(zH.max())}.\n"
+        f"* The first run of sink layers, {first[0]}–{first[-1]}, has $H^*$ "
+        f"{int(H.sel(layer=first).min())}–{int(H.sel(layer=first).max())} and "
+        f"$T_{{spec}}$ {float(T.sel(layer=first).min()):.2f}–"
+        f"{float(T.sel(layer=first).max()):.2f}; the later layers with a similar sink share "
+        f"have $H^*$ {int(H.sel(layer=later).min())}–{int(H.sel(layer=later).max())} and "
+        f"$T_{{spec}}$ {float(T.sel(layer=later).min()):.2f}–"
+        f"{float(T.sel(layer=later).max()):.2f}, so across all layers the correlation with "
+        f"the sink share is only {r_H:+.2f} ($H^*$) and {r_T:+.2f} ($T_{{spec}}$). Whatever "
+        "organises these spectra over depth, it is not the early-distributed / "
+        "late-concentrated pattern of C3."
+    )
+
+
+def llm_table(rows) -> str:
+    """The LLM's scorecard rows (:func:`~msapod.studies.verdict.scorecard.llm_rows`) as a
+    Markdown table: claim, the paper's words, the measurement, the verdict (bold) and the
+    rule."""
+    lines = [
+        "| claim | the paper says | we measure (SmolLM2) | verdict | rule |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['claim']} | {r['paper']} | {r['measured']} | **{r['verdict']}** | {r['rule']} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
