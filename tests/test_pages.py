@@ -147,9 +147,16 @@ def test_assurance_and_reasons_follow_the_scorecard(card, mv):
     text = pages.assurance(card, mv)
     robust = [c for c in pages._top(card, mv) if "robust" in card.loc[c, "robust_share"]]
     assert text.startswith("Every number behind a verdict") and f"{len(robust)} of the" in text
-    significant = card.copy()
-    significant.loc["C3", "joint_p"] = "0.01"
-    assert "below 0.05 for **C3**" in pages.assurance(significant, mv)
+    # the joint test's sentence follows the curve's two-sided test, direction named
+    against = [c for c in pages._top(card, mv) if float(mv["joint_p"].sel(claim=c)) < 0.05]
+    assert all(str(mv["joint_direction"].sel(claim=c).values) == "against" for c in against)
+    assert (
+        ("significant against " + cl.names(against)) in text if against else "for no claim" in text
+    )
+    quiet_mv = mv.assign(joint_p=mv["joint_p"] * 0 + 0.5)
+    assert "significant for no claim, in either direction" in pages.joint_summary(
+        quiet_mv, pages._top(card, mv)
+    )
     why = pages.reasons(card, mv)
     for c in pages._top(card, mv):
         reason = str(card.loc[c, "reason"]).strip()

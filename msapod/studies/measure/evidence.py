@@ -28,7 +28,7 @@ from threadpoolctl import threadpool_limits
 
 from ... import lagstats, wavelets
 from ...backends.memory import eig_desc
-from ..verdict.registry import REGISTRY
+from ..registry import REGISTRY
 
 __all__ = [
     "AXES",

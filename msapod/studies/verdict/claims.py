@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import REGISTRY
+from ..registry import REGISTRY
 
 __all__ = [
     "CLAIMS",
@@ -71,7 +71,7 @@ ROBUST_SHARE = 0.75
 Z95 = 1.959963984540054
 
 #: The claims as the paper states them (C1-C10 and the EGA loss claim, keyed ``"loss"``):
-#: a view of :data:`~msapod.studies.verdict.registry.REGISTRY`.
+#: a view of :data:`~msapod.studies.registry.REGISTRY`.
 CLAIMS = {("loss" if c.id == "L" else c.id): c.paper for c in REGISTRY.values()}
 #: The two parts of C6, each a row of the scorecard (the C6 row combines them).
 CLAIM_PARTS = {

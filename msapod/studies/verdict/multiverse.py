@@ -69,8 +69,8 @@ from ..measure.evidence import (
     theorem1_check,
     window_gram,
 )
+from ..registry import REGISTRY, SCALE_AXES
 from .claims import CLAIMS
-from .registry import REGISTRY, SCALE_AXES
 from .rules import PAPER_LAGS, RULES, THRESHOLDS, Outcome
 
 __all__ = [

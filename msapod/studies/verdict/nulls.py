@@ -90,8 +90,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
+from ..registry import REGISTRY
 from ..store.cache import state_sha256
-from .registry import REGISTRY
 
 __all__ = [
     "NULLS",

@@ -19,9 +19,9 @@ import pandas as pd
 import xarray as xr
 
 from ... import plots
+from ..registry import REGISTRY
 from . import claims as cl
 from .multiverse import AXES, MAIN_SPEC
-from .registry import REGISTRY
 
 __all__ = [
     "EGA_PAPER",
@@ -34,6 +34,7 @@ __all__ = [
     "causality_text",
     "claim_counts",
     "claim_lines",
+    "claims_markdown",
     "coherency_checks",
     "coherency_of",
     "coherency_reading",
@@ -63,6 +64,7 @@ __all__ = [
     "nan_rows_note",
     "other_zoos",
     "overhead_summary",
+    "page_links",
     "reading_note",
     "reading_numbers",
     "readings_table",
@@ -683,9 +685,9 @@ def curve_values(claim: str, mv, zoo: str | None = None) -> dict:
 #: The short name of each page in the scorecard table's links.
 PAGE_NAMES = {
     "03-scalogram": "scalogram",
-    "04-windows": "windows",
+    "04-windows": "lag windows",
     "05-pod": "POD",
-    "07-spectral-concentration": "T_spec",
+    "07-spectral-concentration": "T-spec",
     "08-effective-rank": "H*",
     "09-energy-gated-attention": "EGA",
     "10-training": "training",
@@ -693,6 +695,35 @@ PAGE_NAMES = {
     "12-head-pruning": "head pruning",
     "13-llm": "SmolLM2",
 }
+
+
+def page_links(pages: str) -> str:
+    """Links to the pages a scorecard row names (``"03-scalogram, 05-pod"``), by their
+    short names (:data:`PAGE_NAMES`)."""
+    return ", ".join(
+        f"[{PAGE_NAMES.get(p.strip(), p.strip())}]({p.strip()}.md)" for p in str(pages).split(",")
+    )
+
+
+def claims_markdown(card) -> str:
+    """The claims with their verdicts as a three-column Markdown table (it fits a phone):
+    per claim of the scorecard ``card`` (its parts C6a, C6b left out) the paper's words
+    with the pages that test it and a link to its rule, and the verdict (bold) with the
+    share of readings that agree."""
+    lines = [
+        "| claim | the paper's claim (tested on; rule) | verdict (readings that agree) |",
+        "|---|---|---|",
+    ]
+    for c in card.index:
+        if c[-1].isalpha() and c != "L":  # C6a, C6b: parts of C6
+            continue
+        r = card.loc[c]
+        claim = str(r["paper"]).replace("*", r"\*")  # H* would start emphasis in Markdown
+        lines.append(
+            f"| {c} | {claim} ({page_links(r['page'])}; [rule {c}](#rule-{c.lower()})) "
+            f"| **{r['verdict']}** ({r['robust_share']}) |"
+        )
+    return "\n".join(lines)
 
 
 def scorecard_markdown(card) -> str:
@@ -715,11 +746,7 @@ def scorecard_markdown(card) -> str:
     )
     lines = []
     for cid, r in card.iterrows():
-        links = ", ".join(
-            f"[{PAGE_NAMES.get(p.strip(), p.strip())}]({p.strip()}.md)"
-            for p in str(r["page"]).split(",")
-        )
-        lines.append(f"**{cid}: {r['verdict']}** ({links})")
+        lines.append(f"**{cid}: {r['verdict']}** ({page_links(r['page'])})")
         lines += [
             f": *{label}:* " + str(r[c]).replace("*", r"\*")
             for c, label in fields.items()

@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
+from ..registry import EARLY as _EARLY
+from ..registry import LATE as _LATE
+from ..registry import MIDDLE_LATE as _MIDDLE_LATE
+from ..registry import REGISTRY
 from .claims import CLAIMS, Z95, case_counts, combine, fmt_range, layer_span
-from .registry import EARLY as _EARLY
-from .registry import LATE as _LATE
-from .registry import MIDDLE_LATE as _MIDDLE_LATE
-from .registry import REGISTRY
 
 __all__ = [
     "C8_SIGNS",

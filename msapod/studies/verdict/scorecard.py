@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..registry import REGISTRY
 from .claims import CLAIM_PARTS, CLAIMS, VERDICTS, classify, combine
-from .registry import REGISTRY
 
 __all__ = ["PAGES", "VERDICTS", "classify", "combine", "zoo_scorecard"]
 

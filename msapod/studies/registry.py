@@ -5,10 +5,13 @@ statement it is, the numbers it states (the **only** place a threshold, a stated
 its tolerance lives), the layers it is about, its key statistic and direction, the
 readings (axes of the specification curve) it depends on, the evidence variables its
 rule reads, the null its joint test uses and why the others do not apply, and the pages
-that test it. The rules (:mod:`.rules`), the verdict boxes and the scorecard
-(:mod:`.claims`, :mod:`.scorecard`), the specification curve (:mod:`.multiverse`) and
-the nulls (:mod:`.nulls`) read :data:`REGISTRY`; the module-level tables they export
-(``THRESHOLDS``, ``PAPER_LAGS``, ``CLAIM_AXES``, ...) are views of it. Changing a
+that test it. It sits below every tier of :mod:`msapod.studies`: the measurements
+(:mod:`msapod.studies.measure.evidence`: where C4's lags are), the rules
+(:mod:`msapod.studies.verdict.rules`), the verdict boxes and the scorecard
+(:mod:`msapod.studies.verdict.claims`, :mod:`msapod.studies.verdict.scorecard`), the
+specification curve (:mod:`msapod.studies.verdict.multiverse`) and the nulls
+(:mod:`msapod.studies.verdict.nulls`) read :data:`REGISTRY`; the module-level tables they
+export (``THRESHOLDS``, ``PAPER_LAGS``, ``CLAIM_AXES``, ...) are views of it. Changing a
 threshold or adding a claim is one edit here.
 """
 
