@@ -65,7 +65,9 @@ class LagStats:
     The lag form of the ensemble is gathered once, snapshot-major, as ``X (N, lag,
     query)`` (float64; for a causal square field a strided copy of the flattened
     snapshots, no index arrays); every statistic below is a product of it, formed when
-    first asked for and kept.
+    asked for. The per-lag Gram tensor is kept once :meth:`gram_tensor` has formed it
+    (every later window Gram, mode lag energy or jackknife re-centring ``J G(tau) J``
+    reads it); :meth:`window_grams` alone forms it and drops it (8 L N^2 bytes).
 
     Build one with :meth:`of_ensemble` (fields ``A``: the Reynolds split ``u = A - mean``
     is taken), :meth:`of_fluctuation` (a fluctuation ``u`` in key form) or
@@ -74,6 +76,9 @@ class LagStats:
 
     Attributes
     ----------
+    X : numpy.ndarray
+        The lag form ``(N, lag, query)``: ``X[s, tau, i] = u_s(i, i - tau)``, 0 where
+        ``i - tau`` is not a key.
     n : int
         N, the snapshots.
     lags, qpos, kpos : numpy.ndarray
@@ -102,7 +107,7 @@ class LagStats:
     window_grams(W)
         ``K^(w) (window, N, N)`` of windows ``W (window, lag)``.
     plain_gram()
-        ``K = X X^T / N`` in one product (no per-lag tensor).
+        ``K = X X^T / N``, a block of lags at a time (no per-lag tensor).
     spectrum(K)
         All eigenvalues of a Gram or a stack of them, descending, clipped at 0.
     eigensolve(K, n_modes)
@@ -171,9 +176,10 @@ class LagStats:
 
     @classmethod
     def _gathered(cls, F, mean, qpos, kpos, causal) -> LagStats:
+        """The lag statistics of ``F - mean`` (``mean`` None: ``F``), lags by ``causal``."""
         lags, idx, valid = lag_layout(qpos, kpos, causal)
-        stats = cls(_lag_ensemble(F, mean, qpos, kpos, lags, idx, valid, causal), lags, qpos,
-                    kpos, row_bands(valid.T))  # fmt: skip
+        X = _lag_ensemble(F, mean, qpos, kpos, lags, idx, valid, causal)
+        stats = cls(X, lags, qpos, kpos, row_bands(valid.T))
         stats.causal = bool(causal)
         return stats
 
