@@ -369,3 +369,39 @@ def test_llm_sentences_read_the_llm_analysis():
     table = pages.llm_table(rows)
     assert all(f"**{r['verdict']}**" in table for r in rows)
     assert table.count("\n") == len(rows) + 1
+
+
+def test_claims_markdown_has_every_claim_once(card):
+    md = pages.claims_markdown(card)
+    rows = md.splitlines()[2:]
+    top = [c for c in card.index if not (c[-1].isalpha() and c != "L")]
+    assert [r.split(" | ")[0].strip("| ") for r in rows] == top
+    for c in top:
+        assert f"**{card.loc[c, 'verdict']}** ({card.loc[c, 'robust_share']})" in md
+    assert "[rule C5](#rule-c5)" in md and "H\\*" in md
+
+
+def test_window_sensitivity_reports_moves_and_order():
+    T = xr.DataArray(
+        [[1.0, 2.0, 3.0], [1.1, 2.0, 3.0], [3.5, 2.0, 3.0]],
+        dims=("rule", "layer"),
+        coords={"rule": ["default", "kappa = 2", "centroid"], "layer": [1, 2, 3]},
+    )
+    sens = xr.Dataset({"T_spec": T, "H_star": (T * 10).round()})
+    text = pages.window_sensitivity(sens)
+    assert "* $\\kappa$ = 2: $T_\\mathrm{spec}$ moves by at most 0.10" in text
+    assert "spreads by up to 2.50 (layer 1)" in text and "changes between rules" in text
+    assert "is the same under all 2 rules" in pages.window_sensitivity(sens.isel(rule=[0, 1]))
+
+
+def test_c3_lines_and_sign_text(mv):
+    top5 = xr.DataArray(
+        np.tile([0.2, 0.2, 0.1, 0.1, 0.3, 0.3], (2, 1)),
+        dims=("model", "layer"),
+        coords={"model": ["a", "b"], "layer": np.arange(1, 7)},
+    )
+    lines = pages.c3_lines(mv, top5).splitlines()
+    parts = pages.rule_parts("C3", mv)
+    assert parts["a"] in lines[0] and parts["core"] in lines[1] and "in 2 of 2 models" in lines[2]
+    text = pages.sign_text("C8", mv)
+    assert text.startswith("The differences have the paper's sign in ") and "of layers 3–6" in text
