@@ -134,7 +134,7 @@ def test_mode_table_and_spread_summary():
     assert t.index.tolist() == [("m", 2, "scale-1")]  # the plain window is not a scale window
     assert t["80% range φ1"].iloc[0] == "2–7" and t["share in paper range"].iloc[0] == 0.8
     table, text = pages.spread_summary(var([10.0, 2.0]), var([1.0, 1.2]).isel(mode=0))
-    assert table.loc[2, "lag spread φ1 plain"] == "10.0"
+    assert table.loc[2, "lag spread φ1 plain"] == "10"  # whole values as integers
     assert "narrower in lag" in text and "in 100 % of 1" in text and "in 0.0 % of 1" in text
 
 
