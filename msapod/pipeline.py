@@ -156,6 +156,8 @@ DEFAULT_N_MODES = 10
 
 #: The fields whose lag moments give the scalogram: the fluctuation u or A itself.
 SCALOGRAM_FIELDS = ("fluctuation", "total")
+#: The paper's symbol of each of :data:`SCALOGRAM_FIELDS`.
+FIELD_SYMBOLS = {"fluctuation": "u", "total": "A"}
 
 
 def check_options(n_snapshots: int | None = None, **options) -> dict:

@@ -24,12 +24,15 @@ class _Page(HTMLParser):
         self.images: list[str] = []
         self.urls: list[str] = []
         self.tags: list[str] = []
+        self.alts: list[str] = []
 
     def handle_starttag(self, tag, attrs):
         self.tags.append(tag)
         for name, value in attrs:
             if tag == "img" and name == "src":
                 self.images.append(value)
+            elif tag == "img" and name == "alt":
+                self.alts.append(value)
             elif name in ("src", "href", "srcset", "action", "data"):
                 self.urls.append(value)
 
@@ -284,7 +287,52 @@ def test_hf_causal_and_bidirectional(hf_models, tmp_path, capsys):
     np.testing.assert_allclose(got["T_spec"].values, want["T_spec"].values, rtol=1e-5)
     page = _parse(out / "report.html")
     assert len(page.images) == 3 + 4 * 2 and page.urls == []
-    assert "bidirectional" in (out / "report.html").read_text()
+    text = (out / "report.html").read_text()
+    assert "bidirectional" in text
+    # the architecture from each config, the attention kind, the values the defaults took
+    assert list(ds["model_type"].values) == ["gpt2", "bert"]
+    assert "<td>tiny-bert</td><td>bert</td><td>standard, bidirectional</td>" in text
+    assert "<td>tiny-gpt2</td><td>gpt2</td><td>standard, causal</td>" in text
+    assert ds.attrs["param_scale_min"] == 3.0 and ds.attrs["param_n_modes"] == 10
+    assert ds.attrs["param_scale_max"] == "tiny-gpt2: 16, tiny-bert: 31.5"  # L / 2, (2L - 1) / 2
+    assert "<td>n_scales</td><td>48 (default)</td>" in text and ">None<" not in text
+    assert all(alt != "figure" and len(alt) > 40 for alt in page.alts)
+
+
+@pytest.mark.parametrize(
+    ("parts", "want"),
+    [
+        (("run-7",), "run-7"),
+        (("all-MiniLM-L6-v2", "model"), "all-MiniLM-L6-v2/model"),
+        (("runs", "checkpoint"), "runs/checkpoint"),
+        (("models--org--tiny-bert", "snapshots", "0123456789abcdef0123"), "tiny-bert"),
+        (("exp", "0123456789abcdef0123"), "exp/0123456789abcdef0123"),
+    ],
+)
+def test_folder_label(tmp_path, parts, want):
+    """A model folder's label names the model, not where it is kept."""
+    from msapod.studies import own_model as own
+
+    folder = tmp_path.joinpath(*parts)
+    folder.mkdir(parents=True)
+    assert own.folder_label(folder) == want
+
+
+def test_report_flags_grid_edges(zoo_run):
+    """A dominant scale at the first or last scale of the grid is marked as the grid's edge,
+    and only such a scale."""
+    from msapod.studies import own_model as own
+
+    root, _, base, _ = zoo_run
+    ds = xr.open_dataset(root / "out" / "analysis.nc").load()
+    ds["dominant_edge"][:] = False
+    ds["dominant_scale"].loc[dict(model=base, layer=3, peak=1)] = ds["scale"].values[0]
+    ds["dominant_edge"].loc[dict(model=base, layer=3, peak=1)] = True
+    rows = own._summary_rows(ds, base)
+    flagged = [row[0] for row in rows if "(grid edge)" in row[2]]
+    assert flagged == ["3"]
+    assert f"{ds['scale'].values[0]:.1f} (grid edge)" in rows[1][2]
+    assert rows[1][2].count("(grid edge)") == 1  # the other peak of layer 3 is interior
 
 
 def test_heads_kept(hf_models, tmp_path, capsys):

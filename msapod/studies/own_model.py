@@ -49,7 +49,7 @@ import numpy as np
 import xarray as xr
 
 from .._io import atomic_path, check_int, package_version
-from ..pipeline import ANALYZE_DEFAULTS, check_options
+from ..pipeline import ANALYZE_DEFAULTS, FIELD_SYMBOLS, check_options
 from .store.cache import (
     FieldFile,
     TokenEnsemble,
@@ -121,7 +121,12 @@ class Source:
     n_layer, n_head, max_len
         Layers, heads (query heads) and context length.
     architecture
-        ``"ega"`` for energy-gated attention, else ``"baseline"``.
+        ``"ega"`` for energy-gated attention, else ``"baseline"`` (standard softmax
+        attention): the grouping of the claims that compare architectures (C7, C8).
+    model_type
+        What the model is, from its config: ``"msapod-gpt"`` for the zoo's and
+        :func:`msapod.models.train.train`'s GPTs, else the config's ``model_type``
+        (``"bert"``, ``"gpt2"``, ``"llama"``, ...).
     causal
         Whether the attention is causal (keys never after the query); for Hugging Face
         models it is measured on a probe pass.
@@ -137,6 +142,7 @@ class Source:
     n_head: int
     max_len: int | None
     architecture: str = "baseline"
+    model_type: str = "msapod-gpt"
     causal: bool = True
     framework: str = "msapod"
     notes: list[str] = field(default_factory=list)
@@ -186,11 +192,12 @@ def _hf_source(spec: str, label: str | None, local_only: bool) -> Source:
             f"SOURCE {spec!r}: no tokenizer found with the model; save the model's tokenizer "
             "in the same folder (tokenizer.save_pretrained(folder))"
         )
-    name = label or (Path(spec).name if Path(spec).exists() else spec.split("/")[-1])
+    name = label or (folder_label(Path(spec)) if Path(spec).exists() else spec.split("/")[-1])
     return Source(
         spec=spec,
         label=name,
         kind="hf",
+        model_type=str(c.model_type),
         model=model,
         tokenizer=tokenizer,
         sha256=state_sha256(model, with_config=True),
@@ -331,12 +338,31 @@ def _folder_source(spec: str, path: Path, label: str | None) -> Source:
             model = load_checkpoint(path)
         except (ValueError, OSError) as err:
             raise UsageError(f"SOURCE {spec!r}: {err}") from None
-        return _gpt_source(spec, label or path.resolve().name, "checkpoint", model)
+        return _gpt_source(spec, label or folder_label(path), "checkpoint", model)
     if (path / "config.json").is_file():
         return _hf_source(str(path), label, local_only=True)
     raise UsageError(
         _unknown(spec, "the folder holds neither a checkpoint nor a Hugging Face model")
     )
+
+
+#: Folder names that say where a model is kept, not which model it is.
+_GENERIC_FOLDERS = frozenset(
+    {"model", "models", "checkpoint", "checkpoints", "final", "latest", "best", "hf", "weights"}
+)
+
+
+def folder_label(path: Path) -> str:
+    """The name of the model in folder ``path``: the repository name of a Hugging Face
+    cache snapshot (``models--org--name/snapshots/<commit>`` -> ``name``); the folder's
+    name, prefixed with its parent's where it names no model (``run-7/checkpoint``,
+    ``all-MiniLM-L6-v2/model``)."""
+    path = path.expanduser().resolve()
+    if path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
+        return path.parent.parent.name.split("--")[-1]
+    if path.name.lower() in _GENERIC_FOLDERS or re.fullmatch(r"[0-9a-f]{12,}", path.name):
+        return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    return path.name
 
 
 def _is_msapod_run(config: Path) -> bool:
@@ -362,6 +388,7 @@ def _gguf_source(spec: str, label: str | None) -> Source:
         spec=spec,
         label=label or llm.MODEL_NAME,
         kind="gguf",
+        model_type=str(c.model_type),
         model=model.model,  # the decoder alone: no logits over the vocabulary
         tokenizer=tokenizer,
         sha256=model.weights_sha256,
@@ -820,6 +847,7 @@ def _source_attrs(attrs, source: Source, ens: TokenEnsemble, average_heads, fkey
         average_heads=int(average_heads),
         source=source.spec,
         source_kind=source.kind,
+        model_type=source.model_type,
         source_sha256=source.sha256,
         framework=source.framework,
         causal=int(source.causal),
@@ -851,6 +879,7 @@ DEFAULTS = {
 
 #: Per-model provenance kept as coordinates on ``model``.
 _PER_MODEL = (
+    "model_type",
     "source",
     "source_kind",
     "source_sha256",
@@ -1170,6 +1199,32 @@ _SHARED_ATTRS = (
 )
 
 
+def _used_params(results, params: dict) -> dict:
+    """The value each option of ``params`` took: the scale grid read from each result's
+    ``scale`` coordinate and ``n_modes`` from its attrs (where ``params`` leaves them to
+    the default), one value, or ``"<model>: <value>, ..."`` where the models differ (their
+    lags differ)."""
+    taken = {
+        "scale_min": lambda ds: float(ds["scale"].min()),
+        "scale_max": lambda ds: float(ds["scale"].max()),
+        "n_scales": lambda ds: int(ds.sizes["scale"]),
+        "n_modes": lambda ds: int(ds.attrs["n_modes"]),
+    }
+    used = {}
+    for key, value in params.items():
+        if value is not None or key not in taken:
+            used[key] = value
+            continue
+        values = [taken[key](ds) for _, ds in results]
+        if len(set(values)) == 1:
+            used[key] = values[0]
+        else:
+            used[key] = ", ".join(
+                f"{src.label}: {v:g}" for (src, _), v in zip(results, values, strict=True)
+            )
+    return used
+
+
 def _stack_attrs(results, params: dict, labels: list, ensemble: dict) -> dict:
     """The stacked dataset's attrs: the ensemble, every parameter, each source's
     provenance and the analysis attrs shared by every source."""
@@ -1183,7 +1238,7 @@ def _stack_attrs(results, params: dict, labels: list, ensemble: dict) -> dict:
         "seed": ensemble["seed"],
         "average_heads": int(ensemble["average_heads"]),
         "params": _json(params),
-        **{f"param_{k}": ("None" if v is None else v) for k, v in params.items()},
+        **{f"param_{k}": v for k, v in _used_params(results, params).items()},
         "sources": _json(
             [{"label": src.label, **{k: ds_.attrs[k] for k in _PER_MODEL}} for src, ds_ in results]
         ),
@@ -1192,7 +1247,8 @@ def _stack_attrs(results, params: dict, labels: list, ensemble: dict) -> dict:
             "msapod.analyze per layer of the attention fields of each model over an "
             "ensemble of non-overlapping text snippets, with leave-one-snapshot-out "
             "jackknife standard errors and 95 % intervals; lags and scales in the unit "
-            "of lag_unit"
+            "of lag_unit; param_*: the value each option took, params: the options as "
+            "given (null: the default)"
         ),
     }
 
@@ -1210,15 +1266,16 @@ def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 # ----------------------------------------------------------------------------- report
 
 
-def _png(fig) -> str:
-    """A matplotlib figure as a base64 PNG ``<img>`` (closed afterwards)."""
+def _png(fig, alt: str) -> str:
+    """A matplotlib figure as a base64 PNG ``<img>`` with the text ``alt`` (closed
+    afterwards)."""
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", bbox_inches="tight")
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img alt="figure" src="data:image/png;base64,{data}">'
+    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
 
 
 def _unit(ds: xr.Dataset, model: str) -> str:
@@ -1383,7 +1440,13 @@ def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
                 for v in ("H_star", "H_star_lower", "H_star_upper")
             )
             peaks = [
-                f"{a:.1f}" for a in np.atleast_1d(s["dominant_scale"].values) if np.isfinite(a)
+                f"{a:.1f} (grid edge)" if edge else f"{a:.1f}"
+                for a, edge in zip(
+                    np.atleast_1d(s["dominant_scale"].values),
+                    np.atleast_1d(s["dominant_edge"].values),
+                    strict=True,
+                )
+                if np.isfinite(a)
             ]
             row = [str(layer)] if h is None else [str(layer), str(h)]
             c, c_lo, c_hi = (
@@ -1458,8 +1521,8 @@ def _report_provenance(ds: xr.Dataset, models: list[str]) -> list[str]:
     """The report's provenance and parameter tables."""
     body = ["<h2>Provenance and parameters</h2>"]
     rows = [
-        [m]
-        + [str(ds[k].sel(model=m).values) for k in ("architecture", "source", "source_kind")]
+        [m, str(ds["model_type"].sel(model=m).values), _attention(ds, m)]
+        + [str(ds[k].sel(model=m).values) for k in ("source", "source_kind")]
         + [
             str(ds["source_sha256"].sel(model=m).values)[:16] + "...",
             str(ds["text_source"].sel(model=m).values),
@@ -1473,6 +1536,7 @@ def _report_provenance(ds: xr.Dataset, models: list[str]) -> list[str]:
             [
                 "model",
                 "architecture",
+                "attention",
                 "source",
                 "kind",
                 "source sha256",
@@ -1483,10 +1547,39 @@ def _report_provenance(ds: xr.Dataset, models: list[str]) -> list[str]:
             rows,
         )
     )
-    params = [[k, str(v)] for k, v in ds.attrs.items() if k.startswith("param_")]
+    given = json.loads(ds.attrs["params"])
+    params = [
+        [k.removeprefix("param_"), _param_text(v, given.get(k.removeprefix("param_"), v))]
+        for k, v in ds.attrs.items()
+        if k.startswith("param_")
+    ]
     params += [[k, str(ds.attrs[k])] for k in ("n_snapshots", "length", "seed", "average_heads")]
+    body.append(
+        "<p>The value each option took (where it was left to the default, the value the "
+        "default came to).</p>"
+    )
     body.append(_table(["parameter", "value"], params))
     return body
+
+
+def _field_symbol(ds: xr.Dataset) -> str:
+    """The paper's symbol of the field the scalogram was taken of: ``u`` or ``A``."""
+    return FIELD_SYMBOLS[ds.attrs["scalogram_field"]]
+
+
+def _attention(ds: xr.Dataset, model: str) -> str:
+    """``"standard, causal"``, ``"energy-gated, causal"``, ``"standard, bidirectional"``."""
+    kind = (
+        "energy-gated" if str(ds["architecture"].sel(model=model).values) == "ega" else "standard"
+    )
+    return f"{kind}, {'causal' if int(ds['causal'].sel(model=model)) else 'bidirectional'}"
+
+
+def _param_text(value, given) -> str:
+    """A parameter's value as the report shows it, ``"(default)"`` added where it was not
+    given."""
+    text = f"{value:g}" if isinstance(value, float | np.floating) else str(value)
+    return f"{text} (default)" if given is None else text
 
 
 def _report_trends(ds: xr.Dataset, models: list[str]) -> list[str]:
@@ -1499,12 +1592,18 @@ def _report_trends(ds: xr.Dataset, models: list[str]) -> list[str]:
             "<p>Heads kept: the figures show the mean over heads of each per-head number; "
             "the tables list every head.</p>"
         )
-    for name, ylabel in (
-        ("scale_centroid", "scale centroid of $u$ (characters)"),
-        ("T_spec", "$T_{spec}$ (plain window)"),
-        ("H_star", "$H^*(0.10)$ (plain window)"),
+    names = ", ".join(models)
+    for name, ylabel, what in (
+        (
+            "scale_centroid",
+            f"scale centroid of ${_field_symbol(ds)}$ (characters)",
+            f"the scale centroid of the scalogram of {_field_symbol(ds)}",
+        ),
+        ("T_spec", "$T_{spec}$ (plain window)", "T_spec of the plain POD"),
+        ("H_star", "$H^*(0.10)$ (plain window)", "H*(0.10) of the plain POD"),
     ):
-        body.append(_png(fig_trends(ds, name, ylabel)))
+        alt = f"Per layer, {what} of {names}, a marker per layer with its 95 % interval."
+        body.append(_png(fig_trends(ds, name, ylabel), alt))
     head_col = ["head"] if "head" in ds.dims else []
     for m in models:
         body.append(f"<h3>{esc(m)}: numbers per layer (95 % intervals)</h3>")
@@ -1531,13 +1630,13 @@ def _report_layers(ds: xr.Dataset, models: list[str]) -> list[str]:
     for m in models:
         body.append(f"<h2>{esc(m)}: layer by layer</h2>")
         for title, draw in (
-            ("Scalogram E(a, b) of the fluctuation's lag profiles", fig_scalogram),
+            (f"Scalogram E(a, b) of the lag profiles of {_field_symbol(ds)}", fig_scalogram),
             ("Scale spectrum E(a) with the dominant scales a*", fig_scale_spectrum),
             ("POD spectra, plain and per scale window, with T_spec and H*(0.10)", fig_pod),
             ("Lag profiles rho_k(tau) of the leading POD modes (plain window)", fig_mode_lags),
         ):
             body.append(f"<h3>{esc(m)}: {esc(title)}</h3>")
-            body.append(_png(draw(ds, m)))
+            body.append(_png(draw(ds, m), f"{m}: {title}, one panel per layer."))
     return body
 
 
