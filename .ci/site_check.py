@@ -365,11 +365,15 @@ VERDICT_PHRASE = re.compile(
     re.I,
 )
 #: words that say a sentence is about another reading than the scorecard's (a rule's
-#: definition, a conditional, another N or specification): such a sentence is not compared
+#: definition, a conditional, a possibility or a guess, another N, specification, zoo or
+#: the LLM's other depth mapping): such a sentence is not compared
 OTHER_READING = re.compile(
-    r"\b(?:readings?|specifications?|under|if|would|whether|instead|unless)\b|\bN\s*=\s*\d",
+    r"\b(?:readings?|specifications?|under|if|would|whether|instead|unless|another"
+    r"|can|cannot|could|might|must|proportional)\b|\bN\s*=\s*\d",
     re.I,
 )
+#: a quoted passage: a verdict word in it is mentioned (what a report prints), not used
+QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"")
 DEFAULT_READING = re.compile(r"(?:book's )?default reading|main specification", re.I)
 #: where text (or a table header) says which scorecard column it speaks of
 COLUMN_MARKERS = {
@@ -488,7 +492,7 @@ def verdict_text_problems(name: str, soup: BeautifulSoup, card: dict) -> list[st
         node = BeautifulSoup(str(el), "html.parser")
         for sub in node.select(_TEXT_SKIP + ", ul, ol"):
             sub.decompose()
-        text = " ".join(node.get_text(" ").split())
+        text = QUOTED.sub("", " ".join(node.get_text(" ").split()))
         context = heading_column(el)
         for clause in re.split(r";|(?<=[.!?:])\s", text):
             if OTHER_READING.search(DEFAULT_READING.sub("", clause)):

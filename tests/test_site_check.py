@@ -128,6 +128,11 @@ def test_verdict_words_of_another_zoo_or_reading():
     # a rule's definition or another reading is not compared
     assert _verdict_problems("<p>C1 holds if every case passes.</p>") == []
     assert _verdict_problems("<p>At N = 600 the rule of C1 reads partly.</p>") == []
+    # a possibility, another zoo, a quoted report line: not a verdict of the scorecard's
+    assert _verdict_problems("<p>C7 cannot hold with one model.</p>") == []
+    assert _verdict_problems("<p>Another zoo's C7 is not testable.</p>") == []
+    assert _verdict_problems("<p>Alone, C7 says “not testable as stated”.</p>") == []
+    assert _verdict_problems("<p>Alone, C7 is not testable as stated.</p>") != []
 
 
 def test_verdict_tables_and_boxes():

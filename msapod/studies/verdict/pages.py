@@ -1647,7 +1647,7 @@ def llm_table(rows) -> str:
     Markdown table: claim, the paper's words, the measurement, the verdict (bold) and the
     rule."""
     lines = [
-        "| claim | the paper says | we measure (SmolLM2) | verdict | rule |",
+        "| claim | the paper says | we measure (SmolLM2) | verdict (SmolLM2) | rule |",
         "|---|---|---|---|---|",
     ]
     lines += [
