@@ -79,6 +79,7 @@ def _cmd_train(args) -> int:
         progress=not args.quiet,
         threads=args.threads,
         device=args.device,
+        snapshots=args.snapshots,
     )
     if log.get("resumed"):
         print(f"{cfg.name}: resumed from its saved state at step {log['resumed'][-1]}")
@@ -388,7 +389,24 @@ def _add_train(sub) -> None:
     t.add_argument("--no-resume", action="store_true", help="start afresh")
     t.add_argument("--device", default="cpu", help="cpu (default) or a CUDA device, e.g. cuda")
     t.add_argument("--quiet", action="store_true", help="no progress bar")
+    t.add_argument(
+        "--snapshots",
+        type=_steps,
+        default=(),
+        help="comma-separated steps after which the weights are also kept, in "
+        "OUT/snapshots/step-NNNNN (e.g. 0,30,100,300,1000,3000)",
+    )
     t.set_defaults(func=_cmd_train)
+
+
+def _steps(text: str) -> tuple[int, ...]:
+    """``--snapshots``: comma-separated whole numbers of steps."""
+    try:
+        return tuple(int(s) for s in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated whole numbers of steps, got {text!r}"
+        ) from None
 
 
 def _add_zoo(sub) -> None:

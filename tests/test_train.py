@@ -347,3 +347,31 @@ def test_cli_zoo_table(tmp_path, monkeypatch, capsys):
     assert "500/3000" in lines["ega-1"] and "NO" in lines["ega-1"] and "sha256" in lines["ega-1"]
     assert "not trained" in lines["ega-2"] and "0/3000" in lines["ega-2"]
     assert "1,237,216" in lines["ega-2"]
+
+
+def test_snapshots_keep_weights_and_change_nothing(tmp_path, trained, corpus):
+    """Snapshots at steps 0, 15 and 40 are verified checkpoints of those steps, and the
+    run that writes them ends with the weights of the run that does not."""
+    run = tmp_path / "tiny"
+    train(TINY, run, corpus=corpus, progress=False, snapshots=(0, 15, 40))
+    ref_run, _ = trained
+    final = json.loads((run / "config.json").read_text())["weights_sha256"]
+    assert final == json.loads((ref_run / "config.json").read_text())["weights_sha256"]
+    steps = {}
+    for step in (0, 15, 40):
+        folder = train_mod.snapshot_path(run, step)
+        steps[step] = json.loads((folder / "config.json").read_text())
+        assert steps[step]["step"] == step
+        load_checkpoint(folder)  # verified against its sha256
+    assert steps[40]["weights_sha256"] == final
+    assert len({s["weights_sha256"] for s in steps.values()}) == 3
+    torch.manual_seed(TINY.seed)
+    init = GPT(TINY.model).state_dict()
+    at0 = load_checkpoint(train_mod.snapshot_path(run, 0)).state_dict()
+    assert all(torch.equal(init[k], at0[k]) for k in at0)
+
+
+@pytest.mark.parametrize("bad", [(-1,), (41,), (2.5,)])
+def test_snapshots_out_of_range_are_refused(tmp_path, corpus, bad):
+    with pytest.raises((ValueError, TypeError), match="snapshots"):
+        train(TINY, tmp_path / "x", corpus=corpus, progress=False, snapshots=bad)

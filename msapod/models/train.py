@@ -35,6 +35,7 @@ import os
 import platform
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -51,6 +52,7 @@ __all__ = [
     "evaluate",
     "load_checkpoint",
     "save_checkpoint",
+    "snapshot_path",
     "state_file",
     "state_key",
     "config_digest",
@@ -474,6 +476,7 @@ def train(
     device: str = "cpu",
     state_root: str | os.PathLike | None = None,
     save_every: int = SAVE_EVERY,
+    snapshots: Sequence[int] = (),
 ) -> dict:
     """Train (or resume) one model into the folder ``run``; returns the log.
 
@@ -503,9 +506,15 @@ def train(
         The full state is saved atomically every ``save_every`` steps (1-100) and at each
         evaluation; a resumed run equals an uninterrupted one bit for bit (on the same
         machine and thread count).
+    snapshots : sequence of int
+        Steps (0 to ``cfg.steps``) after which the weights are also written to
+        ``run/snapshots/step-NNNNN`` (:func:`snapshot_path`), a checkpoint folder like
+        ``run`` itself, for studies of the structure during training. Writing them
+        changes nothing in the run.
     """
     corpus = corpus if corpus is not None else load_corpus()
     dev = _check_run(cfg, corpus, save_every, device)
+    snapshots = _check_snapshots(snapshots, cfg)
     if threads:
         torch.set_num_threads(threads)
     run = Path(run)
@@ -520,6 +529,8 @@ def train(
     t0 = time.time() - (log["time_s"][-1] if log["time_s"] else 0.0)
     t_interval, n_interval = time.time(), 0
     autocast = _autocast(cfg, dev)
+    if start == 0 and 0 in snapshots:
+        _save_snapshot(run, model, cfg, corpus, 0)
     steps = range(start, cfg.steps)
     bar = tqdm(steps, initial=start, total=cfg.steps, desc=cfg.name, disable=not progress)
     for step in bar:
@@ -533,6 +544,8 @@ def train(
             t_interval, n_interval = time.time(), 0
             bar.set_postfix(val=f"{val:.3f}")
             _save_run(run, model, cfg, corpus, done, val, log)
+        if done in snapshots:
+            _save_snapshot(run, model, cfg, corpus, done)
         if evaluate_now or done % save_every == 0:
             _save_state(spath, key, model, opt, done, log, running)
     bar.close()
@@ -557,6 +570,27 @@ def _start_run(cfg: TrainConfig, dev, spath: Path, key: str, resume: bool) -> tu
     log["machine"] = _machine(str(dev))
     log["state_file"] = str(spath)
     return model, opt, start, log, running
+
+
+def snapshot_path(run: str | os.PathLike, step: int) -> Path:
+    """The folder of the checkpoint written after ``step`` steps of the run in ``run``."""
+    return Path(run) / "snapshots" / f"step-{step:05d}"
+
+
+def _check_snapshots(snapshots, cfg: TrainConfig) -> frozenset[int]:
+    """``snapshots`` as a set of steps, each a whole number in ``[0, cfg.steps]``."""
+    steps = [check_int(s, "snapshots", 0) for s in snapshots]
+    beyond = [s for s in steps if s > cfg.steps]
+    if beyond:
+        raise ValueError(f"snapshots: expected steps in [0, {cfg.steps}], got {beyond}")
+    return frozenset(steps)
+
+
+def _save_snapshot(run: Path, model, cfg: TrainConfig, corpus: Corpus, done: int) -> None:
+    """The weights after ``done`` steps in :func:`snapshot_path` (no evaluation: the run's
+    random state and its log are untouched)."""
+    extra = {"step": done, "data_sha256": corpus.sha256, "n_params": model.num_params()}
+    save_checkpoint(snapshot_path(run, done), model, cfg, extra)
 
 
 def _autocast(cfg: TrainConfig, dev):
