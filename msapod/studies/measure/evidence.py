@@ -29,6 +29,7 @@ from threadpoolctl import threadpool_limits
 from ... import lagstats, wavelets
 from ...backends.memory import eig_desc
 from ..registry import REGISTRY
+from .convergence import NS
 
 __all__ = [
     "AXES",
@@ -75,7 +76,7 @@ AXES: dict[str, tuple] = {
     "centre": ("energy-max", "period"),
     "width": (1.0, 0.5, 2.0),
     "criterion": ("energy", "l2"),
-    "n": (150, 600),
+    "n": (150, NS[-1]),
     "fit": ("default", "fixed"),
 }
 

@@ -1428,7 +1428,7 @@ def tspec_n_text(conv: xr.Dataset) -> str:
         f"(k = {conv.attrs['fixed_k']}) it moves from {_rng(tf.sel(n=first))} to "
         f'{_rng(tf.sel(n=last))}. The paper\'s "T_spec ≈ 1 in early layers" (C3) therefore '
         "depends on N and on the fit range; the scorecard tests it at the paper's N = 150 "
-        "and quotes N = 600 beside it."
+        f"and quotes N = {int(last)} beside it."
     )
 
 
