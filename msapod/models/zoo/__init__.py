@@ -47,6 +47,7 @@ __all__ = [
     "ZOO_CONFIGS",
     "Identity",
     "architecture",
+    "first",
     "identity",
     "load",
     "models",
@@ -125,6 +126,15 @@ def trained(zoo: str = MAIN, architecture: str | None = None) -> tuple[str, ...]
     during training (``msapod train`` writes one at each evaluation) is not listed, so
     results never mix finished and half-trained models; ``msapod zoo`` shows its step."""
     return tuple(n for n in models(zoo, architecture) if _finished(ROOT / n))
+
+
+def first(architecture: str = "baseline", zoo: str = MAIN) -> str:
+    """The first trained model of ``architecture`` in ``zoo``: the model the pages show
+    when they illustrate one model (its seed 1 where trained)."""
+    names = trained(zoo, architecture)
+    if not names:
+        raise FileNotFoundError(f"zoo {zoo!r} has no trained {architecture} model (msapod zoo)")
+    return names[0]
 
 
 def _finished(folder: Path) -> bool:
