@@ -20,7 +20,8 @@ Axes (readings; the default first) and the claims each affects:
 * ``centre``: ``energy-max`` (argmax_b E(a*, b)), ``period`` (lambda(a*)) -- C4, C9;
 * ``width``: 1, 0.5, 2 (sigma = k a*) -- C4, C9;
 * ``criterion``: ``energy``, ``l2`` (H* criterion) -- C5;
-* ``n``: 150, 400 (N; 400 from the convergence study's nested ensembles of held-out text) -- C3, C5, C8;
+* ``n``: 150, 400 (N; 400 from the convergence study's nested ensembles of held-out
+  text) -- C3, C5, C8;
 * ``fit``: ``default`` (T_spec fit k = 1..N/2), ``fixed`` (k = 1..20) -- C3, C8.
 
 C6, C10 and L have one reading per zoo. The scale claims are evaluated at N = 150 only
