@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 
 from msapod.models import data
-from msapod.models.data import SHA256, SIZE, data_path, ensemble_offsets, load_corpus, load_text
+from msapod.models.data import (
+    SHA256,
+    SIZE,
+    data_path,
+    ensemble_ids,
+    ensemble_offsets,
+    load_corpus,
+    load_text,
+)
 
 
 def test_real_file_loads_via_env():
@@ -80,3 +88,24 @@ def test_ensemble_offsets_bad_input():
         ensemble_offsets(n_tokens, n=0, length=256)
     with pytest.raises(ValueError, match="length"):
         ensemble_offsets(n_tokens, n=3, length=1)
+
+
+def test_shuffle_words_keeps_characters_words_and_gaps():
+    from msapod.models.data import shuffle_words
+
+    corpus = load_corpus()
+    ids, _ = ensemble_ids(corpus, n=4)
+    out = shuffle_words(ids, corpus, seed=1)
+    assert out.shape == ids.shape and out.dtype == ids.dtype
+    blank = set(corpus.encode(" \n").tolist())
+    for a, b in zip(ids, out, strict=True):
+        assert sorted(a.tolist()) == sorted(b.tolist())  # the same characters
+        ta, tb = corpus.decode(a), corpus.decode(b)
+        assert sorted(ta.split()) == sorted(tb.split())  # the same words
+        gaps = [c for c in ta if corpus.encode(c)[0] in blank]
+        assert gaps == [c for c in tb if corpus.encode(c)[0] in blank]  # gaps in order
+        assert ta.split() != tb.split()  # the order is gone
+    assert np.array_equal(out, shuffle_words(ids, corpus, seed=1))  # seeded
+    assert not np.array_equal(out, shuffle_words(ids, corpus, seed=2))
+    with pytest.raises(ValueError, match="ids"):
+        shuffle_words(ids[0], corpus)

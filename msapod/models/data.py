@@ -33,6 +33,7 @@ __all__ = [
     "check_layers",
     "ensemble_ids",
     "sha256_file",
+    "shuffle_words",
 ]
 
 
@@ -201,3 +202,35 @@ def check_layers(layers, n_layer: int) -> list[int]:
     if len(set(out)) != len(out):
         raise ValueError(f"layers: expected unique layer numbers, got {out}")
     return sorted(out)
+
+
+def shuffle_words(ids: np.ndarray, corpus: Corpus, seed: int = 0) -> np.ndarray:
+    """Permute the words of each snippet (row) of ``ids (N, L)``; the runs of spaces and
+    line breaks between them stay in their order.
+
+    A word is a maximal run of characters that are neither spaces nor line breaks (a word
+    cut by the snippet's start or end counts as one). The words of snippet ``i`` are
+    permuted by ``numpy.random.default_rng([seed, i])`` and written back, one per word
+    slot, so each snippet keeps its characters, its length, its words (with their
+    character n-grams) and its sequence of gaps, while the order of the words, and so the
+    content and order of its lines, is destroyed. Compare the character shuffle of the
+    scorecard's shuffled-snippet null, which destroys the words themselves.
+    """
+    ids = np.asarray(ids)
+    if ids.ndim != 2:
+        raise ValueError(f"ids: expected (snippet, position) token ids, got shape {ids.shape}")
+    blank = np.isin(ids, corpus.encode(" \n"))
+    out = np.empty_like(ids)
+    for i, (row, gaps) in enumerate(zip(ids, blank, strict=True)):
+        edges = np.flatnonzero(np.diff(np.r_[0, (~gaps).astype(np.int8), 0]))
+        words = [row[a:b] for a, b in zip(edges[::2], edges[1::2], strict=True)]
+        order = np.random.default_rng([int(seed), i]).permutation(len(words))
+        tokens, w = [], 0
+        for pos in range(row.size):  # the gaps in place, the words in the new order
+            if gaps[pos]:
+                tokens.append(row[pos : pos + 1])
+            elif pos == 0 or gaps[pos - 1]:
+                tokens.append(words[order[w]])
+                w += 1
+        out[i] = np.concatenate(tokens)
+    return out
