@@ -456,8 +456,8 @@ def _add_reproduce(sub) -> None:
     r.add_argument(
         "--steps",
         nargs="+",
-        help="subset of: zoo fieldstats modestats uncertainty convergence pruning llm "
-        "evidence multiverse scorecard (default all)",
+        help="subset of: zoo fieldstats modestats uncertainty convergence pruning "
+        "trajectory llm evidence multiverse scorecard (default all)",
     )
     r.add_argument(
         "--models",

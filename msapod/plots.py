@@ -1510,3 +1510,41 @@ __all__ = [
     "verdict_bars",
     "verdict_handles",
 ]
+
+
+def along_training(
+    ax,
+    value: xr.DataArray,
+    lower: xr.DataArray | None = None,
+    upper: xr.DataArray | None = None,
+    *,
+    hue: str,
+    ylabel: str = "",
+) -> None:
+    """``value`` (dims ``step`` and ``hue``) against the training step, one line per
+    ``hue`` value, with vertical intervals ``[lower, upper]``.
+
+    The steps sit at evenly spaced positions labelled with the step (the snapshot ladder
+    is roughly logarithmic and starts at 0, which a log axis cannot show). Models take
+    their architecture's colour and seed's marker (:func:`model_style`), other categories
+    :func:`category_style`.
+    """
+    _check_dims(value, "value", ("step", hue))
+    steps = [int(s) for s in value["step"].values]
+    x = np.arange(len(steps), dtype=float)
+    cats = list(value[hue].values)
+    offsets = (np.arange(len(cats)) - (len(cats) - 1) / 2) * 0.06
+    for k, cat in enumerate(cats):
+        st = model_style(str(cat)) if hue == "model" else category_style(k)
+        label = str(cat) if hue == "model" else f"{hue} {cat}"
+        y = value.sel({hue: cat}).transpose("step").values
+        ax.plot(x + offsets[k], y, color=st["color"], marker=st["marker"], ms=4, label=label)
+        if lower is not None and upper is not None:
+            lo = lower.sel({hue: cat}).transpose("step").values
+            up = upper.sel({hue: cat}).transpose("step").values
+            for xi, a, b in zip(x + offsets[k], lo, up, strict=True):
+                ax.plot([xi, xi], [a, b], color=st["color"], lw=1.0, alpha=0.8)
+    ax.set_xticks(x, [str(s) for s in steps])
+    ax.set_xlabel("training step")
+    if ylabel:
+        ax.set_ylabel(ylabel)

@@ -457,3 +457,21 @@ def test_mode_maps_crop_to_the_lags_that_hold_the_mode():
     assert [a.get_title() for a in _axes(fig)] == ["a", "b", "c"]
     with pytest.raises(ValueError, match="share"):
         plots.lag_extent(modes**2, 0)
+
+
+def test_along_training_places_steps_evenly_with_intervals():
+    import matplotlib.pyplot as plt
+
+    v = xr.DataArray(
+        [[1.0, 2.0], [1.5, 2.5], [1.2, 2.2]],
+        dims=("step", "model"),
+        coords={"step": [0, 30, 3000], "model": ["baseline-1", "ega-1"]},
+    )
+    fig, ax = plt.subplots()
+    plots.along_training(ax, v, v - 0.1, v + 0.1, hue="model", ylabel="x")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["0", "30", "3000"]
+    assert len(ax.lines) == 2 + 2 * 3  # one line per model, one interval per point
+    assert ax.lines[0].get_color() == plots.colour("baseline-1")
+    with pytest.raises(ValueError, match="value"):
+        plots.along_training(ax, v.rename(step="time"), hue="model")
+    plt.close(fig)

@@ -14,6 +14,8 @@ the scorecard as CSV, with a ``manifest.json`` of sha256 sums::
       uncertainty.nc       jackknife standard errors (scale centroid, energy, T_spec, H*)
       convergence.nc       H*(eps) and T_spec against the ensemble size N
       pruning.nc           head-pruning study (test of C6)
+      trajectory.nc        the claims' statistics at snapshots along training (the
+                           d = 128 zoo's first seed of each architecture)
       llm.nc               SmolLM2-135M analysis (optional ``llm`` extra)
       evidence.nc          per model of every trained zoo: every number the claims read,
                            under every reading (plus evidence-untrained.nc at
@@ -48,6 +50,7 @@ from .measure.fieldstats import zoo_field_statistics
 from .measure.llm import smollm2_analysis, token_layout
 from .measure.modestats import zoo_mode_statistics
 from .measure.prune import pruning_study
+from .measure.trajectory import trajectory_study
 from .measure.uncertainty import zoo_uncertainty
 from .store.cache import netcdf_safe, zoo_analysis
 from .store.results import check_results, load_result, manifest, read_manifest, results_dir
@@ -73,6 +76,7 @@ STEPS = (
     "uncertainty",
     "convergence",
     "pruning",
+    "trajectory",
     "llm",
     "evidence",
     "multiverse",
@@ -119,6 +123,7 @@ _STUDIES = {
     "uncertainty": zoo_uncertainty,
     "convergence": convergence_study,
     "pruning": pruning_study,
+    "trajectory": lambda models, progress: trajectory_study(progress=progress),
     "llm": _llm_study,
 }
 
@@ -354,6 +359,9 @@ def _provenance(models: Sequence[str]) -> dict:
 PER_MODEL_STEPS = ("zoo", "fieldstats", "modestats", "uncertainty", "convergence", "pruning")
 
 
+#: Steps that only the full check recomputes (the default check reads them verified).
+FULL_CHECK_ONLY = ("trajectory",)
+
 #: The shipped studies the specification curve and the scorecard read.
 DECISION_INPUTS = ("uncertainty", "convergence", "pruning")
 #: The steps that only decide: they read the evidence and the studies above.
@@ -416,6 +424,10 @@ def check(
       for every model, from the shipped, verified per-model studies and evidence (the
       curve, its null columns and the joint test are recomputed in full).
 
+    The training trajectory (:data:`FULL_CHECK_ONLY`: twelve snapshots, each extracted and
+    measured like a zoo model) is recomputed by ``full`` only; the default check reads it
+    verified, like every shipped file.
+
     The recomputation reads the field and analysis cache like any run (``$MSAPOD_CACHE``:
     point it at an empty folder to recompute from the checkpoints, as CI does) into
     ``scratch`` (default a new temporary folder, removed afterwards). The comparison is
@@ -462,7 +474,9 @@ def _partial_recompute(tmp: Path, shipped: Path, man: dict, *, llm, progress, lo
         tmp / "evidence", steps=["evidence"], evidence_models=subset, progress=progress, log=log
     )
     given = shipped_inputs(shipped)
-    rest = [s for s in STEPS if s not in PER_MODEL_STEPS and s != "evidence"]
+    rest = [
+        s for s in STEPS if s not in PER_MODEL_STEPS and s not in ("evidence", *FULL_CHECK_ONLY)
+    ]
     reproduce(
         tmp / "all", steps=rest, models=models, llm=llm, progress=progress, log=log, inputs=given
     )
@@ -473,4 +487,11 @@ def _partial_recompute(tmp: Path, shipped: Path, man: dict, *, llm, progress, lo
                 continue
             shutil.move(str(f), tmp / f.name)
             files[f.name] = None if sub == "all" else subset
-    return {f: files.get(f, None) for f in man["files"] if llm or not f.startswith("llm")}
+    skipped = {f"{s}.nc" for s in FULL_CHECK_ONLY}
+    for f in sorted(skipped & set(man["files"])):
+        log(f"[check] {f}: shipped and verified; recomputed by --check --all")
+    return {
+        f: files.get(f, None)
+        for f in man["files"]
+        if (llm or not f.startswith("llm")) and f not in skipped
+    }
