@@ -114,8 +114,8 @@ def multiverse_study(
         Progress bars.
     convergence, pruning
         Optional ``{zoo: study result or False}`` (default: read or compute the cached
-        studies; False skips, making N = 400 or C6 not testable). Both run on the main
-        zoo only unless given for another zoo (the per-head ablations and the N = 400
+        studies; False skips, making N = 600 or C6 not testable). Both run on the main
+        zoo only unless given for another zoo (the per-head ablations and the N = 600
         ensembles are the costliest studies per model): another zoo's claims are then
         decided at N = 150, and C6 there is not testable and says why.
     data
