@@ -35,6 +35,7 @@ from threadpoolctl import threadpool_limits
 from ._labels import check_omega0, lead_coords, stack_leading
 from .backends import kernels
 from .fields import check_field, check_lazy, to_lag
+from .lagstats import eig_desc
 
 __all__ = [
     "coherency",
@@ -503,8 +504,8 @@ def scale_centroid(spectrum: xr.DataArray) -> xr.DataArray:
 def _coherency_factor(Phi_k: np.ndarray, rtol: float) -> np.ndarray:
     """``B`` with ``M_a = Phi_a^T conj(Phi_a) = B B^H`` (eigenvalues below rtol dropped)."""
     M = Phi_k.T @ np.conj(Phi_k)  # (tau, tau') Hermitian PSD
-    w, V = np.linalg.eigh(M)
-    keep = w > rtol * w.max()
+    w, V = eig_desc(M)
+    keep = w > rtol * w[0]
     return V[:, keep] * np.sqrt(w[keep])
 
 

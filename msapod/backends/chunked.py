@@ -304,12 +304,11 @@ def eig_top(K: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
     """All eigenvalues (descending, clipped at 0) and the leading ``n_modes`` eigenvectors.
 
     Few modes: the eigenvalues alone and a subset eigensolve (no N x N eigenvector
-    matrix); many: one full ``eigh``.
+    matrix); many: the in-memory eigensolve (:meth:`msapod.lagstats.LagStats.eigensolve`).
     """
     n = len(K)
     if 2 * n_modes >= n:
-        lam, V = np.linalg.eigh(K)
-        return np.clip(lam[::-1], 0.0, None), V[:, ::-1][:, :n_modes]
+        return lagstats.LagStats.eigensolve(K, n_modes)
     from scipy.linalg import eigh
 
     lam = eigh(K, eigvals_only=True, check_finite=False)
