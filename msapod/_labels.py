@@ -101,17 +101,18 @@ def check_count(A: xr.DataArray, name: str, min_snapshots: int, snapshot_dim: st
 
 def raise_values(name: str, res: dict, stochastic: bool, atol: float) -> None:
     """The value checks' messages from counts: ``bad`` (NaN/inf entries), ``neg`` (any entry
-    below ``-atol``) and ``worst`` (largest |row sum - 1|), the last two if present."""
+    below ``-atol``) and ``worst`` (the least and the largest row sum - 1), the last two
+    if present; the message names the row sum that deviates most."""
     if int(res["bad"]):
         raise ValueError(f"{name}: expected finite values, found {int(res['bad'])} NaN/inf entries")
     if stochastic and "neg" in res:
         if bool(res["neg"]):
             raise ValueError(f"{name}: expected attention probabilities >= 0, found negatives")
-        worst = float(res["worst"])
-        if worst > atol:
+        dev = max(np.ravel(res["worst"]).astype(float), key=abs)
+        if abs(dev) > atol:
             raise ValueError(
                 f"{name}: expected rows summing to 1 over 'key' (attention probabilities), "
-                f"worst row sums to {1.0 + worst:.6g} (|deviation| {worst:.3g} > atol {atol})"
+                f"worst row sums to {1.0 + dev:.6g} (|deviation| {abs(dev):.3g} > atol {atol})"
             )
 
 

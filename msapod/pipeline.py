@@ -113,10 +113,10 @@ def analyze(
     equals the in-memory one to rounding (see :mod:`msapod.backends.chunked`). It runs unchanged
     on a ``dask.distributed`` cluster when a ``Client`` is active.
     """
-    kern = kernels(A)
-    check_with(kern, A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
+    # the options first (N, for n_modes, where A has the dim), then the field, once
+    known = isinstance(A, xr.DataArray) and isinstance(dim, str) and dim in A.sizes
     params = check_options(
-        A.sizes[dim],
+        A.sizes[dim] if known else None,
         dim=dim,
         scales=scales,
         omega0=omega0,
@@ -133,6 +133,8 @@ def analyze(
         coherency=coherency,
         check_stochastic=check_stochastic,
     )
+    kern = kernels(A)
+    check_with(kern, A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
     if params["n_modes"] is None:
         params["n_modes"] = min(DEFAULT_N_MODES, A.sizes[dim])
     lead = [d for d in A.dims if d not in (dim, "query", "key")]

@@ -74,7 +74,8 @@ def _value_tasks(x, stochastic: bool, atol: float) -> dict:
     tasks = {"bad": (~da.isfinite(x)).sum()}
     if stochastic and x.size:
         tasks["neg"] = (x < -atol).any()
-        tasks["worst"] = abs(x.sum(axis=-1) - 1.0).max()
+        dev = x.sum(axis=-1) - 1.0
+        tasks["worst"] = [dev.min(), dev.max()]
     return tasks
 
 

@@ -44,7 +44,7 @@ def check_values(x: np.ndarray, name: str, *, stochastic: bool, atol: float) -> 
         raise_values(name, {"bad": (~np.isfinite(x)).sum()}, False, atol)
     if stochastic:
         sums = x.sum(-1)
-        worst = float(np.abs(sums - 1.0).max()) if sums.size else 0.0
+        worst = [float((sums - 1.0).min()), float((sums - 1.0).max())] if sums.size else 0.0
         raise_values(name, {"bad": 0, "neg": (x < -atol).any(), "worst": worst}, True, atol)
 
 
