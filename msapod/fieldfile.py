@@ -405,8 +405,12 @@ def _sums(attrs) -> list[str]:
 
 def _describe_mismatch(f, key: str, shape, coords, attrs) -> str:
     """What differs between an open field file and what is expected ("" nothing)."""
+    layout = f.attrs.get("msapod_fields")
+    if layout != FIELDS_FORMAT:
+        got = "none" if layout is None else f"{layout}"
+        return f"layout {got}, expected {FIELDS_FORMAT} (attr msapod_fields)"
     if f.attrs.get("key") != key:
-        return f"key {f.attrs.get('key')!r}, expected {key!r}"
+        return f"key {f.attrs.get('key')}, expected {key}"
     if "layer_sha256" not in f.attrs or VAR not in f.variables:
         return "incomplete (no checksums)"
     var = f.variables[VAR]

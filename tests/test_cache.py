@@ -170,6 +170,19 @@ def test_tampered_attrs_are_rebuilt(model, tmp_path, counter):
     assert len(counter) == 2
 
 
+def test_file_of_another_layout_is_rebuilt(model, tmp_path, counter):
+    """A field file of another layout (e.g. an earlier msapod's, under the same key) is
+    never read as this one: it is rebuilt."""
+    A = get(model, tmp_path)
+    path = Path(A.encoding["source"])
+    with h5netcdf.File(path, "r+") as f:
+        f.attrs["msapod_fields"] = 0
+    with pytest.warns(CacheWarning, match="layout 0, expected 1"):
+        B = get(model, tmp_path)
+    assert len(counter) == 2
+    np.testing.assert_array_equal(A.values, B.values)
+
+
 def test_failed_write_leaves_no_file_and_resumes(model, tmp_path, monkeypatch):
     real = cache_mod.iter_attention
     calls = []

@@ -68,8 +68,10 @@ __all__ = [
     "zoo_models",
 ]
 
-#: Version of the file layout; part of the key.
-CACHE_FORMAT = 2
+#: Version of the key's recipe; part of the key (and so of the ``fields_key`` the shipped
+#: results record). The file's layout is :class:`~msapod.fieldfile.FieldFile`'s, checked on
+#: every read (``msapod_fields``): a file of another layout is rebuilt, whatever its key.
+CACHE_FORMAT = 1
 #: Format of every :func:`cached_dataset` file: 2 = the checksum covers coordinates and
 #: attrs too (1 covered the data variables only).
 DATASET_FORMAT = 2
