@@ -339,7 +339,7 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
     e_pk[: len(idx)] = spec[idx]
     edge = np.zeros(max_peaks, dtype=bool)
     edge[: len(idx)] = (idx == 0) | (idx == len(s) - 1)
-    scale_da = xr.DataArray(spec, dims="scale", coords={"scale": s})
+    centroid = scale_centroid(xr.DataArray(spec, dims="scale", coords={"scale": s}))
     v = {
         "mean": (("query", "key"), mean, {"long_name": "mean field Abar(i, j)",
                                                 "averaged_over": dim}),
@@ -371,7 +371,7 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
         "window_centre": ("window", np.r_[np.nan, centre], {}),
         "window_width": ("window", np.r_[np.nan, sigma], {}),
         "window_scale": ("window", np.r_[np.nan, a], {}),
-        "scale_centroid": ((), scale_centroid(scale_da).values, dict(_CENTROID_ATTRS)),
+        "scale_centroid": ((), centroid.values, dict(centroid.attrs)),
     }  # fmt: skip
     coords = {c: A.coords[c].variable for c in A.coords if dim not in A.coords[c].dims}
     coords = {
@@ -397,10 +397,6 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
         **_analysis_attrs(p, n, conc.attrs["k_max"]),
     }
     return out
-
-
-#: The attrs of :func:`msapod.scale_centroid`'s result.
-_CENTROID_ATTRS = {"units": "lag", "long_name": "energy-weighted geometric mean scale"}
 
 
 def _labels(max_peaks: int) -> list[str]:
