@@ -32,6 +32,7 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
+from ._io import check_int
 from ._labels import check_omega0, lead_coords, stack_leading
 from .backends import kernels
 from .fields import check_field, check_lazy, to_lag
@@ -94,11 +95,14 @@ def log_scales(
     Scales below :func:`min_valid_scale` (about 1.94 lags at omega0 = 6) have a period
     shorter than two lags and resolve nothing; :func:`scalogram` warns about them.
     """
-    smax = n_lag / 2 if smax is None else smax
+    num = check_int(num, "num", 2)
+    note = ""
+    if smax is None:
+        if isinstance(n_lag, bool) or not isinstance(n_lag, int | np.integer) or n_lag < 1:
+            raise ValueError(f"n_lag: expected a positive integer (lags), got {n_lag!r}")
+        smax, note = n_lag / 2, f" (smax = n_lag / 2, n_lag = {n_lag})"
     if not 0 < smin < smax:
-        raise ValueError(f"smin, smax: expected 0 < smin < smax, got {smin}, {smax}")
-    if num < 2:
-        raise ValueError(f"num: expected at least 2 scales, got {num}")
+        raise ValueError(f"smin, smax: expected 0 < smin < smax, got {smin}, {smax}{note}")
     return np.geomspace(smin, smax, num)
 
 

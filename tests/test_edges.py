@@ -100,6 +100,34 @@ def test_bad_n_modes_raises(n_modes):
         msapod.pod(_u(), n_modes=n_modes)
 
 
+@pytest.mark.parametrize(
+    "rank, message", [(1.5, "an integer 0..3, got 1.5"), (4, "0..3"), (-1, "0..3")]
+)
+def test_bad_rank_names_rank(rank, message):
+    u = _u()
+    res = msapod.pod(u, n_modes=3)
+    with pytest.raises(ValueError, match=f"rank: expected {message}"):
+        msapod.reconstruct(res, rank)
+    with pytest.raises(ValueError, match=f"rank: expected {message}"):
+        msapod.reconstruction_error(u, res, rank)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((0,), r"n_lag: expected a positive integer \(lags\), got 0"),
+        ((64.0,), r"n_lag: expected a positive integer \(lags\), got 64.0"),
+        ((4,), r"smin, smax: expected 0 < smin < smax, got 3.0, 2.0 \(smax = n_lag / 2"),
+        ((64, 3.0, 2.0), r"smin, smax: expected 0 < smin < smax, got 3.0, 2.0$"),
+        ((64, 3.0, None, 1), r"num: expected an integer >= 2, got 1"),
+        ((64, 3.0, None, 2.5), r"num: expected an integer >= 2, got 2.5"),
+    ],
+)
+def test_bad_log_scales_name_the_argument(args, message):
+    with pytest.raises(ValueError, match=message):
+        msapod.log_scales(*args)
+
+
 def test_reconstruction_error_with_nan_raises():
     u = _u()
     res = msapod.pod(u)
