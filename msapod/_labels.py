@@ -82,6 +82,31 @@ def check_omega0(omega0) -> float:
     return float(omega0)
 
 
+def check_flag(value, name: str) -> bool:
+    """A flag: True or False (numpy's too); nothing else is read as one."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
+
+
+def check_atol(atol, name: str = "atol") -> float:
+    """An absolute tolerance: a finite number >= 0."""
+    if isinstance(atol, bool) or not isinstance(atol, int | float | np.integer | np.floating):
+        raise ValueError(f"{name}: expected a finite number >= 0, got {atol!r}")
+    if not (np.isfinite(atol) and atol >= 0):
+        raise ValueError(f"{name}: expected a finite number >= 0, got {atol!r}")
+    return float(atol)
+
+
+def check_scale_values(scale, name: str = "scale") -> np.ndarray:
+    """Morlet scales (lags) as a float array: each > 0 and finite, or NaN (none)."""
+    a = np.asarray(scale, dtype=np.float64)
+    bad = np.isinf(a) | (a <= 0)
+    if bad.any():
+        raise ValueError(f"{name}: expected scales > 0 (lags; NaN for none), got {a[bad][:5]}")
+    return a
+
+
 def check_eps(eps) -> float:
     """One tolerance in (0, 1); numpy scalars are accepted."""
     if isinstance(eps, bool) or not isinstance(eps, int | float | np.integer | np.floating):

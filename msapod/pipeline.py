@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._labels import check_eps, check_omega0, positions
+from ._labels import check_eps, check_flag, check_omega0, positions
 from .backends import kernels
 from .decomposition import NORMALISATION, check_n_modes
 from .fields import check_with
@@ -201,9 +201,7 @@ def check_options(n_snapshots: int | None = None, **options) -> dict:
     o["omega0"] = check_omega0(o["omega0"])
     o["max_peaks"] = _check_int(o["max_peaks"], "max_peaks", 1)
     for flag in ("include_edges", "coherency", "check_stochastic"):
-        if not isinstance(o[flag], bool | np.bool_):
-            raise ValueError(f"{flag}: expected True or False, got {o[flag]!r}")
-        o[flag] = bool(o[flag])
+        o[flag] = check_flag(o[flag], flag)
     if o["field"] not in SCALOGRAM_FIELDS:
         raise ValueError(f"field: expected one of {SCALOGRAM_FIELDS}, got {o['field']!r}")
     o["centre"] = _check_centre(o["centre"])

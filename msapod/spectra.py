@@ -177,6 +177,12 @@ def effective_rank(
     n = lam.shape[-1]
     if n_snapshots is None:
         n_snapshots = int(eigenvalues.attrs.get("n_snapshots", n))
+    elif (
+        isinstance(n_snapshots, bool)
+        or not isinstance(n_snapshots, int | np.integer)
+        or (n_snapshots < 2)
+    ):
+        raise ValueError(f"n_snapshots: expected an integer >= 2 (N), got {n_snapshots!r}")
     tol = eps if criterion == "energy" else eps**2
     H = tail_rank(tail_fraction(lam), tol)
     res = xr.DataArray(

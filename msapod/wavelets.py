@@ -33,7 +33,7 @@ import xarray as xr
 from threadpoolctl import threadpool_limits
 
 from ._io import check_int
-from ._labels import check_omega0, lead_coords, stack_leading
+from ._labels import check_omega0, check_scale_values, lead_coords, stack_leading
 from .backends import kernels
 from .fields import check_field, check_lazy, to_lag
 from .lagstats import eig_desc
@@ -62,6 +62,7 @@ DEFAULT_NUM_SCALES = 48
 
 def morlet(eta: np.ndarray, omega0: float = 6.0) -> np.ndarray:
     """Morlet mother wavelet ``pi^(-1/4) exp(i omega0 eta - eta^2 / 2)``."""
+    omega0 = check_omega0(omega0)
     eta = np.asarray(eta, dtype=np.float64)
     return np.pi**-0.25 * np.exp(1j * omega0 * eta - 0.5 * eta**2)
 
@@ -69,7 +70,7 @@ def morlet(eta: np.ndarray, omega0: float = 6.0) -> np.ndarray:
 def fourier_period(scale, omega0: float = 6.0):
     """Equivalent Fourier period ``4 pi a / (omega0 + sqrt(2 + omega0^2))`` of scale ``a``."""
     omega0 = check_omega0(omega0)
-    return 4 * np.pi * np.asarray(scale, dtype=np.float64) / (omega0 + np.sqrt(2 + omega0**2))
+    return 4 * np.pi * check_scale_values(scale) / (omega0 + np.sqrt(2 + omega0**2))
 
 
 def min_valid_scale(omega0: float = 6.0) -> float:
@@ -157,9 +158,11 @@ def wavelet_matrix(scales, lags, omega0: float = 6.0) -> np.ndarray:
     ``W = Phi @ r`` is then the direct-sum transform at positions ``b = lags``. The result
     is cached (read-only) for repeated calls with the same grid.
     """
-    s = tuple(float(v) for v in np.atleast_1d(scales))
+    s = np.atleast_1d(check_scale_values(scales, "scales"))
+    if not np.isfinite(s).all():
+        raise ValueError("scales: expected finite values")
     lag = tuple(float(v) for v in np.atleast_1d(lags))
-    return _wavelet_matrix(s, lag, check_omega0(omega0))
+    return _wavelet_matrix(tuple(float(v) for v in s), lag, check_omega0(omega0))
 
 
 @lru_cache(maxsize=8)
@@ -211,6 +214,8 @@ def scale_spectrum_operator(scales, lags, omega0: float = 6.0) -> np.ndarray:
 
 def _lag_field(A: xr.DataArray, name: str) -> xr.DataArray:
     """Accept either a (query, key) field or a (query, lag) field; return the lag form."""
+    if not isinstance(A, xr.DataArray):
+        raise TypeError(f"{name}: expected an xarray.DataArray, got {type(A).__name__}")
     if "lag" in A.dims:
         return check_lazy(A, name=name, dims=("query", "lag"), min_snapshots=None)
     return to_lag(check_lazy(A, name=name, dims=("query", "key"), min_snapshots=None))

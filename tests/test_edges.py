@@ -128,6 +128,41 @@ def test_bad_log_scales_name_the_argument(args, message):
         msapod.log_scales(*args)
 
 
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda A, u: msapod.reynolds(A, check_stochastic="no"), ValueError,
+         r"check_stochastic: expected True or False, got 'no'"),
+        (lambda A, u: msapod.check_field(A, stochastic=True, atol=-1), ValueError,
+         r"atol: expected a finite number >= 0, got -1"),
+        (lambda A, u: msapod.is_causal(A, atol=float("nan")), ValueError,
+         r"atol: expected a finite number >= 0, got nan"),
+        (lambda A, u: msapod.is_causal(A.values), TypeError, r"A: expected an xarray.DataArray"),
+        (lambda A, u: msapod.scalogram(msapod.to_lag(u).values), TypeError,
+         r"A: expected an xarray.DataArray, got ndarray"),
+        (lambda A, u: msapod.morlet(np.arange(3.0), omega0=-1.0), ValueError,
+         r"omega0: expected a finite number > 0"),
+        (lambda A, u: msapod.fourier_period(-1.0), ValueError, r"scale: expected scales > 0"),
+        (lambda A, u: msapod.fourier_period(np.inf), ValueError, r"scale: expected scales > 0"),
+        (lambda A, u: msapod.wavelet_matrix([0.0, 2.0], np.arange(4)), ValueError,
+         r"scales: expected scales > 0"),
+        (lambda A, u: msapod.wavelet_matrix([np.nan], np.arange(4)), ValueError,
+         r"scales: expected finite values"),
+        (lambda A, u: msapod.effective_rank(msapod.pod(u)["spectrum"], 0.1, n_snapshots=0),
+         ValueError, r"n_snapshots: expected an integer >= 2 \(N\), got 0"),
+    ],
+)  # fmt: skip
+def test_public_functions_name_the_bad_argument(call, error, message):
+    A = _field(8, 12)
+    with pytest.raises(error, match=message):
+        call(A, msapod.reynolds(A)["fluctuation"])
+
+
+def test_fourier_period_keeps_missing_scales_missing():
+    p = msapod.fourier_period(np.array([np.nan, 1.0]))
+    assert np.isnan(p[0]) and p[1] == pytest.approx(4 * np.pi / (6 + np.sqrt(38)))
+
+
 def test_reconstruction_error_with_nan_raises():
     u = _u()
     res = msapod.pod(u)
