@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ._io import check_int
 from ._labels import check_eps, check_flag, check_omega0, positions
 from .backends import kernels
 from .decomposition import NORMALISATION, check_n_modes
@@ -199,7 +200,7 @@ def check_options(n_snapshots: int | None = None, **options) -> dict:
     if o["scales"] is not None:
         o["scales"] = _scale_values(o["scales"])
     o["omega0"] = check_omega0(o["omega0"])
-    o["max_peaks"] = _check_int(o["max_peaks"], "max_peaks", 1)
+    o["max_peaks"] = check_int(o["max_peaks"], "max_peaks", 1)
     for flag in ("include_edges", "coherency", "check_stochastic"):
         o[flag] = check_flag(o[flag], flag)
     if o["field"] not in SCALOGRAM_FIELDS:
@@ -215,9 +216,9 @@ def check_options(n_snapshots: int | None = None, **options) -> dict:
     o["eps"] = _eps_list(o["eps"])
     if o["criterion"] not in CRITERIA:
         raise ValueError(f"criterion: expected one of {CRITERIA}, got {o['criterion']!r}")
-    o["k_min"] = _check_int(o["k_min"], "k_min", 1)
+    o["k_min"] = check_int(o["k_min"], "k_min", 1)
     if o["k_max"] is not None:
-        o["k_max"] = _check_int(o["k_max"], "k_max", 2)
+        o["k_max"] = check_int(o["k_max"], "k_max", 2)
     return o
 
 
@@ -226,13 +227,6 @@ def _is_real(x) -> bool:
     return isinstance(x, int | float | np.integer | np.floating) and not isinstance(
         x, bool | np.bool_
     )
-
-
-def _check_int(x, name: str, least: int) -> int:
-    """``x`` as an int if it is an integer (not a bool) of at least ``least``."""
-    if not isinstance(x, int | np.integer) or isinstance(x, bool | np.bool_) or x < least:
-        raise ValueError(f"{name}: expected an integer >= {least}, got {x!r}")
-    return int(x)
 
 
 def _check_centre(centre) -> str | float:

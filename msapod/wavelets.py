@@ -375,8 +375,7 @@ def dominant_scales(
     """
     if not isinstance(spectrum, xr.DataArray) or "scale" not in spectrum.dims:
         raise ValueError("spectrum: expected a DataArray with a 'scale' dim")
-    if max_count < 1:
-        raise ValueError(f"max_count: expected >= 1, got {max_count}")
+    max_count = check_int(max_count, "max_count", 1)
     check_field(spectrum, name="spectrum", dims=("scale",), min_snapshots=None)
     E, lead, shape = stack_leading(spectrum, ("scale",))
     s = spectrum["scale"].values.astype(np.float64)
@@ -460,6 +459,8 @@ def coherency(
         ``gamma(..., scale, query_i, query_j)``. For dask-backed ``A`` the sums over
         snapshots are accumulated chunk by chunk.
     """
+    if isinstance(rtol, bool) or not isinstance(rtol, int | float | np.number) or not 0 <= rtol < 1:
+        raise ValueError(f"rtol: expected a number in [0, 1), got {rtol!r}")
     R = _lag_field(A, "A")
     if dim not in R.dims:
         raise ValueError(f"dim: {dim!r} is not a dim of A {R.dims}")

@@ -158,6 +158,42 @@ def test_public_functions_name_the_bad_argument(call, error, message):
         call(A, msapod.reynolds(A)["fluctuation"])
 
 
+def _scalogram_and_pod():
+    u = _u(8, 32)
+    return u, msapod.scalogram(msapod.to_lag(u)), msapod.pod(u, n_modes=3)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda u, sc, res: msapod.dominant_scales(sc["spectrum"], 1.5),
+         r"max_count: expected an integer >= 1, got 1.5"),
+        (lambda u, sc, res: msapod.window_parameters(
+            sc["energy"], xr.DataArray([400.0], dims="peak")),
+         r"scales: expected dominant scales on the energy's scale grid \[3, 16\], got 400"),
+        (lambda u, sc, res: msapod.window_parameters(
+            sc["energy"], xr.DataArray([4.0], dims="peak"), width="1"),
+         r"width: expected a factor kappa > 0"),
+        (lambda u, sc, res: msapod.bootstrap_spectrum(res["gram"], seed="x"),
+         r"seed: expected an integer >= 0, got 'x'"),
+        (lambda u, sc, res: msapod.bootstrap_spectrum(res["gram"], n_boot=2.5),
+         r"n_boot: expected an integer >= 1, got 2.5"),
+        (lambda u, sc, res: msapod.bootstrap_spectrum(
+            res["gram"] + xr.DataArray(np.triu(np.ones((8, 8))), dims=res["gram"].dims)),
+         r"gram: expected a symmetric Gram matrix"),
+        (lambda u, sc, res: msapod.coherency(u, [4.0], rtol=-1),
+         r"rtol: expected a number in \[0, 1\), got -1"),
+        (lambda u, sc, res: msapod.spectral_concentration(res["spectrum"], 1.5),
+         r"k_min: expected an integer >= 1, got 1.5"),
+        (lambda u, sc, res: msapod.spectral_concentration(res["spectrum"], 1, 2.5),
+         r"k_max: expected an integer >= 2, got 2.5"),
+    ],
+)  # fmt: skip
+def test_scale_window_and_resampling_arguments_are_named(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(*_scalogram_and_pod())
+
+
 def test_fourier_period_keeps_missing_scales_missing():
     p = msapod.fourier_period(np.array([np.nan, 1.0]))
     assert np.isnan(p[0]) and p[1] == pytest.approx(4 * np.pi / (6 + np.sqrt(38)))
