@@ -114,12 +114,12 @@ class FieldFile:
 
     # ------------------------------------------------------------------ reading
 
-    def _open(self, path: Path | None = None):
+    def _open(self):
         """The file opened for reading, or None where it is missing or unreadable."""
         import h5netcdf
 
         try:
-            return h5netcdf.File(path or self.path, "r")
+            return h5netcdf.File(self.path, "r")
         except Exception:  # noqa: BLE001 - unreadable means: not there
             return None
 
@@ -217,9 +217,12 @@ class FieldFile:
 
     def ensemble(self) -> dict:
         """The arrays and attrs stored with the fields to describe the ensemble."""
-        with self._open() as f:
-            if f is None or f.attrs.get("key") != self.key:
-                raise OSError(f"fields file {self.path}: missing or from another key")
+        f = self._open()
+        if f is None:
+            raise OSError(f"fields file {self.path}: missing or unreadable")
+        with f:
+            if f.attrs.get("key") != self.key:
+                raise OSError(f"fields file {self.path}: from another key")
             return _ensemble_of(f)
 
     # ------------------------------------------------------------------ writing
