@@ -77,7 +77,6 @@ CACHE_FORMAT = 1
 DATASET_FORMAT = 2
 ANALYSIS_FORMAT = 2
 DIMS = ("layer", "snapshot", "query", "key")
-VAR = "attention"
 
 
 def cache_root(folder: str | os.PathLike | None = None) -> Path:
