@@ -243,6 +243,40 @@ def test_store_streams_and_reads_back(ens, tmp_path):
         opened.close()
 
 
+def test_interrupted_store_resumes_only_for_a_verifiable_model(ens, tmp_path, monkeypatch):
+    import msapod.models.extract as extract
+
+    ids, _ = ens
+    model = tiny_gpt()
+    real, calls = extract.iter_attention, []
+
+    def dying_second(*args, **kw):
+        calls.append(len(args[1]))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(extract, "iter_attention", dying_second)
+    path = tmp_path / "att.nc"
+    kw = dict(layers=[1, 2], batch_size=2, progress=False, store=path)
+    with pytest.raises(KeyboardInterrupt):
+        collect_attention(model, ids, **kw)
+    assert not path.exists() and path.with_name("att.nc.partial").exists()
+    Z = collect_attention(model, ids, **kw)  # batches 2 and 3 of 3 only
+    assert calls == [2, 2, 2, 1]
+    np.testing.assert_array_equal(
+        Z.values, collect_attention(model, ids, layers=[1, 2], batch_size=2, progress=False)
+    )
+    Z.close()
+    anon = tiny_gpt()
+    del anon.weights_sha256
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        collect_attention(anon, ids, **{**kw, "store": tmp_path / "anon.nc"})
+    collect_attention(anon, ids, **{**kw, "store": tmp_path / "anon.nc"}).close()
+    assert calls == [2, 2, 2, 2, 1]  # started again: nothing tells its partial file apart
+
+
 def test_store_mismatch_is_never_trusted(ens, tmp_path):
     import h5netcdf
 

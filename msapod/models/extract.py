@@ -572,7 +572,9 @@ def write_attention(
         Rebuild an existing file. Without it an existing file is reused only if it holds
         exactly what was asked (same dims, shape, coords and attrs: model,
         ``weights_sha256``, ``ids_sha256``, layers, msapod version, ...) and its values
-        their checksums; otherwise a ``ValueError`` lists the differences.
+        their checksums; otherwise a ``ValueError`` lists the differences. An interrupted
+        write (``<path>.partial``) of the same request resumes at its next batch, unless
+        the model has no ``weights_sha256`` to tell it from another.
 
     Returns
     -------
@@ -617,6 +619,7 @@ def write_attention(
         return store.open(chunks, shape=shape, coords=coords)
     if overwrite:
         store.path.unlink(missing_ok=True)
+    if overwrite or "weights_sha256" not in attrs:  # no resuming what cannot be verified
         store.partial.unlink(missing_ok=True)
 
     def extract(a: int, b: int, arrays) -> np.ndarray:
