@@ -26,24 +26,29 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import sys
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-import msapod
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's msapod
+import msapod  # noqa: E402
 
 
 def synthetic_layer(n: int, L: int, seed: int) -> xr.DataArray:
-    """Causal softmax attention with a local and a broad, snapshot-dependent component."""
+    """Causal softmax attention with a local, a mid (period 6) and a broad (period 24)
+    snapshot-dependent component: three dominant scales, so plain POD + 3 windows."""
     rng = np.random.default_rng(seed)
     i, j = np.meshgrid(np.arange(L), np.arange(L), indexing="ij")
     tau = i - j
     local = rng.standard_normal((n, 1, 1)) * 2.0 * (tau == 1)
+    mid = rng.standard_normal((n, 1, 1)) * 1.5 * np.cos(2 * np.pi * tau / 6) * np.exp(-tau / 12)
     broad = rng.standard_normal((n, 1, 1)) * np.cos(2 * np.pi * tau / 24) * np.exp(-tau / 60)
-    logits = local + broad + 0.5 * rng.standard_normal((n, L, L)) - tau / 30
+    logits = local + mid + broad + 0.5 * rng.standard_normal((n, L, L)) - tau / 30
     logits = np.where(tau >= 0, logits, -np.inf)
     A = np.exp(logits - logits.max(-1, keepdims=True))
     A /= A.sum(-1, keepdims=True)

@@ -56,7 +56,7 @@ _LAZY_MODULES = {
 def __getattr__(name: str):
     import importlib
 
-    if name in ("collect_attention", "write_attention_zarr"):
+    if name in ("collect_attention", "write_attention"):
         return getattr(importlib.import_module(f"{__name__}.models.extract"), name)
     if name in _LAZY_MODULES:
         return importlib.import_module(f"{__name__}.{_LAZY_MODULES[name]}")
@@ -95,5 +95,5 @@ __all__ = [
     "to_lag",
     "wavelet_matrix",
     "window_parameters",
-    "write_attention_zarr",
+    "write_attention",
 ]

@@ -82,6 +82,31 @@ def check_omega0(omega0) -> float:
     return float(omega0)
 
 
+def check_flag(value, name: str) -> bool:
+    """A flag: True or False (numpy's too); nothing else is read as one."""
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"{name}: expected True or False, got {value!r}")
+    return bool(value)
+
+
+def check_atol(atol, name: str = "atol") -> float:
+    """An absolute tolerance: a finite number >= 0."""
+    if isinstance(atol, bool) or not isinstance(atol, int | float | np.integer | np.floating):
+        raise ValueError(f"{name}: expected a finite number >= 0, got {atol!r}")
+    if not (np.isfinite(atol) and atol >= 0):
+        raise ValueError(f"{name}: expected a finite number >= 0, got {atol!r}")
+    return float(atol)
+
+
+def check_scale_values(scale, name: str = "scale") -> np.ndarray:
+    """Morlet scales (lags) as a float array: each > 0 and finite, or NaN (none)."""
+    a = np.asarray(scale, dtype=np.float64)
+    bad = np.isinf(a) | (a <= 0)
+    if bad.any():
+        raise ValueError(f"{name}: expected scales > 0 (lags; NaN for none), got {a[bad][:5]}")
+    return a
+
+
 def check_eps(eps) -> float:
     """One tolerance in (0, 1); numpy scalars are accepted."""
     if isinstance(eps, bool) or not isinstance(eps, int | float | np.integer | np.floating):
@@ -101,17 +126,18 @@ def check_count(A: xr.DataArray, name: str, min_snapshots: int, snapshot_dim: st
 
 def raise_values(name: str, res: dict, stochastic: bool, atol: float) -> None:
     """The value checks' messages from counts: ``bad`` (NaN/inf entries), ``neg`` (any entry
-    below ``-atol``) and ``worst`` (largest |row sum - 1|), the last two if present."""
+    below ``-atol``) and ``worst`` (the least and the largest row sum - 1), the last two
+    if present; the message names the row sum that deviates most."""
     if int(res["bad"]):
         raise ValueError(f"{name}: expected finite values, found {int(res['bad'])} NaN/inf entries")
     if stochastic and "neg" in res:
         if bool(res["neg"]):
             raise ValueError(f"{name}: expected attention probabilities >= 0, found negatives")
-        worst = float(res["worst"])
-        if worst > atol:
+        dev = max(np.ravel(res["worst"]).astype(float), key=abs)
+        if abs(dev) > atol:
             raise ValueError(
                 f"{name}: expected rows summing to 1 over 'key' (attention probabilities), "
-                f"worst row sums to {1.0 + worst:.6g} (|deviation| {worst:.3g} > atol {atol})"
+                f"worst row sums to {1.0 + dev:.6g} (|deviation| {abs(dev):.3g} > atol {atol})"
             )
 
 

@@ -304,10 +304,17 @@ def pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Da
 def reconstruct(result: xr.Dataset, rank: int) -> xr.DataArray:
     """Rank-K reconstruction ``sum_{k <= K} a_k(s) phi_k(i, j)`` from a :func:`pod` result."""
     n_avail = result.sizes["mode"]
-    if not 0 <= rank <= n_avail:
-        raise ValueError(f"rank: expected 0..{n_avail} (modes available), got {rank}")
+    _check_rank(rank, n_avail)
     sub = result.isel(mode=slice(0, rank))
     return xr.dot(sub["coefficients"], sub["modes"].fillna(0.0), dim="mode")
+
+
+def _check_rank(rank, n_avail: int) -> None:
+    """A rank K of :func:`reconstruct`: an integer 0..``n_avail`` (the modes kept)."""
+    if isinstance(rank, bool) or not isinstance(rank, int | np.integer):
+        raise ValueError(f"rank: expected an integer 0..{n_avail}, got {rank!r}")
+    if not 0 <= rank <= n_avail:
+        raise ValueError(f"rank: expected 0..{n_avail} (modes available), got {rank}")
 
 
 def basis_error(u: xr.DataArray, basis: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
@@ -343,10 +350,7 @@ def reconstruction_error(
     Dask-backed ``u`` is reduced chunk by chunk (with leading dims the result is lazy).
     """
     n_avail = result.sizes["mode"]
-    if isinstance(rank, bool) or not isinstance(rank, int | np.integer):
-        raise ValueError(f"rank: expected an integer 0..{n_avail}, got {rank!r}")
-    if not 0 <= rank <= n_avail:
-        raise ValueError(f"rank: expected 0..{n_avail} (modes available), got {rank}")
+    _check_rank(rank, n_avail)
     check_field(u, name="u", dims=(dim, "query", "key"), snapshot_dim=dim)
     n_pod = result["coefficients"].sizes.get(dim)
     if n_pod is not None and u.sizes[dim] != n_pod:

@@ -19,7 +19,9 @@ import xarray as xr
 
 from ._labels import (
     FIELD_DIMS,
+    check_atol,
     check_count,
+    check_flag,
     check_meta,
     lag_layout,
     lookup,
@@ -108,6 +110,7 @@ def check_with(
     ``kern=None`` picks them after the metadata check, ``lazy=False`` checks the values
     of dask data too (:func:`check_field`)."""
     check_meta(A, name, dims)
+    atol = check_atol(atol)
     if min_snapshots is not None and snapshot_dim in A.dims:
         check_count(A, name, min_snapshots, snapshot_dim)
     kern = kernels(A) if kern is None else kern
@@ -122,6 +125,8 @@ def check_with(
 
 def is_causal(A: xr.DataArray, atol: float = 0.0) -> bool:
     """True if every entry with key after query (``j > i``) is zero (within ``atol``)."""
+    atol = check_atol(atol)
+    check_meta(A, "A", ("query", "key"))
     q, k = positions(A, "query", "A"), positions(A, "key", "A")
     return kernels(A).is_causal(A.transpose(..., "query", "key").data, q, k, atol)
 
@@ -153,6 +158,7 @@ def reynolds(A: xr.DataArray, dim: str = "snapshot", *, check_stochastic: bool =
     in memory: one field per leading index); the fluctuation stays lazy, chunked like
     ``A``.
     """
+    check_stochastic = check_flag(check_stochastic, "check_stochastic")
     check_lazy(A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
     # the keys last: the chunked kernel checks the rows in the pass that forms the mean
     core = [d for d in A.dims if d not in (dim, "key")] + ["key"]

@@ -246,7 +246,7 @@ class LagStats:
         """All eigenvalues of ``K`` (descending, clipped at 0) and the leading
         ``n_modes`` eigenvectors ``(N, n_modes)``."""
         lam, V = eig_desc(K)
-        return lam, V[:, :n_modes]
+        return lam, V[..., :n_modes]
 
     def project(self, V: np.ndarray, W: np.ndarray) -> np.ndarray:
         """``P[w, m, tau, i] = w(tau) sum_s V[w, s, m] X[s, tau, i]`` for temporal
@@ -330,10 +330,13 @@ def _one_blas_thread():
     return _blas().limit(limits=1, user_api="blas")
 
 
-def eig_desc(K: np.ndarray):
-    """Eigenpairs of a symmetric PSD matrix, descending, negatives (rounding) clipped."""
+def eig_desc(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenpairs of a symmetric (or Hermitian) PSD matrix, or of a stack ``(..., N, N)``
+    of them, descending, negatives (rounding) clipped: the one dense eigensolve of the
+    in-memory method (:meth:`LagStats.eigensolve`, the evidence's window modes, the
+    coherency factor)."""
     lam, V = np.linalg.eigh(K)
-    lam, V = lam[::-1], V[:, ::-1]
+    lam, V = lam[..., ::-1], V[..., ::-1]
     return np.clip(lam, 0.0, None), V
 
 

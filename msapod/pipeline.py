@@ -25,7 +25,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ._labels import check_eps, check_omega0, positions
+from ._io import check_int
+from ._labels import check_eps, check_flag, check_omega0, positions
 from .backends import kernels
 from .decomposition import NORMALISATION, check_n_modes
 from .fields import check_with
@@ -113,10 +114,10 @@ def analyze(
     equals the in-memory one to rounding (see :mod:`msapod.backends.chunked`). It runs unchanged
     on a ``dask.distributed`` cluster when a ``Client`` is active.
     """
-    kern = kernels(A)
-    check_with(kern, A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
+    # the options first (N, for n_modes, where A has the dim), then the field, once
+    known = isinstance(A, xr.DataArray) and isinstance(dim, str) and dim in A.sizes
     params = check_options(
-        A.sizes[dim],
+        A.sizes[dim] if known else None,
         dim=dim,
         scales=scales,
         omega0=omega0,
@@ -133,6 +134,8 @@ def analyze(
         coherency=coherency,
         check_stochastic=check_stochastic,
     )
+    kern = kernels(A)
+    check_with(kern, A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
     if params["n_modes"] is None:
         params["n_modes"] = min(DEFAULT_N_MODES, A.sizes[dim])
     lead = [d for d in A.dims if d not in (dim, "query", "key")]
@@ -197,11 +200,9 @@ def check_options(n_snapshots: int | None = None, **options) -> dict:
     if o["scales"] is not None:
         o["scales"] = _scale_values(o["scales"])
     o["omega0"] = check_omega0(o["omega0"])
-    o["max_peaks"] = _check_int(o["max_peaks"], "max_peaks", 1)
+    o["max_peaks"] = check_int(o["max_peaks"], "max_peaks", 1)
     for flag in ("include_edges", "coherency", "check_stochastic"):
-        if not isinstance(o[flag], bool | np.bool_):
-            raise ValueError(f"{flag}: expected True or False, got {o[flag]!r}")
-        o[flag] = bool(o[flag])
+        o[flag] = check_flag(o[flag], flag)
     if o["field"] not in SCALOGRAM_FIELDS:
         raise ValueError(f"field: expected one of {SCALOGRAM_FIELDS}, got {o['field']!r}")
     o["centre"] = _check_centre(o["centre"])
@@ -215,9 +216,9 @@ def check_options(n_snapshots: int | None = None, **options) -> dict:
     o["eps"] = _eps_list(o["eps"])
     if o["criterion"] not in CRITERIA:
         raise ValueError(f"criterion: expected one of {CRITERIA}, got {o['criterion']!r}")
-    o["k_min"] = _check_int(o["k_min"], "k_min", 1)
+    o["k_min"] = check_int(o["k_min"], "k_min", 1)
     if o["k_max"] is not None:
-        o["k_max"] = _check_int(o["k_max"], "k_max", 2)
+        o["k_max"] = check_int(o["k_max"], "k_max", 2)
     return o
 
 
@@ -226,13 +227,6 @@ def _is_real(x) -> bool:
     return isinstance(x, int | float | np.integer | np.floating) and not isinstance(
         x, bool | np.bool_
     )
-
-
-def _check_int(x, name: str, least: int) -> int:
-    """``x`` as an int if it is an integer (not a bool) of at least ``least``."""
-    if not isinstance(x, int | np.integer) or isinstance(x, bool | np.bool_) or x < least:
-        raise ValueError(f"{name}: expected an integer >= {least}, got {x!r}")
-    return int(x)
 
 
 def _check_centre(centre) -> str | float:
@@ -337,7 +331,7 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
     e_pk[: len(idx)] = spec[idx]
     edge = np.zeros(max_peaks, dtype=bool)
     edge[: len(idx)] = (idx == 0) | (idx == len(s) - 1)
-    scale_da = xr.DataArray(spec, dims="scale", coords={"scale": s})
+    centroid = scale_centroid(xr.DataArray(spec, dims="scale", coords={"scale": s}))
     v = {
         "mean": (("query", "key"), mean, {"long_name": "mean field Abar(i, j)",
                                                 "averaged_over": dim}),
@@ -369,7 +363,7 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
         "window_centre": ("window", np.r_[np.nan, centre], {}),
         "window_width": ("window", np.r_[np.nan, sigma], {}),
         "window_scale": ("window", np.r_[np.nan, a], {}),
-        "scale_centroid": ((), scale_centroid(scale_da).values, dict(_CENTROID_ATTRS)),
+        "scale_centroid": ((), centroid.values, dict(centroid.attrs)),
     }  # fmt: skip
     coords = {c: A.coords[c].variable for c in A.coords if dim not in A.coords[c].dims}
     coords = {
@@ -395,10 +389,6 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
         **_analysis_attrs(p, n, conc.attrs["k_max"]),
     }
     return out
-
-
-#: The attrs of :func:`msapod.scale_centroid`'s result.
-_CENTROID_ATTRS = {"units": "lag", "long_name": "energy-weighted geometric mean scale"}
 
 
 def _labels(max_peaks: int) -> list[str]:

@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
+from ._io import check_int
 from ._labels import lead_coords, stack_leading
 from .lagstats import LagStats
 
@@ -70,13 +71,16 @@ def bootstrap_spectrum(
             f"gram: expected a square Gram matrix over ({dim!r}, {other!r}), got "
             f"{gram.sizes[dim]} x {gram.sizes[other]}"
         )
-    if not (isinstance(n_boot, int) and n_boot >= 1):
-        raise ValueError(f"n_boot: expected an integer >= 1, got {n_boot!r}")
+    n_boot = check_int(n_boot, "n_boot", 1)
+    seed = check_int(seed, "seed", 0)
     if method not in ("bayesian", "resample", "jackknife"):
         raise ValueError(f"method: expected 'bayesian', 'resample' or 'jackknife', got {method!r}")
     K, lead, shape = stack_leading(gram, (dim, other))
     if not np.isfinite(K).all():
         raise ValueError("gram: expected finite values")
+    scale = np.abs(K).max(initial=0.0)
+    if np.abs(K - K.swapaxes(-1, -2)).max(initial=0.0) > 1e-10 * scale:
+        raise ValueError(f"gram: expected a symmetric Gram matrix over ({dim!r}, {other!r})")
     n = K.shape[-1]
     rng = np.random.default_rng(seed)
     idx = keep = w = None

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ._io import check_int
 from ._labels import check_eps, lead_coords, stack_leading
 
 __all__ = ["CRITERIA", "effective_rank", "spectral_concentration", "tail_fraction", "tail_rank"]
@@ -77,7 +78,8 @@ def spectral_concentration(
     lam_all = lam_all.astype(np.float64)
     _check_eigs(lam_all)
     n = lam_all.shape[-1]
-    k_max = n // 2 if k_max is None else int(k_max)
+    k_min = check_int(k_min, "k_min", 1)
+    k_max = n // 2 if k_max is None else check_int(k_max, "k_max", 2)
     if not 1 <= k_min < k_max <= n:
         raise ValueError(f"k_min, k_max: expected 1 <= k_min < k_max <= {n}, got {k_min}, {k_max}")
     k = np.arange(1, n + 1, dtype=np.float64)
@@ -177,6 +179,12 @@ def effective_rank(
     n = lam.shape[-1]
     if n_snapshots is None:
         n_snapshots = int(eigenvalues.attrs.get("n_snapshots", n))
+    elif (
+        isinstance(n_snapshots, bool)
+        or not isinstance(n_snapshots, int | np.integer)
+        or (n_snapshots < 2)
+    ):
+        raise ValueError(f"n_snapshots: expected an integer >= 2 (N), got {n_snapshots!r}")
     tol = eps if criterion == "energy" else eps**2
     H = tail_rank(tail_fraction(lam), tol)
     res = xr.DataArray(

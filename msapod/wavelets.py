@@ -32,9 +32,11 @@ import numpy as np
 import xarray as xr
 from threadpoolctl import threadpool_limits
 
-from ._labels import check_omega0, lead_coords, stack_leading
+from ._io import check_int
+from ._labels import check_omega0, check_scale_values, lead_coords, stack_leading
 from .backends import kernels
 from .fields import check_field, check_lazy, to_lag
+from .lagstats import eig_desc
 
 __all__ = [
     "coherency",
@@ -60,6 +62,7 @@ DEFAULT_NUM_SCALES = 48
 
 def morlet(eta: np.ndarray, omega0: float = 6.0) -> np.ndarray:
     """Morlet mother wavelet ``pi^(-1/4) exp(i omega0 eta - eta^2 / 2)``."""
+    omega0 = check_omega0(omega0)
     eta = np.asarray(eta, dtype=np.float64)
     return np.pi**-0.25 * np.exp(1j * omega0 * eta - 0.5 * eta**2)
 
@@ -67,7 +70,7 @@ def morlet(eta: np.ndarray, omega0: float = 6.0) -> np.ndarray:
 def fourier_period(scale, omega0: float = 6.0):
     """Equivalent Fourier period ``4 pi a / (omega0 + sqrt(2 + omega0^2))`` of scale ``a``."""
     omega0 = check_omega0(omega0)
-    return 4 * np.pi * np.asarray(scale, dtype=np.float64) / (omega0 + np.sqrt(2 + omega0**2))
+    return 4 * np.pi * check_scale_values(scale) / (omega0 + np.sqrt(2 + omega0**2))
 
 
 def min_valid_scale(omega0: float = 6.0) -> float:
@@ -93,11 +96,14 @@ def log_scales(
     Scales below :func:`min_valid_scale` (about 1.94 lags at omega0 = 6) have a period
     shorter than two lags and resolve nothing; :func:`scalogram` warns about them.
     """
-    smax = n_lag / 2 if smax is None else smax
+    num = check_int(num, "num", 2)
+    note = ""
+    if smax is None:
+        if isinstance(n_lag, bool) or not isinstance(n_lag, int | np.integer) or n_lag < 1:
+            raise ValueError(f"n_lag: expected a positive integer (lags), got {n_lag!r}")
+        smax, note = n_lag / 2, f" (smax = n_lag / 2, n_lag = {n_lag})"
     if not 0 < smin < smax:
-        raise ValueError(f"smin, smax: expected 0 < smin < smax, got {smin}, {smax}")
-    if num < 2:
-        raise ValueError(f"num: expected at least 2 scales, got {num}")
+        raise ValueError(f"smin, smax: expected 0 < smin < smax, got {smin}, {smax}{note}")
     return np.geomspace(smin, smax, num)
 
 
@@ -152,9 +158,11 @@ def wavelet_matrix(scales, lags, omega0: float = 6.0) -> np.ndarray:
     ``W = Phi @ r`` is then the direct-sum transform at positions ``b = lags``. The result
     is cached (read-only) for repeated calls with the same grid.
     """
-    s = tuple(float(v) for v in np.atleast_1d(scales))
+    s = np.atleast_1d(check_scale_values(scales, "scales"))
+    if not np.isfinite(s).all():
+        raise ValueError("scales: expected finite values")
     lag = tuple(float(v) for v in np.atleast_1d(lags))
-    return _wavelet_matrix(s, lag, check_omega0(omega0))
+    return _wavelet_matrix(tuple(float(v) for v in s), lag, check_omega0(omega0))
 
 
 @lru_cache(maxsize=8)
@@ -206,6 +214,8 @@ def scale_spectrum_operator(scales, lags, omega0: float = 6.0) -> np.ndarray:
 
 def _lag_field(A: xr.DataArray, name: str) -> xr.DataArray:
     """Accept either a (query, key) field or a (query, lag) field; return the lag form."""
+    if not isinstance(A, xr.DataArray):
+        raise TypeError(f"{name}: expected an xarray.DataArray, got {type(A).__name__}")
     if "lag" in A.dims:
         return check_lazy(A, name=name, dims=("query", "lag"), min_snapshots=None)
     return to_lag(check_lazy(A, name=name, dims=("query", "key"), min_snapshots=None))
@@ -365,8 +375,7 @@ def dominant_scales(
     """
     if not isinstance(spectrum, xr.DataArray) or "scale" not in spectrum.dims:
         raise ValueError("spectrum: expected a DataArray with a 'scale' dim")
-    if max_count < 1:
-        raise ValueError(f"max_count: expected >= 1, got {max_count}")
+    max_count = check_int(max_count, "max_count", 1)
     check_field(spectrum, name="spectrum", dims=("scale",), min_snapshots=None)
     E, lead, shape = stack_leading(spectrum, ("scale",))
     s = spectrum["scale"].values.astype(np.float64)
@@ -450,6 +459,8 @@ def coherency(
         ``gamma(..., scale, query_i, query_j)``. For dask-backed ``A`` the sums over
         snapshots are accumulated chunk by chunk.
     """
+    if isinstance(rtol, bool) or not isinstance(rtol, int | float | np.number) or not 0 <= rtol < 1:
+        raise ValueError(f"rtol: expected a number in [0, 1), got {rtol!r}")
     R = _lag_field(A, "A")
     if dim not in R.dims:
         raise ValueError(f"dim: {dim!r} is not a dim of A {R.dims}")
@@ -503,8 +514,8 @@ def scale_centroid(spectrum: xr.DataArray) -> xr.DataArray:
 def _coherency_factor(Phi_k: np.ndarray, rtol: float) -> np.ndarray:
     """``B`` with ``M_a = Phi_a^T conj(Phi_a) = B B^H`` (eigenvalues below rtol dropped)."""
     M = Phi_k.T @ np.conj(Phi_k)  # (tau, tau') Hermitian PSD
-    w, V = np.linalg.eigh(M)
-    keep = w > rtol * w.max()
+    w, V = eig_desc(M)
+    keep = w > rtol * w[0]
     return V[:, keep] * np.sqrt(w[keep])
 
 

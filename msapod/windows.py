@@ -95,8 +95,19 @@ def window_parameters(
         raise ValueError("energy: expected a DataArray with dims 'scale' and 'lag'")
     if not isinstance(scales, xr.DataArray):
         raise ValueError("scales: expected a DataArray of dominant scales")
+    if isinstance(width, bool) or not isinstance(width, int | float | np.number):
+        raise ValueError(f"width: expected a factor kappa > 0 (sigma = kappa a*), got {width!r}")
     if not (np.isfinite(width) and width > 0):
         raise ValueError(f"width: expected a factor kappa > 0 (sigma = kappa a*), got {width}")
+    grid = energy["scale"].values
+    given = scales.values[np.isfinite(scales.values)]
+    if given.size and (
+        given.min() < grid.min() * (1 - 1e-9) or given.max() > grid.max() * (1 + 1e-9)
+    ):
+        raise ValueError(
+            f"scales: expected dominant scales on the energy's scale grid "
+            f"[{grid.min():g}, {grid.max():g}], got {given.min():g}..{given.max():g}"
+        )
     if isinstance(centre, str) and centre not in CENTRE_RULES:
         raise ValueError(f"centre: expected one of {CENTRE_RULES} or a number, got {centre!r}")
     valid = np.isfinite(scales)

@@ -105,6 +105,74 @@ def test_analyze_names_the_bad_option(option, value, message):
         msapod.analyze(A, **{option: value})
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"k_min": 5, "k_max": 3}, r"k_min, k_max: expected 1 <= k_min < k_max <= 8, got 5, 3"),
+        ({"k_max": 100}, r"k_min, k_max: expected 1 <= k_min < k_max <= 8, got 1, 100"),
+        ({"scales": [2.0, np.nan]}, r"scales: expected finite values"),
+        ({"scales": [0.5, 2.0]}, r"scales: expected values in \[1, 10\]"),
+        ({"scales": [2.0, 11.0]}, r"scales: expected values in \[1, 10\]"),
+        ({"dim": "doc"}, r"A: expected dims including \('doc', 'query', 'key'\)"),
+        ({"dim": 3}, r"dim: expected the name of the snapshot dim"),
+        ({"eps": []}, r"eps: expected one number or a non-empty sequence"),
+        ({"eps": [0.1, 0.0]}, r"eps: expected a number in \(0, 1\)"),
+        ({"omega0": -6.0}, r"omega0: expected a finite number > 0"),
+    ],
+)
+def test_analyze_names_the_bad_options(options, message):
+    A = planted_attention(n=8, L=20)
+    with pytest.raises(ValueError, match=message):
+        msapod.analyze(A, **options)
+
+
+def _set(A: xr.DataArray, index, value) -> xr.DataArray:
+    A = A.copy()
+    A.values[index] = value
+    return A
+
+
+@pytest.mark.parametrize(
+    "bad, error, message",
+    [
+        (lambda A: _set(A, (0, 3, 1), np.nan), ValueError, r"A: expected finite values, found 1"),
+        (lambda A: _set(A, (2, 5, 0), np.inf), ValueError, r"A: expected finite values, found 1"),
+        (lambda A: _set(A, (1, 4), 0.0), ValueError, r"worst row sums to 0 \(\|deviation\| 1"),
+        (
+            lambda A: _set(A, (1, 4, 0), -0.5),
+            ValueError,
+            r"A: expected attention probabilities >= 0",
+        ),
+        (lambda A: A.astype(complex), ValueError, r"A: expected real numbers"),
+        (
+            lambda A: A.rename(key="k"),
+            ValueError,
+            r"A: expected dims including .* missing \['key'\]",
+        ),
+        (lambda A: A.isel(snapshot=[0]), ValueError, r"A: expected at least 2 snapshots"),
+        (lambda A: A.isel(query=slice(0, 0)), ValueError, r"A: dim 'query' has length 0"),
+        (
+            lambda A: A.assign_coords(query=np.r_[0, 0, np.arange(2, 20)]),
+            ValueError,
+            r"A: coordinate 'query' has duplicate labels",
+        ),
+        (
+            lambda A: A.assign_coords(key=np.arange(20) + 0.5),
+            ValueError,
+            r"A: coordinate 'key' must hold integer positions",
+        ),
+        (lambda A: A.values, TypeError, r"A: expected an xarray.DataArray, got ndarray"),
+    ],
+)
+def test_analyze_names_the_bad_field(bad, error, message):
+    A = planted_attention(n=8, L=20)
+    with pytest.raises(error, match=message):
+        msapod.analyze(bad(A))
+    if error is ValueError:
+        with pytest.raises(error, match=message):  # dask-backed: the same message
+            msapod.analyze(bad(A).chunk({"snapshot": 4}))
+
+
 def test_analyze_takes_numpy_integers_for_counts():
     A = planted_attention(n=8, L=20)
     ds = msapod.analyze(A, n_modes=np.int64(3), max_peaks=np.int32(2), scales=[2.0, 3.0, 4.0])

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import msapod.studies.store.cache as cache_mod
+from msapod.backends import is_dask
 from msapod.cli import main
 from msapod.models.data import SHA256
 from msapod.models.extract import collect_attention, ensemble_ids
@@ -93,7 +94,9 @@ def test_write_then_hit(model, tmp_path, counter):
         "model": "tiny",
     }.items():
         assert A.attrs[k] == v, k
-    assert len(A.attrs["values_sha256"]) == 64 and A.attrs["msapod_version"]
+    assert A.attrs["msapod_version"]
+    with h5netcdf.File(path, "r") as f:  # one sha256 per layer, the file's own
+        assert [len(d) for d in f.attrs["layer_sha256"]] == [64, 64]
 
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a valid hit warns about nothing
@@ -167,15 +170,39 @@ def test_tampered_attrs_are_rebuilt(model, tmp_path, counter):
     assert len(counter) == 2
 
 
-def test_failed_write_leaves_nothing(model, tmp_path, monkeypatch):
-    def failing(*args, **kw):
-        yield from ()
-        raise RuntimeError("extraction died")
+def test_file_of_another_layout_is_rebuilt(model, tmp_path, counter):
+    """A field file of another layout (e.g. an earlier msapod's, under the same key) is
+    never read as this one: it is rebuilt."""
+    A = get(model, tmp_path)
+    path = Path(A.encoding["source"])
+    with h5netcdf.File(path, "r+") as f:
+        f.attrs["msapod_fields"] = 0
+    with pytest.warns(CacheWarning, match="layout 0, expected 1"):
+        B = get(model, tmp_path)
+    assert len(counter) == 2
+    np.testing.assert_array_equal(A.values, B.values)
 
-    monkeypatch.setattr(cache_mod, "iter_attention", failing)
+
+def test_failed_write_leaves_no_file_and_resumes(model, tmp_path, monkeypatch):
+    real = cache_mod.iter_attention
+    calls = []
+
+    def failing_second(*args, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("extraction died")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(cache_mod, "iter_attention", failing_second)
     with pytest.raises(RuntimeError, match="extraction died"):
-        get(model, tmp_path)
-    assert list((tmp_path / "fields").iterdir()) == []
+        get(model, tmp_path, batch_size=2)  # the second of two batches dies
+    names = [p.name for p in (tmp_path / "fields").iterdir()]
+    assert len(names) == 1 and names[0].endswith(".nc.partial")  # nothing under the final name
+    A = get(model, tmp_path, batch_size=2)  # resumes: only the batch that died is redone
+    assert len(calls) == 3
+    ids, _ = ensemble_ids(n=N, length=LENGTH, seed=0)
+    ref = collect_attention(model, ids, average_heads=True, progress=False)
+    np.testing.assert_array_equal(A.values, ref.values)
 
 
 def test_bad_arguments(model, tmp_path):
@@ -269,7 +296,7 @@ def test_field_file_resumes_verifies_and_records_the_ensemble(tmp_path):
     def ensemble():
         return {"ids": np.arange(12).reshape(6, 2)}, {"unit": "token"}
 
-    store = FieldFile(tmp_path / "f.h5", "key-1")
+    store = FieldFile(tmp_path / "f.nc", "key-1")
     with pytest.raises(KeyboardInterrupt):
         store.build(plan, full.shape, extract, ensemble=ensemble)
     assert not store.complete() and store.partial.exists()
@@ -279,24 +306,30 @@ def test_field_file_resumes_verifies_and_records_the_ensemble(tmp_path):
     np.testing.assert_array_equal(store.layer(1), full[1])
     assert store.ensemble()["unit"] == "token"
     assert not FieldFile(store.path, "key-2").complete()  # another key: not this file
+    lazy = store.open(chunks={"snapshot": 4})  # verified, then dask-backed
+    assert is_dask(lazy) and lazy.chunks[lazy.dims.index("snapshot")] == (4, 2)
+    assert lazy.dims == ("layer", "head", "snapshot", "query", "key")
+    np.testing.assert_array_equal(lazy.values, full)
+    np.testing.assert_array_equal(lazy["head"], [1, 2, 3])
+    lazy.close()
 
-    import h5py
-
-    with h5py.File(store.path, "a") as f:
-        f["attention"][0, 0, 0, 0, 0] += 1.0
+    with h5netcdf.File(store.path, "a") as f:
+        f.variables["attention"][0, 0, 0, 0, 0] = 7.0
     with pytest.raises(OSError, match="sha256"):
         store.layer(0)
+    with pytest.raises(OSError, match="values sha256"):
+        store.open()
 
 
 def test_field_file_redoes_a_stale_partial_file_and_checks_batch_shapes(tmp_path):
     from msapod.studies.store.cache import CacheWarning, FieldFile
 
-    store = FieldFile(tmp_path / "f.h5", "k")
-    store.partial.write_bytes(b"not hdf5")
+    store = FieldFile(tmp_path / "f.nc", "k")
+    store.partial.write_bytes(b"not netCDF")
     with pytest.warns(CacheWarning, match="stale"):
         store.build([(0, 2)], (1, 2, 3, 3), lambda a, b, arrays: np.zeros((1, 2, 3, 3)))
     np.testing.assert_array_equal(store.layer(0), np.zeros((2, 3, 3), np.float32))
-    other = FieldFile(tmp_path / "g.h5", "k")
+    other = FieldFile(tmp_path / "g.nc", "k")
     with pytest.raises(ValueError, match="shape"):
         other.build([(0, 2)], (1, 2, 3, 3), lambda a, b, arrays: np.zeros((1, 1, 3, 3)))
 

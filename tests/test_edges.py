@@ -100,6 +100,105 @@ def test_bad_n_modes_raises(n_modes):
         msapod.pod(_u(), n_modes=n_modes)
 
 
+@pytest.mark.parametrize(
+    "rank, message", [(1.5, "an integer 0..3, got 1.5"), (4, "0..3"), (-1, "0..3")]
+)
+def test_bad_rank_names_rank(rank, message):
+    u = _u()
+    res = msapod.pod(u, n_modes=3)
+    with pytest.raises(ValueError, match=f"rank: expected {message}"):
+        msapod.reconstruct(res, rank)
+    with pytest.raises(ValueError, match=f"rank: expected {message}"):
+        msapod.reconstruction_error(u, res, rank)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((0,), r"n_lag: expected a positive integer \(lags\), got 0"),
+        ((64.0,), r"n_lag: expected a positive integer \(lags\), got 64.0"),
+        ((4,), r"smin, smax: expected 0 < smin < smax, got 3.0, 2.0 \(smax = n_lag / 2"),
+        ((64, 3.0, 2.0), r"smin, smax: expected 0 < smin < smax, got 3.0, 2.0$"),
+        ((64, 3.0, None, 1), r"num: expected an integer >= 2, got 1"),
+        ((64, 3.0, None, 2.5), r"num: expected an integer >= 2, got 2.5"),
+    ],
+)
+def test_bad_log_scales_name_the_argument(args, message):
+    with pytest.raises(ValueError, match=message):
+        msapod.log_scales(*args)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda A, u: msapod.reynolds(A, check_stochastic="no"), ValueError,
+         r"check_stochastic: expected True or False, got 'no'"),
+        (lambda A, u: msapod.check_field(A, stochastic=True, atol=-1), ValueError,
+         r"atol: expected a finite number >= 0, got -1"),
+        (lambda A, u: msapod.is_causal(A, atol=float("nan")), ValueError,
+         r"atol: expected a finite number >= 0, got nan"),
+        (lambda A, u: msapod.is_causal(A.values), TypeError, r"A: expected an xarray.DataArray"),
+        (lambda A, u: msapod.scalogram(msapod.to_lag(u).values), TypeError,
+         r"A: expected an xarray.DataArray, got ndarray"),
+        (lambda A, u: msapod.morlet(np.arange(3.0), omega0=-1.0), ValueError,
+         r"omega0: expected a finite number > 0"),
+        (lambda A, u: msapod.fourier_period(-1.0), ValueError, r"scale: expected scales > 0"),
+        (lambda A, u: msapod.fourier_period(np.inf), ValueError, r"scale: expected scales > 0"),
+        (lambda A, u: msapod.wavelet_matrix([0.0, 2.0], np.arange(4)), ValueError,
+         r"scales: expected scales > 0"),
+        (lambda A, u: msapod.wavelet_matrix([np.nan], np.arange(4)), ValueError,
+         r"scales: expected finite values"),
+        (lambda A, u: msapod.effective_rank(msapod.pod(u)["spectrum"], 0.1, n_snapshots=0),
+         ValueError, r"n_snapshots: expected an integer >= 2 \(N\), got 0"),
+    ],
+)  # fmt: skip
+def test_public_functions_name_the_bad_argument(call, error, message):
+    A = _field(8, 12)
+    with pytest.raises(error, match=message):
+        call(A, msapod.reynolds(A)["fluctuation"])
+
+
+def _scalogram_and_pod():
+    u = _u(8, 32)
+    return u, msapod.scalogram(msapod.to_lag(u)), msapod.pod(u, n_modes=3)
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda u, sc, res: msapod.dominant_scales(sc["spectrum"], 1.5),
+         r"max_count: expected an integer >= 1, got 1.5"),
+        (lambda u, sc, res: msapod.window_parameters(
+            sc["energy"], xr.DataArray([400.0], dims="peak")),
+         r"scales: expected dominant scales on the energy's scale grid \[3, 16\], got 400"),
+        (lambda u, sc, res: msapod.window_parameters(
+            sc["energy"], xr.DataArray([4.0], dims="peak"), width="1"),
+         r"width: expected a factor kappa > 0"),
+        (lambda u, sc, res: msapod.bootstrap_spectrum(res["gram"], seed="x"),
+         r"seed: expected an integer >= 0, got 'x'"),
+        (lambda u, sc, res: msapod.bootstrap_spectrum(res["gram"], n_boot=2.5),
+         r"n_boot: expected an integer >= 1, got 2.5"),
+        (lambda u, sc, res: msapod.bootstrap_spectrum(
+            res["gram"] + xr.DataArray(np.triu(np.ones((8, 8))), dims=res["gram"].dims)),
+         r"gram: expected a symmetric Gram matrix"),
+        (lambda u, sc, res: msapod.coherency(u, [4.0], rtol=-1),
+         r"rtol: expected a number in \[0, 1\), got -1"),
+        (lambda u, sc, res: msapod.spectral_concentration(res["spectrum"], 1.5),
+         r"k_min: expected an integer >= 1, got 1.5"),
+        (lambda u, sc, res: msapod.spectral_concentration(res["spectrum"], 1, 2.5),
+         r"k_max: expected an integer >= 2, got 2.5"),
+    ],
+)  # fmt: skip
+def test_scale_window_and_resampling_arguments_are_named(call, message):
+    with pytest.raises(ValueError, match=message):
+        call(*_scalogram_and_pod())
+
+
+def test_fourier_period_keeps_missing_scales_missing():
+    p = msapod.fourier_period(np.array([np.nan, 1.0]))
+    assert np.isnan(p[0]) and p[1] == pytest.approx(4 * np.pi / (6 + np.sqrt(38)))
+
+
 def test_reconstruction_error_with_nan_raises():
     u = _u()
     res = msapod.pod(u)

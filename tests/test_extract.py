@@ -197,8 +197,8 @@ def test_bad_model_raises():
         collect_attention(torch.nn.Linear(2, 2), np.zeros((3, 8), dtype=np.int64))
 
 
-def test_zarr_store_streams_and_reads_back(ens, tmp_path):
-    import zarr
+def test_store_streams_and_reads_back(ens, tmp_path):
+    import h5netcdf
 
     from msapod.backends import is_dask
 
@@ -206,7 +206,7 @@ def test_zarr_store_streams_and_reads_back(ens, tmp_path):
     model = tiny_gpt("ega")
     kw = dict(offsets=offsets, data_sha256=SHA256, batch_size=2, progress=False)
     ref = collect_attention(model, ids, **kw)
-    path = tmp_path / "att.zarr"
+    path = tmp_path / "att.nc"
     Z = collect_attention(model, ids, store=path, **kw)
     assert is_dask(Z) and Z.dims == ref.dims and Z.dtype == ref.dtype and Z.name == "attention"
     assert Z.chunks[Z.dims.index("snapshot")] == (2, 2, 1)  # one chunk per batch
@@ -217,14 +217,15 @@ def test_zarr_store_streams_and_reads_back(ens, tmp_path):
     assert set(Z.attrs) == set(ref.attrs)
     for key, value in ref.attrs.items():
         np.testing.assert_array_equal(Z.attrs[key], value)
-    assert zarr.open_group(str(path), mode="r").attrs["complete"] == 1
-    # the same request reuses the verified store; the analysis runs on it chunk by chunk
+    with h5netcdf.File(path, "r") as f:  # one sha256 per layer
+        assert len(f.attrs["layer_sha256"]) == ref.sizes["layer"]
+    # the same request reuses the verified file; the analysis runs on it chunk by chunk
     again = collect_attention(model, ids, store=path, **kw)
     np.testing.assert_array_equal(again.values, ref.values)
     a = msapod.analyze(ref.sel(layer=2, head=1), max_peaks=1, n_modes=2)
     b = msapod.analyze(again.sel(layer=2, head=1), max_peaks=1, n_modes=2)
     np.testing.assert_allclose(b["spectrum"], a["spectrum"], rtol=0, atol=1e-12)
-    # head means, written to an in-memory zarr store, with a chunk unlike the batch
+    # head means, with a chunk unlike the batch
     avg = collect_attention(
         model,
         ids,
@@ -232,21 +233,57 @@ def test_zarr_store_streams_and_reads_back(ens, tmp_path):
         batch_size=2,
         snapshot_chunk=3,
         progress=False,
-        store=zarr.storage.MemoryStore(),
+        store=tmp_path / "avg.nc",
     )
     assert avg.dims == ("layer", "snapshot", "query", "key") and avg.chunks[1] == (3, 2)
     np.testing.assert_array_equal(
         avg.values, collect_attention(model, ids, average_heads=True, progress=False).values
     )
+    for opened in (Z, again, avg):
+        opened.close()
 
 
-def test_zarr_store_mismatch_is_never_trusted(ens, tmp_path):
-    import zarr
+def test_interrupted_store_resumes_only_for_a_verifiable_model(ens, tmp_path, monkeypatch):
+    import msapod.models.extract as extract
 
     ids, _ = ens
     model = tiny_gpt()
-    path = tmp_path / "att.zarr"
-    collect_attention(model, ids, layers=[1], progress=False, store=path)
+    real, calls = extract.iter_attention, []
+
+    def dying_second(*args, **kw):
+        calls.append(len(args[1]))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kw)
+
+    monkeypatch.setattr(extract, "iter_attention", dying_second)
+    path = tmp_path / "att.nc"
+    kw = dict(layers=[1, 2], batch_size=2, progress=False, store=path)
+    with pytest.raises(KeyboardInterrupt):
+        collect_attention(model, ids, **kw)
+    assert not path.exists() and path.with_name("att.nc.partial").exists()
+    Z = collect_attention(model, ids, **kw)  # batches 2 and 3 of 3 only
+    assert calls == [2, 2, 2, 1]
+    np.testing.assert_array_equal(
+        Z.values, collect_attention(model, ids, layers=[1, 2], batch_size=2, progress=False)
+    )
+    Z.close()
+    anon = tiny_gpt()
+    del anon.weights_sha256
+    calls.clear()
+    with pytest.raises(KeyboardInterrupt):
+        collect_attention(anon, ids, **{**kw, "store": tmp_path / "anon.nc"})
+    collect_attention(anon, ids, **{**kw, "store": tmp_path / "anon.nc"}).close()
+    assert calls == [2, 2, 2, 2, 1]  # started again: nothing tells its partial file apart
+
+
+def test_store_mismatch_is_never_trusted(ens, tmp_path):
+    import h5netcdf
+
+    ids, _ = ens
+    model = tiny_gpt()
+    path = tmp_path / "att.nc"
+    collect_attention(model, ids, layers=[1], progress=False, store=path).close()
     with pytest.raises(ValueError, match=r"store: exists .*ids_sha256.*overwrite=True"):
         collect_attention(model, ids[:4], layers=[1], progress=False, store=path)
     with pytest.raises(ValueError, match="shape"):
@@ -261,25 +298,26 @@ def test_zarr_store_mismatch_is_never_trusted(ens, tmp_path):
     np.testing.assert_array_equal(
         Z.values, collect_attention(other, ids, layers=[1], progress=False).values
     )
-    # an interrupted write (never marked complete) is not a result
-    g = zarr.open_group(str(path), mode="r+")
-    g.attrs["complete"] = 0
-    zarr.consolidate_metadata(str(path))
-    with pytest.raises(ValueError, match="incomplete"):
+    Z.close()
+    # values changed on disk: their checksum no longer holds
+    with h5netcdf.File(path, "a") as f:
+        f.variables["attention"][0, 0, 0, 3, 1] = 0.5
+    with pytest.raises(ValueError, match="values sha256"):
         collect_attention(other, ids, layers=[1], progress=False, store=path)
     # a model without weights_sha256 cannot be verified against a store
     anon = tiny_gpt()
     del anon.weights_sha256
-    collect_attention(anon, ids, layers=[1], progress=False, store=tmp_path / "anon.zarr")
+    collect_attention(anon, ids, layers=[1], progress=False, store=tmp_path / "anon.nc").close()
     with pytest.raises(ValueError, match="no weights_sha256"):
-        collect_attention(anon, ids, layers=[1], progress=False, store=tmp_path / "anon.zarr")
-    junk = tmp_path / "junk"
-    junk.mkdir()
-    (junk / "notes.txt").write_text("not zarr")
-    with pytest.raises(ValueError, match="not a zarr store"):
+        collect_attention(anon, ids, layers=[1], progress=False, store=tmp_path / "anon.nc")
+    junk = tmp_path / "junk.nc"
+    junk.write_text("not a field file")
+    with pytest.raises(ValueError, match="not an msapod field file"):
         collect_attention(model, ids, layers=[1], progress=False, store=junk)
     with pytest.raises(ValueError, match="snapshot_chunk"):
-        collect_attention(model, ids, progress=False, store=tmp_path / "x.zarr", snapshot_chunk=0)
+        collect_attention(model, ids, progress=False, store=tmp_path / "x.nc", snapshot_chunk=0)
+    with pytest.raises(ValueError, match="dtype"):
+        collect_attention(model, ids, progress=False, store=tmp_path / "x.nc", dtype=np.float64)
 
 
 def test_huggingface_gpt2():

@@ -74,7 +74,8 @@ def _value_tasks(x, stochastic: bool, atol: float) -> dict:
     tasks = {"bad": (~da.isfinite(x)).sum()}
     if stochastic and x.size:
         tasks["neg"] = (x < -atol).any()
-        tasks["worst"] = abs(x.sum(axis=-1) - 1.0).max()
+        dev = x.sum(axis=-1) - 1.0
+        tasks["worst"] = [dev.min(), dev.max()]
     return tasks
 
 
@@ -304,12 +305,11 @@ def eig_top(K: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
     """All eigenvalues (descending, clipped at 0) and the leading ``n_modes`` eigenvectors.
 
     Few modes: the eigenvalues alone and a subset eigensolve (no N x N eigenvector
-    matrix); many: one full ``eigh``.
+    matrix); many: the in-memory eigensolve (:meth:`msapod.lagstats.LagStats.eigensolve`).
     """
     n = len(K)
     if 2 * n_modes >= n:
-        lam, V = np.linalg.eigh(K)
-        return np.clip(lam[::-1], 0.0, None), V[:, ::-1][:, :n_modes]
+        return lagstats.LagStats.eigensolve(K, n_modes)
     from scipy.linalg import eigh
 
     lam = eigh(K, eigvals_only=True, check_finite=False)

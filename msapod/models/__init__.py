@@ -4,7 +4,7 @@ character-level GPTs on TinyShakespeare, with standard or energy-gated attention
 * :mod:`.gpt` -- the GPT with standard or energy-gated attention (EGA),
 * :mod:`.train` -- training, checkpoints (safetensors + config.json with its sha256),
 * :mod:`.data` -- the TinyShakespeare corpus and the ensemble offsets (numpy only),
-* :mod:`.extract` -- attention extraction into labelled fields and zarr stores,
+* :mod:`.extract` -- attention extraction into labelled fields and field files,
 * :mod:`.zoo` -- the configured models and the checkpoints of those trained.
 
 Nothing is imported here, so ``msapod.models.data`` loads without torch.

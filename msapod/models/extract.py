@@ -19,15 +19,16 @@ when the ids fit in one batch, one forward pass serves all layers (its output ho
 all anyway), so callers can stream batch by batch at the cost of one pass.
 
 Ensembles larger than memory: ``collect_attention(..., store=path)`` (or
-:func:`write_attention_zarr`) writes each batch of snapshots into a chunked zarr store as
-soon as it is computed (memory: one batch) and returns the store opened lazily, a
-dask-backed array that the analysis functions reduce chunk by chunk
-(:mod:`msapod.backends.chunked`).
+:func:`write_attention`) writes each batch of snapshots into a field file
+(:class:`msapod.fieldfile.FieldFile`, the one on-disk format of attention fields) as soon
+as it is computed (memory: one batch) and returns it opened lazily, a dask-backed array
+that the analysis functions reduce chunk by chunk (:mod:`msapod.backends.chunked`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -37,10 +38,11 @@ import torch
 import xarray as xr
 
 from .._io import check_int, package_version
+from ..fieldfile import FieldFile, default_coords, key_hash
 from .data import check_layers, ensemble_ids, load_corpus
 from .gpt import GPT
 
-__all__ = ["collect_attention", "ensemble_ids", "iter_attention", "write_attention_zarr"]
+__all__ = ["collect_attention", "ensemble_ids", "iter_attention", "write_attention"]
 
 
 # ----------------------------------------------------------------------------- models
@@ -98,8 +100,9 @@ def _model_name(model, name: str | None) -> str:
     return type(model).__name__
 
 
-def _as_ids(model, texts_or_ids, info: dict, tokenizer=None) -> np.ndarray:
-    """Validate and convert ``texts_or_ids`` to an ``(N, L)`` int64 array."""
+def _as_ids(model, texts_or_ids, info: dict, tokenizer=None, least: int = 2) -> np.ndarray:
+    """Validate and convert ``texts_or_ids`` to an ``(N, L)`` int64 array of at least
+    ``least`` snapshots (an ensemble: 2; a batch streamed by :func:`iter_attention`: 1)."""
     if isinstance(texts_or_ids, str):
         raise ValueError("texts_or_ids: expected a list of strings or (N, L) ids, got one string")
     if (
@@ -140,8 +143,8 @@ def _as_ids(model, texts_or_ids, info: dict, tokenizer=None) -> np.ndarray:
             )
         ids = arr.astype(np.int64)
     n, length = ids.shape
-    if n < 2:
-        raise ValueError(f"texts_or_ids: expected at least 2 snapshots, got {n}")
+    if n < least:
+        raise ValueError(f"texts_or_ids: expected at least {least} snapshots, got {n}")
     if length < 1:
         raise ValueError("texts_or_ids: expected at least one token per snapshot, got 0")
     if info["max_len"] is not None and length > info["max_len"]:
@@ -299,7 +302,7 @@ def iter_attention(
     every layer (``n_layer`` times the compute of one pass).
     """
     info = _model_info(model)
-    ids = _as_ids(model, ids, info)
+    ids = _as_ids(model, ids, info, least=1)
     layers = check_layers(layers, info["n_layer"])
     batch_size = check_int(batch_size, "batch_size", 1)
     dtype = np.dtype(dtype)
@@ -418,10 +421,10 @@ def collect_attention(
         sha256 of the text the snapshots come from (e.g. ``Corpus.sha256``), recorded in
         the attrs; ``ids_sha256`` (of the int64 ids) is recorded always.
     store
-        A path (``str`` / ``os.PathLike``) or zarr store: stream the ensemble into a
-        chunked zarr array there, batch by batch, and return it opened lazily (see
-        :func:`write_attention_zarr`; ``snapshot_chunk`` and ``overwrite`` apply only
-        then). Default ``None``: an in-memory array.
+        A file path (``str`` / ``os.PathLike``): stream the ensemble into a field file
+        there (:class:`msapod.fieldfile.FieldFile`, netCDF-4), batch by batch, and return
+        it opened lazily (see :func:`write_attention`; ``snapshot_chunk`` and
+        ``overwrite`` apply only then). Default ``None``: an in-memory array.
 
     Returns
     -------
@@ -434,7 +437,7 @@ def collect_attention(
         dask-backed (chunked over ``snapshot``, one layer and head per chunk).
     """
     if store is not None:
-        return write_attention_zarr(
+        return write_attention(
             model,
             texts_or_ids,
             store,
@@ -523,85 +526,13 @@ def _prepare_collect(model, texts_or_ids, layers, average_heads, name, offsets, 
     return info, ids, offsets, layer_list, attrs
 
 
-# ----------------------------------------------------------------------------- zarr
+# ----------------------------------------------------------------------------- stores
 
 
-def _json_attrs(attrs: dict) -> dict:
-    """attrs as zarr stores them (arrays as lists, numpy scalars as Python numbers)."""
-    out = {}
-    for k, v in attrs.items():
-        if isinstance(v, np.ndarray):
-            v = v.tolist()
-        elif isinstance(v, np.generic):
-            v = v.item()
-        out[k] = v
-    return out
-
-
-def _open_store(store, expect: dict) -> tuple[xr.DataArray | None, list[str]]:
-    """Open an existing msapod store; ``(None, [])`` if there is none, else the array and
-    the list of differences from ``expect`` (empty: it holds exactly what was asked)."""
-    import os
-
-    import zarr
-
-    if isinstance(store, str | os.PathLike):
-        path = os.fspath(store)
-        if not os.path.exists(path) or (os.path.isdir(path) and not os.listdir(path)):
-            return None, []
-    try:
-        zarr.open_group(store, mode="r")
-    except (FileNotFoundError, KeyError, ValueError) as err:
-        if isinstance(store, str | os.PathLike):
-            raise ValueError(
-                f"store: {os.fspath(store)!r} exists and is not a zarr store ({err}); "
-                "remove it or choose another path"
-            ) from err
-        return None, []
-    try:
-        ds = xr.open_zarr(store, consolidated=None)
-    except Exception as err:  # noqa: BLE001 - any unreadable store is a mismatch
-        return None, [f"unreadable by xarray ({type(err).__name__}: {err})"]
-    diffs = []
-    if "attention" not in ds:
-        return None, ["no 'attention' array"]
-    da_ = ds["attention"]
-    if not int(ds.attrs.get("complete", 0)):
-        diffs.append("incomplete (an interrupted write)")
-    if da_.dims != expect["dims"]:
-        diffs.append(f"dims {da_.dims} != {expect['dims']}")
-    if da_.shape != expect["shape"]:
-        diffs.append(f"shape {da_.shape} != {expect['shape']}")
-    if da_.dtype != expect["dtype"]:
-        diffs.append(f"dtype {da_.dtype} != {expect['dtype']}")
-    for c, v in expect["coords"].items():
-        if c not in da_.coords or not np.array_equal(da_[c].values, v):
-            diffs.append(f"coord {c!r} differs")
-    have = _json_attrs(dict(da_.attrs))
-    want = _json_attrs(expect["attrs"])
-    for key in sorted(set(have) | set(want)):
-        if have.get(key) != want.get(key):
-            diffs.append(f"attr {key!r}: stored {have.get(key)!r}, expected {want.get(key)!r}")
-    return da_, diffs
-
-
-def _as_opened(da_: xr.DataArray) -> xr.DataArray:
-    """The stored array with the attrs of the in-memory version (offsets as an array)."""
-    da_ = da_.copy()
-    small = [c for c in da_.coords if c not in da_.dims]
-    if small:  # e.g. ``offset``: load the per-snapshot labels, keep the data lazy
-        da_ = da_.assign_coords({c: da_[c].load() for c in small})
-    if "offsets" in da_.attrs:
-        da_.attrs["offsets"] = np.asarray(da_.attrs["offsets"], dtype=np.int64)
-    da_.encoding.pop("coordinates", None)
-    da_.name = "attention"
-    return da_
-
-
-def write_attention_zarr(
+def write_attention(
     model,
     texts_or_ids,
-    store,
+    path: str | os.PathLike,
     *,
     layers: Sequence[int] | int | None = None,
     average_heads: bool = False,
@@ -615,31 +546,35 @@ def write_attention_zarr(
     snapshot_chunk: int | None = None,
     overwrite: bool = False,
 ) -> xr.DataArray:
-    """Stream the attention fields of an ensemble into a chunked zarr store.
+    """Stream the attention fields of an ensemble into a field file and open it lazily.
 
-    Layer by layer, each batch of snapshots is written as soon as the model has produced
-    it, so memory holds one batch (``batch_size x H x L x L`` float64 probabilities), never
-    a layer or the ensemble. The result is the store opened lazily with
-    ``xarray.open_zarr``: a dask-backed DataArray that every msapod analysis function
-    accepts (see :mod:`msapod.backends.chunked`).
+    Batch by batch, the fields of every requested layer are written as soon as the model
+    has produced them (memory: one batch of every layer, ``layers x batch_size x H x L x
+    L`` probabilities, never the ensemble), into a :class:`msapod.fieldfile.FieldFile`
+    (netCDF-4, the one on-disk format of attention fields; an interrupted write resumes
+    where it stopped). The result is the file opened lazily after its checks: a
+    dask-backed DataArray that every msapod analysis function accepts (see
+    :mod:`msapod.backends.chunked`).
 
     Parameters
     ----------
-    model, texts_or_ids, layers, average_heads, batch_size, name, offsets, dtype, progress,
+    model, texts_or_ids, layers, average_heads, batch_size, name, offsets, progress,
     tokenizer, data_sha256
         As in :func:`collect_attention`.
-    store
-        A directory path or a zarr store (e.g. ``zarr.storage.MemoryStore``). Written in
-        zarr format 2 with consolidated metadata (readable by zarr 2 and 3).
+    path
+        The file (conventionally ``*.nc``).
+    dtype
+        float32, the precision of every field file (given only to be checked).
     snapshot_chunk
         Snapshots per chunk (default ``batch_size``); chunks hold one layer and one head:
         ``(1, 1, snapshot_chunk, L, L)`` (``(1, snapshot_chunk, L, L)`` head-averaged).
     overwrite
-        Rebuild an existing store. Without it an existing store is reused only if it holds
-        exactly what was asked (complete, same dims, shape, dtype, coords and attrs: model,
-        ``weights_sha256``, ``ids_sha256``, layers, msapod version, ...); otherwise a
-        ``ValueError`` lists the differences. A store is marked complete only after its
-        last batch is written, so an interrupted write is never taken for a result.
+        Rebuild an existing file. Without it an existing file is reused only if it holds
+        exactly what was asked (same dims, shape, coords and attrs: model,
+        ``weights_sha256``, ``ids_sha256``, layers, msapod version, ...) and its values
+        their checksums; otherwise a ``ValueError`` lists the differences. An interrupted
+        write (``<path>.partial``) of the same request resumes at its next batch, unless
+        the model has no ``weights_sha256`` to tell it from another.
 
     Returns
     -------
@@ -649,151 +584,112 @@ def write_attention_zarr(
     Raises
     ------
     ValueError
-        Bad arguments; an existing store that differs from the request (or whose model
-        cannot be verified: no ``weights_sha256``) without ``overwrite``; a store that
-        does not read back as written.
+        Bad arguments; an existing file that differs from the request (or whose model
+        cannot be verified: no ``weights_sha256``) without ``overwrite``; a file that does
+        not read back as written.
     """
     info, ids, offsets, layer_list, attrs = _prepare_collect(
         model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, data_sha256
     )
     batch_size = check_int(batch_size, "batch_size", 1)
     chunk = check_int(batch_size if snapshot_chunk is None else snapshot_chunk, "snapshot_chunk", 1)
-    dtype = np.dtype(dtype)
-    if dtype.kind != "f":
-        raise ValueError(f"dtype: expected a floating dtype, got {dtype}")
-    expect, chunks = _store_layout(ids.shape, layer_list, info["n_head"], average_heads, chunk)
-    expect.update(dtype=dtype, attrs=attrs)
-    if not overwrite:
-        existing = _reusable_store(store, expect)
-        if existing is not None:
-            return _as_opened(existing)
-    _write_store(store, expect, chunks, offsets)
-    _fill_store(store, model, ids, info, layer_list, batch_size, average_heads, dtype, progress)
-    opened, diffs = _open_store(store, expect)
-    if opened is None or diffs:
-        raise ValueError("store: did not read back as written (" + "; ".join(diffs) + ")")
-    return _as_opened(opened)
-
-
-def _reusable_store(store, expect: dict) -> xr.DataArray | None:
-    """The array of an existing store that holds exactly ``expect`` (its model verified
-    by ``weights_sha256``), or None when there is no store.
-
-    Raises
-    ------
-    ValueError
-        The store exists but differs from ``expect``, or the model has no
-        ``weights_sha256`` to verify it against.
-    """
-    existing, diffs = _open_store(store, expect)
-    if existing is None and not diffs:
-        return None
-    if "weights_sha256" not in expect["attrs"]:
-        diffs.append("the model has no weights_sha256 to verify the stored one against")
-    if diffs:
-        raise ValueError(
-            "store: exists but does not hold the requested ensemble ("
-            + "; ".join(diffs)
-            + "); pass overwrite=True to rebuild it"
-        )
-    return existing
-
-
-def _store_layout(shape2, layers, n_head: int, average_heads: bool, chunk: int):
-    """``(expect, chunks)``: the dims, shape and coords of the stored array, its chunks."""
-    n, length = shape2
+    if np.dtype(dtype) != np.float32:
+        raise ValueError(f"dtype: a field file holds float32, got {np.dtype(dtype)}")
+    if not isinstance(path, str | os.PathLike):
+        raise ValueError(f"store: expected a file path, got {type(path).__name__}")
+    n, length = ids.shape
     dims = ("layer", "snapshot", "query", "key")
-    shape = (len(layers), n, length, length)
-    chunks = (1, chunk, length, length)
-    coords = {
-        "layer": np.asarray(layers),
-        "snapshot": np.arange(n),
-        "query": np.arange(length),
-        "key": np.arange(length),
-    }
+    shape = (len(layer_list), n, length, length)
     if not average_heads:
         dims = ("layer", "head", *dims[1:])
-        shape = (shape[0], n_head, *shape[1:])
-        chunks = (1, 1, *chunks[1:])
-        coords["head"] = np.arange(1, n_head + 1)
-    return {"dims": dims, "shape": shape, "coords": coords}, chunks
+        shape = (shape[0], info["n_head"], *shape[1:])
+    coords = {**default_coords(dims, shape), "layer": np.asarray(layer_list, dtype=np.int64)}
+    store = FieldFile(path, key_hash({"dims": dims, "shape": shape, **_plain(attrs)}))
+    chunks = {"layer": 1, "head": 1, "snapshot": chunk}
+    if store.path.exists() and not overwrite:
+        diffs = _store_diffs(store, shape, coords, attrs)
+        if "weights_sha256" not in attrs:
+            diffs.append("the model has no weights_sha256 to verify the stored one against")
+        if diffs:
+            raise ValueError(
+                "store: exists but does not hold the requested ensemble ("
+                + "; ".join(diffs)
+                + "); pass overwrite=True to rebuild it"
+            )
+        return store.open(chunks, shape=shape, coords=coords)
+    if overwrite:
+        store.path.unlink(missing_ok=True)
+    if overwrite or "weights_sha256" not in attrs:  # no resuming what cannot be verified
+        store.partial.unlink(missing_ok=True)
 
+    def extract(a: int, b: int, arrays) -> np.ndarray:
+        parts = iter_attention(
+            model,
+            ids[a:b],
+            layers=layer_list,
+            batch_size=b - a,
+            average_heads=average_heads,
+            dtype=np.float32,
+            progress=False,
+            name=name,
+        )
+        return np.stack([part.values for part in parts])
 
-def _zarr_format() -> dict:
-    import zarr
-
-    return {"zarr_format": 2} if int(zarr.__version__.split(".")[0]) >= 3 else {}
-
-
-def _write_store(store, expect: dict, chunks, offsets) -> None:
-    """Create the (empty, incomplete) store of the array ``expect`` describes."""
-    import dask.array as dsa
-
-    template = xr.DataArray(
-        dsa.zeros(expect["shape"], chunks=chunks, dtype=expect["dtype"]),
-        dims=expect["dims"],
-        coords=expect["coords"],
-        name="attention",
+    plan = [(a, min(a + batch_size, n)) for a in range(0, n, batch_size)]
+    store.build(
+        plan,
+        shape,
+        extract,
+        dims=dims,
+        coords=coords,
+        attrs=attrs,
+        offsets=offsets,
+        chunk=min(chunk, n),
+        progress=progress,
     )
-    if offsets is not None:
-        template = template.assign_coords(offset=("snapshot", offsets))
-    template.attrs = _json_attrs(expect["attrs"])
-    ds = template.to_dataset()
-    ds.attrs = {"complete": 0, "msapod_store": "attention ensemble (msapod.write_attention_zarr)"}
-    ds.to_zarr(store, mode="w", compute=False, consolidated=True, **_zarr_format())
-
-
-def _fill_store(store, model, ids, info, layers, batch_size, average_heads, dtype, progress):
-    """Stream the fields into the store block by block, then mark it complete."""
-    import zarr
-
-    group = zarr.open_group(store, mode="r+", **_zarr_format())
-    target = group["attention"]
-    for k, start, block in _stream_blocks(
-        model, ids, info, layers, batch_size, average_heads, progress
-    ):
-        b = block.shape[0]
-        if average_heads:
-            target[k, start : start + b] = block.astype(dtype)
-        else:
-            target[k, :, start : start + b] = block.transpose(1, 0, 2, 3).astype(dtype)
-    group.attrs["complete"] = 1
-    zarr.consolidate_metadata(store)
-
-
-def _stream_blocks(model, ids, info, layers, batch_size, average_heads, progress):
-    """Yield ``(layer index, start, probabilities)`` per batch: float64 numpy arrays
-    ``(b, H, L, L)``, or ``(b, L, L)`` head means (taken in torch, as in
-    :func:`iter_attention`).
-
-    Eval mode and ``no_grad`` hold while a batch is computed; they are restored before the
-    batch is handed over.
-    """
-    from tqdm import tqdm
-
-    n, length = ids.shape
-    H = info["n_head"]
-    n_batches = -(-n // batch_size)
-    source = _gpt_layers if info["framework"] == "msapod" else _hf_layers
-    bar = tqdm(total=len(layers) * n_batches, desc="attention", disable=not progress, mininterval=2)
-    layer_iter = source(model, ids, layers, batch_size, bar)
     try:
-        for k in range(len(layers)):
-            with _inference(model):
-                layer, batches = next(layer_iter)
-            start = 0
-            while True:
-                with _inference(model):
-                    p = next(batches, None)
-                    if p is None:
-                        break
-                    if p.shape[1:] != (H, length, length):
-                        raise ValueError(
-                            f"model: layer {layer} returned attention of shape "
-                            f"{tuple(p.shape)}, expected (batch, {H}, {length}, {length})"
-                        )
-                    block = (p.mean(dim=1) if average_heads else p).detach().cpu().numpy()
-                yield k, start, block
-                start += block.shape[0]
-    finally:
-        bar.close()
+        return store.open(chunks, shape=shape, coords=coords)
+    except OSError as err:
+        raise ValueError(f"store: did not read back as written ({err})") from None
+
+
+def _plain(attrs: dict) -> dict:
+    """attrs as JSON values (arrays as lists, numpy scalars as Python numbers)."""
+    return {
+        k: v.tolist() if isinstance(v, np.ndarray) else v.item() if isinstance(v, np.generic) else v
+        for k, v in attrs.items()
+    }
+
+
+def _store_diffs(store: FieldFile, shape, coords: dict, attrs: dict) -> list[str]:
+    """How an existing field file differs from the request (empty: it holds exactly what
+    was asked, its values checked against their sha256)."""
+    import h5netcdf
+
+    try:
+        f = h5netcdf.File(store.path, "r")
+    except Exception as err:  # noqa: BLE001 - whatever it is, it is not a field file
+        raise ValueError(
+            f"store: {os.fspath(store.path)!r} exists and is not an msapod field file "
+            f"({type(err).__name__}: {err}); remove it or choose another path"
+        ) from None
+    with f:
+        if "attention" not in f.variables:
+            return ["no 'attention' array"]
+        var = f.variables["attention"]
+        diffs = []
+        if tuple(var.shape) != tuple(shape):
+            diffs.append(f"shape {tuple(var.shape)} != {tuple(shape)}")
+        for c, v in coords.items():
+            if c not in f.variables or not np.array_equal(f.variables[c][...], v):
+                diffs.append(f"coord {c!r} differs")
+        have, want = _plain(dict(var.attrs)), _plain(attrs)
+        have.pop("coordinates", None)
+        for key in sorted(set(have) | set(want)):
+            if have.get(key) != want.get(key):
+                diffs.append(f"attr {key!r}: stored {have.get(key)!r}, expected {want.get(key)!r}")
+    if not diffs:
+        why = store.problem(shape=shape, coords=coords) or store.verify()
+        if why:
+            diffs.append(why)
+    return diffs

@@ -10,7 +10,8 @@ a Hugging Face model folder or id (loaded with eager attention; the ``hf`` extra
    zoo's character-level models, the model's own tokens otherwise), deterministic in
    ``seed``;
 2. extracts the attention fields ``A_s^l(i, j)`` (heads averaged, or kept), one forward pass
-   per batch of snippets, written batch by batch into an on-disk HDF5 file keyed by the
+   per batch of snippets, written batch by batch into a field file (netCDF-4,
+   :class:`msapod.fieldfile.FieldFile`) keyed by the
    source's sha256 (its weights), the text's sha256, the ensemble and the layers, so an
    interrupted run resumes at the next batch and a finished one is never recomputed;
 3. analyses one layer at a time with :func:`msapod.analyze` (steps 2-10, the book's code)
@@ -568,7 +569,14 @@ def _build_fields(
             part = part.transpose("layer", "head", "snapshot", "query", "key")
         return part.values
 
-    store.build(plan, shape, extract, progress=progress, desc=f"{source.label}: attention")
+    store.build(
+        plan,
+        shape,
+        extract,
+        coords={"layer": np.asarray(layers, dtype=np.int64)},
+        progress=progress,
+        desc=f"{source.label}: attention",
+    )
 
 
 # ----------------------------------------------------------------------------- analysis
@@ -773,7 +781,7 @@ def analyze_source(
     root = cache_root(cache_dir)
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", source.label)
     label = f"{safe}-n{n}-L{length}"
-    store = FieldFile(root / "analyze-fields" / f"{label}-{fkey[:16]}.h5", fkey)
+    store = FieldFile(root / "analyze-fields" / f"{label}-{fkey[:16]}.nc", fkey)
 
     def build_fields() -> None:
         _build_fields(store, source, ens, layers, average_heads, batch_size, progress)

@@ -282,8 +282,8 @@ def _window_modes(G, Xu, lags, keys, need, M_up, iu) -> dict:
     lam1 = np.empty(len(keys))
     with threadpool_limits(1, user_api="blas"):  # small eigenproblems: threads contend
         for i in range(len(keys)):
-            vals, vecs = np.linalg.eigh(K[i])
-            V[:, i], lam1[i] = vecs[:, -1], vals[-1]
+            vals, vecs = eig_desc(K[i])
+            V[:, i], lam1[i] = vecs[:, 0], vals[0]
     del K
     E = lagstats.mode_lag_energy(G, W, V)
     spectra = {}
@@ -366,7 +366,7 @@ def _kept_modes(G: np.ndarray, keep: np.ndarray, W: np.ndarray):
     V = np.empty((len(keep), len(W)))
     with threadpool_limits(1, user_api="blas"):
         for i in range(len(W)):
-            V[:, i] = np.linalg.eigh(K[i])[1][:, -1]
+            V[:, i] = eig_desc(K[i])[1][:, 0]
     return Gk, V
 
 

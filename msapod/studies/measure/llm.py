@@ -19,11 +19,12 @@ ensemble's measured characters per token.
 
 :func:`smollm2_analysis` is streamed and resumable: (1) one forward pass per batch of
 snippets through :func:`msapod.collect_attention` (which, for one batch, serves every layer
-from that single pass), heads averaged at once, written batch by batch into an HDF5 file of
-``(layer, snapshot, query, key)`` float32 fields chunked per snapshot and layer, with
-per-batch completion flags; (2) :func:`msapod.analyze` layer by layer, reading one layer
-at a time, each layer cached on its own; (3) the layers combined into one cached dataset.
-An interrupted run continues from the last finished batch or layer.
+from that single pass), heads averaged at once, written batch by batch into a field file
+(:class:`msapod.fieldfile.FieldFile`, netCDF-4) of ``(layer, snapshot, query, key)``
+float32 fields chunked per layer and a few snapshots, with per-batch completion flags;
+(2) :func:`msapod.analyze` layer by layer, reading one layer at a time, each layer cached
+on its own; (3) the layers combined into one cached dataset. An interrupted run continues
+from the last finished batch or layer.
 """
 
 from __future__ import annotations
@@ -483,7 +484,7 @@ def smollm2_analysis(
     progress
         tqdm bars over forward passes and layers.
     keep_fields
-        Keep the head-averaged fields file (``<cache>/llm-fields/``, gzip HDF5) after the
+        Keep the head-averaged fields file (``<cache>/llm-fields/``, netCDF-4) after the
         analysis; it is needed again only to re-analyse with other ``params``.
     **params
         Passed to :func:`msapod.analyze` (part of the key).
@@ -516,7 +517,7 @@ def smollm2_analysis(
     root = cache_root(cache_dir)
     folder = root / "llm-fields"
     folder.mkdir(parents=True, exist_ok=True)
-    fields = FieldFile(folder / f"{label}-{key[:16]}.h5", key)
+    fields = FieldFile(folder / f"{label}-{key[:16]}.nc", key)
 
     def compute() -> xr.Dataset:
         if not fields.complete():

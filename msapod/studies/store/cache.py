@@ -1,20 +1,19 @@
 """On-disk cache of the head-averaged attention fields of the zoo models.
 
 Extracting the fields of one model over the paper's ensemble (150 snippets of 256
-characters, 6 layers) takes a while on a CPU, so the result is kept as a netCDF file
-(h5netcdf engine, gzip-compressed: the causal zeros above the diagonal cost almost
-nothing). The file name carries a key hashed from everything the fields depend on: the
-weights' sha256, the data's sha256, ``n``, ``length``, ``seed``, the layers, the split, the
-cache format and the msapod version. The same parts are stored as attrs next to a sha256
-of the array bytes; every load checks them all, and a stale, mismatched, tampered or
-unreadable file is reported with a :class:`CacheWarning` and rebuilt. Files are written
-to a temporary name and moved into place with :func:`os.replace`, so a crash never leaves
-a half-written cache file under the final name.
+characters, 6 layers) takes a while on a CPU, so the result is kept as a field file
+(:class:`msapod.fieldfile.FieldFile`, the one on-disk format of attention fields; why that
+format is said there), written batch by batch and resumed after an interruption. The file
+name carries a key hashed from everything the fields depend on: the weights' sha256, the
+data's sha256, ``n``, ``length``, ``seed``, the layers, the split, the cache format and the
+msapod version. The same parts are stored as attrs next to a sha256 per layer; every load
+checks them all, and the coordinates, and a stale, mismatched, tampered or unreadable
+file is reported with a :class:`CacheWarning` and rebuilt.
 
 :func:`field_store` is the one field cache of the zoo models (:func:`cached_fields` and
-the null ensembles of :mod:`msapod.studies.verdict.nulls` call it); :class:`FieldFile` is
-the one batch-written, resumable HDF5 field file of the studies that draw their own
-ensemble (:class:`TokenEnsemble`): SmolLM2 in :mod:`msapod.studies.measure.llm` and
+the null ensembles of :mod:`msapod.studies.verdict.nulls` call it); a :class:`FieldFile`
+also holds the fields of the studies that draw their own ensemble
+(:class:`TokenEnsemble`): SmolLM2 in :mod:`msapod.studies.measure.llm` and
 ``msapod analyze`` in :mod:`msapod.studies.own_model`; :func:`state_sha256` hashes a model
 that has no checkpoint. :func:`model_inputs` and :func:`cached_model_study` are the one
 recipe of a cached per-model study (the model and its weights' sha256, the key from the
@@ -38,6 +37,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from ..._io import COMPRESS, atomic_path, cache_dir, check_int, package_version
+from ...fieldfile import CacheWarning, FieldFile, default_coords, key_hash, values_sha256
 from ...models.data import check_layers, ensemble_ids, load_corpus
 from ...pipeline import analyze
 
@@ -68,18 +68,15 @@ __all__ = [
     "zoo_models",
 ]
 
-#: Version of the file layout; part of the key.
+#: Version of the key's recipe; part of the key (and so of the ``fields_key`` the shipped
+#: results record). The file's layout is :class:`~msapod.fieldfile.FieldFile`'s, checked on
+#: every read (``msapod_fields``): a file of another layout is rebuilt, whatever its key.
 CACHE_FORMAT = 1
 #: Format of every :func:`cached_dataset` file: 2 = the checksum covers coordinates and
 #: attrs too (1 covered the data variables only).
 DATASET_FORMAT = 2
 ANALYSIS_FORMAT = 2
 DIMS = ("layer", "snapshot", "query", "key")
-VAR = "attention"
-
-
-class CacheWarning(UserWarning):
-    """A cache file was stale, mismatched, tampered with or unreadable and is rebuilt."""
 
 
 def cache_root(folder: str | os.PathLike | None = None) -> Path:
@@ -131,10 +128,6 @@ def _key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
     }
 
 
-def key_hash(parts: dict) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
 def fields_key(
     weights_sha256: str,
     *,
@@ -147,12 +140,6 @@ def fields_key(
     and this ensemble and layer list, computed without extracting or reading them (the
     one recipe: studies that depend on the fields key their caches with it)."""
     return key_hash(_key_parts(weights_sha256, load_corpus().sha256, n, length, seed, layers))
-
-
-def values_sha256(values: np.ndarray) -> str:
-    """sha256 of float32 field values as contiguous little-endian bytes (the checksum
-    of every field file, netCDF or HDF5)."""
-    return hashlib.sha256(np.ascontiguousarray(values, dtype="<f4")).hexdigest()
 
 
 def state_sha256(model, *, with_config: bool = False) -> str:
@@ -249,308 +236,6 @@ class TokenEnsemble:
         return float(self.snippet_chars.mean() / self.ids.shape[1])
 
 
-#: Datasets of a :class:`FieldFile` that are not part of its ensemble description.
-_FIELD_DATASETS = ("attention", "done", "layer_sha256")
-
-
-class FieldFile:
-    """Attention fields of one ensemble in one HDF5 file, written batch by batch.
-
-    The file holds ``attention(layer, [head,] snapshot, query, key)`` float32 (gzip,
-    chunked per layer, head and snapshot), a completion flag per batch (``done``), the key
-    as attr ``key`` and, optionally, arrays and attrs describing the ensemble. It is
-    written as ``<path>.partial``; once every batch is in, a sha256 per layer
-    (``layer_sha256``, :func:`values_sha256`) is added and the file moved to ``path``.
-    A file counts as finished only with the expected key and the checksums, and every
-    layer read is checked against its checksum.
-
-    Parameters
-    ----------
-    path
-        The finished file.
-    key
-        Hash of everything the fields depend on.
-    """
-
-    def __init__(self, path: Path, key: str):
-        self.path = Path(path)
-        self.key = key
-        self.partial = self.path.with_name(self.path.name + ".partial")
-
-    def _open(self):
-        """The finished file opened for reading if it carries ``key`` and checksums, else
-        None."""
-        import h5py
-
-        try:
-            f = h5py.File(self.path, "r")
-        except Exception:  # noqa: BLE001 - unreadable means: not there
-            return None
-        if f.attrs.get("key") != self.key or "layer_sha256" not in f:
-            f.close()
-            return None
-        return f
-
-    def _open_checked(self):
-        f = self._open()
-        if f is None:
-            raise OSError(f"fields file {self.path}: missing or from another key")
-        return f
-
-    def complete(self) -> bool:
-        """Whether the finished file is there with this key."""
-        f = self._open()
-        if f is None:
-            return False
-        f.close()
-        return True
-
-    def layer(self, k: int) -> np.ndarray:
-        """Verified float32 field of layer index ``k``: ``([head,] snapshot, query, key)``.
-
-        Raises
-        ------
-        OSError
-            The file is missing, from another key, or the layer's sha256 differs.
-        """
-        with self._open_checked() as f:
-            values = np.ascontiguousarray(f["attention"][k], dtype="<f4")
-            want = f["layer_sha256"][k]
-            want = want.decode() if isinstance(want, bytes) else str(want)
-        got = values_sha256(values)
-        if got != want:
-            raise OSError(f"fields file {self.path}: layer index {k} sha256 {got} != {want}")
-        return values
-
-    def ensemble(self) -> dict:
-        """The arrays and attrs stored with the fields to describe the ensemble."""
-        with self._open_checked() as f:
-            out = {k: f[k][()] for k in f if k not in _FIELD_DATASETS}
-            out.update({k: v for k, v in f.attrs.items() if k != "key"})
-        return out
-
-    def build(
-        self,
-        plan: Sequence[tuple[int, int]],
-        shape: tuple[int, ...],
-        extract: Callable[[int, int, Mapping[str, np.ndarray]], np.ndarray],
-        *,
-        ensemble: Callable[[], tuple[Mapping, Mapping]] | None = None,
-        progress: bool = False,
-        desc: str = "attention",
-    ) -> None:
-        """Write the fields batch by batch, resuming a partial file with the same key,
-        plan and shape (a stale or unreadable one is removed with a :class:`CacheWarning`).
-
-        Parameters
-        ----------
-        plan
-            ``[start, stop)`` snapshot ranges of the batches.
-        shape
-            ``(layer, [head,] snapshot, query, key)`` of the whole field array.
-        extract
-            ``extract(start, stop, arrays)``: the fields of snapshots ``start..stop``
-            laid out as ``shape`` with ``stop - start`` snapshots; ``arrays`` are the
-            ensemble's arrays stored in the file.
-        ensemble
-            Called once when a new file is started: ``(arrays, attrs)`` stored with the
-            fields (e.g. the token ids the batches read back).
-        progress, desc
-            A tqdm bar over the batches, and its label.
-        """
-        f = self._resume(len(plan), shape)
-        if f is None:
-            arrays, attrs = ensemble() if ensemble is not None else ({}, {})
-            f = self._start(len(plan), shape, arrays, attrs)
-        try:
-            self._extract(f, plan, extract, progress, desc)
-            sums = [values_sha256(f["attention"][k]) for k in range(shape[0])]
-            f.create_dataset("layer_sha256", data=np.array(sums, dtype="S64"))
-        finally:
-            f.close()
-        os.replace(self.partial, self.path)
-
-    def _resume(self, n_batches: int, shape: tuple[int, ...]):
-        """The partial file opened for appending if it has this key, plan and shape, else
-        None."""
-        import h5py
-
-        if not self.partial.exists():
-            return None
-        f = None
-        try:
-            f = h5py.File(self.partial, "a")
-            if (
-                f.attrs.get("key") != self.key
-                or f["done"].shape != (n_batches,)
-                or f["attention"].shape != tuple(shape)
-            ):
-                raise ValueError("stale")
-            return f
-        except Exception:  # noqa: BLE001 - a stale or broken partial file is redone
-            if f is not None:
-                f.close()
-            warnings.warn(
-                f"fields file {self.partial}: unreadable or stale; starting again",
-                CacheWarning,
-                stacklevel=4,
-            )
-            self.partial.unlink()
-            return None
-
-    def _start(self, n_batches: int, shape: tuple[int, ...], arrays: Mapping, attrs: Mapping):
-        """A new partial file: empty fields, no batch done, the ensemble's arrays and
-        attrs."""
-        import h5py
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        f = h5py.File(self.partial, "w")
-        f.attrs["key"] = self.key
-        f.create_dataset(
-            "attention",
-            shape=shape,
-            dtype="f4",
-            chunks=(1,) * (len(shape) - 2) + tuple(shape[-2:]),
-            compression="gzip",
-            compression_opts=1,
-            shuffle=True,
-        )
-        f.create_dataset("done", data=np.zeros(n_batches, dtype="u1"))
-        for name, values in arrays.items():
-            f.create_dataset(name, data=values)
-        for name, value in attrs.items():
-            f.attrs[name] = value
-        f.flush()
-        return f
-
-    def _extract(self, f, plan, extract, progress: bool, desc: str) -> None:
-        """Run the batches not done yet, flagging each once written."""
-        shape = f["attention"].shape
-        axis = len(shape) - 3  # the snapshot axis
-        arrays = {k: f[k][()] for k in f if k not in _FIELD_DATASETS}
-        done = f["done"][()]
-        todo = [i for i in range(len(plan)) if not done[i]]
-        bar = tqdm(
-            total=len(plan),
-            initial=len(plan) - len(todo),
-            desc=desc,
-            unit="batch",
-            disable=not progress,
-            mininterval=1,
-        )
-        with bar:
-            for i in todo:
-                a, b = plan[i]
-                part = np.asarray(extract(a, b, arrays))
-                want = (*shape[:axis], b - a, *shape[axis + 1 :])
-                if part.shape != want:
-                    raise ValueError(
-                        f"fields file {self.partial}: batch {a}:{b} has shape {part.shape}, "
-                        f"expected {want}"
-                    )
-                f["attention"][(slice(None),) * axis + (slice(a, b),)] = part
-                del part
-                f.flush()
-                f["done"][i] = 1
-                f.flush()
-                bar.update(1)
-
-
-def _read_fields(
-    path: Path, parts: dict, shape: tuple[int, ...]
-) -> tuple[xr.DataArray | None, str]:
-    """Load and verify a cache file; returns ``(array, "")`` or ``(None, reason)``."""
-    try:
-        with xr.open_dataarray(path, engine="h5netcdf") as da:
-            da = da.load()
-    except Exception as err:  # any failure to read means: rebuild
-        return None, f"unreadable ({type(err).__name__}: {err})"
-    for k, v in parts.items():
-        got = da.attrs.get(k)
-        if got is None or str(got) != str(v):
-            return None, f"attr {k} is {got!r}, expected {v!r}"
-    if da.dims != DIMS or da.shape != shape or da.dtype != np.float32:
-        return None, f"array {da.dims} {da.shape} {da.dtype}, expected {DIMS} {shape} float32"
-    digest = values_sha256(da.values)
-    if digest != da.attrs.get("values_sha256"):
-        return None, f"values sha256 {digest} differs from the recorded checksum"
-    # the coordinates are part of what is served: they must be the ones the key implies
-    expected = {
-        "layer": np.asarray([int(v) for v in str(parts["layers"]).split(",")], dtype=np.int64),
-        "snapshot": np.arange(shape[1]),
-        "query": np.arange(shape[2]),
-        "key": np.arange(shape[3]),
-    }
-    for dim, want in expected.items():
-        got = np.asarray(da[dim].values) if dim in da.coords else None
-        if got is None or got.shape != want.shape or not np.array_equal(got, want):
-            return None, f"coordinate {dim} differs from the one its key implies"
-    da.encoding["source"] = str(path)
-    return da, ""
-
-
-def _write_fields(
-    path: Path, model, ids, offsets, layers, parts, name, batch_size, progress
-) -> None:
-    """Stream the head-averaged fields layer by layer into ``path`` (atomically)."""
-    import h5netcdf
-
-    n, length = ids.shape
-    h = hashlib.sha256()
-    with atomic_path(path) as tmp, h5netcdf.File(tmp, "w") as f:
-        f.dimensions = {"layer": len(layers), "snapshot": n, "query": length, "key": length}
-        for dim, vals in (
-            ("layer", np.asarray(layers)),
-            ("snapshot", np.arange(n)),
-            ("query", np.arange(length)),
-            ("key", np.arange(length)),
-        ):
-            f.create_variable(dim, (dim,), dtype="i8", data=vals.astype(np.int64))
-        f.create_variable("offset", ("snapshot",), dtype="i8", data=offsets.astype(np.int64))
-        var = f.create_variable(
-            VAR,
-            DIMS,
-            dtype="f4",
-            chunks=(1, min(n, 8), length, length),
-            compression="gzip",
-            compression_opts=COMPRESS["complevel"],
-            shuffle=COMPRESS["shuffle"],
-        )
-        parts_iter = iter_attention(
-            model,
-            ids,
-            layers=layers,
-            batch_size=batch_size,
-            average_heads=True,
-            dtype=np.float32,
-            progress=progress,
-            name=name,
-        )
-        attention_kind = "unknown"
-        for k, part in enumerate(parts_iter):
-            arr = np.ascontiguousarray(part.values, dtype="<f4")
-            var[k, ...] = arr
-            h.update(arr)
-            attention_kind = part.attrs.get("attention", attention_kind)
-        attrs = {
-            **parts,
-            "values_sha256": h.hexdigest(),
-            "key": key_hash(parts),
-            "model": name,
-            "attention": attention_kind,
-            "offsets": offsets.astype(np.int64),
-            "average_heads": 1,
-            "source": "msapod.cached_fields",
-            "description": (
-                "head-averaged attention probabilities A(i, j) (query i, key j) of an "
-                "ensemble of non-overlapping validation snippets; layers numbered from 1"
-            ),
-            "coordinates": "offset",
-        }
-        for k, v in attrs.items():
-            var.attrs[k] = v
-
-
 def field_store(
     name: str,
     model=None,
@@ -593,16 +278,58 @@ def field_store(
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", label)
     path = folder / f"{safe}-n{n}-L{length}-s{seed}-{key_hash(parts)[:16]}.nc"
     shape = (len(layers), n, length, length)
+    store = FieldFile(path, key_hash(parts))
+    coords = {"layer": np.asarray(layers, dtype=np.int64), **default_coords(DIMS[1:], shape[1:])}
     if path.exists():
-        da, reason = _read_fields(path, parts, shape)
+        da, reason = store.read(shape=shape, coords=coords, attrs=parts)
         if da is not None:
             return da
         warnings.warn(f"cache file {path}: {reason}; rebuilding it", CacheWarning, stacklevel=3)
+        path.unlink()
     ids, offsets = ensemble_ids(corpus, n=n, length=length, seed=seed, split="val")
     if ids_transform is not None:
         ids = ids_transform(ids)
-    _write_fields(path, model, ids, offsets, layers, parts, label, batch_size, progress)
-    da, reason = _read_fields(path, parts, shape)
+    attrs = {
+        **parts,
+        "key": store.key,
+        "model": label,
+        "attention": str(model.config.attention),
+        "offsets": offsets.astype(np.int64),
+        "average_heads": 1,
+        "source": "msapod.cached_fields",
+        "description": (
+            "head-averaged attention probabilities A(i, j) (query i, key j) of an "
+            "ensemble of non-overlapping validation snippets; layers numbered from 1"
+        ),
+    }
+
+    def extract(a: int, b: int, arrays) -> np.ndarray:
+        parts_ = iter_attention(
+            model,
+            ids[a:b],
+            layers=layers,
+            batch_size=batch_size,
+            average_heads=True,
+            dtype=np.float32,
+            progress=False,
+            name=label,
+        )
+        return np.stack([part.values for part in parts_])
+
+    plan = [(a, min(a + batch_size, n)) for a in range(0, n, batch_size)]
+    store.build(
+        plan,
+        shape,
+        extract,
+        dims=DIMS,
+        coords=coords,
+        attrs=attrs,
+        offsets=offsets,
+        chunk=min(n, 8),
+        progress=progress,
+        desc=f"{label}: attention",
+    )
+    da, reason = store.read(shape=shape, coords=coords, attrs=parts)
     if da is None:
         raise OSError(f"cache file {path}: just written but fails verification: {reason}")
     return da
@@ -646,7 +373,8 @@ def cached_fields(
     -------
     xarray.DataArray
         float32, dims ``("layer", "snapshot", "query", "key")``, coord ``offset`` on
-        ``snapshot``; attrs hold the key parts and ``values_sha256``;
+        ``snapshot``; attrs hold the key parts (the file holds each layer's sha256,
+        checked on every load: :class:`msapod.fieldfile.FieldFile`);
         ``encoding["source"]`` is the cache file.
 
     Warns
