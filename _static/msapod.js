@@ -29,12 +29,16 @@
   }
 
   function scrollableRegions() {
-    const boxes = document.querySelectorAll(SCROLL_BOXES);
-    const observer = new ResizeObserver(entries => entries.forEach(e => scrollRegion(e.target)));
-    for (const box of boxes) {
+    const boxOf = new Map();  // each observed element -> the box it belongs to
+    const observer = new ResizeObserver(entries => {
+      for (const e of entries) scrollRegion(boxOf.get(e.target));
+    });
+    for (const box of document.querySelectorAll(SCROLL_BOXES)) {
       scrollRegion(box);
-      observer.observe(box);
-      for (const child of box.children) observer.observe(child);  // content that grows
+      for (const el of [box, ...box.children]) {  // the box, and its content that grows
+        boxOf.set(el, box);
+        observer.observe(el);
+      }
     }
   }
 
