@@ -21,7 +21,10 @@ pixels; the narrow one as a phone, ``mobile`` viewport):
 The browser is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``:
 JSON messages separated by NUL bytes on file descriptors 3 and 4), so the check needs
 only the Python standard library and a Chromium binary; the site is served from a local
-HTTP server, as a reader's browser would load it.
+HTTP server, as a reader's browser would load it. The pages load MathJax from a CDN;
+with ``--mathjax`` (the npm package ``mathjax@3``, which ``.ci/run`` installs beside
+axe-core) those requests are answered from that folder, so the screenshots and the
+checks see the typeset formulas without a network.
 """
 
 from __future__ import annotations
@@ -54,6 +57,11 @@ EXCLUDED: dict[str, str] = {}
 SKIP_DIRS = {"_static", "_sources", "_images", "_sphinx_design_static", "_panels_static"}
 #: the axe-core the check expects, installed by ``.ci/run`` (``npm install``)
 DEFAULT_AXE = Path(__file__).resolve().parent / "node_modules" / "axe-core" / "axe.min.js"
+#: the MathJax 3 the check serves in place of the CDN's, installed by ``.ci/run``
+DEFAULT_MATHJAX = Path(__file__).resolve().parent / "node_modules" / "mathjax"
+#: where the pages load MathJax from (Jupyter Book's default)
+MATHJAX_CDN = "https://cdn.jsdelivr.net/npm/mathjax@3/"
+MIME = {".js": "text/javascript", ".woff": "font/woff", ".json": "application/json"}
 
 #: JS: wait until the page's fonts and MathJax have rendered (MathJax 3 or none)
 READY_JS = """(async () => {
@@ -134,8 +142,9 @@ class BrowserError(RuntimeError):
 class Browser:
     """Headless Chromium driven over the DevTools protocol on a pipe."""
 
-    def __init__(self, binary: str, timeout: float = 60.0):
+    def __init__(self, binary: str, timeout: float = 60.0, local: dict | None = None):
         self.timeout = timeout
+        self.local = dict(local or {})  # URL prefix -> folder that answers it
         self._id = 0
         self._events: list[dict] = []
         self._buf = b""
@@ -201,16 +210,60 @@ class Browser:
         shutil.rmtree(self._profile, ignore_errors=True)
 
     def _message(self, timeout: float) -> dict:
-        while b"\0" not in self._buf:
-            ready, _, _ = select.select([self._read], [], [], timeout)
-            if not ready:
-                raise BrowserError(f"Chromium did not answer within {timeout:.0f} s")
-            chunk = os.read(self._read, 1 << 20)
-            if not chunk:
-                raise BrowserError(f"Chromium exited (status {self.proc.poll()})")
-            self._buf += chunk
-        msg, self._buf = self._buf.split(b"\0", 1)
-        return json.loads(msg)
+        """The next message from the browser; paused requests are answered on the way
+        (:meth:`_answer`) and the replies to :meth:`_post` skipped."""
+        while True:
+            while b"\0" not in self._buf:
+                ready, _, _ = select.select([self._read], [], [], timeout)
+                if not ready:
+                    raise BrowserError(f"Chromium did not answer within {timeout:.0f} s")
+                chunk = os.read(self._read, 1 << 20)
+                if not chunk:
+                    raise BrowserError(f"Chromium exited (status {self.proc.poll()})")
+                self._buf += chunk
+            msg, self._buf = self._buf.split(b"\0", 1)
+            message = json.loads(msg)
+            if message.get("method") == "Fetch.requestPaused":
+                self._answer(message)
+            elif message.get("id", 0) >= 0:
+                return message
+
+    def _post(self, method: str, params: dict, session: str | None) -> None:
+        """Send a command without waiting for its reply (which is then skipped)."""
+        self._id += 1
+        msg = {"id": -self._id, "method": method, "params": params}
+        if session:
+            msg["sessionId"] = session
+        os.write(self._write, json.dumps(msg).encode() + b"\0")
+
+    def _answer(self, event: dict) -> None:
+        """Answer a paused request for a :attr:`local` URL from its folder (404 if the
+        file is not there)."""
+        p, session = event["params"], event.get("sessionId")
+        url = p["request"]["url"].split("?", 1)[0].split("#", 1)[0]
+        prefix = next((k for k in self.local if url.startswith(k)), None)
+        path = None
+        if prefix is not None:
+            folder = self.local[prefix].resolve()
+            path = (folder / url[len(prefix) :]).resolve()
+            if not path.is_file() or folder not in path.parents:
+                path = None
+        if path is None:
+            answer = {"requestId": p["requestId"], "responseCode": 404}
+            self._post("Fetch.fulfillRequest", answer, session)
+            return
+        kind = MIME.get(path.suffix, "application/octet-stream")
+        headers = [
+            {"name": "Content-Type", "value": kind},
+            {"name": "Access-Control-Allow-Origin", "value": "*"},
+        ]
+        answer = {
+            "requestId": p["requestId"],
+            "responseCode": 200,
+            "responseHeaders": headers,
+            "body": base64.b64encode(path.read_bytes()).decode(),
+        }
+        self._post("Fetch.fulfillRequest", answer, session)
 
     def send(self, method: str, params=None, session=None, timeout=None) -> dict:
         """Send one command and return its result (events that arrive meanwhile are kept)."""
@@ -250,6 +303,9 @@ class Browser:
         sid = session["sessionId"]
         self.send("Page.enable", session=sid)
         self.send("Runtime.enable", session=sid)
+        if self.local:
+            patterns = [{"urlPattern": prefix + "*"} for prefix in self.local]
+            self.send("Fetch.enable", {"patterns": patterns}, session=sid)
         return sid
 
     def evaluate(self, session: str, expression: str, timeout=None):
@@ -357,14 +413,25 @@ def check_page(browser: Browser, tab: str, url: str, name: str, axe: str, shots:
 
 
 def run(
-    root: Path, axe_path: Path, chromium: str, shots: Path | None, only: str | None = None
+    root: Path,
+    axe_path: Path,
+    chromium: str,
+    shots: Path | None,
+    only: str | None = None,
+    mathjax: Path | None = None,
 ) -> tuple[list, list]:
-    """Check every page of the built site ``root``; the problems and the findings."""
+    """Check every page of the built site ``root`` (those whose path contains ``only``);
+    the problems and the findings. ``mathjax``: a folder of the npm package ``mathjax@3``
+    that answers the pages' requests to :data:`MATHJAX_CDN`."""
     if not (root / "index.html").is_file():
         raise FileNotFoundError(f"{root}: expected a built site (no index.html)")
     if not axe_path.is_file():
         raise FileNotFoundError(
             f"--axe {axe_path}: no axe-core (npm install --prefix .ci axe-core installs it)"
+        )
+    if mathjax is not None and not (mathjax / "es5" / "tex-mml-chtml.js").is_file():
+        raise FileNotFoundError(
+            f"--mathjax {mathjax}: no es5/tex-mml-chtml.js (npm install --prefix .ci mathjax@3)"
         )
     binary = shutil.which(chromium) or (chromium if Path(chromium).is_file() else None)
     if binary is None:
@@ -375,7 +442,8 @@ def run(
     server, base = serve(root)
     problems, findings = [], []
     try:
-        with Browser(binary) as browser:
+        local = {MATHJAX_CDN: mathjax} if mathjax is not None else {}
+        with Browser(binary, local=local) as browser:
             tab = browser.tab()
             for page in site_pages(root):
                 name = page.relative_to(root).as_posix()
@@ -420,10 +488,17 @@ def main(argv: list[str]) -> int:
     p.add_argument("--axe", type=Path, default=DEFAULT_AXE, help="axe-core's axe.min.js")
     p.add_argument("--chromium", default="chromium", help="the Chromium binary")
     p.add_argument("--only", help="check only the pages whose path contains this text")
+    p.add_argument(
+        "--mathjax",
+        type=Path,
+        default=DEFAULT_MATHJAX if DEFAULT_MATHJAX.is_dir() else None,
+        help="the npm package mathjax@3, served in place of the CDN's (default: "
+        ".ci/node_modules/mathjax where it is installed; without it formulas stay raw)",
+    )
     args = p.parse_args(argv)
     try:
         problems, findings = run(
-            args.build.resolve(), args.axe, args.chromium, args.shots, args.only
+            args.build.resolve(), args.axe, args.chromium, args.shots, args.only, args.mathjax
         )
     except (FileNotFoundError, BrowserError) as err:
         print(f"browser check: {err}", file=sys.stderr)

@@ -115,3 +115,29 @@ def test_bad_input_names_the_argument(tmp_path):
     site = _site(tmp_path, GOOD)
     with pytest.raises(FileNotFoundError, match="--axe"):
         browser_check.run(site, tmp_path / "missing.js", CHROMIUM, None)
+
+
+def test_the_cdn_s_mathjax_is_answered_from_the_local_folder(tmp_path):
+    """A page's request to the MathJax CDN is answered from ``--mathjax``: here a stand-in
+    ``tex-mml-chtml.js`` that adds an image without alt text, which axe then finds; a
+    file the folder lacks is a 404, not a hang."""
+    cdn = browser_check.MATHJAX_CDN
+    body = f'<script src="{cdn}es5/tex-mml-chtml.js"></script><script src="{cdn}es5/none.js">'
+    body += "</script><p>Text.</p>"
+    site = _site(tmp_path, body)
+    mathjax = tmp_path / "mathjax"
+    (mathjax / "es5").mkdir(parents=True)
+    (mathjax / "es5" / "tex-mml-chtml.js").write_text(
+        "const img = document.createElement('img'); img.src = 'figure.png';"
+        "document.addEventListener('DOMContentLoaded', () => document.body.append(img));"
+    )
+    assert AXE.is_file(), f"{AXE}: no axe-core; npm install --prefix .ci axe-core"
+    problems, _ = browser_check.run(site, AXE, CHROMIUM, None, "book/", mathjax)
+    assert [p.split(" (")[0] for p in problems] == [
+        "book/page.html at 1280 px: axe image-alt",
+        "book/page.html at 390 px: axe image-alt",
+    ]
+    problems, _ = browser_check.run(site, AXE, CHROMIUM, None, "book/", None)
+    assert problems == []  # without the folder the CDN is not reached: no script, no image
+    with pytest.raises(FileNotFoundError, match="--mathjax"):
+        browser_check.run(site, AXE, CHROMIUM, None, "book/", tmp_path)
