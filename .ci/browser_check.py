@@ -2,7 +2,8 @@
 and a phone width, photographed, laid out and checked for accessibility.
 
 Usage: ``python .ci/browser_check.py _build/html [--shots _build/screenshots]
-[--axe PATH/axe.min.js] [--chromium chromium]``. Exit status 1 with one line per problem.
+[--axe PATH/axe.min.js] [--mathjax PATH/mathjax] [--chromium chromium] [--only TEXT]``.
+Exit status 1 with one line per problem, 2 when an input is missing (named).
 
 For every page of the built site, at each width of :data:`WIDTHS` (1280 and 390 CSS
 pixels; the narrow one as a phone, ``mobile`` viewport):
