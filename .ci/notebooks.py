@@ -20,6 +20,14 @@ Both also check the course plan of ``book/teaching.md``: no session holds more
 stated reading (of pages not read in an earlier session) than its length, every page is
 in the plan, the homework of a lecture is the third exercise of each of its pages, a
 lab's exercises are on its pages, and every exercise the page names exists.
+
+And that a page's notebook reads like the page (:func:`hidden_code`): the code a page
+hides (cells tagged :data:`HIDDEN_TAGS`; a student who opens the notebook reads it all)
+is fewer lines than the code it shows, and no hidden cell holds more than
+:data:`MAX_HIDDEN_LINES` lines besides its imports (longer code belongs in the library,
+where it is tested).
+The set-up cell is not counted: it is the same on every page and does nothing in a
+checkout.
 """
 
 from __future__ import annotations
@@ -64,6 +72,11 @@ TABLE_BEGIN = (
     "learning objectives -->"
 )
 TABLE_END = "<!-- end of the time table -->"
+#: cell tags that hide a cell's code on the site
+HIDDEN_TAGS = frozenset({"remove-input", "hide-input", "remove-cell", "hide-cell"})
+#: the longest hidden code cell (non-blank lines other than imports)
+MAX_HIDDEN_LINES = 15
+IMPORT = re.compile(r"(?:import|from)\s")
 EX_REF = re.compile(r"\{ref\}`(ex-(\d\d)-(\d+))`")
 PAGE_LINK = re.compile(r"\[[^\]]*\]\((\d\d)-[\w-]+\.md\)")
 
@@ -309,6 +322,46 @@ def _plan_problems(rows, length, times, exs, where, problems) -> set[str]:
     return read
 
 
+def hidden_code(path: Path) -> dict:
+    """The code of the page ``path``, in non-blank lines: ``hidden`` and ``visible`` in all,
+    and ``cells``, (cell number, lines other than imports) of each hidden cell. The set-up
+    cell is left out."""
+    import jupytext
+
+    out = {"hidden": 0, "visible": 0, "cells": []}
+    for n, cell in enumerate(jupytext.read(path).cells, 1):
+        if cell.cell_type != "code" or SETUP_MARK in cell.source:
+            continue
+        code = [line.strip() for line in cell.source.splitlines() if line.strip()]
+        lines = len(code)
+        if HIDDEN_TAGS & set(cell.metadata.get("tags", [])):
+            out["hidden"] += lines
+            out["cells"].append((n, sum(not IMPORT.match(line) for line in code)))
+        else:
+            out["visible"] += lines
+    return out
+
+
+def hidden_code_problems(root: Path = ROOT) -> list[str]:
+    """Pages whose hidden code outweighs the shown code, or that hide a long cell."""
+    problems = []
+    for path in pages(root):
+        rel = path.relative_to(root)
+        code = hidden_code(path)
+        if code["hidden"] and code["hidden"] >= code["visible"]:
+            problems.append(
+                f"{rel}: hides {code['hidden']} lines of code and shows {code['visible']} "
+                "(hide fewer than it shows: move the rest into the library)"
+            )
+        for n, lines in code["cells"]:
+            if lines > MAX_HIDDEN_LINES:
+                problems.append(
+                    f"{rel}: cell {n} hides {lines} lines of code besides imports (at most "
+                    f"{MAX_HIDDEN_LINES}: move the rest into the library)"
+                )
+    return problems
+
+
 def sync(root: Path = ROOT) -> list[str]:
     """Write the set-up cells, the notebooks and the time table; the files written."""
     written = []
@@ -417,7 +470,7 @@ def main(argv=None) -> int:
             drifted = []
         else:
             drifted = drift(root)
-        problems = drifted + plan_problems(root)
+        problems = drifted + plan_problems(root) + hidden_code_problems(root)
         if args.html is not None and args.command == "check":
             problems += launch_problems(args.html, root)
     except Drift as err:

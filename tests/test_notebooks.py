@@ -273,3 +273,44 @@ def test_a_launch_link_to_the_markdown_source_is_refused(book):
         "book/00-intro.ipynb"
     )
     assert len(problems) == 3
+
+
+def _hidden_cell(lines: list[str]) -> str:
+    return "```{code-cell} ipython3\n:tags: [hide-input]\n" + "\n".join(lines) + "\n```\n\n"
+
+
+def test_hidden_code_outweighing_the_shown_code_is_named(book):
+    assert nbs.hidden_code_problems(book) == []
+    page = book / "book" / "01-a.md"
+    _edit(page, "## Exercises", _hidden_cell(["y = 2"]) + "## Exercises")
+    assert nbs.hidden_code(page) == {"hidden": 1, "visible": 1, "cells": [(3, 1)]}
+    assert nbs.hidden_code_problems(book) == [
+        "book/01-a.md: hides 1 lines of code and shows 1 (hide fewer than it shows: move "
+        "the rest into the library)"
+    ]
+    nbs.sync(book)  # the set-up cell (hidden, on every page) is not counted
+    assert nbs.hidden_code(page)["hidden"] == 1
+
+
+def test_a_long_hidden_cell_is_named_its_imports_not_counted(book):
+    page = book / "book" / "02-b.md"
+    visible = "\n".join(f"v{k} = {k}" for k in range(40))
+    _edit(page, "x = 1", visible)
+    imports = [f"import mod{k}" for k in range(5)]
+    _edit(
+        page,
+        "## Exercises",
+        _hidden_cell(imports + [f"h{k} = {k}" for k in range(15)]) + "## Exercises",
+    )
+    assert nbs.hidden_code_problems(book) == []  # 15 lines besides 5 imports
+    _edit(page, "h0 = 0", "h0 = 0\nh15 = 15")
+    assert nbs.hidden_code_problems(book) == [
+        "book/02-b.md: cell 3 hides 16 lines of code besides imports (at most 15: move the "
+        "rest into the library)"
+    ]
+    nbs.sync(book)
+    assert nbs.main(["check", "--root", str(book)]) == 1
+
+
+def test_the_repository_pages_hide_less_code_than_they_show():
+    assert nbs.hidden_code_problems(ROOT) == []

@@ -243,3 +243,26 @@ def test_elided_tables_fail():
     whole = elided.replace("<td>...</td>", "<td>0.6</td>").replace("<p>6 rows × 32 columns</p>", "")
     assert _output_problems(whole) == []
     assert any("elided" in p for p in _output_problems(_out("  ...  \n6 rows × 32 columns")))
+
+
+def test_the_book_extension_drops_a_script_declared_twice():
+    """_ext/msapod_site.py: a page's exact repeats of a script go, the first stays."""
+    assets = pytest.importorskip("sphinx.builders.html._assets")  # the book extra
+    _JavaScript = assets._JavaScript
+
+    spec = importlib.util.spec_from_file_location(
+        "msapod_site", Path(__file__).resolve().parents[1] / "_ext" / "msapod_site.py"
+    )
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    body = 'const THEBE_JS_URL = "x"'
+    scripts = [
+        _JavaScript(None, body=body),
+        _JavaScript("a.js"),
+        _JavaScript("", body=body),  # the same inline script, its file written ""
+        _JavaScript("a.js", **{"async": "async"}),  # another attribute: kept
+        _JavaScript("a.js"),
+    ]
+    context = {"script_files": scripts}
+    ext.drop_repeated_scripts(None, "page", "page.html", context, None)
+    assert context["script_files"] == [scripts[0], scripts[1], scripts[3]]

@@ -1,0 +1,109 @@
+"""The pages' longer figures and sentences (msapod.studies.book) on small synthetic inputs:
+each sentence says what its numbers say (both branches), each figure draws what it
+should, and bad input is named."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import xarray as xr  # noqa: E402
+
+from msapod.studies import book  # noqa: E402
+
+STRATEGIES = ["low-H*", "high-H*", "random"]
+
+
+def _ranks(slope: float) -> xr.DataArray:
+    layer = np.arange(1, 4)
+    values = 50 + slope * layer[None, :, None] + np.arange(4)[None, None, :]
+    return xr.DataArray(
+        np.repeat(values, 2, axis=0),
+        dims=("model", "layer", "head"),
+        coords={"model": ["a-1", "a-2"], "layer": layer, "head": np.arange(1, 5)},
+    )
+
+
+def test_rank_sentence_reports_the_range_and_the_low_layers():
+    text = book.rank_sentence(_ranks(-10.0), 3, 150, 2.0, 12, -10.0)
+    assert "ranges from 20 to 43 over the 24 heads of the 2 models" in text
+    assert "3 of them sit at the ceiling $N - 1 = 149$" in text
+    assert "**deep layers have the lower effective rank**." in text
+    assert "opposite of the paper's C5 premise" not in text
+    text = book.rank_sentence(_ranks(10.0), 0, 150, 0.0, 12, 10.0)
+    assert "**early layers have the lower effective rank**, the opposite" in text
+    assert text.endswith("does a low $H^*$ mark heads that can go?")
+
+
+def test_depth_sentence_follows_the_costs():
+    mid = {"budget": 16, "low_H": 0.30, "high_H": 0.05, "random": 0.12, "importance": 0.08}
+    mid |= {"low_H_mean_layer": 1.6, "high_H_mean_layer": 5.2}
+    text = book.depth_sentence(mid, 48, 9.5)
+    assert text.startswith("At 16 of 48 heads, `low-H*` removes heads from layer 1.6")
+    assert "costs +0.050 nats, less than random removal (+0.120) and less than" in text
+    assert "what the ablation shows" in text
+    text = book.depth_sentence(mid | {"high_H": 0.2}, 48, 9.5)
+    assert "more than random removal" in text and "more than pruning" in text
+    assert text.endswith("Neither the premise nor the conclusion about depth is supported here.")
+    with pytest.raises(KeyError, match="mid: expected 'importance'"):
+        book.depth_sentence({k: v for k, v in mid.items() if k != "importance"}, 48, 1.0)
+
+
+def test_pruning_panels_draw_every_strategy_and_the_differences():
+    rng = np.random.default_rng(0)
+    inc = xr.DataArray(
+        rng.uniform(0, 0.3, (3, 2, 4, 2)),
+        dims=("strategy", "budget", "model", "draw"),
+        coords={"strategy": STRATEGIES, "budget": [8, 16], "model": list("abcd")},
+    )
+    fig = book.pruning_panels(inc, STRATEGIES, ["random"], 48)
+    top, bottom = fig.axes[:2]
+    assert [t.get_text() for t in top.get_legend().get_texts()] == STRATEGIES
+    assert [t.get_text() for t in bottom.get_legend().get_texts()] == ["low-H*", "high-H*"]
+    assert top.get_xlabel() == "heads removed (of 48)"
+    plt.close(fig)
+
+
+def test_convergence_panels_one_panel_per_criterion_with_the_ceiling():
+    n = np.array([50, 100, 150])
+    H = xr.DataArray(
+        np.broadcast_to(n[None, None, :, None] * 0.5, (2, 3, 3, 2)).copy(),
+        dims=("model", "eps", "n", "layer"),
+        coords={"eps": [0.05, 0.1, 0.2], "n": n, "layer": [1, 2]},
+    )
+    fig = book.convergence_panels(xr.Dataset({"H_star": H}))
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["$H^*(0.05)$", "$H^*(0.1)$", "$H^*(0.2)$"]
+    ceiling = [ln for ln in fig.axes[0].lines if ln.get_label() == "ceiling N − 1"]
+    assert list(ceiling[0].get_ydata()) == [49, 99, 149]
+    plt.close(fig)
+
+
+def test_theorem1_panels_refuse_a_mis_shaped_error_table():
+    rng = np.random.default_rng(1)
+    with pytest.raises(ValueError, match=r"random_err: expected \(bases, 2 ranks\)"):
+        book.theorem1_panels(
+            [1, 2], [2, 1], [2, 1], [1, 2], np.ones((5, 3)), [1, 1], [1, 1], 4.0,
+            n=10, layer=1, rng=rng, model="baseline-1",
+        )  # fmt: skip
+    fig = book.theorem1_panels(
+        [1, 2], [2.0, 1.0], [2.0, 1.0], [1, 2], np.ones((5, 2)), [1.5, 1.2], [1.0, 0.5], 4.0,
+        n=10, layer=1, rng=rng, model="baseline-1",
+    )  # fmt: skip
+    assert fig.axes[0].get_title() == "baseline-1, layer 1 ($N$ = 10): Theorem 1"
+    plt.close(fig)
+
+
+def test_training_panels_name_a_log_without_its_losses():
+    class Config:
+        steps = 4
+
+    logs = {"baseline-1": {"steps": [0, 2], "train_loss": [3.0, 2.0], "val_loss": [3.1, 2.2]}}
+    fig = book.training_panels(logs, Config(), lambda c, s: 1e-3 * s, 1.8)
+    assert len(fig.axes[0].lines) == 1 and len(fig.axes[0].lines[0].get_xdata()) == 4
+    plt.close(fig)
+    with pytest.raises(KeyError, match="logs\\['ega-1'\\]: expected 'val_loss'"):
+        book.training_panels({"ega-1": {"steps": [], "train_loss": []}}, Config(), max, 1.8)
