@@ -550,3 +550,74 @@ __all__ = [
     "training_panels",
     "window_panels",
 ]
+
+
+def _with_interval(value: xr.DataArray, se: xr.DataArray, log: bool):
+    from .verdict.rules import interval
+
+    lower, upper = interval(value, se, log=log)
+    return value, lower, upper
+
+
+def trajectory_panels(traj: xr.Dataset):
+    """Page 16: the whole-split validation loss of each model against the training step,
+    and :math:`T_\\mathrm{spec}` (default fit) of the early layers 1-2 and the late layers
+    5-6 (layer means), with the rules' 95 % intervals (``traj``: the default reading of
+    :func:`msapod.studies.measure.trajectory.trajectory_study`)."""
+    _need("traj", traj, ("val_loss_split", "T_spec", "T_spec_se"))
+    fig, axes = plots.panels(3, height=2.8)
+    with plots.style():
+        plots.along_training(axes[0], traj["val_loss_split"], hue="model", ylabel="nats/char")
+        axes[0].set_title("validation loss")
+        T, Tse = traj["T_spec"].sel(fit="default"), traj["T_spec_se"].sel(fit="default")
+        for ax, layers in zip(axes[1:], ([1, 2], [5, 6]), strict=True):
+            v, lo, up = _with_interval(
+                T.sel(layer=layers).mean("layer"), Tse.sel(layer=layers).mean("layer"), True
+            )
+            plots.along_training(ax, v, lo, up, hue="model", ylabel=r"$T_\mathrm{spec}$")
+            ax.set_title(f"layers {layers[0]}–{layers[1]}")
+        plots.legend_below(fig, axes[:1])
+    return fig
+
+
+def trajectory_ranks(traj: xr.Dataset):
+    """Page 16: :math:`H^*(0.10)` (energy criterion) of every layer against the training
+    step, one panel per model, with the rules' 95 % intervals."""
+    _need("traj", traj, ("H_star", "H_star_se"))
+    H, Hse = traj["H_star"].sel(criterion="energy"), traj["H_star_se"].sel(criterion="energy")
+    models = [str(m) for m in traj["model"].values]
+    fig, axes = plots.panels(len(models), height=2.8, sharey=True)
+    with plots.style():
+        for ax, m in zip(axes, models, strict=True):
+            v, lo, up = _with_interval(H.sel(model=m), Hse.sel(model=m), True)
+            plots.along_training(
+                ax, v.transpose("step", "layer"), lo, up, hue="layer", ylabel=r"$H^*(0.10)$"
+            )
+            ax.set_title(m)
+        plots.legend_below(fig, axes[:1])
+    return fig
+
+
+def trajectory_contrasts(traj: xr.Dataset):
+    """Page 16: EGA minus standard attention per layer against the training step, the
+    scalogram energy (C7) and :math:`T_\\mathrm{spec}` (C8), with the 95 % interval of
+    the difference over the snippets
+    (:func:`msapod.studies.verdict.trajectory.ega_contrast`)."""
+    from .verdict.trajectory import ega_contrast
+
+    fig, axes = plots.panels(2, height=2.8)
+    with plots.style():
+        for ax, (var, data, label) in zip(
+            axes,
+            (
+                ("energy", traj, "EGA − standard energy"),
+                ("T_spec", traj.sel(fit="default"), r"EGA − standard $T_\mathrm{spec}$"),
+            ),
+            strict=True,
+        ):
+            v, lo, up = ega_contrast(data, var)
+            plots.along_training(ax, v.transpose("step", "layer"), lo, up, hue="layer")
+            ax.axhline(0, color="0.3", lw=0.8, ls=":")
+            ax.set_ylabel(label)
+        plots.legend_below(fig, axes[:1])
+    return fig

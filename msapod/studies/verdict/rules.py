@@ -49,6 +49,7 @@ __all__ = [
     "LATE",
     "PAPER_LAGS",
     "RULES",
+    "interval",
     "THRESHOLDS",
     "Outcome",
     "combine_core",
@@ -135,9 +136,10 @@ def _grid(da: xr.DataArray, *dims: str) -> np.ndarray:
     return da.variable.transpose(*(dims or ("model", "layer"))).values
 
 
-def _interval(stat, se, log: bool = False, q: float = Z95):
-    """95 % interval ``stat +- q se`` (``q``: the quantile, normal by default); on the
-    log scale (``stat exp(+-q se / stat)``) for a positive quantity."""
+def interval(stat, se, log: bool = False, q: float = Z95):
+    """The interval every rule prints and tests with: ``stat +- q se`` (``q``: the
+    quantile, the normal 95 % one by default), on the log scale (``stat exp(+-q se /
+    stat)``) for a positive quantity, so it never reaches below zero."""
     if se is None:
         se = xr.zeros_like(stat)
     else:  # fillna(0.0) without xarray's apply_ufunc (the joint test calls this often)
@@ -450,7 +452,7 @@ def _scale_rule(
     edge = _edge_ints(stat, edge)
     s = stat.sel(layer=layers)
     es = edge.sel(layer=layers)
-    lo, up = _interval(stat, se, log=True)
+    lo, up = interval(stat, se, log=True)
     if grid is not None:  # the grid resolves no scale outside it
         lo, up = lo.clip(min=grid[0] * unit), up.clip(max=grid[1] * unit)
     lo = lo.where(edge >= 0, 0.0)
@@ -673,7 +675,7 @@ def rule_c3(
     A reversed contrast in every model means "does not hold".
     """
     early, late = list(early), list(late)
-    lo, up = _interval(T, se, log=True)
+    lo, up = interval(T, se, log=True)
     c, core, groups = _core(T, se, early, late, -1)
     Te = T.sel(layer=early)
     c3 = REGISTRY["C3"]
@@ -1124,7 +1126,7 @@ def rule_c5(
     early, rest = list(early), list(rest)
     c5 = REGISTRY["C5"]
     above = c5.stated["early_above"]
-    lo, up = _interval(H, se, log=True)
+    lo, up = interval(H, se, log=True)
     c, core, groups = _core(H, se, rest, early, 1)  # early - later
     testable = n - 1 > above
     sev = (lambda layers: None) if se is None else (lambda layers: se.sel(layer=layers).values)
@@ -1389,7 +1391,7 @@ def rule_c7(
     if (out := _too_few("C7", E, treatment, control)) is not None:
         return out
     d = _arch(E, se, treatment, control)
-    lo, up = _interval(E, se, log=True)
+    lo, up = interval(E, se, log=True)
     out = _diff_rule(
         "C7",
         d,
@@ -1415,7 +1417,7 @@ def rule_c8(
     if (out := _too_few("C8", T, treatment, control)) is not None:
         return out
     d = _arch(T, se, treatment, control)
-    lo, up = _interval(T, se, log=True)
+    lo, up = interval(T, se, log=True)
     out = _diff_rule(
         "C8",
         d,
@@ -1494,13 +1496,13 @@ def _c9_model_cases(ratio, v, ok, se, se_df) -> _C9Cases:
     e = np.zeros_like(val) if se is None else np.nan_to_num(_grid(se).astype(float))[ok]
     q = _q95(se_df if se is not None else None)
     if se is not None:
-        lower, upper = _interval(ratio, se.reindex_like(ratio), log=True, q=q)
+        lower, upper = interval(ratio, se.reindex_like(ratio), log=True, q=q)
         df = None if se_df is None else np.full(val.shape, se_df)
     with np.errstate(invalid="ignore", divide="ignore"):
         f = np.exp(q * e / val)
     lo_, up_ = val / f, val * f
-    interval = _ivs(lo_, up_) if se is not None else "point values"
-    return _C9Cases(val, e, df, lo_, up_, lower, upper, interval)
+    text = _ivs(lo_, up_) if se is not None else "point values"
+    return _C9Cases(val, e, df, lo_, up_, lower, upper, text)
 
 
 def _c9_no_window(ratio, v, measured: str, rule: str) -> Outcome:

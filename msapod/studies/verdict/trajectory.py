@@ -19,7 +19,7 @@ import xarray as xr
 from ..measure.trajectory import default_reading
 from ..registry import REGISTRY
 from .multiverse import ZooData, main_outcomes
-from .rules import _interval
+from .rules import interval
 
 __all__ = [
     "STEP_CLAIMS",
@@ -28,7 +28,6 @@ __all__ = [
     "stages_text",
     "step_outcomes",
     "step_verdicts",
-    "with_interval",
 ]
 
 #: The claims whose evidence the trajectory holds (not C6: no pruning per snapshot;
@@ -67,13 +66,6 @@ def step_verdicts(traj: xr.Dataset) -> pd.DataFrame:
     return table
 
 
-def with_interval(value: xr.DataArray, se: xr.DataArray, *, log: bool = False):
-    """``(value, lower, upper)``: the scorecard's 95 % interval around ``value`` from its
-    jackknife ``se`` (on the log scale for a positive quantity, ``log=True``)."""
-    lower, upper = _interval(value, se, log=log)
-    return value, lower, upper
-
-
 def ega_contrast(traj: xr.Dataset, var: str):
     """EGA minus baseline of ``var`` (default reading) per step and layer, with the 95 %
     interval of the difference from the two models' jackknife standard errors (one seed
@@ -90,7 +82,8 @@ def ega_contrast(traj: xr.Dataset, var: str):
     se_e = d[f"{var}_se"].isel(model=int(np.flatnonzero(arch == "ega")[0]), drop=True)
     se_b = d[f"{var}_se"].isel(model=int(np.flatnonzero(arch == "baseline")[0]), drop=True)
     diff = ega - base
-    return with_interval(diff, np.sqrt(se_e**2 + se_b**2))
+    lower, upper = interval(diff, np.sqrt(se_e**2 + se_b**2))
+    return diff, lower, upper
 
 
 def stages_text(table: pd.DataFrame) -> str:
