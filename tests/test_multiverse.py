@@ -265,6 +265,30 @@ def test_shuffled_column_holds_the_lag_claims_verdicts(zoo):
     for claim in SHUFFLED_CLAIMS:
         assert card.loc[claim, "shuffled"].startswith(str(got.sel(claim=claim).values))
     assert card.loc["C10", "shuffled"] == "—"
+    assert set(card["words"]) == {"not computed"}  # no word-shuffled fields given
+
+
+def test_words_column_is_the_rule_on_the_word_shuffled_fields(zoo):
+    """The word-order null's column: the same rule at the default reading on the fields
+    given for it, independent of the character-shuffled ones."""
+    from msapod.studies.verdict.curve import null_verdict_columns
+    from msapod.studies.verdict.multiverse import evaluate
+    from msapod.studies.verdict.nulls import SHUFFLED_CLAIMS, TEXT_NULLS, _clone
+
+    assert TEXT_NULLS == ("shuffled", "words")
+    data, mv = zoo
+    rev = data.ev.isel(layer=slice(None, None, -1)).assign_coords(layer=data.ev["layer"].values)
+    other = _clone(data, rev, None, None)
+    out = null_verdict_columns(mv.copy(), {"d128": data}, {"d128": data}, {"d128": other})
+    spec = {"zoo": "d128", **MAIN_SPEC}
+    for claim in SHUFFLED_CLAIMS:
+        assert str(out["words_verdict"].sel(claim=claim).values) == (
+            evaluate(claim, spec, other).verdict
+        )
+        assert str(out["shuffled_verdict"].sel(claim=claim).values) == (
+            evaluate(claim, spec, data).verdict
+        )
+    assert str(out["words_verdict"].sel(claim="C10").values) == "—"
 
 
 def test_window_jackknife_equals_refits_without_each_group():

@@ -404,6 +404,10 @@ def test_null_fields_are_cached_and_keyed_by_the_null(tmp_path, tiny_model):
     assert S.encoding["source"] != F.encoding["source"]
     assert not np.allclose(S.values, F.values)
     np.testing.assert_allclose(S.sum("key").values, 1.0, atol=1e-5)  # row-stochastic
+    W = nulls.null_fields("baseline-1", "words", **kw)
+    assert W.attrs["null"] == "words"
+    assert len({W.encoding["source"], S.encoding["source"], F.encoding["source"]}) == 3
+    assert not np.allclose(W.values, S.values) and not np.allclose(W.values, F.values)
     with pytest.raises(ValueError, match="null"):
         nulls.null_fields("baseline-1", "random", **kw)
 

@@ -39,8 +39,9 @@ __all__ = [
 
 #: The evidence the curve reads, by kind: the trained models of every trained zoo (every
 #: reading), the same models at initialisation (every reading) and the main zoo's trained
-#: models on shuffled snippets (the default reading; :func:`.nulls.main_axes`).
-EVIDENCE_KINDS = ("trained", "untrained", "shuffled")
+#: models on snippets with their characters or their words shuffled (the text nulls
+#: :data:`.nulls.TEXT_NULLS`, at the default reading; :func:`.nulls.main_axes`).
+EVIDENCE_KINDS = ("trained", "untrained", *nl.TEXT_NULLS)
 
 
 def zoo_evidence(
@@ -80,8 +81,9 @@ def zoo_evidence(
             picked["untrained"].append(m)
             parts["untrained"].append(nl.null_evidence(m, "untrained", **kw))
             if z == trained[0]:
-                picked["shuffled"].append(m)
-                parts["shuffled"].append(nl.null_evidence(m, "shuffled", axes=nl.main_axes(), **kw))
+                for null in nl.TEXT_NULLS:
+                    picked[null].append(m)
+                    parts[null].append(nl.null_evidence(m, null, axes=nl.main_axes(), **kw))
     return {k: stack_models(parts[k], picked[k]) for k in EVIDENCE_KINDS if parts[k]}
 
 
@@ -190,21 +192,24 @@ def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, c
         z: nl.null_zoo_data(zoo_mod.trained(z), "untrained", evidence=ev.get("untrained"), **kw)
         for z in trained
     }
-    main = trained[0]  # the shuffled null: the main zoo at the default reading
-    shuffled = {
-        main: nl.null_zoo_data(
-            zoo_mod.trained(main),
-            "shuffled",
-            axes=nl.main_axes(),
-            evidence=ev.get("shuffled"),
-            **kw,
-        )
+    main = trained[0]  # the text nulls: the main zoo at the default reading
+    text = {
+        null: {
+            main: nl.null_zoo_data(
+                zoo_mod.trained(main),
+                null,
+                axes=nl.main_axes(),
+                evidence=ev.get(null),
+                **kw,
+            )
+        }
+        for null in nl.TEXT_NULLS
     }
-    return add_nulls(ds, got, null_data, shuffled)
+    return add_nulls(ds, got, null_data, text["shuffled"], text["words"])
 
 
 def null_verdict_columns(
-    ds: xr.Dataset, untrained: dict | None, shuffled: dict | None = None
+    ds: xr.Dataset, untrained: dict | None, shuffled: dict | None = None, words: dict | None = None
 ) -> xr.Dataset:
     """``ds`` (:func:`assemble_study`) with the null verdicts of
     :mod:`msapod.studies.verdict.nulls`: ``untrained_verdict(claim)`` (the default reading on the
@@ -212,7 +217,8 @@ def null_verdict_columns(
     ``shuffled_verdict(claim)`` (the default reading on the main zoo's shuffled-snippet
     fields, ``{zoo: ZooData}`` of :func:`~msapod.studies.verdict.nulls.null_zoo_data`, for
     :data:`~msapod.studies.verdict.nulls.SHUFFLED_CLAIMS`; "—" for the other claims, whose
-    reasons its attr ``not_applicable`` holds; "not computed" without them)."""
+    reasons its attr ``not_applicable`` holds; "not computed" without them) and likewise
+    ``words_verdict(claim)`` from ``words`` (the snippets' words shuffled)."""
     zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
     main = str(ds.attrs.get("main_zoo", "")) or zoos[0]
     claims = ds["claim"].values
@@ -222,18 +228,23 @@ def null_verdict_columns(
         ds["untrained_verdict"] = u.astype(str)
     else:
         ds["untrained_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
-    if shuffled and main in shuffled:
-        s = nl.null_verdicts(shuffled[main], "shuffled_verdict", nl.SHUFFLED_CLAIMS)
-        s = s.reindex(claim=claims)
-        ds["shuffled_verdict"] = xr.where(s == "", "—", s).astype(str)
-    else:
-        ds["shuffled_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
-    ds["shuffled_verdict"].attrs["not_applicable"] = json.dumps(nl.SHUFFLED_NOT_APPLICABLE)
+    for null, given in (("shuffled", shuffled), ("words", words)):
+        name = f"{null}_verdict"
+        if given and main in given:
+            s = nl.null_verdicts(given[main], name, nl.SHUFFLED_CLAIMS).reindex(claim=claims)
+            ds[name] = xr.where(s == "", "—", s).astype(str)
+        else:
+            ds[name] = ("claim", np.full(ds.sizes["claim"], "not computed"))
+        ds[name].attrs["not_applicable"] = json.dumps(nl.SHUFFLED_NOT_APPLICABLE)
     return ds
 
 
 def add_nulls(
-    ds: xr.Dataset, data: dict, untrained: dict | None, shuffled: dict | None = None
+    ds: xr.Dataset,
+    data: dict,
+    untrained: dict | None,
+    shuffled: dict | None = None,
+    words: dict | None = None,
 ) -> xr.Dataset:
     """``ds`` (:func:`assemble_study`) with the null controls of
     :mod:`msapod.studies.verdict.nulls`: the null verdicts of :func:`null_verdict_columns` and
@@ -244,7 +255,7 @@ def add_nulls(
     with their p-values, ``joint_n_null``, ``joint_min_p``, ``joint_note``, ...)."""
     zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
     main = str(ds.attrs.get("main_zoo", "")) or zoos[0]
-    ds = null_verdict_columns(ds, untrained, shuffled)
+    ds = null_verdict_columns(ds, untrained, shuffled, words)
     jt = nl.joint_tests(data, specifications(zoos), zoo=main, untrained=untrained or None)
     jt = jt.reindex(claim=ds["claim"].values)
     for k, v in jt.data_vars.items():

@@ -22,7 +22,15 @@ for or against a claim more than chance would give?*
   :data:`SHUFFLED_CLAIMS`): structure present in the text-driven fields but not here is
   driven by the text. The others get no shuffled verdict (``"—"``,
   :data:`SHUFFLED_NOT_APPLICABLE` says why). Its evidence is computed at the default
-  reading only (:data:`MAIN_AXES`): the scorecard's ``shuffled`` column, not a curve.
+  reading only (:data:`MAIN_AXES`): the scorecard's ``shuffled`` column, not a curve;
+* ``"words"``: the trained model on the same snippets with the *words* of each snippet
+  permuted (:func:`msapod.models.data.shuffle_words`: spaces and line breaks stay in
+  their order, every word stays whole). It keeps what the character shuffle destroys
+  below the word (spelling, character n-grams, word lengths) and destroys what lies
+  above it (word order, phrases, the content of lines), so a claim about lag structure
+  that survives the character shuffle but not this one is driven by word-level text, one
+  that survives both by the model's positional machinery. Same claims, same reading, the
+  scorecard's ``words`` column.
 
 **Joint test** (Simonsohn, Simmons & Nelson 2020, "Specification curve analysis"), on
 one zoo's curve (:func:`joint_tests`; the study tests the main zoo, whose models are
@@ -95,6 +103,7 @@ from ..store.cache import state_sha256
 
 __all__ = [
     "NULLS",
+    "TEXT_NULLS",
     "JointTest",
     "architecture_labelings",
     "claim_curve",
@@ -119,7 +128,10 @@ __all__ = [
 ]
 
 #: The null ensembles.
-NULLS = ("untrained", "shuffled")
+NULLS = ("untrained", "shuffled", "words")
+#: The nulls that change the text, not the weights: each a column of the scorecard on
+#: the main zoo at the default reading, for the claims about lag structure.
+TEXT_NULLS = ("shuffled", "words")
 #: The claims the shuffled-snippet null addresses: the lag structure of the fields.
 SHUFFLED_CLAIMS = tuple(c.id for c in REGISTRY.values() if not c.no_shuffled)
 #: Why the other claims get no shuffled verdict.
@@ -219,12 +231,14 @@ def null_fields(
     name
         Zoo model name.
     null
-        ``"untrained"`` (:func:`untrained_model` on the usual ensemble) or ``"shuffled"``
-        (the trained model on the ensemble shuffled by :func:`shuffle_snippets`).
+        ``"untrained"`` (:func:`untrained_model` on the usual ensemble), ``"shuffled"``
+        (the trained model on the ensemble shuffled by :func:`shuffle_snippets`) or
+        ``"words"`` (the trained model on the ensemble's words permuted by
+        :func:`msapod.models.data.shuffle_words`).
     n, length, seed, layers
         The ensemble and layers, as for :func:`~msapod.studies.store.cache.cached_fields`.
     shuffle_seed
-        Seed of the within-snippet shuffle (``"shuffled"`` only).
+        Seed of the within-snippet shuffle (:data:`TEXT_NULLS` only).
     model
         The model to use instead of the one ``null`` implies (tests: a tiny GPT carrying
         ``weights_sha256``).
@@ -241,11 +255,17 @@ def null_fields(
     _check_null(null)
     shuffle_seed = check_int(shuffle_seed, "shuffle_seed", 0)
     extra = {"null": null, "null_format": NULL_FORMAT}
-    if null == "shuffled":
+    if null in TEXT_NULLS:
         extra["shuffle_seed"] = shuffle_seed
 
     def transform(ids: np.ndarray) -> np.ndarray:
-        return shuffle_snippets(ids, shuffle_seed) if null == "shuffled" else ids
+        if null == "shuffled":
+            return shuffle_snippets(ids, shuffle_seed)
+        if null == "words":
+            from ...models.data import load_corpus, shuffle_words
+
+            return shuffle_words(ids, load_corpus(), shuffle_seed)
+        return ids
 
     if model is None and null == "untrained":
         model = untrained_model(name)

@@ -542,7 +542,16 @@ def assurance(card, mv) -> str:
             ": there the verdict describes the architecture or the method, not what "
             "training learned",
         ),
-        ("shuffled", "with the snippet order shuffled", ""),
+        (
+            "shuffled",
+            "with the characters of each snippet shuffled",
+            ": that structure is the model's positional machinery, not the text",
+        ),
+        (
+            "words",
+            "with the words of each snippet shuffled",
+            ": that structure does not need the order of the words",
+        ),
     ):
         if col not in card.columns:
             continue
@@ -741,7 +750,8 @@ def scorecard_markdown(card) -> str:
         "cases": "cases",
         "robust_share": "robust?",
         "untrained": "untrained",
-        "shuffled": "shuffled",
+        "shuffled": "characters shuffled",
+        "words": "words shuffled",
         "joint_p": "joint p",
     }
     fields.update(

@@ -67,7 +67,7 @@ def zoo_scorecard(
         so).
     multiverse
         :func:`msapod.studies.verdict.curve.multiverse_study` result: fills ``robust_share``,
-        ``joint_p``, ``untrained`` and ``shuffled`` (None: "not computed").
+        ``joint_p``, ``untrained``, ``shuffled`` and ``words`` (None: "not computed").
     evidence
         The trained models' stacked evidence (e.g. the verified ``results/evidence.nc``);
         None computes it or reads it from the cache.
@@ -77,16 +77,16 @@ def zoo_scorecard(
     pandas.DataFrame
         Index ``claim``; columns ``paper``, ``verdict``, ``measured``, ``interval``,
         ``rule``, ``cases``, ``reason``, ``paper_value_compatible``, ``untrained``,
-        ``shuffled``, ``robust_share``, ``joint_p`` (the joint test's direction and
+        ``shuffled``, ``words``, ``robust_share``, ``joint_p`` (the joint test's direction and
         p-value, :func:`joint_words`), ``verdict_<zoo>`` for every other
         trained zoo of ``multiverse`` (the default reading's verdict there), ``page``,
         ``llm_measured``, ``llm_verdict``. The verdicts are the book's default reading,
         decided by the path of :func:`msapod.studies.check_claims` (fields -> evidence ->
         rules).
-        ``untrained`` and ``shuffled`` are the same rule at the same reading on the
-        untrained copies of the models and on the trained models with the characters of
-        each snippet shuffled (:mod:`msapod.studies.verdict.nulls`); "—" in ``shuffled`` for the
-        claims that are not about lag structure
+        ``untrained``, ``shuffled`` and ``words`` are the same rule at the same reading on
+        the untrained copies of the models, and on the trained models with the characters,
+        or the words, of each snippet shuffled (:mod:`msapod.studies.verdict.nulls`); "—"
+        in ``shuffled`` and ``words`` for the claims that are not about lag structure
         (:data:`msapod.studies.verdict.nulls.SHUFFLED_NOT_APPLICABLE` says why).
     """
     from ...models import zoo
@@ -120,13 +120,15 @@ def scorecard_from_outcomes(
     card = card.loc[order]
     card["untrained"] = NOT_COMPUTED
     card["shuffled"] = NOT_COMPUTED
+    card["words"] = NOT_COMPUTED
     card["robust_share"] = NOT_COMPUTED
     card["joint_p"] = NOT_COMPUTED
     if multiverse is not None:
         _curve_columns(card, multiverse)
     card["page"] = [PAGES[c] for c in card.index]
     cols = ["paper", "verdict", "measured", "interval", "rule", "cases", "reason"]
-    cols += ["paper_value_compatible", "untrained", "shuffled", "robust_share", "joint_p"]
+    cols += ["paper_value_compatible", "untrained", "shuffled", "words", "robust_share"]
+    cols += ["joint_p"]
     cols += [c for c in card.columns if c.startswith("verdict_")] + ["page"]
     return _merge_llm(card[cols], llm, progress)
 
@@ -135,6 +137,7 @@ def scorecard_from_outcomes(
 SAME_HOLDS = {
     "untrained": "holds (not specific to training)",
     "shuffled": "holds (not driven by the order of the text)",
+    "words": "holds (not driven by the order of the words)",
 }
 
 
@@ -151,7 +154,7 @@ def joint_words(row: xr.Dataset) -> str:
 
 
 def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
-    """``robust_share``, ``joint_p``, ``untrained`` and ``shuffled`` of each claim from
+    """``robust_share``, ``joint_p``, ``untrained``, ``shuffled`` and ``words`` of each claim from
     the curve, and ``verdict_<zoo>``, the default reading's verdict on each other trained
     zoo (``verdict_paper-size``: the capacity column)."""
     from .claims import main_verdict, robustness
@@ -164,9 +167,10 @@ def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
 
     for claim in card.index:
         if claim not in mv["claim"].values:  # the parts of C6: one reading, no null
-            card.loc[claim, ["robust_share", "untrained", "shuffled", "joint_p"]] = [
+            card.loc[claim, ["robust_share", "untrained", "shuffled", "words", "joint_p"]] = [
                 "one reading",
                 "not applicable",
+                "—",
                 "—",
                 "—",
             ]
@@ -177,7 +181,7 @@ def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
         )
         if "joint_p" in mv:
             card.loc[claim, "joint_p"] = joint_words(mv.sel(claim=claim))
-        for col in ("untrained", "shuffled"):
+        for col in ("untrained", "shuffled", "words"):
             if f"{col}_verdict" in mv:
                 u = str(mv[f"{col}_verdict"].sel(claim=claim).values)
                 if u == "holds" and card.loc[claim, "verdict"] == "holds":
