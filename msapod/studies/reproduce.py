@@ -19,7 +19,8 @@ the scorecard as CSV, with a ``manifest.json`` of sha256 sums::
       llm.nc               SmolLM2-135M analysis (optional ``llm`` extra)
       evidence.nc          per model of every trained zoo: every number the claims read,
                            under every reading (plus evidence-untrained.nc at
-                           initialisation and evidence-shuffled.nc on shuffled snippets)
+                           initialisation, evidence-shuffled.nc and evidence-words.nc
+                           on snippets with their characters or words shuffled)
       multiverse.nc        every claim over the specification curve (C1-C10, L)
       scorecard.csv        claims C1-C10 (+ the EGA loss), verdicts, rules, LLM columns
       manifest.json        files, sha256, provenance (weights and data sha256), timings
@@ -417,7 +418,7 @@ def check(
 
     * the per-model studies (:data:`PER_MODEL_STEPS`) for :func:`check_models` (one model
       per architecture and zoo), compared with those models' slices of the shipped files;
-    * the evidence of the claims (trained, untrained and shuffled-snippet fields) for the
+    * the evidence of the claims (trained, untrained, character- and word-shuffled fields) for the
       same models, compared with their slices of the shipped ``evidence*.nc`` (the other
       zoos' evidence is recomputed by ``full``);
     * the SmolLM2 study (when ``llm``), the whole specification curve and the scorecard
