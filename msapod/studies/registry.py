@@ -71,8 +71,9 @@ class Claim:
         ``"trained vs untrained"``; None: no null, see ``no_null``).
     layer_roles
         The layer groups the layer-label null permutes.
-    no_null, no_shuffled
-        Why the claim has no joint-test null / no shuffled-snippet verdict ("" when it has).
+    no_null, no_shuffled, no_untrained
+        Why the claim has no joint-test null / no shuffled-snippet verdict / no verdict on
+        the untrained models ("" when it has).
     signs
         EGA - baseline signs the claim states per layer (``{None: s}``: every layer).
     contrast_sign
@@ -103,6 +104,7 @@ class Claim:
     layer_roles: tuple[tuple[int, ...], ...] = ()
     no_null: str = ""
     no_shuffled: str = ""
+    no_untrained: str = ""
     signs: Mapping | None = None
     contrast_sign: int | None = None
     pages: tuple[str, ...] = ()
@@ -132,11 +134,10 @@ class Claim:
         return self.range[1]
 
 
-def _scale_rule_line(side: str, bound: float) -> str:
-    op = r"\le" if side == "1,2" else r"\ge"
+def _band_rule_line(layers: str, op: str, bound: float) -> str:
     return (
-        rf"$a^*_{{{side}}} {op} {bound:g}$ in every model, and "
-        r"$a^*$ larger in layers 5–6 than in 1–2"
+        rf"the share of $E(a)$ at $a {op} {bound:g}$ in layers {layers} above that of the "
+        "same models untrained, in every model"
     )
 
 
@@ -148,40 +149,50 @@ def _claims() -> tuple[Claim, ...]:
     c9_margin = 0.10
     loss_size, loss_tol = -0.10, 0.25
     t1_gap = 1e-8
+    slope_range = (4.0, 64.0)
     scale_ev = ("scale_stat_value", "scale_stat_se", "scale_stat_edge", "scale_grid")
+    reference = "the untrained models are the rule's reference"
+
+    def band_ev(name: str) -> tuple[str, ...]:
+        return (name, f"{name}_se", f"{name}_ref", f"{name}_ref_se")
+
     window_axes = (*_SCALE, "scale_stat", "centre", "width")
     return (
         Claim(
             "C1",
             "empirical",
             f"layers 1–2 put scalogram energy at fine scales, a ≤ {c1_scale:g}",
-            range=(-_INF, c1_scale),
+            range=(0.0, _INF),
+            stated={"scale": c1_scale},
             layers=EARLY,
-            log=True,
-            symbol=r"a^*",
-            axes=(*_SCALE, "scale_stat"),
-            evidence=scale_ev,
+            symbol=r"\Delta s_\mathrm{fine}",
+            axes=(*_SCALE, "scale_test"),
+            evidence=(*band_ev("fine_share"), *scale_ev),
             null="layer labels",
             layer_roles=(EARLY,),
-            contrast_sign=1,
+            no_untrained=reference,
             pages=("03-scalogram",),
-            rule_line=_scale_rule_line("1,2", c1_scale),
+            rule_line=_band_rule_line("1–2", r"\le", c1_scale),
         ),
         Claim(
             "C2",
             "empirical",
             f"layers 5–6 put it at coarse scales, a ≥ {c2_scale:g}",
-            range=(c2_scale, _INF),
+            range=(0.0, _INF),
+            stated={"scale": c2_scale, "slope_range": slope_range},
             layers=LATE,
-            log=True,
-            symbol=r"a^*",
-            axes=(*_SCALE, "scale_stat"),
-            evidence=scale_ev,
+            symbol=r"\Delta s_\mathrm{coarse}",
+            axes=(*_SCALE, "scale_test"),
+            evidence=(*band_ev("coarse_share"), "scale_slope", "scale_slope_se", *scale_ev),
             null="layer labels",
-            layer_roles=(LATE,),
+            layer_roles=(EARLY, LATE),
+            no_untrained=reference,
             contrast_sign=1,
             pages=("03-scalogram",),
-            rule_line=_scale_rule_line("5,6", c2_scale),
+            rule_line=r"the slope $p$ of $\ln E(a)$ against $\ln a$ over "
+            rf"${slope_range[0]:g} \le a \le {slope_range[1]:g}$ larger in layers 5–6 than "
+            "in 1–2 (the shift from fine to coarse scales), and "
+            + _band_rule_line("5–6", r"\ge", c2_scale),
         ),
         Claim(
             "C3",

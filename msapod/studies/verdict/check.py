@@ -74,6 +74,29 @@ def _check_fields(fields, dim: str) -> xr.DataArray:
     return fields
 
 
+def _reference(reference, fields, dim, omega0, axes, band_evidence, causal_window):
+    """C1's and C2's reference evidence per model: of ``reference`` (fields like
+    ``fields``) or, without it, of the causal window alone (computed once)."""
+    models = fields["model"].values
+    if reference is None:
+        one = fields.isel(model=0, drop=True).transpose("layer", dim, "query", "key")
+        ev = band_evidence(causal_window(one), dim=dim, omega0=omega0, axes=axes)
+        return ev.expand_dims(model=models)
+    reference = _check_fields(reference, dim)
+    if sorted(map(str, reference["model"].values)) != sorted(map(str, models)):
+        raise ValueError("reference: expected the models of fields (the same models untrained)")
+    parts = [
+        band_evidence(
+            reference.sel(model=m, drop=True).transpose("layer", dim, "query", "key"),
+            dim=dim,
+            omega0=omega0,
+            axes=axes,
+        )
+        for m in models
+    ]
+    return xr.concat(parts, dim=xr.DataArray(models, dims="model", name="model"))
+
+
 def check_claims(
     fields: xr.DataArray,
     *,
@@ -83,6 +106,7 @@ def check_claims(
     control: str = "baseline",
     omega0: float = 6.0,
     readings: str = "default",
+    reference: xr.DataArray | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
     """The field-based claims (C1-C5, C7-C10) on ``fields``, decided by the book's rules.
@@ -106,6 +130,10 @@ def check_claims(
     readings
         ``"default"``: compute only the book's default reading (fast); ``"all"``: every
         reading of the specification curve (the verdicts are the same; slower).
+    reference
+        C1's and C2's reference: the same models untrained, fields like ``fields``
+        (default: the causal window alone,
+        :func:`msapod.studies.measure.evidence.causal_window`, the same for every model).
     progress
         Print one line per model.
 
@@ -128,6 +156,7 @@ def check_claims(
 
     Over 60 lines only with its documentation; the code is under 60.
     """
+    from ..measure.evidence import band_evidence, causal_window
     from ..measure.llm import depth_groups
     from .multiverse import MAIN_SPEC, ZooData, fields_evidence, main_outcomes
 
@@ -161,13 +190,22 @@ def check_claims(
     ev = xr.concat(evs, dim=xr.DataArray(models, dims="model", name="model"))
     ev = ev.assign_coords(architecture=("model", [str(a) for a in fields["architecture"].values]))
     ev.attrs["n_snapshots"] = int(fields.sizes[dim])
+    ref = _reference(reference, fields, dim, omega0, axes, band_evidence, causal_window)
     loss = None
     if losses is not None:
         if "model" not in losses.dims:
             raise ValueError("losses: expected a 'model' dim")
         loss = (losses.sel(model=models).assign_coords(architecture=ev["architecture"]), False)
     data = ZooData(
-        models, ev, None, None, loss, groups=groups, treatment=treatment, control=control
+        models,
+        ev,
+        None,
+        None,
+        loss,
+        groups=groups,
+        treatment=treatment,
+        control=control,
+        reference=ref,
     )
     out = main_outcomes(data)
     keep = [c for c in (*FIELD_CLAIMS, "L") if c != "L" or losses is not None]

@@ -392,6 +392,9 @@ def _reading_words(claim: str, mv) -> str:
         "normalisation": lambda v: "$E(a)/a$" if v == "rectified" else "raw $E(a)$",
         "scale_min": lambda v: f"scales from {v} to $L/2$",
         "scale_stat": lambda v: {"peak": "local maximum (edges as bounds)"}.get(v, v),
+        "scale_test": lambda v: {"share": "band shares of $E(a)$ against the untrained models"}.get(
+            v, f"dominant scale ({v})"
+        ),
         "centre": lambda v: f"window centre {v}",
         "width": lambda v: f"$\\sigma = {v:g}\\,a^*$",
         "criterion": lambda v: f"{v} criterion",

@@ -19,6 +19,7 @@ import xarray as xr
 
 from ...models import zoo as zoo_mod
 from ..measure.evidence import EVIDENCE_FORMAT, model_evidence
+from ..registry import REGISTRY
 from ..store.cache import cached_dataset, stack_models
 from . import nulls as nl
 from .multiverse import (
@@ -179,6 +180,7 @@ def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, c
             progress=progress,
             cache_dir=cache_dir,
             evidence=ev.get("trained"),
+            reference=ev.get("untrained"),
         )
         for z in trained
     }
@@ -197,6 +199,7 @@ def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, c
             "shuffled",
             axes=nl.main_axes(),
             evidence=ev.get("shuffled"),
+            reference=null_data[main].ev,
             **kw,
         )
     }
@@ -218,8 +221,14 @@ def null_verdict_columns(
     claims = ds["claim"].values
     if untrained:
         u = nl.null_verdicts(untrained[main]).reindex(claim=claims)
-        u = xr.where(u == "", "not applicable", u)
-        ds["untrained_verdict"] = u.astype(str)
+        why = [
+            f"not applicable ({REGISTRY[c].no_untrained})"
+            if c in REGISTRY and REGISTRY[c].no_untrained
+            else "not applicable"
+            for c in claims
+        ]
+        why = xr.DataArray(why, dims="claim", coords={"claim": claims})
+        ds["untrained_verdict"] = xr.where(u == "", why, u).astype(str)
     else:
         ds["untrained_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
     if shuffled and main in shuffled:

@@ -16,7 +16,11 @@ Axes (readings; the default first) and the claims each affects:
 * ``scale_min``: 3, 2, 4 (lower end of the log-spaced scale grid, top L/2; every value
   at or above :func:`msapod.wavelets.min_valid_scale`, 1.94 at omega0 = 6) -- same;
 * ``scale_stat``: ``peak`` (the strongest interior maximum, else a bound at the edge),
-  ``argmax`` (the global maximum, edges included), ``centroid`` -- C1, C2, C4, C9;
+  ``argmax`` (the global maximum, edges included), ``centroid`` -- C4, C9 (where the
+  windows sit);
+* ``scale_test``: ``share`` (the shares of E(a) at a <= 7 and a >= 20 against the same
+  models untrained; C2 also the slope of log E(a)), or a dominant-scale statistic
+  ``peak``, ``argmax``, ``centroid`` read against 7 and 20 -- C1, C2;
 * ``centre``: ``energy-max`` (argmax_b E(a*, b)), ``period`` (lambda(a*)) -- C4, C9;
 * ``width``: 1, 0.5, 2 (sigma = k a*) -- C4, C9;
 * ``criterion``: ``energy``, ``l2`` (H* criterion) -- C5;
@@ -30,12 +34,13 @@ C6, C10 and L have one reading per zoo. The scale claims are evaluated at N = 15
 one and the book's own choice elsewhere, each tagged in :data:`READING_TAGS` (and in the
 attrs of :func:`.curve.multiverse_study`): the scalogram of the attention A (*paper*), the 1/a
 rectified scale spectrum (*book*), scales log-spaced from 3 to L/2 (*book*: the paper
-gives no grid), the dominant scale as a local maximum with edge maxima read as bounds
-(*paper*), the window centred where the energy of a* sits with sigma = a* (*book*), H*
-by the energy criterion at eps = 0.10 (*paper*), N = 150 (*paper*) and the T_spec fit
-over k = 1..N/2 (*book*). Each claim is evaluated on its sub-grid: the axes that affect
-it vary, the others stay at the default; so a claim's specifications are the rows of
-``spec`` where ``applicable`` is true.
+gives no grid), C1 and C2 on the band shares of E(a) against the untrained models
+(*book*: the spectra are close to power laws), the dominant scale as a local maximum with
+edge maxima read as bounds (*paper*), the window centred where the energy of a* sits
+with sigma = a* (*book*), H* by the energy criterion at eps = 0.10 (*paper*), N = 150
+(*paper*) and the T_spec fit over k = 1..N/2 (*book*). Each claim is evaluated on its
+sub-grid: the axes that affect it vary, the others stay at the default; so a claim's
+specifications are the rows of ``spec`` where ``applicable`` is true.
 
 Speed: per model and layer the lag profiles are formed once; from them the per-snapshot
 lag second-moment matrices ``S_s = sum_i r_{s,i} r_{s,i}^T`` (of u and of A) and the
@@ -58,7 +63,9 @@ import xarray as xr
 
 from ..measure.evidence import (
     AXES,
+    BAND_VARS,
     EPS,
+    EVIDENCE_FORMAT,
     FIXED_K,
     JACKKNIFE_GROUPS,
     fields_evidence,
@@ -71,7 +78,7 @@ from ..measure.evidence import (
 )
 from ..registry import REGISTRY, SCALE_AXES
 from .claims import CLAIMS
-from .rules import PAPER_LAGS, RULES, THRESHOLDS, Outcome
+from .rules import PAPER_LAGS, RULES, THRESHOLDS, Outcome, rule_dominant_scale
 
 __all__ = [
     "AXES",
@@ -119,6 +126,14 @@ READING_TAGS: dict[str, tuple[str, str]] = {
         "paper",
         "the paper reads local maxima a*_m of the scale spectrum; a maximum at the grid's "
         "edge is read as a bound (a* <= a_min or a* >= a_max)",
+    ),
+    "scale_test": (
+        "book",
+        "the measured scale spectra are close to power laws, so a* sits at the grid's edge; "
+        "the paper's a <= 7 and a >= 20 are read as the shares of E(a) in those bands against "
+        "the same models untrained (the causal window's own shares), the fine-to-coarse shift "
+        "as the slope of log E(a); the dominant scale a* (peak, argmax, centroid) is one "
+        "reading",
     ),
     "centre": ("book", "the paper gives no window formula; centred where the energy of a* sits"),
     "width": ("book", "the paper gives no window width; sigma = a*, the wavelet's own width"),
@@ -184,6 +199,12 @@ def _where(claim: str, spec: dict) -> str:
             "argmax": "global maximum",
             "centroid": "centroid",
         }[v],
+        "scale_test": lambda v: {
+            "share": "band shares against the untrained models",
+            "peak": "dominant scale (bounds at edges)",
+            "argmax": "global maximum",
+            "centroid": "centroid",
+        }[v],
         "centre": lambda v: f"centre {v}",
         "width": lambda v: f"σ = {v:g} a*",
         "criterion": lambda v: f"{v} criterion",
@@ -211,9 +232,23 @@ class ZooData:
         groups: dict | None = None,
         treatment: str = "ega",
         control: str = "baseline",
+        reference: xr.Dataset | None = None,
     ):
         self.models = list(models)
         self.ev = evidence
+        #: Whether C1's and C2's reference (the same models untrained) was given: its band
+        #: statistics are then in the evidence as ``<name>_ref`` and ``<name>_ref_se`` (so
+        #: a relabelling of the evidence carries them along).
+        self.has_reference = reference is not None
+        if reference is not None:
+            shared = {d: evidence[d].values for d in reference.dims if d in evidence.coords}
+            ref = {
+                f"{v}_ref{end}": reference[f"{v}{end}"].sel(shared)
+                for v in BAND_VARS
+                for end in ("", "_se")
+                if f"{v}{end}" in reference
+            }
+            self.ev = evidence.assign(ref)
         self.conv = convergence
         self.c6 = c6
         self.losses = losses
@@ -314,19 +349,50 @@ def _not_testable(claim: str, measured: str, reason: str) -> Outcome:
     return Outcome(claim, NOT_TESTABLE, measured, "", "0 cases", reason=reason)
 
 
+def _band_vars(claim: str, data: ZooData) -> list[str] | Outcome:
+    """The evidence variables C1's or C2's band rule reads, or the outcome "not testable"
+    without a reference; a clear error where the evidence predates them."""
+    names = [n for n in REGISTRY[claim].evidence if n.startswith(BAND_VARS)]
+    if not data.has_reference:
+        return _not_testable(
+            claim,
+            "no reference",
+            "C1 and C2 compare each model with the same model untrained: give the untrained "
+            "models' evidence (ZooData(reference=...))",
+        )
+    missing = [n for n in names if n not in data.ev]
+    if missing:
+        raise ValueError(
+            f"evidence: no variable {missing[0]!r} (C1 and C2's band statistics, evidence "
+            f"format {EVIDENCE_FORMAT}, trained and untrained); make it with "
+            "`msapod reproduce --step evidence`"
+        )
+    return names
+
+
 def _call_scale(claim, spec, data, where, kw):
-    """C1, C2: the scale statistic with its SE and edge side per model and layer."""
+    """C1, C2: the band shares against the reference (and C2's slope), or under a
+    dominant-scale reading the scale statistic with its SE and edge side, per model and
+    layer."""
     ev = data.ev
-    sel = {**{a: spec[a] for a in _SCALE}, "scale_stat": spec["scale_stat"]}
-    grid = ev["scale_grid"].sel(scale_min=spec["scale_min"])
-    kwargs = dict(
-        statistic=spec["scale_stat"],
-        where=where,
-        edge=ev["scale_stat_edge"].sel(sel),
-        grid=(float(grid.sel(grid_end="min").min()), float(grid.sel(grid_end="max").max())),
-    )
-    args = (ev["scale_stat_value"].sel(sel), ev["scale_stat_se"].sel(sel))
-    return RULES[claim], args, {**kwargs, **kw["early"], **kw["late"]}
+    sel = {a: spec[a] for a in _SCALE}
+    if spec["scale_test"] != "share":
+        stat = {**sel, "scale_stat": spec["scale_test"]}
+        grid = ev["scale_grid"].sel(scale_min=spec["scale_min"])
+        kwargs = dict(
+            statistic=spec["scale_test"],
+            where=where,
+            edge=ev["scale_stat_edge"].sel(stat),
+            grid=(float(grid.sel(grid_end="min").min()), float(grid.sel(grid_end="max").max())),
+        )
+        args = (claim, ev["scale_stat_value"].sel(stat), ev["scale_stat_se"].sel(stat))
+        return rule_dominant_scale, args, {**kwargs, **kw["early"], **kw["late"]}
+    names = _band_vars(claim, data)
+    if isinstance(names, Outcome):
+        return names
+    args = tuple(ev[n].sel(sel) for n in names)
+    groups = {**kw["early"], **(kw["late"] if claim == "C2" else {})}
+    return RULES[claim], args, dict(where=where, **groups)
 
 
 def _call_energy(claim, spec, data, where, kw):
@@ -455,19 +521,28 @@ def zoo_data(
     progress: bool = False,
     cache_dir=None,
     evidence: xr.Dataset | None = None,
+    reference: xr.Dataset | None = None,
 ) -> ZooData:
     """Gather the evidence of one zoo's models (computed or read from the cache).
 
     ``convergence`` / ``pruning``: a study result, None (compute or read it from the
-    cache) or False (skip: N = 600 and C6 are then not testable). ``evidence``: the
-    models' stacked evidence (:func:`stacked_evidence`, e.g. the shipped
-    ``results/evidence.nc``) instead of computing or reading it.
+    cache) or False (skip: N = 600 and C6 are then not testable). ``evidence`` /
+    ``reference``: the models' stacked evidence (:func:`stacked_evidence`, e.g. the
+    shipped ``results/evidence.nc``) and that of the same models untrained (C1's and C2's
+    reference, ``results/evidence-untrained.nc``) instead of computing or reading them.
     """
+    from .nulls import null_evidence
+
     models = list(models)
     if evidence is None:
         ev = stacked_evidence(models, progress=progress, cache_dir=cache_dir)
     else:
         ev = evidence.sel(model=models)
+    if reference is None:
+        from ..store.cache import stack_models
+
+        kw = dict(cache_dir=cache_dir, progress=progress, window_se=needs_window_se(models))
+        reference = stack_models([null_evidence(m, "untrained", **kw) for m in models], models)
     ev.attrs["n_snapshots"] = int(ev.sizes["rank"])
     if convergence is None:
         from ..measure.convergence import convergence_study
@@ -479,7 +554,7 @@ def zoo_data(
 
         pruning = pruning_study(models, progress=progress, cache_dir=cache_dir)
     c6 = pruning if pruning is not False else None
-    return ZooData(models, ev, conv, c6, zoo_losses(models))
+    return ZooData(models, ev, conv, c6, zoo_losses(models), reference=reference)
 
 
 def two_seeds_each(architectures: Sequence[str]) -> bool:

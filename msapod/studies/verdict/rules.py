@@ -63,6 +63,7 @@ __all__ = [
     "rule_c8",
     "rule_c9",
     "rule_c10",
+    "rule_dominant_scale",
     "rule_loss",
 ]
 
@@ -187,9 +188,8 @@ def _one_sided_p(v, e, lo: float, hi: float, df, shape):
 
     def z(bound):
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(
-                e > 0, (v - bound) / np.where(e > 0, e, 1.0), np.sign(v - bound) * np.inf
-            )
+            point = np.where(v == bound, 0.0, np.sign(v - bound) * np.inf)  # no SE
+            return np.where(e > 0, (v - bound) / np.where(e > 0, e, 1.0), point)
 
     p_in = np.zeros(v.size)
     p_out = np.ones(v.size)
@@ -391,7 +391,8 @@ def _ratio_text(log_value: float, log_lower: float, log_upper: float) -> str:
 
 
 def _scale_rule_text(name: str, target: str, span: str, groups, where: str) -> str:
-    """C1's or C2's rule in words: the core shift (with two depth groups) and part (a)."""
+    """The dominant-scale reading's rule in words: C2's core shift (with two depth
+    groups) and part (a)."""
     core_text = (
         f"(core) a* of layers {layer_span(groups[1])} above that of layers "
         f"{layer_span(groups[0])} (log ratio > 0), every model; "
@@ -416,155 +417,225 @@ def _scale_none(claim: str, name: str, span: str, size: int, where: str) -> Outc
     )
 
 
-def _scale_intervals(lo, up, layers) -> str:
-    """The 95 % intervals of the claimed layers, model by model, in words."""
-    lo_v = _grid(lo.sel(layer=layers))
-    up_v = _grid(up.sel(layer=layers))
-    ivs = [_fmt_iv(float(a_), float(b_)) for a_, b_ in zip(lo_v.ravel(), up_v.ravel(), strict=True)]
-    return "; ".join(ivs)
+def _scale_intervals(lo, up, edge, layers) -> str:
+    """The 95 % intervals of the claimed layers, model by model, in words; a bound at the
+    grid's edge reads as the bound ("≤ 3", "≥ 128"), never as an interval."""
+    lo_v, up_v, e_v = (_grid(x.sel(layer=layers)).ravel() for x in (lo, up, edge))
+    words = []
+    for a_, b_, e_ in zip(lo_v, up_v, e_v, strict=True):
+        if e_ < 0:
+            words.append(f"≤ {b_:.3g}")
+        elif e_ > 0:
+            words.append(f"≥ {a_:.3g}")
+        else:
+            words.append(_fmt_iv(float(a_), float(b_)))
+    return "; ".join(words)
 
 
-def _scale_rule(
-    claim,
-    layers,
-    low,
-    high,
-    stat,
-    se,
-    statistic,
-    where,
-    unit=1.0,
-    edge=None,
+def rule_dominant_scale(
+    claim: str,
+    stat: xr.DataArray,
+    se: xr.DataArray | None,
+    *,
+    statistic: str = "peak",
+    where: str = "",
     early=EARLY,
     late=LATE,
-    grid=None,
-):
-    """C1 and C2: (core) per model the early-to-late shift ``mean log a*(late) - mean
-    log a*(early) > 0``; (a) the scale statistic of every model and claimed layer in the
-    range (``unit``: characters per lag unit, e.g. characters per token for an LLM).
-    A maximum at the grid's edge is a bound (``edge``: -1 below, +1 above); ``grid``
-    ``(a_min, a_max)`` (lags) clips the intervals of the estimates to the scales the grid
-    resolves."""
+    unit: float = 1.0,
+    edge: xr.DataArray | None = None,
+    grid: tuple[float, float] | None = None,
+) -> Outcome:
+    """C1 or C2 read on a dominant-scale statistic (one reading of the specification
+    curve): (a) the statistic of every model in the claimed layers on the claim's side of
+    its stated scale (C1: :math:`a^* \\le 7` in layers 1-2; C2: :math:`a^* \\ge 20` in
+    layers 5-6), and for C2 (core) per model the shift ``mean log a*(late) - mean log
+    a*(early) > 0``.
+
+    Parameters
+    ----------
+    claim
+        ``"C1"`` or ``"C2"``.
+    stat, se
+        The scale statistic (lags) and its jackknife standard error per
+        ``(model, layer)``.
+    statistic
+        ``"peak"``, ``"argmax"`` or ``"centroid"`` (names the statistic in the text).
+    early, late, unit
+        The depth groups (default 1-2 and 5-6; an LLM maps them by depth) and characters
+        per lag unit (1 for character models; characters per token for BPE).
+    edge
+        Per ``(model, layer)``: 0 estimate, -1 / +1 a bound at the grid's first / last
+        scale (:func:`msapod.studies.measure.evidence.scale_reading`); None: no bounds.
+    grid
+        ``(a_min, a_max)`` of the scale grid (lags): the intervals of estimates are
+        clipped to it (the grid resolves no scale outside it); None: not clipped.
+    """
+    if claim not in ("C1", "C2"):
+        raise ValueError(f"claim: expected 'C1' or 'C2', got {claim!r}")
+    bound = float(REGISTRY[claim].stated["scale"])
+    low, high = (-np.inf, bound) if claim == "C1" else (bound, np.inf)
+    layers = list(early) if claim == "C1" else list(late)
     stat = stat * unit
+    stat.attrs = {"range": (low, high), "log": True}
     se = None if se is None else se * unit
     edge = _edge_ints(stat, edge)
     s = stat.sel(layer=layers)
     es = edge.sel(layer=layers)
     lo, up = _interval(stat, se, log=True)
-    if grid is not None:  # the grid resolves no scale outside it
+    if grid is not None:
         lo, up = lo.clip(min=grid[0] * unit), up.clip(max=grid[1] * unit)
-    lo = lo.where(edge >= 0, 0.0)
-    up = up.where(edge <= 0, np.inf)
+    # a bound is the half-line beyond the grid's end: (0, a_min] or [a_max, inf)
+    lo = lo.where(edge >= 0, 0.0).where(edge <= 0, stat)
+    up = up.where(edge <= 0, np.inf).where(edge >= 0, stat)
     name = _SCALE_NAMES.get(statistic, statistic)
-    span = f"{layers[0]}–{layers[-1]}"
+    span = layer_span(layers)
     target = f"≤ {high:g}" if np.isfinite(high) else f"≥ {low:g}"
     if not np.isfinite(s.values).any():
         return _scale_none(claim, name, span, s.size, where)
-    se_s = None if se is None else se.sel(layer=layers)
-    cells = decide(
-        s.values, None if se_s is None else se_s.values, low, high, log=True, edge=es.values
-    )
-    groups = _disjoint(stat, early, late)
+    se_s = None if se is None else se.sel(layer=layers).values
+    cells = decide(s.values, se_s, low, high, log=True, edge=es.values)
+    groups = _disjoint(stat, early, late) if claim == "C2" else None
+    shift, core = None, np.array([], dtype=str)
     if groups is not None:
         shift, core = _log_shift(stat, se, edge, *groups)
-    else:
-        shift, core = None, np.array([], dtype=str)
     bounds = _bound_words(es)
-    measured = _scale_measured(name, span, s, bounds, shift)
-    rule = _scale_rule_text(name, target, span, groups, where)
     counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(cells)}"
     return Outcome(
         claim,
         combine_core(core, cells) if core.size else combine(cells),
-        measured,
-        rule,
+        _scale_measured(name, span, s, bounds, shift),
+        _scale_rule_text(name, target, span, groups, where),
         counts,
         reason="; ".join(bounds) + (" (bounds)" if bounds else ""),
         stat=stat,
         lower=lo,
         upper=up,
         contrast=shift,
-        interval=_scale_intervals(lo, up, layers) if se is not None else "point values",
+        interval=_scale_intervals(lo, up, edge, layers) if se is not None else "point values",
     )
 
 
+def _band_excess(value, se, ref, ref_se):
+    """``value - ref`` per (model, layer) of a band share with its SE (the two
+    jackknives independent) and 95 % interval, clipped to [-1, 1] (a difference of
+    shares)."""
+    d = value - ref
+    s = np.sqrt(se.fillna(0.0) ** 2 + ref_se.fillna(0.0) ** 2)
+    return d, s, (d - Z95 * s).clip(min=-1.0), (d + Z95 * s).clip(max=1.0)
+
+
+def _band_part(claim, value, se, ref, ref_se, layers):
+    """One band part of C1 or C2: the trained-minus-untrained share in ``layers`` per
+    model, its cells against > 0 (Holm across cases) and its numbers in words."""
+    bound = REGISTRY[claim].stated["scale"]
+    band = f"a ≤ {bound:g}" if claim == "C1" else f"a ≥ {bound:g}"
+    d, s, lo, up = _band_excess(value, se, ref, ref_se)
+    ds, ss = d.sel(layer=layers), s.sel(layer=layers)
+    cells = decide(_grid(ds), _grid(ss), low=0.0)
+    span = layer_span(layers)
+    measured = (
+        f"share of E(a) at {band}, layers {span}: {fmt_range(value.sel(layer=layers), '{:.2f}')}"
+        f" (untrained {fmt_range(ref.sel(layer=layers), '{:.2f}')}); trained − untrained "
+        f"{fmt_range(ds, '{:+.3f}')}"
+    )
+    interval = f"trained − untrained, layers {span}: " + _ivs(
+        _grid(lo.sel(layer=layers)), _grid(up.sel(layer=layers)), "{:+.3f}"
+    )
+    rule = f"share of E(a) at {band} in layers {span} above the same models untrained"
+    return d, lo, up, cells, measured, interval, rule
+
+
 def rule_c1(
-    stat: xr.DataArray,
-    se: xr.DataArray | None,
+    share: xr.DataArray,
+    se: xr.DataArray,
+    ref: xr.DataArray,
+    ref_se: xr.DataArray,
     *,
-    statistic: str = "peak",
     where: str = "",
     early=EARLY,
-    late=LATE,
-    unit: float = 1.0,
-    edge: xr.DataArray | None = None,
-    grid: tuple[float, float] | None = None,
 ) -> Outcome:
-    """C1: layers 1-2 at fine scales, a* <= 7, and the shift from fine (early) to coarse
-    (late) scales.
+    """C1: layers 1-2 put more of the scale spectrum's energy at :math:`a \\le 7` than the
+    same models untrained (the causal window's own share), in every model.
 
     Parameters
     ----------
-    stat, se
-        Scale statistic (a* or centroid, lags) and its jackknife standard error per
-        ``(model, layer)``.
-    statistic
-        ``"peak"``, ``"argmax"`` or ``"centroid"`` (names the statistic in the text).
+    share, se
+        The fine share (:func:`msapod.studies.measure.evidence.band_shares`) and its
+        jackknife SE per ``(model, layer)``.
+    ref, ref_se
+        The same of the reference: each model untrained (or the causal window alone).
     where
         The specification in words (for the rule text).
-    early, late, unit
-        The claimed layers (default 1-2 and 5-6; an LLM maps them by depth) and
-        characters per lag unit (1 for character models; characters per token for BPE).
-    edge
-        Per ``(model, layer)``: 0 estimate, -1 / +1 a bound at the grid's first / last
-        scale (see :func:`msapod.studies.measure.evidence.scale_reading`); None: no bounds.
-    grid
-        ``(a_min, a_max)`` of the scale grid (lags): intervals are clipped to it (a scale
-        outside the grid is not resolved); None: not clipped.
+    early
+        The claimed layers (default 1-2; an LLM maps them by depth).
     """
-    return _scale_rule(
+    layers = list(early)
+    d, lo, up, cells, measured, interval, rule = _band_part("C1", share, se, ref, ref_se, layers)
+    if not np.isfinite(_grid(d.sel(layer=layers))).any():
+        return _scale_none("C1", "fine share", layer_span(layers), cells.size, where)
+    return Outcome(
         "C1",
-        list(early),
-        *REGISTRY["C1"].range,
-        stat,
-        se,
-        statistic,
-        where,
-        unit,
-        edge,
-        early,
-        late,
-        grid,
+        combine(cells),
+        measured,
+        f"{rule}, every model; 95 %, Holm across cases ({where})",
+        case_counts(cells),
+        stat=d,
+        lower=lo,
+        upper=up,
+        interval=interval,
     )
 
 
 def rule_c2(
-    stat: xr.DataArray,
-    se: xr.DataArray | None,
+    share: xr.DataArray,
+    se: xr.DataArray,
+    ref: xr.DataArray,
+    ref_se: xr.DataArray,
+    slope: xr.DataArray,
+    slope_se: xr.DataArray | None,
     *,
-    statistic: str = "peak",
     where: str = "",
     early=EARLY,
     late=LATE,
-    unit: float = 1.0,
-    edge: xr.DataArray | None = None,
-    grid: tuple[float, float] | None = None,
 ) -> Outcome:
-    """C2: layers 5-6 at coarse scales, a* >= 20, and the early-to-late shift (as
-    :func:`rule_c1`)."""
-    return _scale_rule(
+    """C2: (core) the slope :math:`p` of :math:`\\ln E(a)` against :math:`\\ln a` is larger
+    in layers 5-6 than in layers 1-2 (the spectrum tilts to coarse scales with depth), per
+    model; (a) layers 5-6 put more of the energy at :math:`a \\ge 20` than the same
+    models untrained, in every model.
+
+    Parameters
+    ----------
+    share, se, ref, ref_se
+        The coarse share and its SE, trained and reference (as :func:`rule_c1`).
+    slope, slope_se
+        :func:`msapod.studies.measure.evidence.spectrum_slope` and its jackknife SE per
+        ``(model, layer)``.
+    early, late
+        The depth groups (default 1-2 and 5-6).
+    """
+    layers = list(late)
+    d, lo, up, cells, measured, interval, rule = _band_part("C2", share, se, ref, ref_se, layers)
+    if not np.isfinite(_grid(d.sel(layer=layers))).any():
+        return _scale_none("C2", "coarse share", layer_span(layers), cells.size, where)
+    c, core, groups = _core(slope, slope_se, early, late, 1)
+    lo_a, hi_a = REGISTRY["C2"].stated["slope_range"]
+    slope_words = f"slope p of ln E(a) over {lo_a:g} ≤ a ≤ {hi_a:g}"
+    if c is not None:
+        g0, g1 = layer_span(groups[0]), layer_span(groups[1])
+        measured = f"{slope_words}, layers {g1} − {g0}: {_contrast_text(c, '{:+.2f}')}; " + measured
+        rule = f"(core) {slope_words} larger in layers {g1} than in {g0}, every model; (a) {rule}"
+    counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(cells)}"
+    return Outcome(
         "C2",
-        list(late),
-        *REGISTRY["C2"].range,
-        stat,
-        se,
-        statistic,
-        where,
-        unit,
-        edge,
-        early,
-        late,
-        grid,
+        combine_core(core, cells) if core.size else combine(cells),
+        measured,
+        f"{rule}, every model; 95 %, Holm across cases ({where})",
+        counts,
+        stat=d,
+        lower=lo,
+        upper=up,
+        contrast=c,
+        interval=interval,
     )
 
 
