@@ -458,3 +458,21 @@ def test_headline_names_the_empirical_claims_and_sets_the_theorem_apart():
     assert "Theorem 1 (**C10**" in text and "(**L**) holds" in text
     card.loc["C7", "verdict"] = "holds"
     assert headline(card).startswith("1 of the paper's 9 empirical claims (C1–C9) is reproduced")
+
+
+@pytest.mark.parametrize(("low", "high", "log"), [(0.0, np.inf, False), (-np.inf, 7.0, True)])
+def test_holm_step_intervals_agree_with_the_decisions(low, high, log):
+    """Each case's interval at the level of its Holm step lies inside the range exactly
+    when the case is "yes", outside exactly when it is "no"."""
+    rng = np.random.default_rng(3)
+    v = rng.uniform(1.0, 12.0, 40) if log else rng.normal(0.0, 1.0, 40)
+    se = rng.uniform(0.05, 0.8, 40) * (v if log else 1.0)
+    cells, q = decide(v, se, low, high, log=log, quantiles=True)
+    assert cells.tolist() == decide(v, se, low, high, log=log).tolist()
+    f = np.exp(q * se / v) if log else None
+    lo, up = (v / f, v * f) if log else (v - q * se, v + q * se)
+    inside = (lo >= low) & (up <= high)
+    outside = (up < low) | (lo > high)
+    assert ((cells == "yes") == inside).all() and ((cells == "no") == outside).all()
+    assert {"yes", "ns"} <= set(cells) or {"no", "ns"} <= set(cells)  # not all alike
+    assert (q >= Z95 - 1e-12).all()  # never narrower than one 95 % interval

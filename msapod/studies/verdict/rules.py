@@ -204,16 +204,23 @@ def _one_sided_p(v, e, lo: float, hi: float, df, shape):
     return p_in, p_out, d
 
 
-def _holm(p: np.ndarray, alpha: float) -> np.ndarray:
-    """Holm's step-down: the j-th smallest p-value (0-based) against alpha / (k - j)."""
+def _holm(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's step-down: the j-th smallest p-value (0-based) against alpha / (k - j).
+
+    Returns the rejections and each case's level: a rejected case the level of its step,
+    the others the level of the first step not rejected (their p-values all exceed it), so
+    the interval at that level of every case agrees with its decision."""
     order = np.argsort(p, kind="stable")
     k = p.size
     reject = np.zeros(k, bool)
+    level = np.full(k, alpha / max(k, 1))
     for j, i in enumerate(order):
         if p[i] > alpha / (k - j):
+            level[order[j:]] = alpha / (k - j)
             break
         reject[i] = True
-    return reject
+        level[i] = alpha / (k - j)
+    return reject, level
 
 
 def decide(
@@ -226,7 +233,8 @@ def decide(
     df=None,
     edge=None,
     alpha: float = 0.05,
-) -> np.ndarray:
+    quantiles: bool = False,
+):
     """Per-case ``"yes"`` / ``"no"`` / ``"ns"`` against the range ``[low, high]``, Holm-
     corrected across the cases (family-wise ``alpha``).
 
@@ -250,6 +258,11 @@ def decide(
     edge
         Per case 0 (estimate), -1 (a bound: the quantity is <= value) or +1 (>= value).
         A bound is "yes"/"no" when the whole half-line is inside/outside the range.
+    quantiles
+        Also return, per case, the quantile of the interval its decision reads: the
+        two-sided interval ``value +- q se`` (on the log scale with ``log``) at the Holm
+        level of the case's step (:func:`_holm`), which lies inside (outside) the range
+        exactly when the case is "yes" ("no"). Then ``(cells, q)``.
     """
     v = np.asarray(value, dtype=np.float64)
     shape = v.shape
@@ -271,10 +284,16 @@ def decide(
     if df is not None:
         p = np.where(d >= 1, p, 1.0)
     p = np.where(side != 0, np.where(fixed == "ns", 1.0, 0.0), p)
-    reject = _holm(p, alpha)
+    reject, level = _holm(p, alpha)
     cells = np.where(reject, np.where(p_in <= p_out, "yes", "no"), "ns")
     cells = np.where(side != 0, fixed, cells).astype(str)
-    return cells.reshape(shape)
+    if not quantiles:
+        return cells.reshape(shape)
+    from scipy import stats
+
+    tail = 1 - level / 2  # the two-sided interval at each case's Holm level
+    q = stats.norm.ppf(tail) if d is None else stats.t.ppf(tail, np.where(d >= 1, d, np.nan))
+    return cells.reshape(shape), np.asarray(q, float).reshape(shape)
 
 
 def _fmt_iv(lo, up, fmt: str = "{:.1f}") -> str:
@@ -417,19 +436,25 @@ def _scale_none(claim: str, name: str, span: str, size: int, where: str) -> Outc
     )
 
 
-def _scale_intervals(lo, up, edge, layers) -> str:
-    """The 95 % intervals of the claimed layers, model by model, in words; a bound at the
-    grid's edge reads as the bound ("≤ 3", "≥ 128"), never as an interval."""
-    lo_v, up_v, e_v = (_grid(x.sel(layer=layers)).ravel() for x in (lo, up, edge))
+def _scale_intervals(value, se, q, edge, grid) -> str:
+    """The intervals of the claimed layers' scales (``(model, layer)`` arrays), model by
+    model, in words: each at its Holm step's quantile ``q`` on the log scale and inside
+    the grid ``(a_min, a_max)`` (None: not clipped); a bound at the grid's edge reads as
+    the bound ("≤ 3", "≥ 128"), never as an interval."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = np.exp(q * np.nan_to_num(se) / value)
+    lo, up = value / f, value * f
+    if grid is not None:
+        lo, up = np.maximum(lo, grid[0]), np.minimum(up, grid[1])
     words = []
-    for a_, b_, e_ in zip(lo_v, up_v, e_v, strict=True):
+    for v, a_, b_, e_ in zip(value.ravel(), lo.ravel(), up.ravel(), edge.ravel(), strict=True):
         if e_ < 0:
-            words.append(f"≤ {b_:.3g}")
+            words.append(f"≤ {v:.3g}")
         elif e_ > 0:
-            words.append(f"≥ {a_:.3g}")
+            words.append(f"≥ {v:.3g}")
         else:
             words.append(_fmt_iv(float(a_), float(b_)))
-    return "; ".join(words)
+    return f"{HOLM_WORDS}: " + "; ".join(words)
 
 
 def rule_dominant_scale(
@@ -492,8 +517,8 @@ def rule_dominant_scale(
     target = f"≤ {high:g}" if np.isfinite(high) else f"≥ {low:g}"
     if not np.isfinite(s.values).any():
         return _scale_none(claim, name, span, s.size, where)
-    se_s = None if se is None else se.sel(layer=layers).values
-    cells = decide(s.values, se_s, low, high, log=True, edge=es.values)
+    se_s = None if se is None else _grid(se.sel(layer=layers))
+    cells, q = decide(_grid(s), se_s, low, high, log=True, edge=_grid(es), quantiles=True)
     groups = _disjoint(stat, early, late) if claim == "C2" else None
     shift, core = None, np.array([], dtype=str)
     if groups is not None:
@@ -511,8 +536,16 @@ def rule_dominant_scale(
         lower=lo,
         upper=up,
         contrast=shift,
-        interval=_scale_intervals(lo, up, edge, layers) if se is not None else "point values",
+        interval=_scale_intervals(
+            _grid(s), se_s, q, _grid(es), None if grid is None else (grid[0] * unit, grid[1] * unit)
+        )
+        if se is not None
+        else "point values",
     )
+
+
+#: How the printed intervals of a rule that tests with Holm are formed, in words.
+HOLM_WORDS = "95 % family-wise: each case's interval at the level of its Holm step"
 
 
 def _band_excess(value, se, ref, ref_se):
@@ -530,16 +563,17 @@ def _band_part(claim, value, se, ref, ref_se, layers):
     bound = REGISTRY[claim].stated["scale"]
     band = f"a ≤ {bound:g}" if claim == "C1" else f"a ≥ {bound:g}"
     d, s, lo, up = _band_excess(value, se, ref, ref_se)
-    ds, ss = d.sel(layer=layers), s.sel(layer=layers)
-    cells = decide(_grid(ds), _grid(ss), low=0.0)
+    ds, ss = _grid(d.sel(layer=layers)), _grid(s.sel(layer=layers))
+    cells, q = decide(ds, ss, low=0.0, quantiles=True)
     span = layer_span(layers)
     measured = (
         f"share of E(a) at {band}, layers {span}: {fmt_range(value.sel(layer=layers), '{:.2f}')}"
         f" (untrained {fmt_range(ref.sel(layer=layers), '{:.2f}')}); trained − untrained "
         f"{fmt_range(ds, '{:+.3f}')}"
     )
-    interval = f"trained − untrained, layers {span}: " + _ivs(
-        _grid(lo.sel(layer=layers)), _grid(up.sel(layer=layers)), "{:+.3f}"
+    half = q * ss  # the interval each case's Holm step reads
+    interval = f"trained − untrained, layers {span} ({HOLM_WORDS}): " + _ivs(
+        np.clip(ds - half, -1.0, 1.0), np.clip(ds + half, -1.0, 1.0), "{:+.3f}"
     )
     rule = f"share of E(a) at {band} in layers {span} above the same models untrained"
     return d, lo, up, cells, measured, interval, rule
@@ -928,8 +962,8 @@ def _c4_seed_cases(g: _C4Grid, share) -> _C4Cases:
         diff_ds = xr.Dataset(
             {
                 "value": ("layer", d_val),
-                "lower": ("layer", d_val - dq),
-                "upper": ("layer", d_val + dq),
+                "lower": ("layer", np.maximum(d_val - dq, -1.0)),  # a difference of shares
+                "upper": ("layer", np.minimum(d_val + dq, 1.0)),
             },
             coords={"layer": lay},
         )
@@ -1012,7 +1046,7 @@ def _c4_text(mode: str, g: _C4Grid, c: _C4Cases, qs, qd) -> tuple[str, str]:
         measured += "; window alone: " + fmt(g.bv)
     if mode == "seeds":
         iv = [
-            f"L{L_} share {v:.2f} [{v - h:.2f}, {v + h:.2f}]"
+            f"L{L_} share {v:.2f} [{max(v - h, 0.0):.2f}, {min(v + h, 1.0):.2f}]"
             + (
                 f", mode − window {x:+.3f} [{x - g_:+.3f}, {x + g_:+.3f}]"
                 if g.dv is not None
@@ -1196,6 +1230,7 @@ def rule_c5(
     c5 = REGISTRY["C5"]
     above = c5.stated["early_above"]
     lo, up = _interval(H, se, log=True)
+    lo, up = lo.clip(min=1.0), up.clip(max=n - 1.0)  # H* counts modes: 1 <= H* <= N - 1
     c, core, groups = _core(H, se, rest, early, 1)  # early - later
     testable = n - 1 > above
     sev = (lambda layers: None) if se is None else (lambda layers: se.sel(layer=layers).values)
