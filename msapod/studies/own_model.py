@@ -1466,6 +1466,8 @@ def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
 
 def _claims_html(ds: xr.Dataset) -> str:
     """The claims section: what these models decide, by the book's rules."""
+    from .verdict.claims import VERDICTS
+
     esc = html.escape
     units = {str(u) for u in ds["lag_unit"].values}
     out = [
@@ -1474,8 +1476,9 @@ def _claims_html(ds: xr.Dataset) -> str:
         "reading of <code>msapod.studies.verdict.rules</code>, the same code as the book's "
         "scorecard, through <code>msapod.studies.check_claims</code>). What a single model "
         "can decide is decided; claims that compare architectures (C7, C8) need at least "
-        "two models of each architecture and say so. Verdicts: holds, partly, not "
-        "significant, does not hold, not testable as stated.</p>"
+        "two models of each architecture and say so. Verdicts: "
+        + esc(", ".join(VERDICTS))
+        + ".</p>"
     ]
     if units != {"character"}:
         out.append(
@@ -1497,7 +1500,10 @@ def _claims_html(ds: xr.Dataset) -> str:
         for c in ds["claim"].values
     ]
     out.append(
-        _table(["claim", "the paper says", "verdict", "measured", "95 % interval", "cases"], rows)
+        _table(
+            ["claim", "the paper says", "verdict", "measured", "interval (its rule's)", "cases"],
+            rows,
+        )
     )
     return "\n".join(out)
 

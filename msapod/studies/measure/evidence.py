@@ -89,6 +89,7 @@ AXES: dict[str, tuple] = {
     "scale_min": (3, 2, 4),
     "scale_stat": ("peak", "argmax", "centroid"),
     "scale_test": ("share", "peak", "argmax", "centroid"),
+    "c4_window": ("range", "dominant scale"),
     "centre": ("energy-max", "period"),
     "width": (1.0, 0.5, 2.0),
     "criterion": ("energy", "l2"),
@@ -504,7 +505,10 @@ def layer_evidence(
         :func:`band_shares`, :func:`spectrum_slope`); ``energy``, ``energy_se`` (C7); ``T_spec``,
         ``T_spec_se`` (fit), ``H_star``, ``H_star_se`` (criterion) of the plain POD at
         this N (C3, C5, C8); ``a_star(..., peak)``, ``c4_share``, ``c4_reach``,
-        ``c4_peaks`` (C4); ``c9_ratio`` (C9); ``spectrum`` (plain POD); optionally
+        ``c4_peaks`` (C4 in the windows of the dominant scales); ``c4_range_share``,
+        ``c4_range_base``, ``c4_range_peaks`` (``width``, ``paper_layer``: C4 in windows
+        placed on the paper's lags, :func:`_range_windows`); ``c9_ratio`` (C9);
+        ``spectrum`` (plain POD); optionally
         ``t1_gap``, ``t1_beaten``.
     """
     from ...fields import check_field, to_lag
@@ -528,14 +532,18 @@ def layer_evidence(
         "c4_share_se": np.full(win["c4_key"].shape, np.nan),
         "c4_diff_se": np.full(win["c4_key"].shape, np.nan),
         "c9_ratio_se": np.full(win["c9_key"].shape, np.nan),
+        "c4_range_share_se": np.full(win["c4_range_key"].shape, np.nan),
+        "c4_range_diff_se": np.full(win["c4_range_key"].shape, np.nan),
     }
     if window_se:
         rectified = [n == "rectified" for n in AX["normalisation"]]
         grids = [ctx.grids[g] for g in AX["scale_min"]]
-        got = _window_jackknife(
-            G, Xu, ctx.lags, win["keys"], win["c4_key"], win["c9_key"], ctx.M_up, grids, rectified
-        )
-        se = dict(zip(se, got, strict=True))
+        args = (ctx.M_up, grids, rectified)
+        got = _window_jackknife(G, Xu, ctx.lags, win["keys"], win["c4_key"], win["c9_key"], *args)
+        se.update(zip(("c4_share_se", "c4_diff_se", "c9_ratio_se"), got, strict=True))
+        no_c9 = np.full(1, -1)
+        got = _window_jackknife(G, Xu, ctx.lags, win["keys"], win["c4_range_key"], no_c9, *args)
+        se.update(c4_range_share_se=got[0], c4_range_diff_se=got[1])
     ds = _evidence_dataset(ctx, scale, pod, win, se)
     gap, beaten, trials = np.nan, np.nan, np.nan
     if theorem1:
@@ -749,7 +757,8 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
     the first peak's window (index ``c9_key``); ``a_star`` and the window ``keys``."""
     AX, lags, nS = ctx.AX, ctx.lags, NUM_SCALES
     plan, a_star = _window_plan(ctx, scale)
-    keys = list(dict.fromkeys(p[-1] for p in plan))
+    on_range = _range_windows(AX["width"])
+    keys = list(dict.fromkeys([*(p[-1] for p in plan), *(w[-1] for w in on_range)]))
     index = {key: i for i, key in enumerate(keys)}
     need = sorted({index[p[-1]] for p in plan if p[1] == 0})
     modes = _window_modes(G, Xu, lags, keys, need, ctx.M_up, ctx.iu)
@@ -785,7 +794,37 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
             out["c9_ratio"][ix] = _spread(mspec * wgt, s) / plain_spread[gi, norm]
             out["c9_key"][ix] = j
         _c4_cases(out, ix, j, c, key[1], modes["energy"][j], lags, lag_e)
+    shape_r = (len(AX["width"]), len(PAPER_LAGS))
+    for name in ("c4_range_share", "c4_range_base", "c4_range_peaks"):
+        out[name] = np.full(shape_r, np.nan)
+    out["c4_range_key"] = np.full(shape_r, -1)
+    for wi, r, (c, sigma) in on_range:
+        lo, hi = list(PAPER_LAGS.values())[r]
+        inside = (lags >= lo) & (lags <= hi)
+        e = modes["energy"][index[(c, sigma)]]
+        out["c4_range_share"][wi, r] = float(e[inside].sum())
+        out["c4_range_base"][wi, r] = _window_alone_share(c, sigma, lags, lag_e, inside)
+        out["c4_range_peaks"][wi, r] = _count_peaks(e, lags, lo, hi)
+        out["c4_range_key"][wi, r] = index[(c, sigma)]
     return out
+
+
+def _range_windows(widths) -> list[tuple]:
+    """C4's windows placed on the paper's lags: per width factor ``k`` and paper range
+    ``[lo, hi]`` the window centred at ``(lo + hi) / 2`` with ``sigma = k (hi - lo) / 2``,
+    as ``(width index, range index, (centre, sigma))`` (the key rounded as the plan's)."""
+    return [
+        (wi, r, (round((lo + hi) / 2, 9), round(k * (hi - lo) / 2, 9)))
+        for wi, k in enumerate(widths)
+        for r, (lo, hi) in enumerate(PAPER_LAGS.values())
+    ]
+
+
+def _window_alone_share(c: float, sigma: float, lags, lag_e, inside) -> float:
+    """The share of the windowed fluctuation's lag energy ``w(tau)^2 E_u(tau)`` inside
+    the range (``inside``): what the window ``(c, sigma)`` puts there by itself."""
+    w2e = np.exp(-((lags - c) ** 2) / sigma**2) * lag_e
+    return float(w2e[inside].sum() / w2e.sum()) if w2e.sum() > 0 else np.nan
 
 
 def _c4_cases(out: dict, ix: tuple, j: int, c: float, sigma: float, e, lags, lag_e) -> None:
@@ -803,8 +842,7 @@ def _c4_cases(out: dict, ix: tuple, j: int, c: float, sigma: float, e, lags, lag
         )
         if better:
             out["c4_share"][at] = sh
-            w2e = np.exp(-((lags - c) ** 2) / sigma**2) * lag_e
-            out["c4_base"][at] = float(w2e[inside].sum() / w2e.sum()) if w2e.sum() > 0 else np.nan
+            out["c4_base"][at] = _window_alone_share(c, sigma, lags, lag_e, inside)
             out["c4_reach"][at] = ok
             out["c4_peaks"][at] = _count_peaks(e, lags, lo, hi)
             out["c4_key"][at] = j
@@ -836,6 +874,11 @@ def _evidence_dataset(ctx: _LayerContext, scale: dict, pod: dict, win: dict, se:
             **{k: (c4, win[k]) for k in ("c4_share", "c4_reach", "c4_base", "c4_peaks")},
             "c4_share_se": (c4, se["c4_share_se"]),
             "c4_diff_se": (c4, se["c4_diff_se"]),
+            **{
+                k: (("width", "paper_layer"), v)
+                for k, v in {**win, **se}.items()
+                if k.startswith("c4_range_") and k != "c4_range_key"
+            },
             "c9_ratio": (dims_w, win["c9_ratio"]),
             "c9_ratio_se": (dims_w, se["c9_ratio_se"]),
             "spectrum": ("rank", pod["lam"]),
@@ -927,7 +970,13 @@ def band_evidence(
 
 
 #: C4's and C9's window jackknife standard errors and the variable each is shaped like.
-WINDOW_SE_VARS = {"c4_share_se": "c4_share", "c4_diff_se": "c4_share", "c9_ratio_se": "c9_ratio"}
+WINDOW_SE_VARS = {
+    "c4_share_se": "c4_share",
+    "c4_diff_se": "c4_share",
+    "c9_ratio_se": "c9_ratio",
+    "c4_range_share_se": "c4_range_share",
+    "c4_range_diff_se": "c4_range_share",
+}
 
 
 def with_window_se(ev: xr.Dataset) -> xr.Dataset:
@@ -935,7 +984,7 @@ def with_window_se(ev: xr.Dataset) -> xr.Dataset:
     (``window_se=False``: the evidence is otherwise the same, so its cache key leaves the
     flag out)."""
     for name, like in WINDOW_SE_VARS.items():
-        if name not in ev:
+        if name not in ev and like in ev:
             ev[name] = xr.full_like(ev[like], np.nan, dtype=np.float64)
     return ev
 

@@ -51,10 +51,10 @@ __all__ = [
     "verdict_shares",
 ]
 
-VERDICTS = ("holds", "partly", "not significant", "does not hold", "not testable as stated")
 #: What each verdict word says, in one sentence (the vocabulary, stated once).
 VERDICT_MEANING = {
-    "holds": "every case passes its test by its 95 % interval",
+    "holds": "every case passes its test by its 95 % interval (family-wise where the rule "
+    "tests with Holm)",
     "partly": "some cases pass by their 95 % interval, the others do not",
     "not significant": "no case passes or fails: every interval contains both the claim's "
     "boundary and its negation",
@@ -62,6 +62,8 @@ VERDICT_MEANING = {
     "not testable as stated": "the data or the setting cannot decide the claim (the reason "
     "is given)",
 }
+#: The verdict words, from the strongest support to none.
+VERDICTS = tuple(VERDICT_MEANING)
 #: What kind of statement each claim is: the paper's empirical claims, its theorem, and
 #: the cited claim of the energy-gated attention paper (from the registry).
 KINDS = {c.id: c.kind for c in REGISTRY.values()}
@@ -395,6 +397,7 @@ def _reading_words(claim: str, mv) -> str:
         "scale_test": lambda v: {"share": "band shares of $E(a)$ against the untrained models"}.get(
             v, f"dominant scale ({v})"
         ),
+        "c4_window": lambda v: {"range": "window on the paper's lags"}.get(v, f"window of the {v}"),
         "centre": lambda v: f"window centre {v}",
         "width": lambda v: f"$\\sigma = {v:g}\\,a^*$",
         "criterion": lambda v: f"{v} criterion",

@@ -138,7 +138,8 @@ def multiverse_study(
     xarray.Dataset
         dims ``claim``, ``spec``, ``model``, ``layer``. Coordinates along ``spec``: one
         per axis (``zoo``, ``field``, ``normalisation``, ``scale_min``, ``scale_stat``,
-        ``centre``, ``width``, ``criterion``, ``n``, ``fit``) and the boolean ``main``.
+        ``scale_test``, ``centre``, ``width``, ``criterion``, ``n``, ``fit``) and the
+        boolean ``main``.
         Variables: ``verdict(claim, spec)`` (a verdict word; "" where the claim does not
         apply), ``applicable``, ``measured``, ``rule``, ``cases``, ``reason``;
         ``stat``, ``lower``, ``upper`` (claim, spec, model, layer: the key statistic and

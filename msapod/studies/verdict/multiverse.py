@@ -135,6 +135,14 @@ READING_TAGS: dict[str, tuple[str, str]] = {
         "as the slope of log E(a); the dominant scale a* (peak, argmax, centroid) is one "
         "reading",
     ),
+    "c4_window": (
+        "book",
+        "C4 names lags (2-10, 10-35, 10-40); a window of the dominant scale cannot reach "
+        "lags that far from a* (a* of about 4-5 leaves layer 4's 10-35 out of reach, and a "
+        "spectrum without an interior maximum gives no window): the window sits on the "
+        "paper's lags, sigma = width x half the range; the dominant scale's window is one "
+        "reading",
+    ),
     "centre": ("book", "the paper gives no window formula; centred where the energy of a* sits"),
     "width": ("book", "the paper gives no window width; sigma = a*, the wavelet's own width"),
     "criterion": ("paper", "the paper's eps = 0.10 with 90 % of the energy"),
@@ -178,6 +186,8 @@ def specifications(zoos: Sequence[str]) -> list[dict]:
             axes = CLAIM_AXES[claim]
             for values in itertools.product(*(AXES[a] for a in axes)):
                 spec = {"zoo": z, **MAIN_SPEC, **dict(zip(axes, values, strict=True))}
+                if not _in_subgrid(claim, spec):
+                    continue
                 key = tuple(spec.values())
                 if key not in seen:
                     seen.add(key)
@@ -186,7 +196,15 @@ def specifications(zoos: Sequence[str]) -> list[dict]:
 
 
 def _applies(claim: str, spec: dict) -> bool:
-    return all(spec[a] == MAIN_SPEC[a] for a in AXES if a not in CLAIM_AXES[claim])
+    others = all(spec[a] == MAIN_SPEC[a] for a in AXES if a not in CLAIM_AXES[claim])
+    return others and _in_subgrid(claim, spec)
+
+
+def _in_subgrid(claim: str, spec: dict) -> bool:
+    """Whether ``spec`` is one of the claim's readings: under a reading of the registry's
+    ``varies_with`` only its axes vary (the others at the default reading)."""
+    used = _reading_axes(claim, spec)
+    return all(spec[a] == MAIN_SPEC[a] for a in CLAIM_AXES[claim] if a not in used)
 
 
 def _where(claim: str, spec: dict) -> str:
@@ -205,16 +223,32 @@ def _where(claim: str, spec: dict) -> str:
             "argmax": "global maximum",
             "centroid": "centroid",
         }[v],
+        "c4_window": lambda v: {
+            "range": "window on the paper's lags",
+            "dominant scale": "window of the dominant scale",
+        }[v],
         "centre": lambda v: f"centre {v}",
-        "width": lambda v: f"σ = {v:g} a*",
+        "width": lambda v: (
+            f"σ = {v:g} × half the range" if spec.get("c4_window") == "range" else f"σ = {v:g} a*"
+        ),
         "criterion": lambda v: f"{v} criterion",
         "n": lambda v: f"N = {v}",
         "fit": lambda v: "fit 1..N/2" if v == "default" else f"fit {FIXED_K[0]}..{FIXED_K[1]}",
     }
-    return ", ".join(words[a](spec[a]) for a in CLAIM_AXES[claim]) or "one reading"
+    return ", ".join(words[a](spec[a]) for a in _reading_axes(claim, spec)) or "one reading"
 
 
-#: The evidence of C4 (``(..., layer, paper_layer)``); the ``*_se`` are optional.
+def _reading_axes(claim: str, spec: dict) -> tuple[str, ...]:
+    """The axes the claim's verdict depends on under ``spec`` (its registry ``axes``, or
+    fewer under a reading of its ``varies_with``)."""
+    for (axis, value), keep in REGISTRY[claim].varies_with.items():
+        if spec[axis] == value:
+            return tuple(a for a in CLAIM_AXES[claim] if a in (axis, *keep))
+    return CLAIM_AXES[claim]
+
+
+#: The evidence of C4 (``(..., layer, paper_layer)``); the ``*_se`` are optional. In the
+#: windows placed on the paper's lags each has its ``c4_range_*`` (``width, paper_layer``).
 C4_VARS = ("c4_share", "c4_reach", "c4_peaks", "c4_base", "c4_share_se", "c4_diff_se")
 
 
@@ -276,13 +310,29 @@ class ZooData:
         (s), ``c4_reach``, ``c4_peaks``, ``c4_base`` (b) and, where the evidence has them,
         the jackknife standard errors ``c4_share_se`` and ``c4_diff_se`` (of s - b); dims
         ``model``, ``layer`` (every layer of the zoo, NaN outside 2, 4, 6) first, then the
-        readings. Formed once per ZooData: each specification only selects its reading."""
+        readings, with ``c4_window`` ("range": the windows on the paper's lags, the same
+        for every reading but the width; "dominant scale") where the evidence has both.
+        Formed once per ZooData: each specification only selects its reading."""
         if self._c4 is None:
             ev = self.ev
             names = [n for n in C4_VARS if n in ev]
+            layer = xr.DataArray(list(PAPER_LAGS), dims="layer", name="layer")
             diag = [ev[names].sel(layer=L, paper_layer=L, drop=True) for L in PAPER_LAGS]
-            c4 = xr.concat(diag, dim=xr.DataArray(list(PAPER_LAGS), dims="layer", name="layer"))
+            c4 = xr.concat(diag, dim=layer)
             c4["c4_reach"] = c4["c4_reach"].astype(bool)
+            on = {n: f"c4_range_{n.removeprefix('c4_')}" for n in names if n != "c4_reach"}
+            if all(v in ev for v in on.values()):
+                r = xr.concat(
+                    [
+                        ev[list(on.values())].sel(layer=L, paper_layer=L, drop=True)
+                        for L in PAPER_LAGS
+                    ],
+                    dim=layer,
+                ).rename({v: k for k, v in on.items()})
+                r["c4_reach"] = r["c4_share"].notnull()
+                window = xr.DataArray(list(AXES["c4_window"]), dims="c4_window")
+                kinds = {"range": r.broadcast_like(c4), "dominant scale": c4}
+                c4 = xr.concat([kinds[w] for w in AXES["c4_window"]], dim=window)
             c4 = c4.reindex(layer=ev["layer"].values, fill_value={"c4_reach": False})
             self._c4 = c4.transpose("model", "layer", ...)
         return self._c4
@@ -425,13 +475,19 @@ def _call_window(claim, spec, data, where, kw):
     """C4, C9: the window readings; their jackknife SEs only where the zoo cannot take
     the intervals over seeds (:meth:`ZooData.over_seeds`)."""
     ev, rule = data.ev, RULES[claim]
-    sel = {a: spec[a] for a in CLAIM_AXES["C4"]}
+    sel = {a: spec[a] for a in CLAIM_AXES["C9"]}
     jack = not data.over_seeds()
     se_df = JACKKNIFE_GROUPS - 1
     if claim == "C9":
         se = ev["c9_ratio_se"].sel(sel) if jack and "c9_ratio_se" in ev else None
         return rule, (ev["c9_ratio"].sel(sel), se), dict(se_df=se_df, where=where)
-    d4 = data.c4().sel(sel)
+    d4 = data.c4()
+    if "c4_window" not in d4.dims:  # evidence made before the windows on the paper's lags
+        raise ValueError(
+            "evidence: no variable 'c4_range_share' (C4 in windows on the paper's lags, "
+            f"evidence format {EVIDENCE_FORMAT}); make it with `msapod reproduce --step evidence`"
+        )
+    d4 = d4.sel(sel).sel(c4_window=spec["c4_window"])
 
     def per_layer(name):
         return d4[name] if name in d4 else None
@@ -443,6 +499,7 @@ def _call_window(claim, spec, data, where, kw):
         diff_se=per_layer("c4_diff_se") if jack else None,
         se_df=se_df,
         where=where,
+        placement=spec["c4_window"],
     )
     return rule, args, kwargs
 

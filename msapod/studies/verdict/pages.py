@@ -109,6 +109,7 @@ _AXIS_WORDS = {
         "argmax": "dominant scale a* (global maximum)",
         "centroid": "scale centroid",
     }.get(v, str(v)),
+    "c4_window": lambda v: {"range": "window on the paper's lags"}.get(v, f"window of the {v}"),
     "centre": lambda v: f"window centre {v}",
     "width": lambda v: f"window width {v:g} a*",
     "criterion": lambda v: f"{v} criterion",

@@ -41,7 +41,7 @@ from ..registry import EARLY as _EARLY
 from ..registry import LATE as _LATE
 from ..registry import MIDDLE_LATE as _MIDDLE_LATE
 from ..registry import REGISTRY
-from .claims import CLAIMS, Z95, case_counts, combine, fmt_range, layer_span
+from .claims import CLAIMS, VERDICTS, Z95, case_counts, combine, fmt_range, layer_span
 
 __all__ = [
     "C8_SIGNS",
@@ -75,7 +75,7 @@ PAPER_LAGS = dict(REGISTRY["C4"].stated["lags"])
 C8_SIGNS = dict(REGISTRY["C8"].signs)
 #: The target range of each claim's key statistic ``(low, high)``: the registry's ranges.
 THRESHOLDS = {c.id: c.range for c in REGISTRY.values() if c.id != "C6"}
-NOT_TESTABLE = "not testable as stated"
+NOT_TESTABLE = VERDICTS[-1]
 
 
 @dataclass
@@ -1016,7 +1016,14 @@ def _c4_cells(c: _C4Cases, has_base: bool):
     return cells, qs, qd, z
 
 
-def _c4_rule_text(mode: str, se_df, where: str) -> str:
+#: Where C4's windows sit, in words (the ``c4_window`` readings).
+C4_PLACEMENT = {
+    "range": "in a window on the paper's lags",
+    "dominant scale": "in a window of the dominant scale",
+}
+
+
+def _c4_rule_text(mode: str, se_df, where: str, placement: str) -> str:
     """C4's rule in words for one way of forming the intervals."""
     kind = {
         "jackknife": _jack_words(se_df) + ", Holm across cases",
@@ -1027,7 +1034,7 @@ def _c4_rule_text(mode: str, se_df, where: str) -> str:
     per = "every layer 2, 4, 6" if mode == "seeds" else "every model and layer 2, 4, 6"
     return (
         f"share of mode 1's lag energy inside the paper's lags ≥ {REGISTRY['C4'].low:g} and above "
-        "the window alone's share (difference > 0), in a window of the dominant scale "
+        f"the window alone's share (difference > 0), {C4_PLACEMENT[placement]} "
         f"(layer 6 also ≥ {REGISTRY['C4'].stated['peaks6']} peaks in "
         f"{'–'.join(map(str, PAPER_LAGS[6]))}), {per}; {kind} ({where})"
     )
@@ -1091,11 +1098,12 @@ def rule_c4(
     se_df: int | None = None,
     seeds: bool = True,
     where: str = "",
+    placement: str = "range",
 ) -> Outcome:
     r"""C4: the scale-selective modes of layers 2, 4, 6 sit at the paper's lags.
 
     Per layer :math:`\ell \in \{2, 4, 6\}` with its range :math:`R_\ell`
-    (:data:`PAPER_LAGS`), mode 1 of the window :math:`w` of the dominant scale puts the
+    (:data:`PAPER_LAGS`), mode 1 of the window :math:`w` (``placement``) puts the
     share :math:`s = \sum_{\tau \in R_\ell} e_1(\tau)` of its lag energy
     :math:`e_1(\tau) \propto w(\tau)^2 v_1^\top G(\tau) v_1` in the range; the
     window alone (the windowed fluctuation, no mode) puts :math:`b`. A case passes when
@@ -1131,7 +1139,13 @@ def rule_c4(
         the range, Student-t intervals with models - 1 degrees of freedom (the
         per-layer values land in ``Outcome.diff``: ``value`` = :math:`\bar d`). False
         (or one model): point values per model and layer.
+    placement
+        Where the windows sit (:data:`C4_PLACEMENT`): on the paper's lags (``"range"``:
+        centred on each range, the width a multiple of its half-width) or at the
+        dominant scale (``"dominant scale"``); names the windows in the rule's text.
     """
+    if placement not in C4_PLACEMENT:
+        raise ValueError(f"placement: expected one of {list(C4_PLACEMENT)}, got {placement!r}")
     g = _c4_grid(share, reach, base, peaks6, sorted(PAPER_LAGS))
     n_models = g.sv.shape[0]
     mode = (
@@ -1142,7 +1156,7 @@ def rule_c4(
     else:
         c = _c4_model_cases(g, share, share_se, diff_se, se_df)
     cells, qs, qd, z = _c4_cells(c, g.dv is not None)
-    rule = _c4_rule_text(mode, se_df, where)
+    rule = _c4_rule_text(mode, se_df, where, placement)
     measured, interval = _c4_text(mode, g, c, qs, qd)
     left = _c4_left(g, c.n_thin)
     common = dict(stat=share, lower=c.lower, upper=c.upper, diff=c.diff, interval=interval)
@@ -1807,7 +1821,7 @@ def rule_loss(
     )
 
 
-_VERDICT_SET = {"holds", "partly", "not significant", "does not hold", NOT_TESTABLE}
+_VERDICT_SET = set(VERDICTS)
 
 #: Rule function of every claim.
 RULES = {
