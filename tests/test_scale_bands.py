@@ -205,3 +205,16 @@ def test_band_rules_read_the_registry(monkeypatch):
         d.ev["fine_share_ref_se"].squeeze(drop=True),
     )
     assert "a ≤ 5" in out.measured and "a ≤ 7" not in out.measured
+
+
+def test_c4_windows_sit_on_the_paper_lags():
+    """C4's windows on the paper's lags: centred on each range, sigma a multiple of its
+    half-width, so layer 4's 10-35 and layer 6's 10-40 are always within reach."""
+    from msapod.studies.measure.evidence import PAPER_LAGS, _range_windows
+
+    got = _range_windows((1.0, 2.0))
+    assert len(got) == 2 * len(PAPER_LAGS)
+    for wi, r, (c, sigma) in got:
+        lo, hi = list(PAPER_LAGS.values())[r]
+        assert c == pytest.approx((lo + hi) / 2) and lo < c < hi
+        assert sigma == pytest.approx((1.0, 2.0)[wi] * (hi - lo) / 2)
