@@ -179,7 +179,7 @@ def _zoo(with_bands: bool, reference: bool):
 
 def test_missing_band_evidence_is_a_clear_error():
     spec = {"zoo": "", **MAIN_SPEC}
-    with pytest.raises(ValueError, match=r"fine_share.*msapod reproduce --step evidence"):
+    with pytest.raises(ValueError, match=r"fine_share.*msapod reproduce --steps evidence"):
         evaluate("C1", spec, _zoo(with_bands=False, reference=True))
     out = evaluate("C1", spec, _zoo(with_bands=True, reference=False))
     assert out.verdict == "not testable as stated" and "untrained" in out.reason
@@ -218,3 +218,27 @@ def test_c4_windows_sit_on_the_paper_lags():
         lo, hi = list(PAPER_LAGS.values())[r]
         assert c == pytest.approx((lo + hi) / 2) and lo < c < hi
         assert sigma == pytest.approx((1.0, 2.0)[wi] * (hi - lo) / 2)
+
+
+def test_c4_without_the_windows_on_the_lags_is_a_clear_error():
+    """Evidence made before the windows on the paper's lags: C4's default reading names
+    the missing variable and the command that makes it; the dominant scale's reading
+    still decides."""
+    from test_check_claims import c4_fields
+
+    from msapod.studies.measure.evidence import fields_evidence
+
+    F = c4_fields(True, models=2, n=12)
+    main = {a: (MAIN_SPEC[a],) for a in ("field", "normalisation", "scale_min", "scale_stat")}
+    main |= {"centre": (MAIN_SPEC["centre"],)}
+    ev = xr.concat(
+        [fields_evidence(F.isel(model=m, drop=True), axes=main) for m in range(2)],
+        dim=xr.DataArray(["b0", "b1"], dims="model", name="model"),
+    ).assign_coords(architecture=("model", ["baseline"] * 2))
+    old = ev.drop_vars([v for v in ev.data_vars if v.startswith("c4_range_")])
+    spec = {"zoo": "", **MAIN_SPEC}
+    with pytest.raises(ValueError, match=r"c4_range_share.*msapod reproduce --steps evidence"):
+        evaluate("C4", spec, ZooData(["b0", "b1"], old))
+    dominant = evaluate("C4", {**spec, "c4_window": "dominant scale"}, ZooData(["b0", "b1"], old))
+    assert "window of the dominant scale" in dominant.rule
+    assert "window on the paper's lags" in evaluate("C4", spec, ZooData(["b0", "b1"], ev)).rule

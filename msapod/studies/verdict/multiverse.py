@@ -399,6 +399,19 @@ def _not_testable(claim: str, measured: str, reason: str) -> Outcome:
     return Outcome(claim, NOT_TESTABLE, measured, "", "0 cases", reason=reason)
 
 
+#: The command that makes the evidence of the current format (every trained zoo, trained
+#: and untrained models) and decides again.
+REMAKE_EVIDENCE = "msapod reproduce --steps evidence multiverse scorecard"
+
+
+def _missing(name: str, what: str) -> ValueError:
+    """The error for evidence made before the variable ``name`` (``what`` it holds)."""
+    return ValueError(
+        f"evidence: no variable {name!r} ({what}; evidence format {EVIDENCE_FORMAT}); make "
+        f"it with `{REMAKE_EVIDENCE}`"
+    )
+
+
 def _band_vars(claim: str, data: ZooData) -> list[str] | Outcome:
     """The evidence variables C1's or C2's band rule reads, or the outcome "not testable"
     without a reference; a clear error where the evidence predates them."""
@@ -412,11 +425,7 @@ def _band_vars(claim: str, data: ZooData) -> list[str] | Outcome:
         )
     missing = [n for n in names if n not in data.ev]
     if missing:
-        raise ValueError(
-            f"evidence: no variable {missing[0]!r} (C1 and C2's band statistics, evidence "
-            f"format {EVIDENCE_FORMAT}, trained and untrained); make it with "
-            "`msapod reproduce --step evidence`"
-        )
+        raise _missing(missing[0], "C1 and C2's band statistics, trained and untrained")
     return names
 
 
@@ -481,13 +490,11 @@ def _call_window(claim, spec, data, where, kw):
     if claim == "C9":
         se = ev["c9_ratio_se"].sel(sel) if jack and "c9_ratio_se" in ev else None
         return rule, (ev["c9_ratio"].sel(sel), se), dict(se_df=se_df, where=where)
-    d4 = data.c4()
-    if "c4_window" not in d4.dims:  # evidence made before the windows on the paper's lags
-        raise ValueError(
-            "evidence: no variable 'c4_range_share' (C4 in windows on the paper's lags, "
-            f"evidence format {EVIDENCE_FORMAT}); make it with `msapod reproduce --step evidence`"
-        )
-    d4 = d4.sel(sel).sel(c4_window=spec["c4_window"])
+    d4 = data.c4().sel(sel)
+    if "c4_window" in d4.dims:
+        d4 = d4.sel(c4_window=spec["c4_window"])
+    elif spec["c4_window"] == "range":  # evidence made before the windows on the lags
+        raise _missing("c4_range_share", "C4 in windows on the paper's lags")
 
     def per_layer(name):
         return d4[name] if name in d4 else None
