@@ -177,8 +177,8 @@ def test_main_specification_equals_scorecard(zoo):
     at600 = c5["verdict"].values[(c5["n"] == 600).values & c5["applicable"].values]
     assert set(at600) == {"not testable as stated"}
     shares = verdict_shares("C1", mv, "d128")
-    # field, normalisation, 2 grids, C1's statistic (the band share or one of three a*)
-    assert sum(shares.values()) == 2 * 2 * 2 * 4
+    # field, normalisation, 2 grids, C1's statistic (the band share or a*)
+    assert sum(shares.values()) == 2 * 2 * 2 * 2
 
 
 def test_verdict_markdown_starts_with_the_main_verdict(zoo):

@@ -1065,6 +1065,9 @@ def evaluate_claims(
     ok = _claim_models(results, log)
     if not ok:
         return None
+    from .measure.evidence import EVIDENCE_FORMAT
+    from .verdict.curve import _source_hash
+
     labels = [src.label for src, _, _ in ok]
     parts = {
         "fields_keys": [ds.attrs["fields_key"] for _, _, ds in ok],
@@ -1072,6 +1075,8 @@ def evaluate_claims(
         "architectures": [src.architecture for src, _, _ in ok],
         "own_format": OWN_FORMAT,
         "readings": "default",
+        "evidence_format": EVIDENCE_FORMAT,  # the claims decided again when evidence or
+        "rules": _source_hash(),  # the rules change
     }
 
     def compute() -> xr.Dataset:

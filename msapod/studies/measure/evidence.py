@@ -88,7 +88,7 @@ AXES: dict[str, tuple] = {
     "normalisation": ("rectified", "raw"),
     "scale_min": (3, 2, 4),
     "scale_stat": ("peak", "argmax", "centroid"),
-    "scale_test": ("share", "peak", "argmax", "centroid"),
+    "scale_test": ("share", "peak"),
     "c4_window": ("range", "dominant scale"),
     "centre": ("energy-max", "period"),
     "width": (1.0, 0.5, 2.0),

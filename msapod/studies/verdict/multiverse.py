@@ -19,8 +19,8 @@ Axes (readings; the default first) and the claims each affects:
   ``argmax`` (the global maximum, edges included), ``centroid`` -- C4, C9 (where the
   windows sit);
 * ``scale_test``: ``share`` (the shares of E(a) at a <= 7 and a >= 20 against the same
-  models untrained; C2 also the slope of log E(a)), or a dominant-scale statistic
-  ``peak``, ``argmax``, ``centroid`` read against 7 and 20 -- C1, C2;
+  models untrained; C2 also the slope of log E(a)), or ``peak`` (the dominant scale a*,
+  edges as bounds, read against 7 and 20) -- C1, C2;
 * ``centre``: ``energy-max`` (argmax_b E(a*, b)), ``period`` (lambda(a*)) -- C4, C9;
 * ``width``: 1, 0.5, 2 (sigma = k a*) -- C4, C9;
 * ``criterion``: ``energy``, ``l2`` (H* criterion) -- C5;
@@ -132,8 +132,8 @@ READING_TAGS: dict[str, tuple[str, str]] = {
         "the measured scale spectra are close to power laws, so a* sits at the grid's edge; "
         "the paper's a <= 7 and a >= 20 are read as the shares of E(a) in those bands against "
         "the same models untrained (the causal window's own shares), the fine-to-coarse shift "
-        "as the slope of log E(a); the dominant scale a* (peak, argmax, centroid) is one "
-        "reading",
+        "as the slope of log E(a); the dominant scale a* (the strongest interior maximum, "
+        "edges as bounds) is one reading",
     ),
     "c4_window": (
         "book",
@@ -220,8 +220,6 @@ def _where(claim: str, spec: dict) -> str:
         "scale_test": lambda v: {
             "share": "band shares against the untrained models",
             "peak": "dominant scale (bounds at edges)",
-            "argmax": "global maximum",
-            "centroid": "centroid",
         }[v],
         "c4_window": lambda v: {
             "range": "window on the paper's lags",

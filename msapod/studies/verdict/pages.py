@@ -106,9 +106,7 @@ _AXIS_WORDS = {
     "scale_test": lambda v: {
         "share": "band shares against the untrained models",
         "peak": "dominant scale a* (local maximum)",
-        "argmax": "dominant scale a* (global maximum)",
-        "centroid": "scale centroid",
-    }.get(v, str(v)),
+    }[v],
     "c4_window": lambda v: {"range": "window on the paper's lags"}.get(v, f"window of the {v}"),
     "centre": lambda v: f"window centre {v}",
     "width": lambda v: f"window width {v:g} a*",

@@ -653,7 +653,7 @@ def rule_c2(
         return _scale_none("C2", "coarse share", layer_span(layers), cells.size, where)
     c, core, groups = _core(slope, slope_se, early, late, 1)
     lo_a, hi_a = REGISTRY["C2"].stated["slope_range"]
-    slope_words = f"slope p of ln E(a) over {lo_a:g} ≤ a ≤ {hi_a:g}"
+    slope_words = f"slope p of ln E(a) over the grid's scales in {lo_a:g} ≤ a ≤ {hi_a:g}"
     if c is not None:
         g0, g1 = layer_span(groups[0]), layer_span(groups[1])
         measured = f"{slope_words}, layers {g1} − {g0}: {_contrast_text(c, '{:+.2f}')}; " + measured
