@@ -476,3 +476,38 @@ def test_holm_step_intervals_agree_with_the_decisions(low, high, log):
     assert ((cells == "yes") == inside).all() and ((cells == "no") == outside).all()
     assert {"yes", "ns"} <= set(cells) or {"no", "ns"} <= set(cells)  # not all alike
     assert (q >= Z95 - 1e-12).all()  # never narrower than one 95 % interval
+
+
+def test_one_renderer_for_the_box_the_row_and_the_report():
+    """An Outcome and the same words as a mapping render alike; the sentence carries the
+    verdict's meaning, or the reason where the claim is not testable."""
+    from msapod.studies.verdict.claims import REPORT_COLUMNS, ROW_COLUMNS, VERDICT_MEANING, render
+    from msapod.studies.verdict.rules import Outcome
+
+    out = Outcome("C3", "partly", "T_spec 1.1", "rule words", "4 cases", interval="[1, 2]")
+    a, b = (
+        render("C3", out),
+        render(
+            "C3",
+            {
+                k: getattr(out, k)
+                for k in (
+                    "verdict",
+                    "measured",
+                    "rule",
+                    "cases",
+                    "reason",
+                    "interval",
+                    "paper_value",
+                )
+            },
+        ),
+    )
+    assert a == b and set(a["row"]) == set(ROW_COLUMNS) and len(a["cells"]) == len(REPORT_COLUMNS)
+    assert a["sentence"] == f"**partly**: {VERDICT_MEANING['partly']}."
+    assert a["row"]["paper"].startswith("early T_spec")
+    nt = render("C5", {"verdict": "not testable as stated", "reason": "N too small"}, " here")
+    assert nt["sentence"] == "**not testable as stated** here: N too small."
+    assert render("C1", {"verdict": "holds"})["row"]["interval"] == "point value"
+    with pytest.raises(ValueError, match="verdict"):
+        render("C1", {"verdict": "maybe"})

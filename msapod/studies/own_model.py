@@ -60,6 +60,7 @@ from .store.cache import (
     state_sha256,
     text_coords,
 )
+from .verdict.claims import REPORT_COLUMNS, ROW_COLUMNS, VERDICTS, render
 
 __all__ = [
     "GGUF_ALIASES",
@@ -1035,7 +1036,7 @@ def _with_claims(out: xr.Dataset, results, cache_dir, progress: bool, log) -> xr
 
 
 #: Columns of the claims table kept in the dataset (as ``claim_<column>(claim)``).
-CLAIM_COLUMNS = ("verdict", "measured", "interval", "rule", "cases", "reason", "paper")
+CLAIM_COLUMNS = ROW_COLUMNS
 
 
 def _all_layers(ds: xr.Dataset) -> bool:
@@ -1470,9 +1471,8 @@ def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
 
 
 def _claims_html(ds: xr.Dataset) -> str:
-    """The claims section: what these models decide, by the book's rules."""
-    from .verdict.claims import VERDICTS
-
+    """The claims section: what these models decide, by the book's rules (each row by
+    :func:`msapod.studies.verdict.claims.render`)."""
     esc = html.escape
     units = {str(u) for u in ds["lag_unit"].values}
     out = [
@@ -1492,24 +1492,17 @@ def _claims_html(ds: xr.Dataset) -> str:
             "models.</p>"
         )
     rows = [
-        [str(c)]
-        + [str(ds[f"claim_{col}"].sel(claim=c).values) for col in ("paper", "verdict")]
-        + [str(ds[f"claim_{col}"].sel(claim=c).values) for col in ("measured", "interval")]
-        + [
-            " ".join(
-                str(ds[f"claim_{col}"].sel(claim=c).values)
-                for col in ("cases", "reason")
-                if f"claim_{col}" in ds
-            ).strip()
-        ]
+        render(
+            str(c),
+            {
+                k: str(ds[f"claim_{k}"].sel(claim=c).values)
+                for k in CLAIM_COLUMNS
+                if f"claim_{k}" in ds
+            },
+        )["cells"]
         for c in ds["claim"].values
     ]
-    out.append(
-        _table(
-            ["claim", "the paper says", "verdict", "measured", "interval (its rule's)", "cases"],
-            rows,
-        )
-    )
+    out.append(_table(list(REPORT_COLUMNS.values()), rows))
     return "\n".join(out)
 
 

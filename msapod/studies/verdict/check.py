@@ -14,38 +14,24 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .claims import ROW_COLUMNS, render
+
 __all__ = ["FIELD_CLAIMS", "check_claims", "outcomes_table"]
 
 #: The claims decided from attention fields alone (C6 needs head pruning, L losses).
 FIELD_CLAIMS = ("C1", "C2", "C3", "C4", "C5", "C7", "C8", "C9", "C10")
 #: Columns of :func:`check_claims` (and of the scorecard's claim columns).
-COLUMNS = ("verdict", "measured", "interval", "rule", "cases", "reason", "paper", "paper_value")
+COLUMNS = ROW_COLUMNS
 
 
 def outcomes_table(outcomes: dict) -> pd.DataFrame:
-    """``{claim: Outcome}`` as a table, index ``claim``, columns :data:`COLUMNS`."""
-    from .claims import CLAIM_PARTS, CLAIMS
-
-    texts = {**CLAIMS, **CLAIM_PARTS, "L": CLAIMS["loss"]}
+    """``{claim: Outcome}`` as a table, index ``claim``, columns :data:`COLUMNS`: each
+    row by :func:`~msapod.studies.verdict.claims.render`."""
     expanded = {}
     for claim, out in outcomes.items():
         expanded[claim] = out
         expanded.update(out.extra.get("parts", {}))
-    rows = []
-    for claim, out in expanded.items():
-        rows.append(
-            dict(
-                claim=claim,
-                verdict=out.verdict,
-                measured=out.measured,
-                interval=out.interval or "point value",
-                rule=out.rule,
-                cases=out.cases,
-                reason=out.reason,
-                paper=texts[claim],
-                paper_value=out.paper_value,
-            )
-        )
+    rows = [{"claim": c, **render(c, out)["row"]} for c, out in expanded.items()]
     return pd.DataFrame(rows, columns=["claim", *COLUMNS]).set_index("claim")
 
 

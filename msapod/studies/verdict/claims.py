@@ -82,6 +82,66 @@ CLAIM_PARTS = {
 }
 
 
+#: The columns of a claim's row: the scorecard, :func:`~msapod.studies.check_claims` and
+#: the claims table of ``msapod analyze``'s report.
+ROW_COLUMNS = ("verdict", "measured", "interval", "rule", "cases", "reason", "paper", "paper_value")
+#: The cells of the report's claims table, with their headers.
+REPORT_COLUMNS = {
+    "claim": "claim",
+    "paper": "the paper says",
+    "verdict": "verdict",
+    "measured": "measured",
+    "interval": "interval (its rule's)",
+    "cases": "cases",
+}
+
+
+def render(claim: str, fields, where: str = "") -> dict:
+    """A claim's decided outcome as every page, table and report shows it.
+
+    Parameters
+    ----------
+    claim
+        ``"C1"`` ... ``"C10"``, ``"C6a"``, ``"C6b"`` or ``"L"``.
+    fields
+        The outcome's words by name (``verdict``, ``measured``, ``interval``, ``rule``,
+        ``cases``, ``reason``, ``paper_value``): a
+        :class:`~msapod.studies.verdict.rules.Outcome`'s attributes or one specification
+        of the curve.
+    where
+        Where it was decided, for the sentence ("on the d128 zoo (...)").
+
+    Returns
+    -------
+    dict
+        ``sentence``: the verdict box's first sentence (the verdict in bold and what it
+        means, :data:`VERDICT_MEANING`, or why the claim is not testable); ``row``: the
+        claim's row (:data:`ROW_COLUMNS`); ``cells``: the report table's cells
+        (:data:`REPORT_COLUMNS`).
+    """
+    get = fields.get if hasattr(fields, "get") else lambda k, d="": getattr(fields, k, d)
+    word = str(get("verdict", ""))
+    if word not in VERDICT_MEANING:
+        raise ValueError(f"fields: expected a verdict of {VERDICTS}, got {word!r}")
+    reason = str(get("reason", "") or "")
+    if word == VERDICTS[-1] and reason:
+        why = reason
+    elif KINDS.get(claim) == "theorem":
+        why = f"{VERDICT_MEANING[word].split(' by ')[0]}, an exact check (no sampling error)"
+    else:
+        why = VERDICT_MEANING[word]
+    texts = {**CLAIMS, **CLAIM_PARTS, "L": CLAIMS["loss"]}
+    row = {c: str(get(c, "") or "") for c in ROW_COLUMNS}
+    row.update(verdict=word, reason=reason, paper=texts.get(claim, claim))
+    row["interval"] = row["interval"] or "point value"
+    cells = {**row, "claim": claim, "cases": f"{row['cases']} {reason}".strip()}
+    return {
+        "sentence": f"**{word}**{where}: {why}.",
+        "row": row,
+        "cells": [cells[c] for c in REPORT_COLUMNS],
+    }
+
+
 def classify(lower, upper, low: float = -np.inf, high: float = np.inf) -> np.ndarray:
     """Classify intervals ``[lower, upper]`` against the target range ``[low, high]``.
 
@@ -436,17 +496,10 @@ def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
     try:
         sub, z = _claim_specs(claim, mv, zoo)
     except LookupError as err:
-        return head + f"**not testable as stated** here: {err}\n```"
+        return head + f"**{VERDICTS[-1]}** here: {err}\n```"
     main = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
-    word = str(main["verdict"].values)
-    reason = str(main["reason"].values)
-    if word == "not testable as stated" and reason:
-        why = reason
-    elif KINDS.get(claim) == "theorem":
-        why = f"{VERDICT_MEANING[word].split(' by ')[0]}, an exact check (no sampling error)"
-    else:
-        why = VERDICT_MEANING[word]
-    first = f"**{word}** on the {z} zoo (the book's default reading): {why}."
+    words = {k: str(main[k].values) for k in ROW_COLUMNS if k in main}
+    first = render(claim, words, f" on the {z} zoo (the book's default reading)")["sentence"]
     label, share = robustness(claim, mv, z)
     total = sum(verdict_shares(claim, mv, z).values())
     if label == "single":
