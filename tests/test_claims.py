@@ -511,3 +511,8 @@ def test_one_renderer_for_the_box_the_row_and_the_report():
     assert render("C1", {"verdict": "holds"})["row"]["interval"] == "point value"
     with pytest.raises(ValueError, match="verdict"):
         render("C1", {"verdict": "maybe"})
+
+
+def test_a_point_value_on_the_boundary_is_not_significant():
+    assert decide([0.0], [0.0], low=0.0).tolist() == ["ns"]
+    assert decide([0.1, -0.1], [0.0, 0.0], low=0.0).tolist() == ["yes", "no"]
