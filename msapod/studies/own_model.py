@@ -1067,7 +1067,7 @@ def evaluate_claims(
     if not ok:
         return None
     from .measure.evidence import EVIDENCE_FORMAT
-    from .verdict.curve import _source_hash
+    from .verdict.curve import source_hash
 
     labels = [src.label for src, _, _ in ok]
     parts = {
@@ -1077,7 +1077,7 @@ def evaluate_claims(
         "own_format": OWN_FORMAT,
         "readings": "default",
         "evidence_format": EVIDENCE_FORMAT,  # the claims decided again when evidence or
-        "rules": _source_hash(),  # the rules change
+        "rules": source_hash(),  # the rules change
     }
 
     def compute() -> xr.Dataset:

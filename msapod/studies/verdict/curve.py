@@ -35,6 +35,7 @@ __all__ = [
     "add_nulls",
     "multiverse_study",
     "null_verdict_columns",
+    "source_hash",
     "zoo_evidence",
 ]
 
@@ -86,7 +87,8 @@ def zoo_evidence(
     return {k: stack_models(parts[k], picked[k]) for k in EVIDENCE_KINDS if parts[k]}
 
 
-def _source_hash() -> str:
+def source_hash() -> str:
+    """sha256 of the verdict tier's sources that decide the claims (a cache key part)."""
     h = hashlib.sha256()
     for mod in ("rules.py", "multiverse.py", "claims.py", "nulls.py", "curve.py"):
         h.update((Path(__file__).parent / mod).read_bytes())
@@ -162,7 +164,7 @@ def multiverse_study(
     if convergence is not None or pruning is not None or evidence is not None:
         return compute()
     weights = {m: zoo_mod.identity(m).weights_sha256 for z in trained for m in zoo_mod.trained(z)}
-    parts = {"source": _source_hash(), "zoos": trained, "format": EVIDENCE_FORMAT}
+    parts = {"source": source_hash(), "zoos": trained, "format": EVIDENCE_FORMAT}
     parts.update(weights_sha256=weights, nulls=bool(nulls))
     return cached_dataset(
         "multiverse", "study-" + "+".join(trained), parts, compute, cache_dir=cache_dir
@@ -173,6 +175,12 @@ def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, c
     """:func:`multiverse_study`'s computation: every zoo's :class:`ZooData` (``studies``:
     the given convergence and pruning studies per zoo; ``ev``: the given evidence), the
     curve and, with ``nulls``, its null controls."""
+    kw = dict(cache_dir=cache_dir, progress=progress)
+
+    def reference(models):  # C1's and C2's: the same models untrained
+        given = ev.get("untrained")
+        return nl.untrained_evidence(models, **kw) if given is None else given
+
     got = {
         z: zoo_data(
             zoo_mod.trained(z),
@@ -181,14 +189,13 @@ def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, c
             progress=progress,
             cache_dir=cache_dir,
             evidence=ev.get("trained"),
-            reference=ev.get("untrained"),
+            reference=reference(zoo_mod.trained(z)),
         )
         for z in trained
     }
     ds = assemble_study(trained, untrained, got)
     if not nulls:
         return ds
-    kw = dict(cache_dir=cache_dir, progress=progress)
     null_data = {
         z: nl.null_zoo_data(zoo_mod.trained(z), "untrained", evidence=ev.get("untrained"), **kw)
         for z in trained

@@ -588,23 +588,18 @@ def zoo_data(
     """Gather the evidence of one zoo's models (computed or read from the cache).
 
     ``convergence`` / ``pruning``: a study result, None (compute or read it from the
-    cache) or False (skip: N = 600 and C6 are then not testable). ``evidence`` /
-    ``reference``: the models' stacked evidence (:func:`stacked_evidence`, e.g. the
-    shipped ``results/evidence.nc``) and that of the same models untrained (C1's and C2's
-    reference, ``results/evidence-untrained.nc``) instead of computing or reading them.
+    cache) or False (skip: N = 600 and C6 are then not testable). ``evidence``: the
+    models' stacked evidence (:func:`stacked_evidence`, e.g. the shipped
+    ``results/evidence.nc``) instead of computing or reading it. ``reference``: that of
+    the same models untrained (C1's and C2's reference: ``results/evidence-untrained.nc``
+    or :func:`~msapod.studies.verdict.nulls.untrained_evidence`; None: C1 and C2 are not
+    testable and say why).
     """
-    from .nulls import null_evidence
-
     models = list(models)
     if evidence is None:
         ev = stacked_evidence(models, progress=progress, cache_dir=cache_dir)
     else:
         ev = evidence.sel(model=models)
-    if reference is None:
-        from ..store.cache import stack_models
-
-        kw = dict(cache_dir=cache_dir, progress=progress, window_se=needs_window_se(models))
-        reference = stack_models([null_evidence(m, "untrained", **kw) for m in models], models)
     ev.attrs["n_snapshots"] = int(ev.sizes["rank"])
     if convergence is None:
         from ..measure.convergence import convergence_study

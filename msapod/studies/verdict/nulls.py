@@ -115,6 +115,7 @@ __all__ = [
     "state_sha256",
     "swap_labelings",
     "swap_untrained",
+    "untrained_evidence",
     "untrained_model",
 ]
 
@@ -368,6 +369,19 @@ def null_zoo_data(
     ev.attrs["n_snapshots"] = int(ev.sizes["rank"])
     ev.attrs["null"] = null
     return ZooData(models, ev, None, None, None, reference=reference)
+
+
+def untrained_evidence(
+    models: Sequence[str], *, cache_dir=None, progress: bool = False
+) -> xr.Dataset:
+    """:func:`null_evidence` of the untrained copies of ``models``, stacked along ``model``
+    (the reference of C1 and C2; C4's and C9's jackknife as the trained zoo has it)."""
+    from ..store.cache import stack_models
+    from .multiverse import needs_window_se
+
+    kw = dict(cache_dir=cache_dir, progress=progress, window_se=needs_window_se(models))
+    parts = [null_evidence(m, "untrained", **kw) for m in models]
+    return stack_models(parts, list(models))
 
 
 #: Claims a null ensemble cannot address: pruning (C6) and the loss difference (L) need

@@ -49,6 +49,7 @@ def zoo_scorecard(
     llm: xr.Dataset | None | bool = None,
     multiverse: xr.Dataset | None = None,
     evidence: xr.Dataset | None = None,
+    reference: xr.Dataset | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
     """Compute the scorecard of claims C1-C10 (plus the EGA loss claim) on the zoo.
@@ -71,6 +72,9 @@ def zoo_scorecard(
     evidence
         The trained models' stacked evidence (e.g. the verified ``results/evidence.nc``);
         None computes it or reads it from the cache.
+    reference
+        The same models untrained, stacked likewise (C1's and C2's reference, e.g.
+        ``results/evidence-untrained.nc``); None computes it or reads it from the cache.
 
     Returns
     -------
@@ -91,10 +95,18 @@ def zoo_scorecard(
     """
     from ...models import zoo
     from .multiverse import main_outcomes, zoo_data
+    from .nulls import untrained_evidence
 
     models = list(zoo.models() if models is None else models)
+    if reference is None:
+        reference = untrained_evidence(models, progress=progress)
     data = zoo_data(
-        models, convergence=convergence, pruning=pruning, progress=progress, evidence=evidence
+        models,
+        convergence=convergence,
+        pruning=pruning,
+        progress=progress,
+        evidence=evidence,
+        reference=reference,
     )
     return scorecard_from_outcomes(
         main_outcomes(data), llm=llm, progress=progress, multiverse=multiverse
