@@ -371,3 +371,19 @@ def test_where_c4_and_c9_take_their_intervals_is_one_rule(zoo):
     for keep in ([0, 2], [0, 1, 2, 3]):
         sub = ZooData([data.models[i] for i in keep], data.ev.isel(model=keep), None, None, None)
         assert sub.over_seeds() is two_seeds_each(sub.ev["architecture"].values)
+
+
+def test_the_untrained_column_of_c1_and_c2_says_why_it_does_not_apply(zoo):
+    """C1 and C2 compare each model with itself untrained: on the untrained models they
+    are not applicable, with the registry's reason; the other claims get a verdict."""
+    from msapod.studies.registry import REGISTRY
+    from msapod.studies.verdict.curve import null_verdict_columns
+
+    data, mv = zoo
+    ev = data.ev.copy()
+    ev.attrs = {**ev.attrs, "null": "untrained"}
+    untrained = ZooData(data.models, ev, None, None, None)
+    col = null_verdict_columns(mv.copy(), {"d128": untrained})["untrained_verdict"]
+    for c in ("C1", "C2"):
+        assert str(col.sel(claim=c).values) == f"not applicable ({REGISTRY[c].no_untrained})"
+    assert str(col.sel(claim="C3").values) in VERDICTS
