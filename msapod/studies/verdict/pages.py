@@ -180,11 +180,13 @@ def interval_text(stat: float, lower: float, upper: float, sig: int = 3) -> str:
     reads ``"≤ 3.00"`` / ``"≥ 128"``; a missing estimate ``"—"``."""
     if not np.isfinite(stat):
         return plots.MISSING
+    if lower == upper == stat:  # a point value (no interval)
+        return _words(stat, sig)
     if lower <= 0 and np.isclose(upper, stat):
         return f"≤ {_words(stat, sig)}"
     if np.isinf(upper) and np.isclose(lower, stat):
         return f"≥ {_words(stat, sig)}"
-    if not (np.isfinite(lower) and np.isfinite(upper)) or lower == upper == stat:
+    if not (np.isfinite(lower) and np.isfinite(upper)):
         return _words(stat, sig)
     return f"{_words(stat, sig)} [{_words(lower, sig)}, {_words(upper, sig)}]"
 
