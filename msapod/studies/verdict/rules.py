@@ -16,12 +16,20 @@ Conventions, stated once:
   one-sided tests against the claim's range, **Holm-corrected across the cases of the
   claim** (family-wise 5 %); a rejected case is ``"yes"`` (inside the range) or ``"no"``
   (outside), the others ``"ns"``. With one case this is the 95 % interval read against the
-  range. Cases are combined with :func:`msapod.studies.verdict.claims.combine`.
-* **Contrasts first** (C1, C2, C3, C5): a claim that states an early-vs-late *shift* or
+  range. Cases are combined with :func:`msapod.studies.verdict.claims.combine`. The
+  interval a rule prints next to such a verdict is each case's at the level of its Holm
+  step (:func:`decide` with ``quantiles``; C1, C2 and C2's dominant-scale reading), so it
+  excludes the claim's boundary exactly when the case is decided.
+* **Scale claims against the untrained models**: C1 and C2 read the shares of the scale
+  spectrum's energy at a <= 7 and a >= 20 against the same models untrained (a power-law
+  spectrum has no dominant scale; the causal window alone has shares of its own), and the
+  shift from fine to coarse scales once, in C2, as the slope of log E(a) against log a.
+* **Contrasts first** (C2, C3, C5): a claim that states an early-vs-late *shift* or
   *contrast* does not hold when the contrast is reversed beyond its interval in every
   model, whatever the threshold cases say (:func:`combine_core`).
 * **Edges are bounds**: a scale spectrum whose maximum sits at the first (last) scale of
-  the grid says ``a* <= a_min`` (``a* >= a_max``). A bound decides a case when the claim's
+  the grid says ``a* <= a_min`` (``a* >= a_max``; C1's and C2's dominant-scale reading,
+  :func:`rule_dominant_scale`). A bound decides a case when the claim's
   range allows it (``a* <= a_min < 20`` contradicts C2, ``a* <= a_min <= 7`` supports C1);
   otherwise the case is not significant. "Not testable as stated" remains only for what
   the data cannot decide at all, with the reason.
