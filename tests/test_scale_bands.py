@@ -183,6 +183,9 @@ def test_missing_band_evidence_is_a_clear_error():
         evaluate("C1", spec, _zoo(with_bands=False, reference=True))
     out = evaluate("C1", spec, _zoo(with_bands=True, reference=False))
     assert out.verdict == "not testable as stated" and "untrained" in out.reason
+    full = _zoo(with_bands=True, reference=True)
+    with pytest.raises(ValueError, match=r"reference.*lacks \['e2'\]"):
+        ZooData(MODELS, full.ev, reference=full.ev.sel(model=MODELS[:3]))
     assert evaluate("C2", spec, _zoo(with_bands=True, reference=True)).verdict in (
         "not significant",
         "does not hold",
@@ -242,3 +245,11 @@ def test_c4_without_the_windows_on_the_lags_is_a_clear_error():
     dominant = evaluate("C4", {**spec, "c4_window": "dominant scale"}, ZooData(["b0", "b1"], old))
     assert "window of the dominant scale" in dominant.rule
     assert "window on the paper's lags" in evaluate("C4", spec, ZooData(["b0", "b1"], ev)).rule
+
+
+def test_no_band_share_is_not_testable_and_says_why():
+    d = _zoo(with_bands=True, reference=True)
+    nan = d.ev["fine_share_ref"].squeeze(drop=True) * np.nan
+    share, se = (d.ev[k].squeeze(drop=True) for k in ("fine_share", "fine_share_se"))
+    out = rules.rule_c1(share, se, nan, nan)
+    assert out.verdict == "not testable as stated" and "reference" in out.reason

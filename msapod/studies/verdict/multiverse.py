@@ -273,6 +273,9 @@ class ZooData:
         #: a relabelling of the evidence carries them along).
         self.has_reference = reference is not None
         if reference is not None:
+            lacking = sorted(set(self.models) - set(map(str, reference["model"].values)))
+            if lacking:
+                raise ValueError(f"reference: expected every model of the zoo, lacks {lacking}")
             shared = {d: evidence[d].values for d in reference.dims if d in evidence.coords}
             ref = {
                 f"{v}_ref{end}": reference[f"{v}{end}"].sel(shared)

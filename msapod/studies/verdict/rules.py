@@ -587,6 +587,20 @@ def _band_part(claim, value, se, ref, ref_se, layers):
     return d, lo, up, cells, measured, interval, rule
 
 
+def _band_none(claim: str, layers, size: int, where: str) -> Outcome:
+    """C1 or C2 not testable: no band share of the models or of their reference (the
+    causal window alone has no fluctuation u) in the claimed layers."""
+    span = layer_span(layers)
+    return Outcome(
+        claim,
+        NOT_TESTABLE,
+        f"band share, layers {span}: none",
+        "",
+        f"{size} cases: no value",
+        reason=f"no band share of the models or of their reference in layers {span} ({where})",
+    )
+
+
 def rule_c1(
     share: xr.DataArray,
     se: xr.DataArray,
@@ -614,7 +628,7 @@ def rule_c1(
     layers = list(early)
     d, lo, up, cells, measured, interval, rule = _band_part("C1", share, se, ref, ref_se, layers)
     if not np.isfinite(_grid(d.sel(layer=layers))).any():
-        return _scale_none("C1", "fine share", layer_span(layers), cells.size, where)
+        return _band_none("C1", layers, cells.size, where)
     return Outcome(
         "C1",
         combine(cells),
@@ -658,7 +672,7 @@ def rule_c2(
     layers = list(late)
     d, lo, up, cells, measured, interval, rule = _band_part("C2", share, se, ref, ref_se, layers)
     if not np.isfinite(_grid(d.sel(layer=layers))).any():
-        return _scale_none("C2", "coarse share", layer_span(layers), cells.size, where)
+        return _band_none("C2", layers, cells.size, where)
     c, core, groups = _core(slope, slope_se, early, late, 1)
     lo_a, hi_a = REGISTRY["C2"].stated["slope_range"]
     slope_words = f"slope p of ln E(a) over the grid's scales in {lo_a:g} ≤ a ≤ {hi_a:g}"
