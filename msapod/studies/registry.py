@@ -124,6 +124,9 @@ class Claim:
                 raise ValueError(f"{self.id}: a stated size needs its tolerance")
             bounds = sorted(self.about * (1 + s * self.tolerance) for s in (-1, 1))
             object.__setattr__(self, "range", (bounds[0], bounds[1]))
+        for (axis, _), keep in self.varies_with.items():
+            if not {axis, *keep} <= set(self.axes):
+                raise ValueError(f"{self.id}: varies_with names axes outside {self.axes}")
         if (self.null is None) == (not self.no_null):
             raise ValueError(f"{self.id}: give a null or the reason it has none")
         lo, hi = self.range
