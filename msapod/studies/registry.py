@@ -157,6 +157,8 @@ def _claims() -> tuple[Claim, ...]:
     c9_margin = 0.10
     loss_size, loss_tol = -0.10, 0.25
     t1_gap = 1e-8
+    # the slope of log E(a): from 4 lags (inside every grid, twice the sampling limit) to 64
+    # (a quarter of the context, clear of the grid's coarse end at L/2)
     slope_range = (4.0, 64.0)
     scale_ev = ("scale_stat_value", "scale_stat_se", "scale_stat_edge", "scale_grid")
     reference = "the untrained models are the rule's reference"
