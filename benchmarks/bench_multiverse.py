@@ -161,6 +161,7 @@ def _shipped_zoos():
         z: zoo_data(
             zoo_mod.trained(z),
             evidence=ev,
+            reference=ev_u,
             **{k: v if z == trained[0] else False for k, v in studies.items()},
         )
         for z in trained

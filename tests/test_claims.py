@@ -10,8 +10,6 @@ from msapod.studies.verdict.claims import VERDICTS, Z95, classify, combine
 from msapod.studies.verdict.rules import (
     combine_core,
     decide,
-    rule_c1,
-    rule_c2,
     rule_c3,
     rule_c4,
     rule_c5,
@@ -19,6 +17,7 @@ from msapod.studies.verdict.rules import (
     rule_c8,
     rule_c9,
     rule_c10,
+    rule_dominant_scale,
     rule_loss,
 )
 
@@ -64,30 +63,41 @@ def test_scale_reading_interior_or_bound():
     assert scale_reading(bump, s, "argmax")[1] == -1
 
 
+def c1(*args, **kw):
+    return rule_dominant_scale("C1", *args, **kw)
+
+
+def c2(*args, **kw):
+    return rule_dominant_scale("C2", *args, **kw)
+
+
 def test_edges_are_bounds_that_decide_c1_and_c2():
     # every maximum at the fine edge of a grid from 3: a* <= 3 supports C1 (<= 7) and
-    # contradicts C2 (>= 20); the shift contrast cannot be decided (ns)
+    # contradicts C2 (>= 20); C2's shift contrast cannot be decided (ns)
     stat, se = per_layer([3.0] * 6, 0.0)
     edge = xr.full_like(stat, -1, dtype=int)
-    assert rule_c1(stat, se, edge=edge).verdict == "partly"  # (a) holds, shift n.s.
-    assert rule_c2(stat, se, edge=edge).verdict == "does not hold"
-    # early at the fine edge, late at the coarse edge (64): both hold, shift too
+    assert c1(stat, se, edge=edge).verdict == "holds"
+    assert c2(stat, se, edge=edge).verdict == "does not hold"
+    # early at the fine edge, late at the coarse edge (64): both hold, C2's shift too
     stat, se = per_layer([3.0, 3.0, 10, 10, 64.0, 64.0], 0.1)
     edge = xr.zeros_like(stat, dtype=int)
     edge[:, :2], edge[:, 4:] = -1, 1
-    for rule in (rule_c1, rule_c2):
+    for rule in (c1, c2):
         out = rule(stat, se, edge=edge)
         assert out.verdict == "holds" and "bounds" in out.reason
-        assert (out.contrast["lower"] > 0).all()
+        # a bound reads as the bound, never as a number interval
+        assert "[0.0" not in out.interval and ("≤ 3" in out.interval or "≥ 64" in out.interval)
+    assert (c2(stat, se, edge=edge).contrast["lower"] > 0).all()
+    assert c1(stat, se, edge=edge).contrast is None  # the shift is stated once, in C2
     # nothing measured at all: not testable, said why
     stat, se = per_layer([np.nan] * 6, 0.1)
-    out = rule_c1(stat, se)
+    out = c1(stat, se)
     assert out.verdict == "not testable as stated" and out.reason
 
 
 def test_intervals_of_scales_are_on_the_log_scale():
     stat, se = per_layer([26.0] * 6, 19.5)  # symmetric: 26 - 1.96 * 19.5 < 0
-    out = rule_c2(stat, se)
+    out = c2(stat, se)
     assert (out.lower > 0).all() and (out.upper > out.stat).all()
     ratio = out.upper / out.stat
     np.testing.assert_allclose(ratio, out.stat / out.lower)
@@ -96,8 +106,8 @@ def test_intervals_of_scales_are_on_the_log_scale():
 def test_shift_contrast_reversed_does_not_hold():
     # early coarse, late fine in every model: the shift is reversed beyond its interval
     stat, se = per_layer([30, 30, 20, 15, 5, 5], 0.5)
-    assert rule_c1(stat, se).verdict == "does not hold"
-    assert rule_c2(stat, se).verdict == "does not hold"
+    assert c1(stat, se).verdict == "does not hold"
+    assert c2(stat, se).verdict == "does not hold"
 
 
 def test_holm_across_cases():
@@ -115,14 +125,14 @@ def test_holm_across_cases():
 
 @pytest.mark.parametrize(
     ("values", "verdict"),
-    [([3, 4, 10, 20, 25, 30], "holds"), ([9, 10, 10, 20, 25, 30], "partly")],
+    [([3, 4, 10, 20, 25, 30], "holds"), ([9, 10, 10, 20, 25, 30], "does not hold")],
 )
 def test_c1_c2_thresholds(values, verdict):
     stat, se = per_layer(values, 0.2)
-    assert rule_c1(stat, se, statistic="centroid").verdict == verdict
-    assert rule_c2(stat, se, statistic="centroid").verdict == "holds"
+    assert c1(stat, se, statistic="centroid").verdict == verdict
+    assert c2(stat, se, statistic="centroid").verdict == "holds"
     wide, se_wide = per_layer(values, 5.0)  # an interval across 7: not significant
-    assert rule_c1(wide, se_wide).verdict in ("not significant", "partly")
+    assert c1(wide, se_wide).verdict == "not significant"
 
 
 def test_c3_contrast_and_level():
@@ -448,3 +458,61 @@ def test_headline_names_the_empirical_claims_and_sets_the_theorem_apart():
     assert "Theorem 1 (**C10**" in text and "(**L**) holds" in text
     card.loc["C7", "verdict"] = "holds"
     assert headline(card).startswith("1 of the paper's 9 empirical claims (C1–C9) is reproduced")
+
+
+@pytest.mark.parametrize(("low", "high", "log"), [(0.0, np.inf, False), (-np.inf, 7.0, True)])
+def test_holm_step_intervals_agree_with_the_decisions(low, high, log):
+    """Each case's interval at the level of its Holm step lies inside the range exactly
+    when the case is "yes", outside exactly when it is "no"."""
+    rng = np.random.default_rng(3)
+    v = rng.uniform(1.0, 12.0, 40) if log else rng.normal(0.0, 1.0, 40)
+    se = rng.uniform(0.05, 0.8, 40) * (v if log else 1.0)
+    cells, q = decide(v, se, low, high, log=log, quantiles=True)
+    assert cells.tolist() == decide(v, se, low, high, log=log).tolist()
+    f = np.exp(q * se / v) if log else None
+    lo, up = (v / f, v * f) if log else (v - q * se, v + q * se)
+    inside = (lo >= low) & (up <= high)
+    outside = (up < low) | (lo > high)
+    assert ((cells == "yes") == inside).all() and ((cells == "no") == outside).all()
+    assert {"yes", "ns"} <= set(cells) or {"no", "ns"} <= set(cells)  # not all alike
+    assert (q >= Z95 - 1e-12).all()  # never narrower than one 95 % interval
+
+
+def test_one_renderer_for_the_box_the_row_and_the_report():
+    """An Outcome and the same words as a mapping render alike; the sentence carries the
+    verdict's meaning, or the reason where the claim is not testable."""
+    from msapod.studies.verdict.claims import REPORT_COLUMNS, ROW_COLUMNS, VERDICT_MEANING, render
+    from msapod.studies.verdict.rules import Outcome
+
+    out = Outcome("C3", "partly", "T_spec 1.1", "rule words", "4 cases", interval="[1, 2]")
+    a, b = (
+        render("C3", out),
+        render(
+            "C3",
+            {
+                k: getattr(out, k)
+                for k in (
+                    "verdict",
+                    "measured",
+                    "rule",
+                    "cases",
+                    "reason",
+                    "interval",
+                    "paper_value",
+                )
+            },
+        ),
+    )
+    assert a == b and set(a["row"]) == set(ROW_COLUMNS) and len(a["cells"]) == len(REPORT_COLUMNS)
+    assert a["sentence"] == f"**partly**: {VERDICT_MEANING['partly']}."
+    assert a["row"]["paper"].startswith("early T_spec")
+    nt = render("C5", {"verdict": "not testable as stated", "reason": "N too small"}, " here")
+    assert nt["sentence"] == "**not testable as stated** here: N too small."
+    assert render("C1", {"verdict": "holds"})["row"]["interval"] == "point value"
+    with pytest.raises(ValueError, match="verdict"):
+        render("C1", {"verdict": "maybe"})
+
+
+def test_a_point_value_on_the_boundary_is_not_significant():
+    assert decide([0.0], [0.0], low=0.0).tolist() == ["ns"]
+    assert decide([0.1, -0.1], [0.0, 0.0], low=0.0).tolist() == ["yes", "no"]

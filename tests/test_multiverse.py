@@ -25,6 +25,7 @@ from msapod.studies.verdict.multiverse import (
     CLAIM_AXES,
     MAIN_SPEC,
     ZooData,
+    _applies,
     main_outcomes,
     needs_window_se,
     specifications,
@@ -117,8 +118,15 @@ def test_specifications_cover_every_claims_subgrid():
     assert specs[0] == {"zoo": "z", **MAIN_SPEC}
     for claim, axes in CLAIM_AXES.items():
         n = int(np.prod([len(AXES[a]) for a in axes])) if axes else 1
-        got = [s for s in specs if all(s[a] == MAIN_SPEC[a] for a in AXES if a not in axes)]
+        if claim == "C4":  # the windows on the paper's lags vary with their width only
+            n = n // len(AXES["c4_window"]) + len(AXES["width"])
+        got = [s for s in specs if _applies(claim, s)]
         assert len(got) == n, claim
+    on_lags = [s for s in specs if _applies("C4", s) and s["c4_window"] == "range"]
+    assert sorted(s["width"] for s in on_lags) == sorted(AXES["width"])
+    assert all(
+        s["field"] == MAIN_SPEC["field"] and s["centre"] == MAIN_SPEC["centre"] for s in on_lags
+    )
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +177,8 @@ def test_main_specification_equals_scorecard(zoo):
     at600 = c5["verdict"].values[(c5["n"] == 600).values & c5["applicable"].values]
     assert set(at600) == {"not testable as stated"}
     shares = verdict_shares("C1", mv, "d128")
-    assert sum(shares.values()) == 2 * 2 * 2 * 3  # field, normalisation, 2 grids, statistic
+    # field, normalisation, 2 grids, C1's statistic (the band share or a*)
+    assert sum(shares.values()) == 2 * 2 * 2 * 2
 
 
 def test_verdict_markdown_starts_with_the_main_verdict(zoo):
@@ -386,3 +395,19 @@ def test_where_c4_and_c9_take_their_intervals_is_one_rule(zoo):
     for keep in ([0, 2], [0, 1, 2, 3]):
         sub = ZooData([data.models[i] for i in keep], data.ev.isel(model=keep), None, None, None)
         assert sub.over_seeds() is two_seeds_each(sub.ev["architecture"].values)
+
+
+def test_the_untrained_column_of_c1_and_c2_says_why_it_does_not_apply(zoo):
+    """C1 and C2 compare each model with itself untrained: on the untrained models they
+    are not applicable, with the registry's reason; the other claims get a verdict."""
+    from msapod.studies.registry import REGISTRY
+    from msapod.studies.verdict.curve import null_verdict_columns
+
+    data, mv = zoo
+    ev = data.ev.copy()
+    ev.attrs = {**ev.attrs, "null": "untrained"}
+    untrained = ZooData(data.models, ev, None, None, None)
+    col = null_verdict_columns(mv.copy(), {"d128": untrained})["untrained_verdict"]
+    for c in ("C1", "C2"):
+        assert str(col.sel(claim=c).values) == f"not applicable ({REGISTRY[c].no_untrained})"
+    assert str(col.sel(claim="C3").values) in VERDICTS

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from msapod.studies.registry import REGISTRY
 from msapod.studies.verdict import nulls
 from msapod.studies.verdict.nulls import (
     architecture_labelings,
@@ -294,7 +295,7 @@ def scale_rule(monkeypatch):
     v, se = "scale_stat_value", "scale_stat_se"
 
     def fake_rule_call(claim, spec, d):
-        return mv.RULES["C1"], (d.ev[v], d.ev[se]), {"where": "test"}
+        return mv.rule_dominant_scale, ("C1", d.ev[v], d.ev[se]), {"where": "test"}
 
     monkeypatch.setattr(mv, "rule_call", fake_rule_call)
     return lambda scale: {"z": _fake_data(scale, arch=ARCH8, name=v, se=se, se_value=0.2)}
@@ -422,13 +423,20 @@ def test_outcome_effect_signs_and_units():
             coords={"model": ["m"], "layer": np.arange(1, np.size(v) + 1)},
         )
 
-    # C1: a* = 3 in [2, 4.5] (log scale) against a <= 7: inside, interval clear of 7
+    # C1 on the band share: trained - untrained 0.1 in [0.05, 0.15] against > 0
+    d, dlo, dup = da([0.1] * 6), da([0.05] * 6), da([0.15] * 6)
+    e = nulls.outcome_effect(Outcome("C1", "holds", "", "", "", stat=d, lower=dlo, upper=dup))
+    assert e == pytest.approx(2.0)
+    # C1's dominant-scale reading: a* = 3 in [2, 4.5] (log scale) against the range its
+    # rule read (a <= 7, in the stat's attrs): inside, interval clear of 7
     s, lo, up = da([3.0] * 6), da([2.0] * 6), da([4.5] * 6)
+    s.attrs = {"range": (-np.inf, 7.0), "log": True}
     e = nulls.outcome_effect(Outcome("C1", "holds", "", "", "", stat=s, lower=lo, upper=up))
     assert e == pytest.approx((np.log(7) - np.log(3)) / ((np.log(4.5) - np.log(2)) / 2))
-    assert e > 1
-    # C2 on the same numbers (a >= 20): negative
-    e2 = nulls.outcome_effect(Outcome("C2", "", "", "", "", stat=s, lower=lo, upper=up))
+    # C2's reading on the same numbers (a >= 20): negative
+    s2 = s.copy()
+    s2.attrs = {"range": (20.0, np.inf), "log": True}
+    e2 = nulls.outcome_effect(Outcome("C2", "", "", "", "", stat=s2, lower=lo, upper=up))
     assert e2 < -1
     # point values (no interval): no effect
     assert np.isnan(nulls.outcome_effect(Outcome("C1", "", "", "", "", stat=s, lower=s, upper=s)))
@@ -521,7 +529,9 @@ def test_null_verdicts_and_the_trained_vs_untrained_null(tiny_zoos):
     assert list(v["claim"].values) == list(CLAIM_IDS) and v.attrs["null"] == "untrained"
     for c in CLAIM_IDS:
         word = str(v.sel(claim=c).values)
-        assert word == "" if c in nulls.NO_NULL_CLAIMS else word in VERDICTS
+        # C1 and C2: the untrained models are their rule's reference, not a null
+        none = c in nulls.NO_NULL_CLAIMS or REGISTRY[c].no_untrained
+        assert word == "" if none else word in VERDICTS
     ds = nulls.joint_tests(trained, specs, claims=["C9", "C6"], untrained=untrained)
     r = ds.sel(claim="C9")
     assert str(r["null"].values) == "trained vs untrained"

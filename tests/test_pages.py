@@ -25,6 +25,7 @@ def test_interval_text_bounds_and_missing():
     assert pages.interval_text(128.0, 128.0, np.inf) == "≥ 128"  # at the last scale
     assert pages.interval_text(np.nan, 1.0, 2.0) == "—"
     assert pages.interval_text(0.5, 0.5, 0.5) == "0.500"  # a point value
+    assert pages.interval_text(-0.03, -0.03, -0.03) == "-0.0300"  # a point value below 0
 
 
 def test_attention_scalogram_is_that_of_the_mean_plus_the_fluctuation():

@@ -80,13 +80,13 @@ def _c1_case(value):
         dims=("model", "layer"),
         coords={"model": ["m"], "layer": np.arange(1, 7)},
     )
-    return rules.rule_c1(stat, stat * 0.01)
+    return rules.rule_dominant_scale("C1", stat, stat * 0.01)
 
 
 def test_the_rules_read_the_registry(monkeypatch):
     """Moving a threshold in the registry moves the decision: the rules hold no copy."""
-    assert _c1_case(8.0).verdict == "partly"  # shift holds, a* = 8 > 7 fails (a)
-    moved = dataclasses.replace(REGISTRY["C1"], range=(-np.inf, 9.0))
+    assert _c1_case(8.0).verdict == "does not hold"  # a* = 8 > 7
+    moved = dataclasses.replace(REGISTRY["C1"], stated={"scale": 9.0})
     monkeypatch.setitem(REGISTRY, "C1", moved)
     assert _c1_case(8.0).verdict == "holds"
 

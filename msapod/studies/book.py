@@ -580,6 +580,44 @@ def trajectory_panels(traj: xr.Dataset):
     return fig
 
 
+def trajectory_bands(traj: xr.Dataset):
+    """Page 16: the scale statistics of C1 and C2 against the training step: the share of
+    the scale spectrum at fine scales in layers 1-2, at coarse scales in layers 5-6
+    (layer means), and the late minus early slope of :math:`\\ln E(a)` against
+    :math:`\\ln a`, with the rules' 95 % intervals; step 0 is the untrained reference of
+    the rules."""
+    _need("traj", traj, ("fine_share", "coarse_share", "scale_slope"))
+    fig, axes = plots.panels(3, height=2.8)
+    with plots.style():
+        for ax, (var, layers, title) in zip(
+            axes,
+            (
+                ("fine_share", [1, 2], "fine share, layers 1–2"),
+                ("coarse_share", [5, 6], "coarse share, layers 5–6"),
+            ),
+            strict=False,
+        ):
+            v, lo, up = _with_interval(
+                traj[var].sel(layer=layers).mean("layer"),
+                traj[f"{var}_se"].sel(layer=layers).mean("layer"),
+                False,
+            )
+            plots.along_training(ax, v, lo.clip(0, 1), up.clip(0, 1), hue="model")
+            ax.set(title=title, ylabel="share of $E(a)$")
+        late = traj["scale_slope"].sel(layer=[5, 6]).mean("layer")
+        early = traj["scale_slope"].sel(layer=[1, 2]).mean("layer")
+        se = np.sqrt(
+            traj["scale_slope_se"].sel(layer=[5, 6]).mean("layer") ** 2
+            + traj["scale_slope_se"].sel(layer=[1, 2]).mean("layer") ** 2
+        )
+        v, lo, up = _with_interval(late - early, se, False)
+        plots.along_training(axes[2], v, lo, up, hue="model", ylabel="slope difference")
+        axes[2].axhline(0, color="0.3", lw=0.8, ls=":")
+        axes[2].set_title("slope, layers 5–6 minus 1–2")
+        plots.legend_below(fig, axes[:1])
+    return fig
+
+
 def trajectory_ranks(traj: xr.Dataset):
     """Page 16: :math:`H^*(0.10)` (energy criterion) of every layer against the training
     step, one panel per model, with the rules' 95 % intervals."""

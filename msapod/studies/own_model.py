@@ -61,6 +61,7 @@ from .store.cache import (
     state_sha256,
     text_coords,
 )
+from .verdict.claims import REPORT_COLUMNS, ROW_COLUMNS, VERDICTS, render
 
 __all__ = [
     "GGUF_ALIASES",
@@ -1043,7 +1044,7 @@ def _with_claims(out: xr.Dataset, results, cache_dir, progress: bool, log) -> xr
 
 
 #: Columns of the claims table kept in the dataset (as ``claim_<column>(claim)``).
-CLAIM_COLUMNS = ("verdict", "measured", "interval", "rule", "cases", "reason", "paper")
+CLAIM_COLUMNS = ROW_COLUMNS
 
 
 def _all_layers(ds: xr.Dataset) -> bool:
@@ -1073,6 +1074,9 @@ def evaluate_claims(
     ok = _claim_models(results, log)
     if not ok:
         return None
+    from .measure.evidence import EVIDENCE_FORMAT
+    from .verdict.curve import source_hash
+
     labels = [src.label for src, _, _ in ok]
     parts = {
         "fields_keys": [ds.attrs["fields_key"] for _, _, ds in ok],
@@ -1080,6 +1084,8 @@ def evaluate_claims(
         "architectures": [src.architecture for src, _, _ in ok],
         "own_format": OWN_FORMAT,
         "readings": "default",
+        "evidence_format": EVIDENCE_FORMAT,  # the claims decided again when evidence or
+        "rules": source_hash(),  # the rules change
     }
 
     def compute() -> xr.Dataset:
@@ -1473,7 +1479,8 @@ def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
 
 
 def _claims_html(ds: xr.Dataset) -> str:
-    """The claims section: what these models decide, by the book's rules."""
+    """The claims section: what these models decide, by the book's rules (each row by
+    :func:`msapod.studies.verdict.claims.render`)."""
     esc = html.escape
     units = {str(u) for u in ds["lag_unit"].values}
     out = [
@@ -1482,8 +1489,9 @@ def _claims_html(ds: xr.Dataset) -> str:
         "reading of <code>msapod.studies.verdict.rules</code>, the same code as the book's "
         "scorecard, through <code>msapod.studies.check_claims</code>). What a single model "
         "can decide is decided; claims that compare architectures (C7, C8) need at least "
-        "two models of each architecture and say so. Verdicts: holds, partly, not "
-        "significant, does not hold, not testable as stated.</p>"
+        "two models of each architecture and say so. Verdicts: "
+        + esc(", ".join(VERDICTS))
+        + ".</p>"
     ]
     if units != {"character"}:
         out.append(
@@ -1492,21 +1500,17 @@ def _claims_html(ds: xr.Dataset) -> str:
             "models.</p>"
         )
     rows = [
-        [str(c)]
-        + [str(ds[f"claim_{col}"].sel(claim=c).values) for col in ("paper", "verdict")]
-        + [str(ds[f"claim_{col}"].sel(claim=c).values) for col in ("measured", "interval")]
-        + [
-            " ".join(
-                str(ds[f"claim_{col}"].sel(claim=c).values)
-                for col in ("cases", "reason")
-                if f"claim_{col}" in ds
-            ).strip()
-        ]
+        render(
+            str(c),
+            {
+                k: str(ds[f"claim_{k}"].sel(claim=c).values)
+                for k in CLAIM_COLUMNS
+                if f"claim_{k}" in ds
+            },
+        )["cells"]
         for c in ds["claim"].values
     ]
-    out.append(
-        _table(["claim", "the paper says", "verdict", "measured", "95 % interval", "cases"], rows)
-    )
+    out.append(_table(list(REPORT_COLUMNS.values()), rows))
     return "\n".join(out)
 
 

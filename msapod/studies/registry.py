@@ -64,6 +64,10 @@ class Claim:
         The key statistic in math (MyST).
     axes
         The axes of the specification curve the claim's verdict depends on.
+    varies_with
+        ``{(axis, value): axes}``: under that reading only these axes (and ``axis``) vary,
+        the others stay at the default reading (C4's windows on the paper's lags depend
+        on their width only).
     evidence
         The evidence variables its rule reads (the joint test relabels only these).
     null
@@ -71,8 +75,9 @@ class Claim:
         ``"trained vs untrained"``; None: no null, see ``no_null``).
     layer_roles
         The layer groups the layer-label null permutes.
-    no_null, no_shuffled
-        Why the claim has no joint-test null / no shuffled-snippet verdict ("" when it has).
+    no_null, no_shuffled, no_untrained
+        Why the claim has no joint-test null / no shuffled-snippet verdict / no verdict on
+        the untrained models ("" when it has).
     signs
         EGA - baseline signs the claim states per layer (``{None: s}``: every layer).
     contrast_sign
@@ -98,11 +103,13 @@ class Claim:
     log: bool = False
     symbol: str = ""
     axes: tuple[str, ...] = ()
+    varies_with: Mapping = field(default_factory=dict)
     evidence: tuple[str, ...] = ()
     null: str | None = None
     layer_roles: tuple[tuple[int, ...], ...] = ()
     no_null: str = ""
     no_shuffled: str = ""
+    no_untrained: str = ""
     signs: Mapping | None = None
     contrast_sign: int | None = None
     pages: tuple[str, ...] = ()
@@ -117,6 +124,9 @@ class Claim:
                 raise ValueError(f"{self.id}: a stated size needs its tolerance")
             bounds = sorted(self.about * (1 + s * self.tolerance) for s in (-1, 1))
             object.__setattr__(self, "range", (bounds[0], bounds[1]))
+        for (axis, _), keep in self.varies_with.items():
+            if not {axis, *keep} <= set(self.axes):
+                raise ValueError(f"{self.id}: varies_with names axes outside {self.axes}")
         if (self.null is None) == (not self.no_null):
             raise ValueError(f"{self.id}: give a null or the reason it has none")
         lo, hi = self.range
@@ -132,11 +142,10 @@ class Claim:
         return self.range[1]
 
 
-def _scale_rule_line(side: str, bound: float) -> str:
-    op = r"\le" if side == "1,2" else r"\ge"
+def _band_rule_line(layers: str, op: str, bound: float) -> str:
     return (
-        rf"$a^*_{{{side}}} {op} {bound:g}$ in every model, and "
-        r"$a^*$ larger in layers 5–6 than in 1–2"
+        rf"the share of $E(a)$ at $a {op} {bound:g}$ in layers {layers} above that of the "
+        "same models untrained, in every model"
     )
 
 
@@ -148,40 +157,52 @@ def _claims() -> tuple[Claim, ...]:
     c9_margin = 0.10
     loss_size, loss_tol = -0.10, 0.25
     t1_gap = 1e-8
+    # the slope of log E(a): from 4 lags (inside every grid, twice the sampling limit) to 64
+    # (a quarter of the context, clear of the grid's coarse end at L/2)
+    slope_range = (4.0, 64.0)
     scale_ev = ("scale_stat_value", "scale_stat_se", "scale_stat_edge", "scale_grid")
+    reference = "the untrained models are the rule's reference"
+
+    def band_ev(name: str) -> tuple[str, ...]:
+        return (name, f"{name}_se", f"{name}_ref", f"{name}_ref_se")
+
     window_axes = (*_SCALE, "scale_stat", "centre", "width")
     return (
         Claim(
             "C1",
             "empirical",
             f"layers 1–2 put scalogram energy at fine scales, a ≤ {c1_scale:g}",
-            range=(-_INF, c1_scale),
+            range=(0.0, _INF),
+            stated={"scale": c1_scale},
             layers=EARLY,
-            log=True,
-            symbol=r"a^*",
-            axes=(*_SCALE, "scale_stat"),
-            evidence=scale_ev,
+            symbol=r"\Delta s_\mathrm{fine}",
+            axes=(*_SCALE, "scale_test"),
+            evidence=(*band_ev("fine_share"), *scale_ev),
             null="layer labels",
             layer_roles=(EARLY,),
-            contrast_sign=1,
+            no_untrained=reference,
             pages=("03-scalogram",),
-            rule_line=_scale_rule_line("1,2", c1_scale),
+            rule_line=_band_rule_line("1–2", r"\le", c1_scale),
         ),
         Claim(
             "C2",
             "empirical",
             f"layers 5–6 put it at coarse scales, a ≥ {c2_scale:g}",
-            range=(c2_scale, _INF),
+            range=(0.0, _INF),
+            stated={"scale": c2_scale, "slope_range": slope_range},
             layers=LATE,
-            log=True,
-            symbol=r"a^*",
-            axes=(*_SCALE, "scale_stat"),
-            evidence=scale_ev,
+            symbol=r"\Delta s_\mathrm{coarse}",
+            axes=(*_SCALE, "scale_test"),
+            evidence=(*band_ev("coarse_share"), "scale_slope", "scale_slope_se", *scale_ev),
             null="layer labels",
-            layer_roles=(LATE,),
+            layer_roles=(EARLY, LATE),
+            no_untrained=reference,
             contrast_sign=1,
             pages=("03-scalogram",),
-            rule_line=_scale_rule_line("5,6", c2_scale),
+            rule_line=r"the slope $p$ of $\ln E(a)$ against $\ln a$ over "
+            rf"${slope_range[0]:g} \le a \le {slope_range[1]:g}$ larger in layers 5–6 than "
+            "in 1–2 (the shift from fine to coarse scales), and "
+            + _band_rule_line("5–6", r"\ge", c2_scale),
         ),
         Claim(
             "C3",
@@ -211,7 +232,8 @@ def _claims() -> tuple[Claim, ...]:
             stated={"lags": c4_lags, "peaks6": 2},
             layers=tuple(c4_lags),
             symbol=r"\text{share}",
-            axes=window_axes,
+            axes=(*window_axes, "c4_window"),
+            varies_with={("c4_window", "range"): ("width",)},
             evidence=(
                 "c4_share",
                 "c4_reach",
@@ -219,13 +241,15 @@ def _claims() -> tuple[Claim, ...]:
                 "c4_base",
                 "c4_share_se",
                 "c4_diff_se",
+                *(f"c4_range_{v}" for v in ("share", "base", "peaks", "share_se", "diff_se")),
                 "T_spec",
             ),
             null="layer labels",
             layer_roles=tuple((k,) for k in c4_lags),
             pages=("04-windows", "05-pod"),
-            rule_line=rf"mode 1 of layers 2, 4, 6 puts $\ge {c4_share:.0%}$ of its lag energy "
-            "in the paper's lags, more than the window alone".replace("%", r"\,\%"),
+            rule_line=rf"mode 1 of layers 2, 4, 6 in a window on the paper's lags puts "
+            rf"$\ge {c4_share:.0%}$ of its lag energy in those lags, more than the window "
+            "alone".replace("%", r"\,\%"),
         ),
         Claim(
             "C5",

@@ -261,6 +261,7 @@ def _run_step(step: str, out: Path, plan: dict, progress: bool, done, manifest) 
             llm=done.get("llm", None if llm else False),
             multiverse=done.get("multiverse"),
             evidence=done.get("evidence", {}).get("trained"),
+            reference=done.get("evidence", {}).get("untrained"),
             progress=progress,
         )
         path = out / "scorecard.csv"

@@ -38,7 +38,14 @@ __all__ = [
     "FIXED_K",
     "JACKKNIFE_GROUPS",
     "NUM_SCALES",
+    "BAND_VARS",
+    "COARSE_MIN",
+    "FINE_MAX",
+    "SLOPE_RANGE",
     "WINDOW_SE_VARS",
+    "band_evidence",
+    "band_shares",
+    "causal_window",
     "fields_evidence",
     "global_peak",
     "interior_peak",
@@ -47,6 +54,7 @@ __all__ = [
     "mode_lag_energy",
     "model_evidence",
     "scale_reading",
+    "spectrum_slope",
     "theorem1_check",
     "window_gram",
     "with_window_se",
@@ -55,8 +63,16 @@ __all__ = [
 #: C4: the paper's lag range (characters) of the scale-selective modes of layers 2, 4, 6.
 PAPER_LAGS = dict(REGISTRY["C4"].stated["lags"])
 
+#: C1's fine band (a <= FINE_MAX) and C2's coarse band (a >= COARSE_MIN) of the scale
+#: spectrum, and the range of scales (lags) its log-log slope is fitted over.
+FINE_MAX = REGISTRY["C1"].stated["scale"]
+COARSE_MIN = REGISTRY["C2"].stated["scale"]
+SLOPE_RANGE = tuple(REGISTRY["C2"].stated["slope_range"])
+#: The band statistics of the scale spectrum (C1, C2), each with its ``<name>_se``.
+BAND_VARS = ("fine_share", "coarse_share", "scale_slope")
+
 #: Version of :func:`model_evidence`'s output; part of its cache key.
-EVIDENCE_FORMAT = 2
+EVIDENCE_FORMAT = 3
 #: Groups of the delete-group jackknife of C4's shares and C9's ratios (15 snapshots
 #: each at N = 150); intervals from it use Student-t with ``JACKKNIFE_GROUPS - 1`` df.
 JACKKNIFE_GROUPS = 10
@@ -73,6 +89,8 @@ AXES: dict[str, tuple] = {
     "normalisation": ("rectified", "raw"),
     "scale_min": (3, 2, 4),
     "scale_stat": ("peak", "argmax", "centroid"),
+    "scale_test": ("share", "peak"),
+    "c4_window": ("range", "dominant scale"),
     "centre": ("energy-max", "period"),
     "width": (1.0, 0.5, 2.0),
     "criterion": ("energy", "l2"),
@@ -158,6 +176,86 @@ def scale_reading(
     edge = np.where(inner, 0, np.where(side == 0, np.where(E[..., 0] >= E[..., -1], -1, 1), side))
     bound = np.where(edge < 0, s[0], s[-1])
     return np.where(inner, v, bound), edge
+
+
+def band_shares(
+    spectrum: np.ndarray,
+    scales: np.ndarray,
+    fine_max: float = FINE_MAX,
+    coarse_min: float = COARSE_MIN,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The shares of a scale spectrum's energy at fine and at coarse scales.
+
+    On the log-spaced grid a sum over scales is (up to the constant step) the integral
+    :math:`\\int E(a)\\, d\\ln a`, so the shares do not depend on the grid's density.
+
+    Parameters
+    ----------
+    spectrum
+        :math:`E(a)` along the last axis (non-negative).
+    scales
+        The scales :math:`a` (lags) of that axis.
+    fine_max, coarse_min
+        The bands :math:`a \\le` ``fine_max`` (C1) and :math:`a \\ge` ``coarse_min`` (C2).
+
+    Returns
+    -------
+    fine, coarse
+        :math:`\\sum_{a \\le a_f} E(a) / \\sum_a E(a)` and likewise for
+        :math:`a \\ge a_c`, in [0, 1]; NaN where the spectrum has no energy.
+    """
+    E = np.maximum(np.asarray(spectrum, dtype=np.float64), 0.0)
+    s = np.asarray(scales, dtype=np.float64)
+    if s.ndim != 1 or s.size != E.shape[-1]:
+        raise ValueError(f"scales: expected one scale per spectrum value, got {s.shape}")
+    total = E.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        fine = np.where(total > 0, E[..., s <= fine_max].sum(-1) / total, np.nan)
+        coarse = np.where(total > 0, E[..., s >= coarse_min].sum(-1) / total, np.nan)
+    return fine, coarse
+
+
+def spectrum_slope(
+    spectrum: np.ndarray,
+    scales: np.ndarray,
+    scale_range: tuple[float, float] = SLOPE_RANGE,
+    min_points: int = 3,
+) -> np.ndarray:
+    """Least-squares slope :math:`p` of :math:`\\ln E(a) = p \\ln a + c` over the scales
+    of the grid inside ``scale_range`` (a power law :math:`E(a) \\propto a^p` has slope
+    :math:`p`; a larger slope puts more energy at coarse scales).
+
+    Returns NaN where fewer than ``min_points`` scales fall in the range or the spectrum
+    is not positive there.
+    """
+    E = np.asarray(spectrum, dtype=np.float64)
+    s = np.asarray(scales, dtype=np.float64)
+    lo, hi = scale_range
+    if not 0 < lo < hi:
+        raise ValueError(f"scale_range: expected 0 < low < high, got {scale_range}")
+    inside = (s >= lo * (1 - 1e-9)) & (s <= hi * (1 + 1e-9))
+    if inside.sum() < min_points:
+        return np.full(E.shape[:-1], np.nan)
+    x = np.log(s[inside])
+    x = x - x.mean()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        y = np.log(np.where(E[..., inside] > 0, E[..., inside], np.nan))
+    return (y * x).sum(-1) / (x**2).sum()
+
+
+def causal_window(like: xr.DataArray) -> xr.DataArray:
+    """The causal window alone: uniform causal attention ``A(i, j) = 1 / #{j' <= i}`` for
+    ``j <= i``, shaped like ``like (..., query, key)`` (what attention approaches when its
+    scores carry no information; the reference of C1 and C2 when no untrained models are
+    given)."""
+    q = like["query"].values[:, None]
+    k = like["key"].values[None, :]
+    causal = k <= q
+    n = causal.sum(-1, keepdims=True)
+    row = np.where(causal, 1.0 / np.maximum(n, 1), 0.0)
+    return xr.full_like(like, 0.0, dtype=np.float64) + xr.DataArray(
+        row, dims=("query", "key"), coords={"query": like["query"], "key": like["key"]}
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -403,10 +501,15 @@ def layer_evidence(
     xarray.Dataset
         With dims ``field``, ``normalisation``, ``scale_min``, ``scale_stat``,
         ``centre``, ``width``, ``fit``, ``criterion``, ``peak``: ``scale_stat_value`` and
-        ``scale_stat_se`` (C1, C2); ``energy``, ``energy_se`` (C7); ``T_spec``,
+        ``scale_stat_se`` (the dominant-scale reading of C1, C2); ``fine_share``,
+        ``coarse_share``, ``scale_slope`` with their ``_se`` (C1, C2:
+        :func:`band_shares`, :func:`spectrum_slope`); ``energy``, ``energy_se`` (C7); ``T_spec``,
         ``T_spec_se`` (fit), ``H_star``, ``H_star_se`` (criterion) of the plain POD at
         this N (C3, C5, C8); ``a_star(..., peak)``, ``c4_share``, ``c4_reach``,
-        ``c4_peaks`` (C4); ``c9_ratio`` (C9); ``spectrum`` (plain POD); optionally
+        ``c4_peaks`` (C4 in the windows of the dominant scales); ``c4_range_share``,
+        ``c4_range_base``, ``c4_range_peaks`` (``width``, ``paper_layer``: C4 in windows
+        placed on the paper's lags, :func:`_range_windows`); ``c9_ratio`` (C9);
+        ``spectrum`` (plain POD); optionally
         ``t1_gap``, ``t1_beaten``.
     """
     from ...fields import check_field, to_lag
@@ -430,14 +533,18 @@ def layer_evidence(
         "c4_share_se": np.full(win["c4_key"].shape, np.nan),
         "c4_diff_se": np.full(win["c4_key"].shape, np.nan),
         "c9_ratio_se": np.full(win["c9_key"].shape, np.nan),
+        "c4_range_share_se": np.full(win["c4_range_key"].shape, np.nan),
+        "c4_range_diff_se": np.full(win["c4_range_key"].shape, np.nan),
     }
     if window_se:
         rectified = [n == "rectified" for n in AX["normalisation"]]
         grids = [ctx.grids[g] for g in AX["scale_min"]]
-        got = _window_jackknife(
-            G, Xu, ctx.lags, win["keys"], win["c4_key"], win["c9_key"], ctx.M_up, grids, rectified
-        )
-        se = dict(zip(se, got, strict=True))
+        args = (ctx.M_up, grids, rectified)
+        got = _window_jackknife(G, Xu, ctx.lags, win["keys"], win["c4_key"], win["c9_key"], *args)
+        se.update(zip(("c4_share_se", "c4_diff_se", "c9_ratio_se"), got, strict=True))
+        no_c9 = np.full(1, -1)
+        got = _window_jackknife(G, Xu, ctx.lags, win["keys"], win["c4_range_key"], no_c9, *args)
+        se.update(c4_range_share_se=got[0], c4_range_diff_se=got[1])
     ds = _evidence_dataset(ctx, scale, pod, win, se)
     gap, beaten, trials = np.nan, np.nan, np.nan
     if theorem1:
@@ -504,6 +611,7 @@ def _scale_readings(ctx: _LayerContext, XA: np.ndarray, Xu: np.ndarray) -> dict:
         "edge": np.zeros(shape, dtype=np.int8),
         "energy": np.full(shape[:3], np.nan),
         "energy_se": np.full(shape[:3], np.nan),
+        **{k: np.full(shape[:3], np.nan) for v in BAND_VARS for k in (v, f"{v}_se")},
         "C": {},
         "spectra": {},
     }
@@ -529,6 +637,7 @@ def _scale_readings(ctx: _LayerContext, XA: np.ndarray, Xu: np.ndarray) -> dict:
                 sp, sp_rep = full[sl] * w, rep[:, sl] * w
                 out["spectra"][f, norm, g] = sp
                 _scale_statistics(out, (fi, ni, gi), sp, sp_rep, s, AX["scale_stat"])
+                _band_statistics(out, (fi, ni, gi), sp, sp_rep, s)
                 out["energy"][fi, ni, gi] = sp.sum()
                 out["energy_se"][fi, ni, gi] = _jack_se(sp_rep.sum(-1))
     return out
@@ -547,6 +656,17 @@ def _scale_statistics(out: dict, ix: tuple, sp, sp_rep, s, stats) -> None:
         out["value"][ix + (ti,)] = v
         out["edge"][ix + (ti,)] = side
         out["se"][ix + (ti,)] = _jack_se(vr) if side == 0 else np.nan
+
+
+def _band_statistics(out: dict, ix: tuple, sp, sp_rep, s) -> None:
+    """C1's and C2's statistics of one spectrum ``sp`` (delete-one replicates ``sp_rep``)
+    into ``out`` at ``ix``: the fine and coarse shares (:func:`band_shares`) and the slope
+    (:func:`spectrum_slope`), each with its jackknife SE."""
+    fine, coarse = band_shares(np.vstack([sp, sp_rep]), s)
+    slope = spectrum_slope(np.vstack([sp, sp_rep]), s)
+    for name, v in zip(BAND_VARS, (fine, coarse, slope), strict=True):
+        out[name][ix] = v[0]
+        out[f"{name}_se"][ix] = _jack_se(v[1:])
 
 
 def _plain_pod(ctx: _LayerContext, G: np.ndarray, dim: str) -> dict:
@@ -638,7 +758,8 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
     the first peak's window (index ``c9_key``); ``a_star`` and the window ``keys``."""
     AX, lags, nS = ctx.AX, ctx.lags, NUM_SCALES
     plan, a_star = _window_plan(ctx, scale)
-    keys = list(dict.fromkeys(p[-1] for p in plan))
+    on_range = _range_windows(AX["width"])
+    keys = list(dict.fromkeys([*(p[-1] for p in plan), *(w[-1] for w in on_range)]))
     index = {key: i for i, key in enumerate(keys)}
     need = sorted({index[p[-1]] for p in plan if p[1] == 0})
     modes = _window_modes(G, Xu, lags, keys, need, ctx.M_up, ctx.iu)
@@ -674,7 +795,37 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
             out["c9_ratio"][ix] = _spread(mspec * wgt, s) / plain_spread[gi, norm]
             out["c9_key"][ix] = j
         _c4_cases(out, ix, j, c, key[1], modes["energy"][j], lags, lag_e)
+    shape_r = (len(AX["width"]), len(PAPER_LAGS))
+    for name in ("c4_range_share", "c4_range_base", "c4_range_peaks"):
+        out[name] = np.full(shape_r, np.nan)
+    out["c4_range_key"] = np.full(shape_r, -1)
+    for wi, r, (c, sigma) in on_range:
+        lo, hi = list(PAPER_LAGS.values())[r]
+        inside = (lags >= lo) & (lags <= hi)
+        e = modes["energy"][index[(c, sigma)]]
+        out["c4_range_share"][wi, r] = float(e[inside].sum())
+        out["c4_range_base"][wi, r] = _window_alone_share(c, sigma, lags, lag_e, inside)
+        out["c4_range_peaks"][wi, r] = _count_peaks(e, lags, lo, hi)
+        out["c4_range_key"][wi, r] = index[(c, sigma)]
     return out
+
+
+def _range_windows(widths) -> list[tuple]:
+    """C4's windows placed on the paper's lags: per width factor ``k`` and paper range
+    ``[lo, hi]`` the window centred at ``(lo + hi) / 2`` with ``sigma = k (hi - lo) / 2``,
+    as ``(width index, range index, (centre, sigma))`` (the key rounded as the plan's)."""
+    return [
+        (wi, r, (round((lo + hi) / 2, 9), round(k * (hi - lo) / 2, 9)))
+        for wi, k in enumerate(widths)
+        for r, (lo, hi) in enumerate(PAPER_LAGS.values())
+    ]
+
+
+def _window_alone_share(c: float, sigma: float, lags, lag_e, inside) -> float:
+    """The share of the windowed fluctuation's lag energy ``w(tau)^2 E_u(tau)`` inside
+    the range (``inside``): what the window ``(c, sigma)`` puts there by itself."""
+    w2e = np.exp(-((lags - c) ** 2) / sigma**2) * lag_e
+    return float(w2e[inside].sum() / w2e.sum()) if w2e.sum() > 0 else np.nan
 
 
 def _c4_cases(out: dict, ix: tuple, j: int, c: float, sigma: float, e, lags, lag_e) -> None:
@@ -692,8 +843,7 @@ def _c4_cases(out: dict, ix: tuple, j: int, c: float, sigma: float, e, lags, lag
         )
         if better:
             out["c4_share"][at] = sh
-            w2e = np.exp(-((lags - c) ** 2) / sigma**2) * lag_e
-            out["c4_base"][at] = float(w2e[inside].sum() / w2e.sum()) if w2e.sum() > 0 else np.nan
+            out["c4_base"][at] = _window_alone_share(c, sigma, lags, lag_e, inside)
             out["c4_reach"][at] = ok
             out["c4_peaks"][at] = _count_peaks(e, lags, lo, hi)
             out["c4_key"][at] = j
@@ -716,6 +866,7 @@ def _evidence_dataset(ctx: _LayerContext, scale: dict, pod: dict, win: dict, se:
             "scale_grid": (("scale_min", "grid_end"), grid_ends),
             "energy": (dims_w[:3], scale["energy"]),
             "energy_se": (dims_w[:3], scale["energy_se"]),
+            **{k: (dims_w[:3], scale[k]) for v in BAND_VARS for k in (v, f"{v}_se")},
             "a_star": ((*dims_w[:4], "peak"), win["a_star"]),
             "T_spec": ("fit", pod["T"]),
             "T_spec_se": ("fit", pod["T_se"]),
@@ -724,6 +875,11 @@ def _evidence_dataset(ctx: _LayerContext, scale: dict, pod: dict, win: dict, se:
             **{k: (c4, win[k]) for k in ("c4_share", "c4_reach", "c4_base", "c4_peaks")},
             "c4_share_se": (c4, se["c4_share_se"]),
             "c4_diff_se": (c4, se["c4_diff_se"]),
+            **{
+                k: (("width", "paper_layer"), v)
+                for k, v in {**win, **se}.items()
+                if k.startswith("c4_range_") and k != "c4_range_key"
+            },
             "c9_ratio": (dims_w, win["c9_ratio"]),
             "c9_ratio_se": (dims_w, se["c9_ratio_se"]),
             "spectrum": ("rank", pod["lam"]),
@@ -784,8 +940,44 @@ def fields_evidence(
     return xr.concat(layers, dim=xr.DataArray(F["layer"].values, dims="layer", name="layer"))
 
 
+def band_evidence(
+    F: xr.DataArray, *, dim: str = "snapshot", omega0: float = 6.0, axes: dict | None = None
+) -> xr.Dataset:
+    """Only the band statistics (:data:`BAND_VARS` with their ``_se``) of every layer of
+    ``F (layer, dim, query, key)``, as :func:`fields_evidence` has them: what C1 and C2
+    read from their reference (e.g. :func:`causal_window` fields, whose fluctuation is
+    zero: NaN for the field u)."""
+    from ...fields import check_field, to_lag
+
+    AX = AXES if axes is None else {**AXES, **axes}
+    layers = []
+    for layer in F["layer"].values:
+        A = F.sel(layer=layer).transpose(dim, "query", "key").astype(np.float64)
+        check_field(A, name="F", dims=(dim, "query", "key"), snapshot_dim=dim, min_snapshots=3)
+        RA = to_lag(A)
+        XA = np.ascontiguousarray(RA.values)
+        ctx = _layer_context(A, RA["lag"].values, AX, omega0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scale = _scale_readings(ctx, XA, XA - XA.mean(0, keepdims=True))
+        dims = ("field", "normalisation", "scale_min")
+        names = [k for v in BAND_VARS for k in (v, f"{v}_se")]
+        layers.append(
+            xr.Dataset(
+                {k: (dims, scale[k]) for k in names},
+                coords={a: np.asarray(list(AX[a])) for a in dims},
+            )
+        )
+    return xr.concat(layers, dim=xr.DataArray(F["layer"].values, dims="layer", name="layer"))
+
+
 #: C4's and C9's window jackknife standard errors and the variable each is shaped like.
-WINDOW_SE_VARS = {"c4_share_se": "c4_share", "c4_diff_se": "c4_share", "c9_ratio_se": "c9_ratio"}
+WINDOW_SE_VARS = {
+    "c4_share_se": "c4_share",
+    "c4_diff_se": "c4_share",
+    "c9_ratio_se": "c9_ratio",
+    "c4_range_share_se": "c4_range_share",
+    "c4_range_diff_se": "c4_range_share",
+}
 
 
 def with_window_se(ev: xr.Dataset) -> xr.Dataset:
@@ -793,7 +985,7 @@ def with_window_se(ev: xr.Dataset) -> xr.Dataset:
     (``window_se=False``: the evidence is otherwise the same, so its cache key leaves the
     flag out)."""
     for name, like in WINDOW_SE_VARS.items():
-        if name not in ev:
+        if name not in ev and like in ev:
             ev[name] = xr.full_like(ev[like], np.nan, dtype=np.float64)
     return ev
 

@@ -14,38 +14,24 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from .claims import ROW_COLUMNS, render
+
 __all__ = ["FIELD_CLAIMS", "check_claims", "outcomes_table"]
 
 #: The claims decided from attention fields alone (C6 needs head pruning, L losses).
 FIELD_CLAIMS = ("C1", "C2", "C3", "C4", "C5", "C7", "C8", "C9", "C10")
 #: Columns of :func:`check_claims` (and of the scorecard's claim columns).
-COLUMNS = ("verdict", "measured", "interval", "rule", "cases", "reason", "paper", "paper_value")
+COLUMNS = ROW_COLUMNS
 
 
 def outcomes_table(outcomes: dict) -> pd.DataFrame:
-    """``{claim: Outcome}`` as a table, index ``claim``, columns :data:`COLUMNS`."""
-    from .claims import CLAIM_PARTS, CLAIMS
-
-    texts = {**CLAIMS, **CLAIM_PARTS, "L": CLAIMS["loss"]}
+    """``{claim: Outcome}`` as a table, index ``claim``, columns :data:`COLUMNS`: each
+    row by :func:`~msapod.studies.verdict.claims.render`."""
     expanded = {}
     for claim, out in outcomes.items():
         expanded[claim] = out
         expanded.update(out.extra.get("parts", {}))
-    rows = []
-    for claim, out in expanded.items():
-        rows.append(
-            dict(
-                claim=claim,
-                verdict=out.verdict,
-                measured=out.measured,
-                interval=out.interval or "point value",
-                rule=out.rule,
-                cases=out.cases,
-                reason=out.reason,
-                paper=texts[claim],
-                paper_value=out.paper_value,
-            )
-        )
+    rows = [{"claim": c, **render(c, out)["row"]} for c, out in expanded.items()]
     return pd.DataFrame(rows, columns=["claim", *COLUMNS]).set_index("claim")
 
 
@@ -74,6 +60,29 @@ def _check_fields(fields, dim: str) -> xr.DataArray:
     return fields
 
 
+def _reference(reference, fields, dim, omega0, axes, band_evidence, causal_window):
+    """C1's and C2's reference evidence per model: of ``reference`` (fields like
+    ``fields``) or, without it, of the causal window alone (computed once)."""
+    models = fields["model"].values
+    if reference is None:
+        one = fields.isel(model=0, drop=True).transpose("layer", dim, "query", "key")
+        ev = band_evidence(causal_window(one), dim=dim, omega0=omega0, axes=axes)
+        return ev.expand_dims(model=models)
+    reference = _check_fields(reference, dim)
+    if sorted(map(str, reference["model"].values)) != sorted(map(str, models)):
+        raise ValueError("reference: expected the models of fields (the same models untrained)")
+    parts = [
+        band_evidence(
+            reference.sel(model=m, drop=True).transpose("layer", dim, "query", "key"),
+            dim=dim,
+            omega0=omega0,
+            axes=axes,
+        )
+        for m in models
+    ]
+    return xr.concat(parts, dim=xr.DataArray(models, dims="model", name="model"))
+
+
 def check_claims(
     fields: xr.DataArray,
     *,
@@ -83,6 +92,7 @@ def check_claims(
     control: str = "baseline",
     omega0: float = 6.0,
     readings: str = "default",
+    reference: xr.DataArray | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
     """The field-based claims (C1-C5, C7-C10) on ``fields``, decided by the book's rules.
@@ -106,6 +116,10 @@ def check_claims(
     readings
         ``"default"``: compute only the book's default reading (fast); ``"all"``: every
         reading of the specification curve (the verdicts are the same; slower).
+    reference
+        C1's and C2's reference: the same models untrained, fields like ``fields``
+        (default: the causal window alone,
+        :func:`msapod.studies.measure.evidence.causal_window`, the same for every model).
     progress
         Print one line per model.
 
@@ -128,6 +142,7 @@ def check_claims(
 
     Over 60 lines only with its documentation; the code is under 60.
     """
+    from ..measure.evidence import band_evidence, causal_window
     from ..measure.llm import depth_groups
     from .multiverse import MAIN_SPEC, ZooData, fields_evidence, main_outcomes
 
@@ -161,13 +176,22 @@ def check_claims(
     ev = xr.concat(evs, dim=xr.DataArray(models, dims="model", name="model"))
     ev = ev.assign_coords(architecture=("model", [str(a) for a in fields["architecture"].values]))
     ev.attrs["n_snapshots"] = int(fields.sizes[dim])
+    ref = _reference(reference, fields, dim, omega0, axes, band_evidence, causal_window)
     loss = None
     if losses is not None:
         if "model" not in losses.dims:
             raise ValueError("losses: expected a 'model' dim")
         loss = (losses.sel(model=models).assign_coords(architecture=ev["architecture"]), False)
     data = ZooData(
-        models, ev, None, None, loss, groups=groups, treatment=treatment, control=control
+        models,
+        ev,
+        None,
+        None,
+        loss,
+        groups=groups,
+        treatment=treatment,
+        control=control,
+        reference=ref,
     )
     out = main_outcomes(data)
     keep = [c for c in (*FIELD_CLAIMS, "L") if c != "L" or losses is not None]

@@ -51,10 +51,10 @@ __all__ = [
     "verdict_shares",
 ]
 
-VERDICTS = ("holds", "partly", "not significant", "does not hold", "not testable as stated")
 #: What each verdict word says, in one sentence (the vocabulary, stated once).
 VERDICT_MEANING = {
-    "holds": "every case passes its test by its 95 % interval",
+    "holds": "every case passes its test by its 95 % interval (family-wise where the rule "
+    "tests with Holm)",
     "partly": "some cases pass by their 95 % interval, the others do not",
     "not significant": "no case passes or fails: every interval contains both the claim's "
     "boundary and its negation",
@@ -62,6 +62,8 @@ VERDICT_MEANING = {
     "not testable as stated": "the data or the setting cannot decide the claim (the reason "
     "is given)",
 }
+#: The verdict words, from the strongest support to none.
+VERDICTS = tuple(VERDICT_MEANING)
 #: What kind of statement each claim is: the paper's empirical claims, its theorem, and
 #: the cited claim of the energy-gated attention paper (from the registry).
 KINDS = {c.id: c.kind for c in REGISTRY.values()}
@@ -78,6 +80,66 @@ CLAIM_PARTS = {
     "C6a": "C6 (depth): deep layers are over-specified, early ones under-specified",
     "C6b": "C6 (guide): H* tells which heads to remove",
 }
+
+
+#: The columns of a claim's row: the scorecard, :func:`~msapod.studies.check_claims` and
+#: the claims table of ``msapod analyze``'s report.
+ROW_COLUMNS = ("verdict", "measured", "interval", "rule", "cases", "reason", "paper", "paper_value")
+#: The cells of the report's claims table, with their headers.
+REPORT_COLUMNS = {
+    "claim": "claim",
+    "paper": "the paper says",
+    "verdict": "verdict",
+    "measured": "measured",
+    "interval": "interval (its rule's)",
+    "cases": "cases",
+}
+
+
+def render(claim: str, fields, where: str = "") -> dict:
+    """A claim's decided outcome as every page, table and report shows it.
+
+    Parameters
+    ----------
+    claim
+        ``"C1"`` ... ``"C10"``, ``"C6a"``, ``"C6b"`` or ``"L"``.
+    fields
+        The outcome's words by name (``verdict``, ``measured``, ``interval``, ``rule``,
+        ``cases``, ``reason``, ``paper_value``): a
+        :class:`~msapod.studies.verdict.rules.Outcome`'s attributes or one specification
+        of the curve.
+    where
+        Where it was decided, for the sentence ("on the d128 zoo (...)").
+
+    Returns
+    -------
+    dict
+        ``sentence``: the verdict box's first sentence (the verdict in bold and what it
+        means, :data:`VERDICT_MEANING`, or why the claim is not testable); ``row``: the
+        claim's row (:data:`ROW_COLUMNS`); ``cells``: the report table's cells
+        (:data:`REPORT_COLUMNS`).
+    """
+    get = fields.get if hasattr(fields, "get") else lambda k, d="": getattr(fields, k, d)
+    word = str(get("verdict", ""))
+    if word not in VERDICT_MEANING:
+        raise ValueError(f"fields: expected a verdict of {VERDICTS}, got {word!r}")
+    reason = str(get("reason", "") or "")
+    if word == VERDICTS[-1] and reason:
+        why = reason
+    elif KINDS.get(claim) == "theorem":
+        why = f"{VERDICT_MEANING[word].split(' by ')[0]}, an exact check (no sampling error)"
+    else:
+        why = VERDICT_MEANING[word]
+    texts = {**CLAIMS, **CLAIM_PARTS, "L": CLAIMS["loss"]}
+    row = {c: str(get(c, "") or "") for c in ROW_COLUMNS}
+    row.update(verdict=word, reason=reason, paper=texts.get(claim, claim))
+    row["interval"] = row["interval"] or "point value"
+    cells = {**row, "claim": claim, "cases": f"{row['cases']} {reason}".strip()}
+    return {
+        "sentence": f"**{word}**{where}: {why}.",
+        "row": row,
+        "cells": [cells[c] for c in REPORT_COLUMNS],
+    }
 
 
 def classify(lower, upper, low: float = -np.inf, high: float = np.inf) -> np.ndarray:
@@ -392,6 +454,10 @@ def _reading_words(claim: str, mv) -> str:
         "normalisation": lambda v: "$E(a)/a$" if v == "rectified" else "raw $E(a)$",
         "scale_min": lambda v: f"scales from {v} to $L/2$",
         "scale_stat": lambda v: {"peak": "local maximum (edges as bounds)"}.get(v, v),
+        "scale_test": lambda v: {"share": "band shares of $E(a)$ against the untrained models"}.get(
+            v, f"dominant scale ({v})"
+        ),
+        "c4_window": lambda v: {"range": "window on the paper's lags"}.get(v, f"window of the {v}"),
         "centre": lambda v: f"window centre {v}",
         "width": lambda v: f"$\\sigma = {v:g}\\,a^*$",
         "criterion": lambda v: f"{v} criterion",
@@ -430,17 +496,10 @@ def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
     try:
         sub, z = _claim_specs(claim, mv, zoo)
     except LookupError as err:
-        return head + f"**not testable as stated** here: {err}\n```"
+        return head + f"**{VERDICTS[-1]}** here: {err}\n```"
     main = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
-    word = str(main["verdict"].values)
-    reason = str(main["reason"].values)
-    if word == "not testable as stated" and reason:
-        why = reason
-    elif KINDS.get(claim) == "theorem":
-        why = f"{VERDICT_MEANING[word].split(' by ')[0]}, an exact check (no sampling error)"
-    else:
-        why = VERDICT_MEANING[word]
-    first = f"**{word}** on the {z} zoo (the book's default reading): {why}."
+    words = {k: str(main[k].values) for k in ROW_COLUMNS if k in main}
+    first = render(claim, words, f" on the {z} zoo (the book's default reading)")["sentence"]
     label, share = robustness(claim, mv, z)
     total = sum(verdict_shares(claim, mv, z).values())
     if label == "single":

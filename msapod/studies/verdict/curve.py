@@ -19,6 +19,7 @@ import xarray as xr
 
 from ...models import zoo as zoo_mod
 from ..measure.evidence import EVIDENCE_FORMAT, model_evidence
+from ..registry import REGISTRY
 from ..store.cache import cached_dataset, stack_models
 from . import nulls as nl
 from .multiverse import (
@@ -34,6 +35,7 @@ __all__ = [
     "add_nulls",
     "multiverse_study",
     "null_verdict_columns",
+    "source_hash",
     "zoo_evidence",
 ]
 
@@ -87,7 +89,8 @@ def zoo_evidence(
     return {k: stack_models(parts[k], picked[k]) for k in EVIDENCE_KINDS if parts[k]}
 
 
-def _source_hash() -> str:
+def source_hash() -> str:
+    """sha256 of the verdict tier's sources that decide the claims (a cache key part)."""
     h = hashlib.sha256()
     for mod in ("rules.py", "multiverse.py", "claims.py", "nulls.py", "curve.py"):
         h.update((Path(__file__).parent / mod).read_bytes())
@@ -116,8 +119,8 @@ def multiverse_study(
         Progress bars.
     convergence, pruning
         Optional ``{zoo: study result or False}`` (default: read or compute the cached
-        studies; False skips, making N = 600 or C6 not testable). Both run on the main
-        zoo only unless given for another zoo (the per-head ablations and the N = 600
+        studies; False skips, making N = 400 or C6 not testable). Both run on the main
+        zoo only unless given for another zoo (the per-head ablations and the N = 400
         ensembles are the costliest studies per model): another zoo's claims are then
         decided at N = 150, and C6 there is not testable and says why.
     data
@@ -139,7 +142,8 @@ def multiverse_study(
     xarray.Dataset
         dims ``claim``, ``spec``, ``model``, ``layer``. Coordinates along ``spec``: one
         per axis (``zoo``, ``field``, ``normalisation``, ``scale_min``, ``scale_stat``,
-        ``centre``, ``width``, ``criterion``, ``n``, ``fit``) and the boolean ``main``.
+        ``scale_test``, ``centre``, ``width``, ``criterion``, ``n``, ``fit``) and the
+        boolean ``main``.
         Variables: ``verdict(claim, spec)`` (a verdict word; "" where the claim does not
         apply), ``applicable``, ``measured``, ``rule``, ``cases``, ``reason``;
         ``stat``, ``lower``, ``upper`` (claim, spec, model, layer: the key statistic and
@@ -162,7 +166,7 @@ def multiverse_study(
     if convergence is not None or pruning is not None or evidence is not None:
         return compute()
     weights = {m: zoo_mod.identity(m).weights_sha256 for z in trained for m in zoo_mod.trained(z)}
-    parts = {"source": _source_hash(), "zoos": trained, "format": EVIDENCE_FORMAT}
+    parts = {"source": source_hash(), "zoos": trained, "format": EVIDENCE_FORMAT}
     parts.update(weights_sha256=weights, nulls=bool(nulls))
     return cached_dataset(
         "multiverse", "study-" + "+".join(trained), parts, compute, cache_dir=cache_dir
@@ -173,6 +177,12 @@ def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, c
     """:func:`multiverse_study`'s computation: every zoo's :class:`ZooData` (``studies``:
     the given convergence and pruning studies per zoo; ``ev``: the given evidence), the
     curve and, with ``nulls``, its null controls."""
+    kw = dict(cache_dir=cache_dir, progress=progress)
+
+    def reference(models):  # C1's and C2's: the same models untrained
+        given = ev.get("untrained")
+        return nl.untrained_evidence(models, **kw) if given is None else given
+
     got = {
         z: zoo_data(
             zoo_mod.trained(z),
@@ -181,13 +191,13 @@ def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, c
             progress=progress,
             cache_dir=cache_dir,
             evidence=ev.get("trained"),
+            reference=reference(zoo_mod.trained(z)),
         )
         for z in trained
     }
     ds = assemble_study(trained, untrained, got)
     if not nulls:
         return ds
-    kw = dict(cache_dir=cache_dir, progress=progress)
     null_data = {
         z: nl.null_zoo_data(zoo_mod.trained(z), "untrained", evidence=ev.get("untrained"), **kw)
         for z in trained
@@ -200,6 +210,7 @@ def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, c
                 null,
                 axes=nl.main_axes(),
                 evidence=ev.get(null),
+                reference=null_data[main].ev,
                 **kw,
             )
         }
@@ -224,8 +235,14 @@ def null_verdict_columns(
     claims = ds["claim"].values
     if untrained:
         u = nl.null_verdicts(untrained[main]).reindex(claim=claims)
-        u = xr.where(u == "", "not applicable", u)
-        ds["untrained_verdict"] = u.astype(str)
+        why = [
+            f"not applicable ({REGISTRY[c].no_untrained})"
+            if c in REGISTRY and REGISTRY[c].no_untrained
+            else "not applicable"
+            for c in claims
+        ]
+        why = xr.DataArray(why, dims="claim", coords={"claim": claims})
+        ds["untrained_verdict"] = xr.where(u == "", why, u).astype(str)
     else:
         ds["untrained_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
     for null, given in (("shuffled", shuffled), ("words", words)):

@@ -16,7 +16,11 @@ Axes (readings; the default first) and the claims each affects:
 * ``scale_min``: 3, 2, 4 (lower end of the log-spaced scale grid, top L/2; every value
   at or above :func:`msapod.wavelets.min_valid_scale`, 1.94 at omega0 = 6) -- same;
 * ``scale_stat``: ``peak`` (the strongest interior maximum, else a bound at the edge),
-  ``argmax`` (the global maximum, edges included), ``centroid`` -- C1, C2, C4, C9;
+  ``argmax`` (the global maximum, edges included), ``centroid`` -- C4, C9 (where the
+  windows sit);
+* ``scale_test``: ``share`` (the shares of E(a) at a <= 7 and a >= 20 against the same
+  models untrained; C2 also the slope of log E(a)), or ``peak`` (the dominant scale a*,
+  edges as bounds, read against 7 and 20) -- C1, C2;
 * ``centre``: ``energy-max`` (argmax_b E(a*, b)), ``period`` (lambda(a*)) -- C4, C9;
 * ``width``: 1, 0.5, 2 (sigma = k a*) -- C4, C9;
 * ``criterion``: ``energy``, ``l2`` (H* criterion) -- C5;
@@ -30,12 +34,13 @@ C6, C10 and L have one reading per zoo. The scale claims are evaluated at N = 15
 one and the book's own choice elsewhere, each tagged in :data:`READING_TAGS` (and in the
 attrs of :func:`.curve.multiverse_study`): the scalogram of the attention A (*paper*), the 1/a
 rectified scale spectrum (*book*), scales log-spaced from 3 to L/2 (*book*: the paper
-gives no grid), the dominant scale as a local maximum with edge maxima read as bounds
-(*paper*), the window centred where the energy of a* sits with sigma = a* (*book*), H*
-by the energy criterion at eps = 0.10 (*paper*), N = 150 (*paper*) and the T_spec fit
-over k = 1..N/2 (*book*). Each claim is evaluated on its sub-grid: the axes that affect
-it vary, the others stay at the default; so a claim's specifications are the rows of
-``spec`` where ``applicable`` is true.
+gives no grid), C1 and C2 on the band shares of E(a) against the untrained models
+(*book*: the spectra are close to power laws), the dominant scale as a local maximum with
+edge maxima read as bounds (*paper*), the window centred where the energy of a* sits
+with sigma = a* (*book*), H* by the energy criterion at eps = 0.10 (*paper*), N = 150
+(*paper*) and the T_spec fit over k = 1..N/2 (*book*). Each claim is evaluated on its
+sub-grid: the axes that affect it vary, the others stay at the default; so a claim's
+specifications are the rows of ``spec`` where ``applicable`` is true.
 
 Speed: per model and layer the lag profiles are formed once; from them the per-snapshot
 lag second-moment matrices ``S_s = sum_i r_{s,i} r_{s,i}^T`` (of u and of A) and the
@@ -58,7 +63,9 @@ import xarray as xr
 
 from ..measure.evidence import (
     AXES,
+    BAND_VARS,
     EPS,
+    EVIDENCE_FORMAT,
     FIXED_K,
     JACKKNIFE_GROUPS,
     fields_evidence,
@@ -71,7 +78,7 @@ from ..measure.evidence import (
 )
 from ..registry import REGISTRY, SCALE_AXES
 from .claims import CLAIMS
-from .rules import PAPER_LAGS, RULES, THRESHOLDS, Outcome
+from .rules import PAPER_LAGS, RULES, THRESHOLDS, Outcome, rule_dominant_scale
 
 __all__ = [
     "AXES",
@@ -120,6 +127,22 @@ READING_TAGS: dict[str, tuple[str, str]] = {
         "the paper reads local maxima a*_m of the scale spectrum; a maximum at the grid's "
         "edge is read as a bound (a* <= a_min or a* >= a_max)",
     ),
+    "scale_test": (
+        "book",
+        "the measured scale spectra are close to power laws, so a* sits at the grid's edge; "
+        "the paper's a <= 7 and a >= 20 are read as the shares of E(a) in those bands against "
+        "the same models untrained (the causal window's own shares), the fine-to-coarse shift "
+        "as the slope of log E(a); the dominant scale a* (the strongest interior maximum, "
+        "edges as bounds) is one reading",
+    ),
+    "c4_window": (
+        "book",
+        "C4 names lags (2-10, 10-35, 10-40); a window of the dominant scale cannot reach "
+        "lags that far from a* (a* of about 4-5 leaves layer 4's 10-35 out of reach, and a "
+        "spectrum without an interior maximum gives no window): the window sits on the "
+        "paper's lags, sigma = width x half the range; the dominant scale's window is one "
+        "reading",
+    ),
     "centre": ("book", "the paper gives no window formula; centred where the energy of a* sits"),
     "width": ("book", "the paper gives no window width; sigma = a*, the wavelet's own width"),
     "criterion": ("paper", "the paper's eps = 0.10 with 90 % of the energy"),
@@ -163,6 +186,8 @@ def specifications(zoos: Sequence[str]) -> list[dict]:
             axes = CLAIM_AXES[claim]
             for values in itertools.product(*(AXES[a] for a in axes)):
                 spec = {"zoo": z, **MAIN_SPEC, **dict(zip(axes, values, strict=True))}
+                if not _in_subgrid(claim, spec):
+                    continue
                 key = tuple(spec.values())
                 if key not in seen:
                     seen.add(key)
@@ -171,7 +196,15 @@ def specifications(zoos: Sequence[str]) -> list[dict]:
 
 
 def _applies(claim: str, spec: dict) -> bool:
-    return all(spec[a] == MAIN_SPEC[a] for a in AXES if a not in CLAIM_AXES[claim])
+    others = all(spec[a] == MAIN_SPEC[a] for a in AXES if a not in CLAIM_AXES[claim])
+    return others and _in_subgrid(claim, spec)
+
+
+def _in_subgrid(claim: str, spec: dict) -> bool:
+    """Whether ``spec`` is one of the claim's readings: under a reading of the registry's
+    ``varies_with`` only its axes vary (the others at the default reading)."""
+    used = _reading_axes(claim, spec)
+    return all(spec[a] == MAIN_SPEC[a] for a in CLAIM_AXES[claim] if a not in used)
 
 
 def _where(claim: str, spec: dict) -> str:
@@ -184,16 +217,36 @@ def _where(claim: str, spec: dict) -> str:
             "argmax": "global maximum",
             "centroid": "centroid",
         }[v],
+        "scale_test": lambda v: {
+            "share": "band shares against the untrained models",
+            "peak": "dominant scale (bounds at edges)",
+        }[v],
+        "c4_window": lambda v: {
+            "range": "window on the paper's lags",
+            "dominant scale": "window of the dominant scale",
+        }[v],
         "centre": lambda v: f"centre {v}",
-        "width": lambda v: f"σ = {v:g} a*",
+        "width": lambda v: (
+            f"σ = {v:g} × half the range" if spec.get("c4_window") == "range" else f"σ = {v:g} a*"
+        ),
         "criterion": lambda v: f"{v} criterion",
         "n": lambda v: f"N = {v}",
         "fit": lambda v: "fit 1..N/2" if v == "default" else f"fit {FIXED_K[0]}..{FIXED_K[1]}",
     }
-    return ", ".join(words[a](spec[a]) for a in CLAIM_AXES[claim]) or "one reading"
+    return ", ".join(words[a](spec[a]) for a in _reading_axes(claim, spec)) or "one reading"
 
 
-#: The evidence of C4 (``(..., layer, paper_layer)``); the ``*_se`` are optional.
+def _reading_axes(claim: str, spec: dict) -> tuple[str, ...]:
+    """The axes the claim's verdict depends on under ``spec`` (its registry ``axes``, or
+    fewer under a reading of its ``varies_with``)."""
+    for (axis, value), keep in REGISTRY[claim].varies_with.items():
+        if spec[axis] == value:
+            return tuple(a for a in CLAIM_AXES[claim] if a in (axis, *keep))
+    return CLAIM_AXES[claim]
+
+
+#: The evidence of C4 (``(..., layer, paper_layer)``); the ``*_se`` are optional. In the
+#: windows placed on the paper's lags each has its ``c4_range_*`` (``width, paper_layer``).
 C4_VARS = ("c4_share", "c4_reach", "c4_peaks", "c4_base", "c4_share_se", "c4_diff_se")
 
 
@@ -211,9 +264,26 @@ class ZooData:
         groups: dict | None = None,
         treatment: str = "ega",
         control: str = "baseline",
+        reference: xr.Dataset | None = None,
     ):
         self.models = list(models)
         self.ev = evidence
+        #: Whether C1's and C2's reference (the same models untrained) was given: its band
+        #: statistics are then in the evidence as ``<name>_ref`` and ``<name>_ref_se`` (so
+        #: a relabelling of the evidence carries them along).
+        self.has_reference = reference is not None
+        if reference is not None:
+            lacking = sorted(set(self.models) - set(map(str, reference["model"].values)))
+            if lacking:
+                raise ValueError(f"reference: expected every model of the zoo, lacks {lacking}")
+            shared = {d: evidence[d].values for d in reference.dims if d in evidence.coords}
+            ref = {
+                f"{v}_ref{end}": reference[f"{v}{end}"].sel(shared)
+                for v in BAND_VARS
+                for end in ("", "_se")
+                if f"{v}{end}" in reference
+            }
+            self.ev = evidence.assign(ref)
         self.conv = convergence
         self.c6 = c6
         self.losses = losses
@@ -241,13 +311,29 @@ class ZooData:
         (s), ``c4_reach``, ``c4_peaks``, ``c4_base`` (b) and, where the evidence has them,
         the jackknife standard errors ``c4_share_se`` and ``c4_diff_se`` (of s - b); dims
         ``model``, ``layer`` (every layer of the zoo, NaN outside 2, 4, 6) first, then the
-        readings. Formed once per ZooData: each specification only selects its reading."""
+        readings, with ``c4_window`` ("range": the windows on the paper's lags, the same
+        for every reading but the width; "dominant scale") where the evidence has both.
+        Formed once per ZooData: each specification only selects its reading."""
         if self._c4 is None:
             ev = self.ev
             names = [n for n in C4_VARS if n in ev]
+            layer = xr.DataArray(list(PAPER_LAGS), dims="layer", name="layer")
             diag = [ev[names].sel(layer=L, paper_layer=L, drop=True) for L in PAPER_LAGS]
-            c4 = xr.concat(diag, dim=xr.DataArray(list(PAPER_LAGS), dims="layer", name="layer"))
+            c4 = xr.concat(diag, dim=layer)
             c4["c4_reach"] = c4["c4_reach"].astype(bool)
+            on = {n: f"c4_range_{n.removeprefix('c4_')}" for n in names if n != "c4_reach"}
+            if all(v in ev for v in on.values()):
+                r = xr.concat(
+                    [
+                        ev[list(on.values())].sel(layer=L, paper_layer=L, drop=True)
+                        for L in PAPER_LAGS
+                    ],
+                    dim=layer,
+                ).rename({v: k for k, v in on.items()})
+                r["c4_reach"] = r["c4_share"].notnull()
+                window = xr.DataArray(list(AXES["c4_window"]), dims="c4_window")
+                kinds = {"range": r.broadcast_like(c4), "dominant scale": c4}
+                c4 = xr.concat([kinds[w] for w in AXES["c4_window"]], dim=window)
             c4 = c4.reindex(layer=ev["layer"].values, fill_value={"c4_reach": False})
             self._c4 = c4.transpose("model", "layer", ...)
         return self._c4
@@ -314,19 +400,59 @@ def _not_testable(claim: str, measured: str, reason: str) -> Outcome:
     return Outcome(claim, NOT_TESTABLE, measured, "", "0 cases", reason=reason)
 
 
-def _call_scale(claim, spec, data, where, kw):
-    """C1, C2: the scale statistic with its SE and edge side per model and layer."""
-    ev = data.ev
-    sel = {**{a: spec[a] for a in _SCALE}, "scale_stat": spec["scale_stat"]}
-    grid = ev["scale_grid"].sel(scale_min=spec["scale_min"])
-    kwargs = dict(
-        statistic=spec["scale_stat"],
-        where=where,
-        edge=ev["scale_stat_edge"].sel(sel),
-        grid=(float(grid.sel(grid_end="min").min()), float(grid.sel(grid_end="max").max())),
+#: The command that makes the evidence of the current format (every trained zoo, trained
+#: and untrained models) and decides again.
+REMAKE_EVIDENCE = "msapod reproduce --steps evidence multiverse scorecard"
+
+
+def _missing(name: str, what: str) -> ValueError:
+    """The error for evidence made before the variable ``name`` (``what`` it holds)."""
+    return ValueError(
+        f"evidence: no variable {name!r} ({what}; evidence format {EVIDENCE_FORMAT}); make "
+        f"it with `{REMAKE_EVIDENCE}`"
     )
-    args = (ev["scale_stat_value"].sel(sel), ev["scale_stat_se"].sel(sel))
-    return RULES[claim], args, {**kwargs, **kw["early"], **kw["late"]}
+
+
+def _band_vars(claim: str, data: ZooData) -> list[str] | Outcome:
+    """The evidence variables C1's or C2's band rule reads, or the outcome "not testable"
+    without a reference; a clear error where the evidence predates them."""
+    names = [n for n in REGISTRY[claim].evidence if n.startswith(BAND_VARS)]
+    if not data.has_reference:
+        return _not_testable(
+            claim,
+            "no reference",
+            "C1 and C2 compare each model with the same model untrained: give the untrained "
+            "models' evidence (ZooData(reference=...))",
+        )
+    missing = [n for n in names if n not in data.ev]
+    if missing:
+        raise _missing(missing[0], "C1 and C2's band statistics, trained and untrained")
+    return names
+
+
+def _call_scale(claim, spec, data, where, kw):
+    """C1, C2: the band shares against the reference (and C2's slope), or under a
+    dominant-scale reading the scale statistic with its SE and edge side, per model and
+    layer."""
+    ev = data.ev
+    sel = {a: spec[a] for a in _SCALE}
+    if spec["scale_test"] != "share":
+        stat = {**sel, "scale_stat": spec["scale_test"]}
+        grid = ev["scale_grid"].sel(scale_min=spec["scale_min"])
+        kwargs = dict(
+            statistic=spec["scale_test"],
+            where=where,
+            edge=ev["scale_stat_edge"].sel(stat),
+            grid=(float(grid.sel(grid_end="min").min()), float(grid.sel(grid_end="max").max())),
+        )
+        args = (claim, ev["scale_stat_value"].sel(stat), ev["scale_stat_se"].sel(stat))
+        return rule_dominant_scale, args, {**kwargs, **kw["early"], **kw["late"]}
+    names = _band_vars(claim, data)
+    if isinstance(names, Outcome):
+        return names
+    args = tuple(ev[n].sel(sel) for n in names)
+    groups = {**kw["early"], **(kw["late"] if claim == "C2" else {})}
+    return RULES[claim], args, dict(where=where, **groups)
 
 
 def _call_energy(claim, spec, data, where, kw):
@@ -359,13 +485,17 @@ def _call_window(claim, spec, data, where, kw):
     """C4, C9: the window readings; their jackknife SEs only where the zoo cannot take
     the intervals over seeds (:meth:`ZooData.over_seeds`)."""
     ev, rule = data.ev, RULES[claim]
-    sel = {a: spec[a] for a in CLAIM_AXES["C4"]}
+    sel = {a: spec[a] for a in CLAIM_AXES["C9"]}
     jack = not data.over_seeds()
     se_df = JACKKNIFE_GROUPS - 1
     if claim == "C9":
         se = ev["c9_ratio_se"].sel(sel) if jack and "c9_ratio_se" in ev else None
         return rule, (ev["c9_ratio"].sel(sel), se), dict(se_df=se_df, where=where)
     d4 = data.c4().sel(sel)
+    if "c4_window" in d4.dims:
+        d4 = d4.sel(c4_window=spec["c4_window"])
+    elif spec["c4_window"] == "range":  # evidence made before the windows on the lags
+        raise _missing("c4_range_share", "C4 in windows on the paper's lags")
 
     def per_layer(name):
         return d4[name] if name in d4 else None
@@ -377,6 +507,7 @@ def _call_window(claim, spec, data, where, kw):
         diff_se=per_layer("c4_diff_se") if jack else None,
         se_df=se_df,
         where=where,
+        placement=spec["c4_window"],
     )
     return rule, args, kwargs
 
@@ -455,13 +586,17 @@ def zoo_data(
     progress: bool = False,
     cache_dir=None,
     evidence: xr.Dataset | None = None,
+    reference: xr.Dataset | None = None,
 ) -> ZooData:
     """Gather the evidence of one zoo's models (computed or read from the cache).
 
     ``convergence`` / ``pruning``: a study result, None (compute or read it from the
     cache) or False (skip: N = 600 and C6 are then not testable). ``evidence``: the
     models' stacked evidence (:func:`stacked_evidence`, e.g. the shipped
-    ``results/evidence.nc``) instead of computing or reading it.
+    ``results/evidence.nc``) instead of computing or reading it. ``reference``: that of
+    the same models untrained (C1's and C2's reference: ``results/evidence-untrained.nc``
+    or :func:`~msapod.studies.verdict.nulls.untrained_evidence`; None: C1 and C2 are not
+    testable and say why).
     """
     models = list(models)
     if evidence is None:
@@ -479,7 +614,7 @@ def zoo_data(
 
         pruning = pruning_study(models, progress=progress, cache_dir=cache_dir)
     c6 = pruning if pruning is not False else None
-    return ZooData(models, ev, conv, c6, zoo_losses(models))
+    return ZooData(models, ev, conv, c6, zoo_losses(models), reference=reference)
 
 
 def two_seeds_each(architectures: Sequence[str]) -> bool:

@@ -124,6 +124,7 @@ __all__ = [
     "state_sha256",
     "swap_labelings",
     "swap_untrained",
+    "untrained_evidence",
     "untrained_model",
 ]
 
@@ -356,6 +357,7 @@ def null_zoo_data(
     progress: bool = False,
     evidence: Sequence[xr.Dataset] | xr.Dataset | None = None,
     axes: dict | None = None,
+    reference: xr.Dataset | None = None,
 ):
     """A :class:`~msapod.studies.verdict.multiverse.ZooData` of ``models`` under ``null``.
 
@@ -365,7 +367,8 @@ def null_zoo_data(
     those specifications and C6, L are not testable on a null. ``evidence``: per-model
     evidence to use instead of :func:`null_evidence` (tests), or the models' evidence
     already stacked along ``model`` (the shipped ``results/evidence-<null>.nc``);
-    ``axes``: the readings (:func:`null_evidence`).
+    ``axes``: the readings (:func:`null_evidence`); ``reference``: C1's and C2's
+    reference (the untrained models' evidence, for the shuffled null).
     """
     from ..store.cache import stack_models
     from .multiverse import ZooData, needs_window_se
@@ -385,7 +388,20 @@ def null_zoo_data(
         ev = stack_models(list(evidence), models)
     ev.attrs["n_snapshots"] = int(ev.sizes["rank"])
     ev.attrs["null"] = null
-    return ZooData(models, ev, None, None, None)
+    return ZooData(models, ev, None, None, None, reference=reference)
+
+
+def untrained_evidence(
+    models: Sequence[str], *, cache_dir=None, progress: bool = False
+) -> xr.Dataset:
+    """:func:`null_evidence` of the untrained copies of ``models``, stacked along ``model``
+    (the reference of C1 and C2; C4's and C9's jackknife as the trained zoo has it)."""
+    from ..store.cache import stack_models
+    from .multiverse import needs_window_se
+
+    kw = dict(cache_dir=cache_dir, progress=progress, window_se=needs_window_se(models))
+    parts = [null_evidence(m, "untrained", **kw) for m in models]
+    return stack_models(parts, list(models))
 
 
 #: Claims a null ensemble cannot address: pruning (C6) and the loss difference (L) need
@@ -399,8 +415,9 @@ def null_verdicts(
     """The default reading's verdict of every claim on a null ZooData
     (:func:`null_zoo_data`), by :func:`~msapod.studies.verdict.multiverse.evaluate` under
     :data:`~msapod.studies.verdict.multiverse.MAIN_SPEC`, the rules the trained zoo uses; ``""``
-    for :data:`NO_NULL_CLAIMS` and for the claims not in ``claims`` (default: every
-    other claim; the shuffled null: :data:`SHUFFLED_CLAIMS`).
+    for :data:`NO_NULL_CLAIMS`, for the claims not in ``claims`` (default: every
+    other claim; the shuffled null: :data:`SHUFFLED_CLAIMS`) and, on the untrained
+    models, for the claims whose reference they are (the registry's ``no_untrained``).
 
     Returns
     -------
@@ -409,10 +426,16 @@ def null_verdicts(
     """
     from .multiverse import CLAIM_IDS, MAIN_SPEC, evaluate
 
-    keep = [c for c in CLAIM_IDS if c not in NO_NULL_CLAIMS and (claims is None or c in claims)]
+    null = str(data.ev.attrs.get("null", ""))
+    keep = [
+        c
+        for c in CLAIM_IDS
+        if c not in NO_NULL_CLAIMS
+        and (claims is None or c in claims)
+        and not (null == "untrained" and REGISTRY[c].no_untrained)
+    ]
     spec = {"zoo": "", **MAIN_SPEC}
     words = [evaluate(c, spec, data).verdict if c in keep else "" for c in CLAIM_IDS]
-    null = str(data.ev.attrs.get("null", ""))
     return xr.DataArray(
         np.asarray(words, dtype=str),
         dims="claim",
@@ -706,12 +729,13 @@ def _standardised(value, lower, upper, low=-np.inf, high=np.inf, log=False):
     return np.where(point, np.nan, z)
 
 
-def _case_effects(claim, diff=None, contrast=None, stat=None) -> np.ndarray:
+def _case_effects(claim, diff=None, contrast=None, stat=None, stat_range=None) -> np.ndarray:
     """The per-case effects of one outcome from plain arrays (:func:`_outcome_arrays`):
     ``diff`` ``(value, lower, upper, layers)`` per layer (``layers`` None for a single
     difference), ``contrast`` ``(value, lower, upper, models)`` per model, ``stat``
-    ``(value, lower, upper, layers, models)`` per ``(model, layer)``. See
-    :func:`outcome_effect`."""
+    ``(value, lower, upper, layers, models)`` per ``(model, layer)``; ``stat_range``
+    ``(low, high, log)`` where the rule read ``stat`` against another range than the
+    claim's (C1 and C2's dominant-scale reading). See :func:`outcome_effect`."""
     from .rules import THRESHOLDS
 
     if claim == "C9":  # the ratio's intervals as its rule reads them (per layer over seeds)
@@ -732,13 +756,13 @@ def _case_effects(claim, diff=None, contrast=None, stat=None) -> np.ndarray:
         value, lower, upper = contrast[:3]
         vals.append(CONTRAST_SIGN[claim] * _standardised(value, lower, upper, low=0.0))
     if diff is None and stat is not None and claim in THRESHOLDS:
-        low, high = THRESHOLDS[claim]
+        low, high, log = stat_range or (*THRESHOLDS[claim], claim in LOG_CLAIMS)
         layers = REGISTRY[claim].layers if claim in REGISTRY else None
         value, lower, upper, labels = stat[:4]
         if layers is not None and labels is not None:
             cols = np.isin(labels, layers)
             value, lower, upper = value[..., cols], lower[..., cols], upper[..., cols]
-        vals.append(_standardised(value, lower, upper, low, high, log=claim in LOG_CLAIMS))
+        vals.append(_standardised(value, lower, upper, low, high, log=log))
     return np.concatenate([np.ravel(v) for v in vals]) if vals else np.array([])
 
 
@@ -771,6 +795,8 @@ def _outcome_arrays(outcome) -> dict:
         dims = ["model"] * ("model" in s.dims) + rest + ["layer"] * ("layer" in s.dims)
         values = (x.variable.transpose(*dims).values for x in (s, outcome.lower, outcome.upper))
         out["stat"] = (*values, coord(s, "layer"), coord(s, "model"))
+        if "range" in s.attrs:
+            out["stat_range"] = (*s.attrs["range"], bool(s.attrs.get("log", False)))
     return out
 
 
@@ -1164,7 +1190,7 @@ def _block_effects(claim: str, out, dim: str, n_blocks: int, layers: list) -> np
         sb = block_of(s[4]) if s is not None else None
         effects = []
         for b in range(n_blocks):
-            kw = {}
+            kw = {"stat_range": a.get("stat_range")}
             if c is not None:
                 kw["contrast"] = (*(x[cb == b] for x in c[:3]), None)
             if s is not None:
@@ -1180,7 +1206,7 @@ def _block_effects(claim: str, out, dim: str, n_blocks: int, layers: list) -> np
     label = {k: np.asarray(layers)[p % L] for k, p in pos.items()}
     effects = []
     for b in range(n_blocks):
-        kw = {}
+        kw = {"stat_range": a.get("stat_range")}
         if d is not None:
             m = pos["diff"] // L == b
             kw["diff"] = (*(x[m] for x in d[:3]), label["diff"][m])

@@ -103,6 +103,11 @@ _AXIS_WORDS = {
         "argmax": "global maximum",
         "centroid": "scale centroid",
     }.get(v, str(v)),
+    "scale_test": lambda v: {
+        "share": "band shares against the untrained models",
+        "peak": "dominant scale a* (local maximum)",
+    }[v],
+    "c4_window": lambda v: {"range": "window on the paper's lags"}.get(v, f"window of the {v}"),
     "centre": lambda v: f"window centre {v}",
     "width": lambda v: f"window width {v:g} a*",
     "criterion": lambda v: f"{v} criterion",
@@ -175,11 +180,13 @@ def interval_text(stat: float, lower: float, upper: float, sig: int = 3) -> str:
     reads ``"≤ 3.00"`` / ``"≥ 128"``; a missing estimate ``"—"``."""
     if not np.isfinite(stat):
         return plots.MISSING
+    if lower == upper == stat:  # a point value (no interval)
+        return _words(stat, sig)
     if lower <= 0 and np.isclose(upper, stat):
         return f"≤ {_words(stat, sig)}"
     if np.isinf(upper) and np.isclose(lower, stat):
         return f"≥ {_words(stat, sig)}"
-    if not (np.isfinite(lower) and np.isfinite(upper)) or lower == upper == stat:
+    if not (np.isfinite(lower) and np.isfinite(upper)):
         return _words(stat, sig)
     return f"{_words(stat, sig)} [{_words(lower, sig)}, {_words(upper, sig)}]"
 
@@ -674,6 +681,9 @@ def curve_values(claim: str, mv, zoo: str | None = None) -> dict:
     the verdict and whether it is the main specification, and the claim's range (None for
     a contrast), for :func:`msapod.plots.specification_curve`."""
     sub, _ = cl._claim_specs(claim, mv, zoo)
+    if "scale_test" in sub.coords and "scale_test" in REGISTRY[claim].axes:
+        # one kind of statistic per curve: C1's and C2's band shares
+        sub = sub.isel(spec=np.flatnonzero((sub["scale_test"] == "share").values))
     if claim == "C3":
         val = sub["contrast"].median("model")
         lo, up = sub["contrast_lower"].min("model"), sub["contrast_upper"].max("model")
@@ -773,8 +783,8 @@ def scorecard_markdown(card) -> str:
 
 #: The axis label of each claim's statistic in the forest plots.
 _FOREST_LABEL = {
-    "C1": "$a^*$ (characters)",
-    "C2": "$a^*$ (characters)",
+    "C1": r"$\Delta s_\mathrm{fine}$ (trained − untrained)",
+    "C2": r"$\Delta s_\mathrm{coarse}$ (trained − untrained)",
     "C3": r"$T_\mathrm{spec}$",
     "C4": "lag-energy share",
     "C5": "$H^*(0.10)$",
@@ -784,8 +794,8 @@ _FOREST_LABEL = {
 }
 #: The range of each statistic: an interval beyond it is cut (an arrow marks it).
 _FOREST_RANGE = {
-    "C1": (0, None),
-    "C2": (0, None),
+    "C1": (-1, 1),
+    "C2": (-1, 1),
     "C3": (0, None),
     "C4": (0, 1),
     "C5": (0, None),
@@ -855,14 +865,9 @@ def spec_curves(mv, claims, zoo: str | None = None):
     fig, axes = plots.panels(len(claims), height=2.6)
     seen = {}
     for ax, c in zip(axes, claims, strict=False):
-        ylabel = r"late − early $T_\mathrm{spec}$" if c == "C3" else "$a^*$ (characters)"
-        # a* is positive; an open interval (an edge maximum is a bound) is cut at the axis
+        ylabel = r"late − early $T_\mathrm{spec}$" if c == "C3" else _FOREST_LABEL[c]
         plots.specification_curve(
-            **curve_values(c, mv, zoo),
-            ylabel=ylabel,
-            title=c,
-            ax=ax,
-            clip=None if c == "C3" else (0, None),
+            **curve_values(c, mv, zoo), ylabel=ylabel, title=c, ax=ax, clip=_FOREST_RANGE.get(c)
         )
         ax.set_xlabel("specifications, sorted")
         leg = ax.get_legend()
@@ -1539,7 +1544,7 @@ def llm_scale_facts(ds: xr.Dataset) -> str:
     characters, what it cannot resolve, and C1's and C2's thresholds (the registry's) in
     tokens."""
     cpt, finest, top = _cpt(ds), float(ds["scale"].min()), float(ds["scale"].max())
-    c1, c2 = REGISTRY["C1"].high, REGISTRY["C2"].low
+    c1, c2 = REGISTRY["C1"].stated["scale"], REGISTRY["C2"].stated["scale"]
     return (
         f"* The scalogram's scales run from {finest:g} to $L/2$ = {top:.1f} **tokens**, i.e. "
         f"about {finest * cpt:.0f} to {top * cpt:.0f} characters; the zoo's run from 3 to "
@@ -1587,7 +1592,7 @@ def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
     rho = float(pd.Series(c.values).corr(pd.Series(ds["layer"].values), method="spearman"))
     finest = float(ds["scale"].min())
     dom = ds["dominant_scale"].isel(peak=0)
-    c1, c2 = REGISTRY["C1"].high, REGISTRY["C2"].low
+    c1, c2 = REGISTRY["C1"].stated["scale"], REGISTRY["C2"].stated["scale"]
     return (
         f"The scale centroid of the fluctuations stays between {float(c.min()):.1f} and "
         f"{float(c.max()):.1f} characters ({float(c.min()) / cpt:.2f}–"

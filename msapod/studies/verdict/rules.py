@@ -16,12 +16,20 @@ Conventions, stated once:
   one-sided tests against the claim's range, **Holm-corrected across the cases of the
   claim** (family-wise 5 %); a rejected case is ``"yes"`` (inside the range) or ``"no"``
   (outside), the others ``"ns"``. With one case this is the 95 % interval read against the
-  range. Cases are combined with :func:`msapod.studies.verdict.claims.combine`.
-* **Contrasts first** (C1, C2, C3, C5): a claim that states an early-vs-late *shift* or
+  range. Cases are combined with :func:`msapod.studies.verdict.claims.combine`. The
+  interval a rule prints next to such a verdict is each case's at the level of its Holm
+  step (:func:`decide` with ``quantiles``; C1, C2 and C2's dominant-scale reading), so it
+  excludes the claim's boundary exactly when the case is decided.
+* **Scale claims against the untrained models**: C1 and C2 read the shares of the scale
+  spectrum's energy at a <= 7 and a >= 20 against the same models untrained (a power-law
+  spectrum has no dominant scale; the causal window alone has shares of its own), and the
+  shift from fine to coarse scales once, in C2, as the slope of log E(a) against log a.
+* **Contrasts first** (C2, C3, C5): a claim that states an early-vs-late *shift* or
   *contrast* does not hold when the contrast is reversed beyond its interval in every
   model, whatever the threshold cases say (:func:`combine_core`).
 * **Edges are bounds**: a scale spectrum whose maximum sits at the first (last) scale of
-  the grid says ``a* <= a_min`` (``a* >= a_max``). A bound decides a case when the claim's
+  the grid says ``a* <= a_min`` (``a* >= a_max``; C1's and C2's dominant-scale reading,
+  :func:`rule_dominant_scale`). A bound decides a case when the claim's
   range allows it (``a* <= a_min < 20`` contradicts C2, ``a* <= a_min <= 7`` supports C1);
   otherwise the case is not significant. "Not testable as stated" remains only for what
   the data cannot decide at all, with the reason.
@@ -41,7 +49,7 @@ from ..registry import EARLY as _EARLY
 from ..registry import LATE as _LATE
 from ..registry import MIDDLE_LATE as _MIDDLE_LATE
 from ..registry import REGISTRY
-from .claims import CLAIMS, Z95, case_counts, combine, fmt_range, layer_span
+from .claims import CLAIMS, VERDICTS, Z95, case_counts, combine, fmt_range, layer_span
 
 __all__ = [
     "C8_SIGNS",
@@ -64,6 +72,7 @@ __all__ = [
     "rule_c8",
     "rule_c9",
     "rule_c10",
+    "rule_dominant_scale",
     "rule_loss",
 ]
 
@@ -75,7 +84,7 @@ PAPER_LAGS = dict(REGISTRY["C4"].stated["lags"])
 C8_SIGNS = dict(REGISTRY["C8"].signs)
 #: The target range of each claim's key statistic ``(low, high)``: the registry's ranges.
 THRESHOLDS = {c.id: c.range for c in REGISTRY.values() if c.id != "C6"}
-NOT_TESTABLE = "not testable as stated"
+NOT_TESTABLE = VERDICTS[-1]
 
 
 @dataclass
@@ -189,9 +198,8 @@ def _one_sided_p(v, e, lo: float, hi: float, df, shape):
 
     def z(bound):
         with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(
-                e > 0, (v - bound) / np.where(e > 0, e, 1.0), np.sign(v - bound) * np.inf
-            )
+            point = np.where(v == bound, 0.0, np.sign(v - bound) * np.inf)  # no SE
+            return np.where(e > 0, (v - bound) / np.where(e > 0, e, 1.0), point)
 
     p_in = np.zeros(v.size)
     p_out = np.ones(v.size)
@@ -206,16 +214,23 @@ def _one_sided_p(v, e, lo: float, hi: float, df, shape):
     return p_in, p_out, d
 
 
-def _holm(p: np.ndarray, alpha: float) -> np.ndarray:
-    """Holm's step-down: the j-th smallest p-value (0-based) against alpha / (k - j)."""
+def _holm(p: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Holm's step-down: the j-th smallest p-value (0-based) against alpha / (k - j).
+
+    Returns the rejections and each case's level: a rejected case the level of its step,
+    the others the level of the first step not rejected (their p-values all exceed it), so
+    the interval at that level of every case agrees with its decision."""
     order = np.argsort(p, kind="stable")
     k = p.size
     reject = np.zeros(k, bool)
+    level = np.full(k, alpha / max(k, 1))
     for j, i in enumerate(order):
         if p[i] > alpha / (k - j):
+            level[order[j:]] = alpha / (k - j)
             break
         reject[i] = True
-    return reject
+        level[i] = alpha / (k - j)
+    return reject, level
 
 
 def decide(
@@ -228,7 +243,8 @@ def decide(
     df=None,
     edge=None,
     alpha: float = 0.05,
-) -> np.ndarray:
+    quantiles: bool = False,
+):
     """Per-case ``"yes"`` / ``"no"`` / ``"ns"`` against the range ``[low, high]``, Holm-
     corrected across the cases (family-wise ``alpha``).
 
@@ -252,6 +268,11 @@ def decide(
     edge
         Per case 0 (estimate), -1 (a bound: the quantity is <= value) or +1 (>= value).
         A bound is "yes"/"no" when the whole half-line is inside/outside the range.
+    quantiles
+        Also return, per case, the quantile of the interval its decision reads: the
+        two-sided interval ``value +- q se`` (on the log scale with ``log``) at the Holm
+        level of the case's step (:func:`_holm`), which lies inside (outside) the range
+        exactly when the case is "yes" ("no"). Then ``(cells, q)``.
     """
     v = np.asarray(value, dtype=np.float64)
     shape = v.shape
@@ -273,10 +294,16 @@ def decide(
     if df is not None:
         p = np.where(d >= 1, p, 1.0)
     p = np.where(side != 0, np.where(fixed == "ns", 1.0, 0.0), p)
-    reject = _holm(p, alpha)
+    reject, level = _holm(p, alpha)
     cells = np.where(reject, np.where(p_in <= p_out, "yes", "no"), "ns")
     cells = np.where(side != 0, fixed, cells).astype(str)
-    return cells.reshape(shape)
+    if not quantiles:
+        return cells.reshape(shape)
+    from scipy import stats
+
+    tail = 1 - level / 2  # the two-sided interval at each case's Holm level
+    q = stats.norm.ppf(tail) if d is None else stats.t.ppf(tail, np.where(d >= 1, d, np.nan))
+    return cells.reshape(shape), np.asarray(q, float).reshape(shape)
 
 
 def _fmt_iv(lo, up, fmt: str = "{:.1f}") -> str:
@@ -393,7 +420,8 @@ def _ratio_text(log_value: float, log_lower: float, log_upper: float) -> str:
 
 
 def _scale_rule_text(name: str, target: str, span: str, groups, where: str) -> str:
-    """C1's or C2's rule in words: the core shift (with two depth groups) and part (a)."""
+    """The dominant-scale reading's rule in words: C2's core shift (with two depth
+    groups) and part (a)."""
     core_text = (
         f"(core) a* of layers {layer_span(groups[1])} above that of layers "
         f"{layer_span(groups[0])} (log ratio > 0), every model; "
@@ -418,155 +446,254 @@ def _scale_none(claim: str, name: str, span: str, size: int, where: str) -> Outc
     )
 
 
-def _scale_intervals(lo, up, layers) -> str:
-    """The 95 % intervals of the claimed layers, model by model, in words."""
-    lo_v = _grid(lo.sel(layer=layers))
-    up_v = _grid(up.sel(layer=layers))
-    ivs = [_fmt_iv(float(a_), float(b_)) for a_, b_ in zip(lo_v.ravel(), up_v.ravel(), strict=True)]
-    return "; ".join(ivs)
+def _scale_intervals(value, se, q, edge, grid) -> str:
+    """The intervals of the claimed layers' scales (``(model, layer)`` arrays), model by
+    model, in words: each at its Holm step's quantile ``q`` on the log scale and inside
+    the grid ``(a_min, a_max)`` (None: not clipped); a bound at the grid's edge reads as
+    the bound ("≤ 3", "≥ 128"), never as an interval."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f = np.exp(q * np.nan_to_num(se) / value)
+    lo, up = value / f, value * f
+    if grid is not None:
+        lo, up = np.maximum(lo, grid[0]), np.minimum(up, grid[1])
+    words = []
+    for v, a_, b_, e_ in zip(value.ravel(), lo.ravel(), up.ravel(), edge.ravel(), strict=True):
+        if e_ < 0:
+            words.append(f"≤ {v:.3g}")
+        elif e_ > 0:
+            words.append(f"≥ {v:.3g}")
+        else:
+            words.append(_fmt_iv(float(a_), float(b_)))
+    return f"{HOLM_WORDS}: " + "; ".join(words)
 
 
-def _scale_rule(
-    claim,
-    layers,
-    low,
-    high,
-    stat,
-    se,
-    statistic,
-    where,
-    unit=1.0,
-    edge=None,
+def rule_dominant_scale(
+    claim: str,
+    stat: xr.DataArray,
+    se: xr.DataArray | None,
+    *,
+    statistic: str = "peak",
+    where: str = "",
     early=EARLY,
     late=LATE,
-    grid=None,
-):
-    """C1 and C2: (core) per model the early-to-late shift ``mean log a*(late) - mean
-    log a*(early) > 0``; (a) the scale statistic of every model and claimed layer in the
-    range (``unit``: characters per lag unit, e.g. characters per token for an LLM).
-    A maximum at the grid's edge is a bound (``edge``: -1 below, +1 above); ``grid``
-    ``(a_min, a_max)`` (lags) clips the intervals of the estimates to the scales the grid
-    resolves."""
+    unit: float = 1.0,
+    edge: xr.DataArray | None = None,
+    grid: tuple[float, float] | None = None,
+) -> Outcome:
+    """C1 or C2 read on a dominant-scale statistic (one reading of the specification
+    curve): (a) the statistic of every model in the claimed layers on the claim's side of
+    its stated scale (C1: :math:`a^* \\le 7` in layers 1-2; C2: :math:`a^* \\ge 20` in
+    layers 5-6), and for C2 (core) per model the shift ``mean log a*(late) - mean log
+    a*(early) > 0``.
+
+    Parameters
+    ----------
+    claim
+        ``"C1"`` or ``"C2"``.
+    stat, se
+        The scale statistic (lags) and its jackknife standard error per
+        ``(model, layer)``.
+    statistic
+        ``"peak"``, ``"argmax"`` or ``"centroid"`` (names the statistic in the text).
+    early, late, unit
+        The depth groups (default 1-2 and 5-6; an LLM maps them by depth) and characters
+        per lag unit (1 for character models; characters per token for BPE).
+    edge
+        Per ``(model, layer)``: 0 estimate, -1 / +1 a bound at the grid's first / last
+        scale (:func:`msapod.studies.measure.evidence.scale_reading`); None: no bounds.
+    grid
+        ``(a_min, a_max)`` of the scale grid (lags): the intervals of estimates are
+        clipped to it (the grid resolves no scale outside it); None: not clipped.
+    """
+    if claim not in ("C1", "C2"):
+        raise ValueError(f"claim: expected 'C1' or 'C2', got {claim!r}")
+    bound = float(REGISTRY[claim].stated["scale"])
+    low, high = (-np.inf, bound) if claim == "C1" else (bound, np.inf)
+    layers = list(early) if claim == "C1" else list(late)
     stat = stat * unit
+    stat.attrs = {"range": (low, high), "log": True}
     se = None if se is None else se * unit
     edge = _edge_ints(stat, edge)
     s = stat.sel(layer=layers)
     es = edge.sel(layer=layers)
     lo, up = interval(stat, se, log=True)
-    if grid is not None:  # the grid resolves no scale outside it
+    if grid is not None:
         lo, up = lo.clip(min=grid[0] * unit), up.clip(max=grid[1] * unit)
-    lo = lo.where(edge >= 0, 0.0)
-    up = up.where(edge <= 0, np.inf)
+    # a bound is the half-line beyond the grid's end: (0, a_min] or [a_max, inf)
+    lo = lo.where(edge >= 0, 0.0).where(edge <= 0, stat)
+    up = up.where(edge <= 0, np.inf).where(edge >= 0, stat)
     name = _SCALE_NAMES.get(statistic, statistic)
-    span = f"{layers[0]}–{layers[-1]}"
+    span = layer_span(layers)
     target = f"≤ {high:g}" if np.isfinite(high) else f"≥ {low:g}"
     if not np.isfinite(s.values).any():
         return _scale_none(claim, name, span, s.size, where)
-    se_s = None if se is None else se.sel(layer=layers)
-    cells = decide(
-        s.values, None if se_s is None else se_s.values, low, high, log=True, edge=es.values
-    )
-    groups = _disjoint(stat, early, late)
+    se_s = None if se is None else _grid(se.sel(layer=layers))
+    cells, q = decide(_grid(s), se_s, low, high, log=True, edge=_grid(es), quantiles=True)
+    groups = _disjoint(stat, early, late) if claim == "C2" else None
+    shift, core = None, np.array([], dtype=str)
     if groups is not None:
         shift, core = _log_shift(stat, se, edge, *groups)
-    else:
-        shift, core = None, np.array([], dtype=str)
     bounds = _bound_words(es)
-    measured = _scale_measured(name, span, s, bounds, shift)
-    rule = _scale_rule_text(name, target, span, groups, where)
     counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(cells)}"
     return Outcome(
         claim,
         combine_core(core, cells) if core.size else combine(cells),
-        measured,
-        rule,
+        _scale_measured(name, span, s, bounds, shift),
+        _scale_rule_text(name, target, span, groups, where),
         counts,
         reason="; ".join(bounds) + (" (bounds)" if bounds else ""),
         stat=stat,
         lower=lo,
         upper=up,
         contrast=shift,
-        interval=_scale_intervals(lo, up, layers) if se is not None else "point values",
+        interval=_scale_intervals(
+            _grid(s), se_s, q, _grid(es), None if grid is None else (grid[0] * unit, grid[1] * unit)
+        )
+        if se is not None
+        else "point values",
+    )
+
+
+#: How the printed intervals of a rule that tests with Holm are formed, in words.
+HOLM_WORDS = "95 % family-wise: each case's interval at the level of its Holm step"
+
+
+def _band_excess(value, se, ref, ref_se):
+    """``value - ref`` per (model, layer) of a band share with its SE (the two
+    jackknives independent) and 95 % interval, clipped to [-1, 1] (a difference of
+    shares)."""
+    d = value - ref
+    s = np.sqrt(se.fillna(0.0) ** 2 + ref_se.fillna(0.0) ** 2)
+    return d, s, (d - Z95 * s).clip(min=-1.0), (d + Z95 * s).clip(max=1.0)
+
+
+def _band_part(claim, value, se, ref, ref_se, layers):
+    """One band part of C1 or C2: the trained-minus-untrained share in ``layers`` per
+    model, its cells against > 0 (Holm across cases) and its numbers in words."""
+    bound = REGISTRY[claim].stated["scale"]
+    band = f"a ≤ {bound:g}" if claim == "C1" else f"a ≥ {bound:g}"
+    d, s, lo, up = _band_excess(value, se, ref, ref_se)
+    ds, ss = _grid(d.sel(layer=layers)), _grid(s.sel(layer=layers))
+    cells, q = decide(ds, ss, low=0.0, quantiles=True)
+    span = layer_span(layers)
+    measured = (
+        f"share of E(a) at {band}, layers {span}: {fmt_range(value.sel(layer=layers), '{:.2f}')}"
+        f" (untrained {fmt_range(ref.sel(layer=layers), '{:.2f}')}); trained − untrained "
+        f"{fmt_range(ds, '{:+.3f}')}"
+    )
+    half = q * ss  # the interval each case's Holm step reads
+    interval = f"trained − untrained, layers {span} ({HOLM_WORDS}): " + _ivs(
+        np.clip(ds - half, -1.0, 1.0), np.clip(ds + half, -1.0, 1.0), "{:+.3f}"
+    )
+    rule = f"share of E(a) at {band} in layers {span} above the same models untrained"
+    return d, lo, up, cells, measured, interval, rule
+
+
+def _band_none(claim: str, layers, size: int, where: str) -> Outcome:
+    """C1 or C2 not testable: no band share of the models or of their reference (the
+    causal window alone has no fluctuation u) in the claimed layers."""
+    span = layer_span(layers)
+    return Outcome(
+        claim,
+        NOT_TESTABLE,
+        f"band share, layers {span}: none",
+        "",
+        f"{size} cases: no value",
+        reason=f"no band share of the models or of their reference in layers {span} ({where})",
     )
 
 
 def rule_c1(
-    stat: xr.DataArray,
-    se: xr.DataArray | None,
+    share: xr.DataArray,
+    se: xr.DataArray,
+    ref: xr.DataArray,
+    ref_se: xr.DataArray,
     *,
-    statistic: str = "peak",
     where: str = "",
     early=EARLY,
-    late=LATE,
-    unit: float = 1.0,
-    edge: xr.DataArray | None = None,
-    grid: tuple[float, float] | None = None,
 ) -> Outcome:
-    """C1: layers 1-2 at fine scales, a* <= 7, and the shift from fine (early) to coarse
-    (late) scales.
+    """C1: layers 1-2 put more of the scale spectrum's energy at :math:`a \\le 7` than the
+    same models untrained (the causal window's own share), in every model.
 
     Parameters
     ----------
-    stat, se
-        Scale statistic (a* or centroid, lags) and its jackknife standard error per
-        ``(model, layer)``.
-    statistic
-        ``"peak"``, ``"argmax"`` or ``"centroid"`` (names the statistic in the text).
+    share, se
+        The fine share (:func:`msapod.studies.measure.evidence.band_shares`) and its
+        jackknife SE per ``(model, layer)``.
+    ref, ref_se
+        The same of the reference: each model untrained (or the causal window alone).
     where
         The specification in words (for the rule text).
-    early, late, unit
-        The claimed layers (default 1-2 and 5-6; an LLM maps them by depth) and
-        characters per lag unit (1 for character models; characters per token for BPE).
-    edge
-        Per ``(model, layer)``: 0 estimate, -1 / +1 a bound at the grid's first / last
-        scale (see :func:`msapod.studies.measure.evidence.scale_reading`); None: no bounds.
-    grid
-        ``(a_min, a_max)`` of the scale grid (lags): intervals are clipped to it (a scale
-        outside the grid is not resolved); None: not clipped.
+    early
+        The claimed layers (default 1-2; an LLM maps them by depth).
     """
-    return _scale_rule(
+    layers = list(early)
+    d, lo, up, cells, measured, interval, rule = _band_part("C1", share, se, ref, ref_se, layers)
+    if not np.isfinite(_grid(d.sel(layer=layers))).any():
+        return _band_none("C1", layers, cells.size, where)
+    return Outcome(
         "C1",
-        list(early),
-        *REGISTRY["C1"].range,
-        stat,
-        se,
-        statistic,
-        where,
-        unit,
-        edge,
-        early,
-        late,
-        grid,
+        combine(cells),
+        measured,
+        f"{rule}, every model; 95 %, Holm across cases ({where})",
+        case_counts(cells),
+        stat=d,
+        lower=lo,
+        upper=up,
+        interval=interval,
     )
 
 
 def rule_c2(
-    stat: xr.DataArray,
-    se: xr.DataArray | None,
+    share: xr.DataArray,
+    se: xr.DataArray,
+    ref: xr.DataArray,
+    ref_se: xr.DataArray,
+    slope: xr.DataArray,
+    slope_se: xr.DataArray | None,
     *,
-    statistic: str = "peak",
     where: str = "",
     early=EARLY,
     late=LATE,
-    unit: float = 1.0,
-    edge: xr.DataArray | None = None,
-    grid: tuple[float, float] | None = None,
 ) -> Outcome:
-    """C2: layers 5-6 at coarse scales, a* >= 20, and the early-to-late shift (as
-    :func:`rule_c1`)."""
-    return _scale_rule(
+    """C2: (core) the slope :math:`p` of :math:`\\ln E(a)` against :math:`\\ln a` is larger
+    in layers 5-6 than in layers 1-2 (the spectrum tilts to coarse scales with depth), per
+    model; (a) layers 5-6 put more of the energy at :math:`a \\ge 20` than the same
+    models untrained, in every model.
+
+    Parameters
+    ----------
+    share, se, ref, ref_se
+        The coarse share and its SE, trained and reference (as :func:`rule_c1`).
+    slope, slope_se
+        :func:`msapod.studies.measure.evidence.spectrum_slope` and its jackknife SE per
+        ``(model, layer)``.
+    early, late
+        The depth groups (default 1-2 and 5-6).
+    """
+    layers = list(late)
+    d, lo, up, cells, measured, interval, rule = _band_part("C2", share, se, ref, ref_se, layers)
+    if not np.isfinite(_grid(d.sel(layer=layers))).any():
+        return _band_none("C2", layers, cells.size, where)
+    c, core, groups = _core(slope, slope_se, early, late, 1)
+    lo_a, hi_a = REGISTRY["C2"].stated["slope_range"]
+    slope_words = f"slope p of ln E(a) over the grid's scales in {lo_a:g} ≤ a ≤ {hi_a:g}"
+    if c is not None:
+        g0, g1 = layer_span(groups[0]), layer_span(groups[1])
+        measured = f"{slope_words}, layers {g1} − {g0}: {_contrast_text(c, '{:+.2f}')}; " + measured
+        rule = f"(core) {slope_words} larger in layers {g1} than in {g0}, every model; (a) {rule}"
+    counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(cells)}"
+    return Outcome(
         "C2",
-        list(late),
-        *REGISTRY["C2"].range,
-        stat,
-        se,
-        statistic,
-        where,
-        unit,
-        edge,
-        early,
-        late,
-        grid,
+        combine_core(core, cells) if core.size else combine(cells),
+        measured,
+        f"{rule}, every model; 95 %, Holm across cases ({where})",
+        counts,
+        stat=d,
+        lower=lo,
+        upper=up,
+        contrast=c,
+        interval=interval,
     )
 
 
@@ -859,8 +986,8 @@ def _c4_seed_cases(g: _C4Grid, share) -> _C4Cases:
         diff_ds = xr.Dataset(
             {
                 "value": ("layer", d_val),
-                "lower": ("layer", d_val - dq),
-                "upper": ("layer", d_val + dq),
+                "lower": ("layer", np.maximum(d_val - dq, -1.0)),  # a difference of shares
+                "upper": ("layer", np.minimum(d_val + dq, 1.0)),
             },
             coords={"layer": lay},
         )
@@ -913,7 +1040,14 @@ def _c4_cells(c: _C4Cases, has_base: bool):
     return cells, qs, qd, z
 
 
-def _c4_rule_text(mode: str, se_df, where: str) -> str:
+#: Where C4's windows sit, in words (the ``c4_window`` readings).
+C4_PLACEMENT = {
+    "range": "in a window on the paper's lags",
+    "dominant scale": "in a window of the dominant scale",
+}
+
+
+def _c4_rule_text(mode: str, se_df, where: str, placement: str) -> str:
     """C4's rule in words for one way of forming the intervals."""
     kind = {
         "jackknife": _jack_words(se_df) + ", Holm across cases",
@@ -924,7 +1058,7 @@ def _c4_rule_text(mode: str, se_df, where: str) -> str:
     per = "every layer 2, 4, 6" if mode == "seeds" else "every model and layer 2, 4, 6"
     return (
         f"share of mode 1's lag energy inside the paper's lags ≥ {REGISTRY['C4'].low:g} and above "
-        "the window alone's share (difference > 0), in a window of the dominant scale "
+        f"the window alone's share (difference > 0), {C4_PLACEMENT[placement]} "
         f"(layer 6 also ≥ {REGISTRY['C4'].stated['peaks6']} peaks in "
         f"{'–'.join(map(str, PAPER_LAGS[6]))}), {per}; {kind} ({where})"
     )
@@ -943,7 +1077,7 @@ def _c4_text(mode: str, g: _C4Grid, c: _C4Cases, qs, qd) -> tuple[str, str]:
         measured += "; window alone: " + fmt(g.bv)
     if mode == "seeds":
         iv = [
-            f"L{L_} share {v:.2f} [{v - h:.2f}, {v + h:.2f}]"
+            f"L{L_} share {v:.2f} [{max(v - h, 0.0):.2f}, {min(v + h, 1.0):.2f}]"
             + (
                 f", mode − window {x:+.3f} [{x - g_:+.3f}, {x + g_:+.3f}]"
                 if g.dv is not None
@@ -988,11 +1122,12 @@ def rule_c4(
     se_df: int | None = None,
     seeds: bool = True,
     where: str = "",
+    placement: str = "range",
 ) -> Outcome:
     r"""C4: the scale-selective modes of layers 2, 4, 6 sit at the paper's lags.
 
     Per layer :math:`\ell \in \{2, 4, 6\}` with its range :math:`R_\ell`
-    (:data:`PAPER_LAGS`), mode 1 of the window :math:`w` of the dominant scale puts the
+    (:data:`PAPER_LAGS`), mode 1 of the window :math:`w` (``placement``) puts the
     share :math:`s = \sum_{\tau \in R_\ell} e_1(\tau)` of its lag energy
     :math:`e_1(\tau) \propto w(\tau)^2 v_1^\top G(\tau) v_1` in the range; the
     window alone (the windowed fluctuation, no mode) puts :math:`b`. A case passes when
@@ -1028,7 +1163,13 @@ def rule_c4(
         the range, Student-t intervals with models - 1 degrees of freedom (the
         per-layer values land in ``Outcome.diff``: ``value`` = :math:`\bar d`). False
         (or one model): point values per model and layer.
+    placement
+        Where the windows sit (:data:`C4_PLACEMENT`): on the paper's lags (``"range"``:
+        centred on each range, the width a multiple of its half-width) or at the
+        dominant scale (``"dominant scale"``); names the windows in the rule's text.
     """
+    if placement not in C4_PLACEMENT:
+        raise ValueError(f"placement: expected one of {list(C4_PLACEMENT)}, got {placement!r}")
     g = _c4_grid(share, reach, base, peaks6, sorted(PAPER_LAGS))
     n_models = g.sv.shape[0]
     mode = (
@@ -1039,7 +1180,7 @@ def rule_c4(
     else:
         c = _c4_model_cases(g, share, share_se, diff_se, se_df)
     cells, qs, qd, z = _c4_cells(c, g.dv is not None)
-    rule = _c4_rule_text(mode, se_df, where)
+    rule = _c4_rule_text(mode, se_df, where, placement)
     measured, interval = _c4_text(mode, g, c, qs, qd)
     left = _c4_left(g, c.n_thin)
     common = dict(stat=share, lower=c.lower, upper=c.upper, diff=c.diff, interval=interval)
@@ -1127,6 +1268,7 @@ def rule_c5(
     c5 = REGISTRY["C5"]
     above = c5.stated["early_above"]
     lo, up = interval(H, se, log=True)
+    lo, up = lo.clip(min=1.0), up.clip(max=n - 1.0)  # H* counts modes: 1 <= H* <= N - 1
     c, core, groups = _core(H, se, rest, early, 1)  # early - later
     testable = n - 1 > above
     sev = (lambda layers: None) if se is None else (lambda layers: se.sel(layer=layers).values)
@@ -1703,7 +1845,7 @@ def rule_loss(
     )
 
 
-_VERDICT_SET = {"holds", "partly", "not significant", "does not hold", NOT_TESTABLE}
+_VERDICT_SET = set(VERDICTS)
 
 #: Rule function of every claim.
 RULES = {

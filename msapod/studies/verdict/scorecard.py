@@ -49,6 +49,7 @@ def zoo_scorecard(
     llm: xr.Dataset | None | bool = None,
     multiverse: xr.Dataset | None = None,
     evidence: xr.Dataset | None = None,
+    reference: xr.Dataset | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
     """Compute the scorecard of claims C1-C10 (plus the EGA loss claim) on the zoo.
@@ -71,6 +72,9 @@ def zoo_scorecard(
     evidence
         The trained models' stacked evidence (e.g. the verified ``results/evidence.nc``);
         None computes it or reads it from the cache.
+    reference
+        The same models untrained, stacked likewise (C1's and C2's reference, e.g.
+        ``results/evidence-untrained.nc``); None computes it or reads it from the cache.
 
     Returns
     -------
@@ -91,10 +95,18 @@ def zoo_scorecard(
     """
     from ...models import zoo
     from .multiverse import main_outcomes, zoo_data
+    from .nulls import untrained_evidence
 
     models = list(zoo.models() if models is None else models)
+    if reference is None:
+        reference = untrained_evidence(models, progress=progress)
     data = zoo_data(
-        models, convergence=convergence, pruning=pruning, progress=progress, evidence=evidence
+        models,
+        convergence=convergence,
+        pruning=pruning,
+        progress=progress,
+        evidence=evidence,
+        reference=reference,
     )
     return scorecard_from_outcomes(
         main_outcomes(data), llm=llm, progress=progress, multiverse=multiverse
@@ -225,12 +237,13 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     :func:`msapod.studies.measure.llm.depth_groups`; scales are converted from tokens to
     characters with the ensemble's characters per token. The dominant scale is read
     from the analysis' own scale spectrum as in the zoo (interior maximum, else a bound at
-    the grid's edge); it has no jackknife here ("point value"). T_spec and H* use the
+    the grid's edge; the dominant-scale reading of C1 and C2: an LLM has no untrained
+    reference here); it has no jackknife here ("point value"). T_spec and H* use the
     shipped jackknife standard errors (``T_spec_se``, ``H_star_se``) when present.
     """
     from ..measure.evidence import scale_reading
     from ..measure.llm import depth_groups
-    from .rules import rule_c1, rule_c2, rule_c3, rule_c5
+    from .rules import rule_c3, rule_c5, rule_dominant_scale
 
     cpt = float(ds.attrs.get("ensemble_chars_per_token", ds.attrs.get("chars_per_token", 1.0)))
     layers = [int(x) for x in ds["layer"].values]
@@ -249,7 +262,7 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     H_se = one(ds["H_star_se"].sel(eps=0.10)) if "H_star_se" in ds else None
     scale = dict(where=where, early=g["early"], late=g["late"], unit=cpt, edge=one(edge))
     outs = [
-        *(rule(one(peak), None, **scale) for rule in (rule_c1, rule_c2)),
+        *(rule_dominant_scale(c, one(peak), None, **scale) for c in ("C1", "C2")),
         rule_c3(one(plain["T_spec"]), T_se, n=n, where=where, early=g["early"], late=g["late"]),
         rule_c5(
             one(plain["H_star"].sel(eps=0.10).astype(float)),
