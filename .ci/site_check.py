@@ -380,6 +380,8 @@ COLUMN_MARKERS = {
     "llm_verdict": ("smollm", "llm"),
     "untrained": ("untrained", "random weights"),
     "shuffled": ("shuffled",),
+    # the verdicts of one training snapshot (page 16): no scorecard column, not compared
+    "training_step": ("training step",),
 }
 _TEXT_SKIP = "div.cell_input, pre, code, .math, script, style, div.verdict, nav, table"
 _TOKEN = re.compile(rf"(?P<claim>{CLAIM_ID.pattern})|(?P<verdict>(?i:{VERDICT_PHRASE.pattern}))")

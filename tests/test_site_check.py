@@ -146,6 +146,10 @@ def test_verdict_tables_and_boxes():
     assert any("C1" in p for p in _verdict_problems(table("verdict", "not significant")))
     assert _verdict_problems(table("paper-size (1 + 1 models)", "partly")) == []
     assert _verdict_problems(table("paper-size (1 + 1 models)", "does not hold")) != []
+    # a table of verdicts per training step (one snapshot each) has no scorecard column
+    step = "<h2>The patterns at each training step</h2>" + table("300", "holds")
+    assert _verdict_problems(step) == []
+    assert _verdict_problems(step.replace("training step", "stage")) != []
 
     def box(text):
         return (
