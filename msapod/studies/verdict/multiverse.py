@@ -277,8 +277,13 @@ class ZooData:
             if lacking:
                 raise ValueError(f"reference: expected every model of the zoo, lacks {lacking}")
             shared = {d: evidence[d].values for d in reference.dims if d in evidence.coords}
+
+            def aligned(name: str) -> xr.DataArray:  # the reference on the evidence's coords
+                var = reference[name]
+                return var.sel({d: v for d, v in shared.items() if d in var.dims})
+
             ref = {
-                f"{v}_ref{end}": reference[f"{v}{end}"].sel(shared)
+                f"{v}_ref{end}": aligned(f"{v}{end}")
                 for v in BAND_VARS
                 for end in ("", "_se")
                 if f"{v}{end}" in reference
