@@ -253,3 +253,18 @@ def test_no_band_share_is_not_testable_and_says_why():
     share, se = (d.ev[k].squeeze(drop=True) for k in ("fine_share", "fine_share_se"))
     out = rules.rule_c1(share, se, nan, nan)
     assert out.verdict == "not testable as stated" and "reference" in out.reason
+
+
+def test_reference_read_from_a_stacked_evidence_file():
+    """The shipped untrained evidence has variables on dims the band shares lack (the
+    dominant-scale reading's ``scale_stat``, ...): each band variable is taken on its own
+    coordinates, every model of it, in the zoo's model order."""
+    full = _zoo(with_bands=True, reference=True)
+    ref = full.ev.assign(
+        scale_stat_value=(("model", "layer", "scale_stat"), np.ones((len(MODELS), 6, 3)))
+    ).assign_coords(scale_stat=["peak", "centroid", "edge"])
+    ref["fine_share"] = ref["fine_share"] * 0.5
+    d = ZooData(MODELS, full.ev, reference=ref.isel(model=slice(None, None, -1)))
+    assert "scale_stat" not in d.ev["fine_share_ref"].dims
+    np.testing.assert_allclose(d.ev["fine_share_ref"], 0.2)
+    assert list(d.ev["fine_share_ref"]["model"].values) == list(MODELS)
