@@ -9,6 +9,7 @@ import pytest
 import xarray as xr
 
 import msapod
+from msapod.studies.registry import REGISTRY
 from msapod.studies.store.results import load_result
 from msapod.studies.verdict import claims as cl
 from msapod.studies.verdict import pages
@@ -189,7 +190,8 @@ def test_scorecard_markdown_and_curve_values(card, mv):
         assert f"**{cid}: {r['verdict']}**" in md
     v = pages.curve_values("C1", mv)
     assert len(v["value"]) == len(v["verdict"]) == len(v["main"]) and v["main"].sum() == 1
-    assert v["band"] == pytest.approx((-np.inf, 7.0))
+    # C1's curve is the band share's (trained - untrained), against the registry's range
+    assert v["band"] == pytest.approx(REGISTRY["C1"].range)
     assert pages.curve_values("C3", mv)["band"] is None
 
 
