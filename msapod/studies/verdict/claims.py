@@ -243,7 +243,7 @@ def main_numbers(claim: str, mv, zoo: str | None = None):
 
 def spec_outcome(claim: str, mv, zoo: str | None = None, **axes) -> dict:
     """The claim's outcome under the specification that differs from the default reading
-    only in ``axes`` (e.g. ``n=600``): ``verdict``, ``measured``, ``cases``, ``rule``,
+    only in ``axes`` (e.g. ``n=400``): ``verdict``, ``measured``, ``cases``, ``rule``,
     ``reason`` (decided by the rule, read from the curve)."""
     sub, _ = _claim_specs(claim, mv, zoo)
     import json

@@ -24,11 +24,12 @@ Axes (readings; the default first) and the claims each affects:
 * ``centre``: ``energy-max`` (argmax_b E(a*, b)), ``period`` (lambda(a*)) -- C4, C9;
 * ``width``: 1, 0.5, 2 (sigma = k a*) -- C4, C9;
 * ``criterion``: ``energy``, ``l2`` (H* criterion) -- C5;
-* ``n``: 150, 600 (N; 600 from the convergence study's nested ensembles) -- C3, C5, C8;
+* ``n``: 150, 400 (N; 400 from the convergence study's nested ensembles of held-out
+  text) -- C3, C5, C8;
 * ``fit``: ``default`` (T_spec fit k = 1..N/2), ``fixed`` (k = 1..20) -- C3, C8.
 
 C6, C10 and L have one reading per zoo. The scale claims are evaluated at N = 150 only
-(the N = 600 ensembles are reduced to POD spectra by the convergence study).
+(the N = 400 ensembles are reduced to POD spectra by the convergence study).
 
 **The book's default reading** takes the paper's stated choice wherever the paper states
 one and the book's own choice elsewhere, each tagged in :data:`READING_TAGS` (and in the
@@ -596,7 +597,7 @@ def zoo_data(
     """Gather the evidence of one zoo's models (computed or read from the cache).
 
     ``convergence`` / ``pruning``: a study result, None (compute or read it from the
-    cache) or False (skip: N = 600 and C6 are then not testable). ``evidence``: the
+    cache) or False (skip: N = 400 and C6 are then not testable). ``evidence``: the
     models' stacked evidence (:func:`stacked_evidence`, e.g. the shipped
     ``results/evidence.nc``) instead of computing or reading it. ``reference``: that of
     the same models untrained (C1's and C2's reference: ``results/evidence-untrained.nc``

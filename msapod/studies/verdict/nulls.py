@@ -363,7 +363,7 @@ def null_zoo_data(
 
     The model names are the trained ones (so the ``architecture`` coordinate and
     :func:`~msapod.studies.verdict.multiverse.evaluate` work unchanged); ``ev.attrs["null"]``
-    names the null. No convergence ensembles (N = 600), no pruning study and no losses:
+    names the null. No convergence ensembles (N = 400), no pruning study and no losses:
     those specifications and C6, L are not testable on a null. ``evidence``: per-model
     evidence to use instead of :func:`null_evidence` (tests), or the models' evidence
     already stacked along ``model`` (the shipped ``results/evidence-<null>.nc``);
@@ -1454,7 +1454,7 @@ def _claim_row(
     if kind == "trained vs untrained":
         if untrained is None:
             return {**base, "note": "untrained models not given"}
-        # the untrained copies have no convergence ensembles (N = 600)
+        # the untrained copies have no convergence ensembles (N = 400)
         if "n" in CLAIM_AXES.get(claim, ()):
             n_ev = int(data[zoo].ev.attrs.get("n_snapshots", 150))
             cs = [s for s in cs if s["n"] == n_ev]

@@ -1396,18 +1396,19 @@ def convergence_text(conv: xr.Dataset, eps: float = 0.10) -> str:
 
 
 def split_gap_text(cmp: pd.DataFrame, tolerance: float = 5.0) -> str:
-    """The largest layer-mean gap of :math:`H^*` between the validation and the training
-    split at the same :math:`N` (the first two columns of ``cmp``), and what it means
-    against ``tolerance`` modes."""
+    """The largest layer-mean gap of :math:`H^*` between two ensembles of the same size
+    drawn from the same held-out text (the first two columns of ``cmp``: the book's
+    ensemble and the first snippets of the nested one), and what it means against
+    ``tolerance`` modes."""
     gap = float((cmp.iloc[:, 0] - cmp.iloc[:, 1]).abs().max())
     return (
-        f"At N = 150 the largest layer-mean gap in H* between the splits is "
+        f"At N = 150 the largest layer-mean gap in H* between the two draws is "
         f"{plots.number(gap, 2)} modes: "
         + (
-            "small against the growth with N below, so the training split is a fair "
-            "stand-in for the larger ensembles."
+            "small against the growth with N below, so the nested ensembles measure the "
+            "same attention as the book's ensemble."
             if gap <= tolerance
-            else "not negligible; read the convergence curves as training-split numbers."
+            else "not negligible; the choice of snippets moves H* by that much at a given N."
         )
     )
 

@@ -61,7 +61,7 @@ def zoo_scorecard(
     convergence, pruning
         Results of :func:`msapod.studies.measure.convergence.convergence_study` and
         :func:`msapod.studies.measure.prune.pruning_study`; computed (or read from the cache) when
-        None; False skips them (N = 600 readings and C6 are then not testable).
+        None; False skips them (N = 400 readings and C6 are then not testable).
     llm
         Result of :func:`msapod.studies.measure.llm.smollm2_analysis`; None computes it when the
         optional ``llm`` extra is installed, False skips it (the LLM columns then say
