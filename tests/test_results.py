@@ -13,7 +13,7 @@ import xarray as xr
 from msapod._io import sha256_file
 from msapod.models import zoo
 from msapod.models.data import SHA256
-from msapod.studies.reproduce import _provenance, analysis_file
+from msapod.studies.reproduce import _open_manifest, _provenance, analysis_file
 from msapod.studies.store.results import (
     RTOL,
     ResultsError,
@@ -97,6 +97,21 @@ def test_provenance_reads_the_zoo():
     prov = _provenance(["baseline-1"])
     cfg = json.loads((zoo.path("baseline-1") / "config.json").read_text())
     assert prov["weights_sha256"] == {"baseline-1": cfg["weights_sha256"]}
+
+
+def test_per_model_steps_keep_a_folder_of_every_zoo(tmp_path):
+    """A per-model step of the main zoo's models keeps a manifest that records more models
+    (the other zoos', which the evidence reads); other weights or data start afresh."""
+    every = _provenance(["baseline-1", "ega-1", "baseline-2"])
+    record = {"files": {"evidence.nc": "0" * 64}, "timings_s": {}, "provenance": every}
+    (tmp_path / "manifest.json").write_text(json.dumps(record))
+    kept = _open_manifest(tmp_path, ["baseline-1", "ega-1"], lambda line: None)
+    assert kept["files"] == record["files"] and kept["provenance"] == every
+    other = {**every, "data_sha256": "f" * 64}
+    (tmp_path / "manifest.json").write_text(json.dumps({**record, "provenance": other}))
+    lines = []
+    fresh = _open_manifest(tmp_path, ["baseline-1", "ega-1"], lines.append)
+    assert fresh["files"] == {} and "starting afresh" in lines[0]
 
 
 def test_check_results_tolerances(tmp_path):

@@ -220,7 +220,10 @@ def _open_manifest(out: Path, models: list[str], log, *, every_zoo: bool = False
     path = out / "manifest.json"
     manifest = read_manifest(path)
     provenance = _provenance(models + (_other_zoos_models(models) if every_zoo else []))
-    if manifest.get("provenance") not in (None, provenance):
+    before = manifest.get("provenance")
+    if before is not None and not every_zoo and _covers(before, provenance):
+        provenance = before  # per-model steps of models the folder already records
+    if before not in (None, provenance):
         log(f"[reproduce] {path}: other models or data than before; starting afresh")
         manifest = {}
     manifest.setdefault("files", {})
@@ -346,6 +349,15 @@ def _other_zoos_models(models: Sequence[str]) -> list[str]:
     from .verdict.multiverse import trained_zoos
 
     return [m for z in trained_zoos()[0] for m in zoo.trained(z) if m not in models]
+
+
+def _covers(before: dict, now: dict) -> bool:
+    """Whether the provenance ``before`` records the same data and, for every model of
+    ``now``, the same weights (it may record more models: those of the other zoos)."""
+    weights = before.get("weights_sha256", {})
+    return before.get("data_sha256") == now["data_sha256"] and all(
+        weights.get(name) == sha for name, sha in now["weights_sha256"].items()
+    )
 
 
 def _provenance(models: Sequence[str]) -> dict:
