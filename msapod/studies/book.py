@@ -607,7 +607,7 @@ def trajectory_bands(traj: xr.Dataset):
                 layer_mean(var, layers), layer_mean(f"{var}_se", layers), False
             )
             plots.along_training(ax, v, lo.clip(0, 1), up.clip(0, 1), hue="model")
-            ax.set(title=f"share at {band}, {layers_text(layers)}", ylabel="share of $E(a)$")
+            ax.set(title=f"{band}, {layers_text(layers)}", ylabel="share of $E(a)$")
         diff = layer_mean("scale_slope", late) - layer_mean("scale_slope", early)
         se = np.sqrt(
             layer_mean("scale_slope_se", late) ** 2 + layer_mean("scale_slope_se", early) ** 2
@@ -615,7 +615,7 @@ def trajectory_bands(traj: xr.Dataset):
         v, lo, up = _with_interval(diff, se, False)
         plots.along_training(axes[2], v, lo, up, hue="model", ylabel="slope difference")
         axes[2].axhline(0, color="0.3", lw=0.8, ls=":")
-        axes[2].set_title(f"slope, {layers_text(late)} minus {layers_text(early)}")
+        axes[2].set_title(f"slope, {late[0]}–{late[-1]} minus {early[0]}–{early[-1]}")
         plots.legend_below(fig, axes[:1])
     return fig
 
