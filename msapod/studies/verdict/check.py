@@ -139,8 +139,6 @@ def check_claims(
     third) otherwise; C4 and C8 name layers of the paper's six-layer model and are not
     testable on other depths. C10 (Theorem 1) is checked on layer 4 (or the middle layer)
     of the first model.
-
-    Over 60 lines only with its documentation; the code is under 60.
     """
     from ..measure.evidence import band_evidence, causal_window
     from ..measure.llm import depth_groups
