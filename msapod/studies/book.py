@@ -16,7 +16,6 @@ import numpy as np
 import xarray as xr
 
 from msapod import plots
-from msapod.studies.registry import REGISTRY
 
 
 def _need(name: str, data, keys: Sequence[str]) -> None:
@@ -577,45 +576,6 @@ def trajectory_panels(traj: xr.Dataset):
             )
             plots.along_training(ax, v, lo, up, hue="model", ylabel=r"$T_\mathrm{spec}$")
             ax.set_title(f"layers {layers[0]}–{layers[1]}")
-        plots.legend_below(fig, axes[:1])
-    return fig
-
-
-def trajectory_bands(traj: xr.Dataset):
-    """Page 16: the scale statistics of C1 and C2 against the training step: the share of
-    the scale spectrum at fine scales in C1's layers, at coarse scales in C2's (layer
-    means), and the slope of :math:`\\ln E(a)` against :math:`\\ln a` in C2's layers
-    minus that in C1's, with the rules' 95 % intervals; step 0 is the untrained reference
-    of the rules. Bands and layers are the claim registry's."""
-    _need("traj", traj, ("fine_share", "coarse_share", "scale_slope"))
-    c1, c2 = REGISTRY["C1"], REGISTRY["C2"]
-    early, late = list(c1.layers), list(c2.layers)
-
-    def layers_text(layers):
-        return f"layers {layers[0]}–{layers[-1]}"
-
-    def layer_mean(var, layers):
-        return traj[var].sel(layer=layers).mean("layer")
-
-    fig, axes = plots.panels(3, height=2.8)
-    with plots.style():
-        for ax, var, layers, band in (
-            (axes[0], "fine_share", early, rf"$a \leq {c1.stated['scale']:g}$"),
-            (axes[1], "coarse_share", late, rf"$a \geq {c2.stated['scale']:g}$"),
-        ):
-            v, lo, up = _with_interval(
-                layer_mean(var, layers), layer_mean(f"{var}_se", layers), False
-            )
-            plots.along_training(ax, v, lo.clip(0, 1), up.clip(0, 1), hue="model")
-            ax.set(title=f"{band}, {layers_text(layers)}", ylabel="share of $E(a)$")
-        diff = layer_mean("scale_slope", late) - layer_mean("scale_slope", early)
-        se = np.sqrt(
-            layer_mean("scale_slope_se", late) ** 2 + layer_mean("scale_slope_se", early) ** 2
-        )
-        v, lo, up = _with_interval(diff, se, False)
-        plots.along_training(axes[2], v, lo, up, hue="model", ylabel="slope difference")
-        axes[2].axhline(0, color="0.3", lw=0.8, ls=":")
-        axes[2].set_title(f"slope, {late[0]}–{late[-1]} minus {early[0]}–{early[-1]}")
         plots.legend_below(fig, axes[:1])
     return fig
 
