@@ -107,3 +107,32 @@ def test_training_panels_name_a_log_without_its_losses():
     plt.close(fig)
     with pytest.raises(KeyError, match="logs\\['ega-1'\\]: expected 'val_loss'"):
         book.training_panels({"ega-1": {"steps": [], "train_loss": []}}, Config(), max, 1.8)
+
+
+def _energy(reach_far: int) -> xr.DataArray:
+    """Two layers on lags 0..63, scales 3 and 30: layer 1 all energy at lag 0, layer 2 the
+    coarse-scale energy spread evenly up to ``reach_far``."""
+    lag, scale = np.arange(64), np.array([3.0, 30.0])
+    e = np.zeros((2, 2, 64))
+    e[0, :, 0] = 1.0
+    e[1, 1, :reach_far] = 1.0
+    return xr.DataArray(
+        e, dims=("layer", "scale", "lag"), coords={"layer": [1, 2], "scale": scale, "lag": lag}
+    )
+
+
+def test_lag_reach_sentence_reads_shares_and_reach():
+    text = book.lag_reach_sentence(_energy(40), near=16, coarse=20, level=0.9)
+    # layer 1: everything at lag 0; layer 2: 16 of 40 equal lags below 16, 90 % by lag 35
+    assert "layer 1: 100%" in text and "layer 2: 40%" in text
+    assert "35 (layer 2)" in text and "furthest in layers 2 and 1" in text
+
+
+def test_lag_reach_sentence_reads_the_c2_band_and_names_bad_input():
+    from msapod.studies.registry import REGISTRY
+
+    assert f"a \\ge {REGISTRY['C2'].stated['scale']:g}$" in book.lag_reach_sentence(_energy(8))
+    with pytest.raises(ValueError, match="energy: expected dims"):
+        book.lag_reach_sentence(_energy(8).rename(lag="key"))
+    with pytest.raises(ValueError, match="level"):
+        book.lag_reach_sentence(_energy(8), level=1.5)

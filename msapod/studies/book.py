@@ -444,6 +444,47 @@ def depth_sentence(mid: Mapping[str, float], n_heads: int, slope: float) -> str:
     )
 
 
+def lag_reach_sentence(
+    energy: xr.DataArray, *, near: int = 16, coarse: float | None = None, level: float = 0.9
+) -> str:
+    r"""Page 3: where the scalogram energy of each layer sits in lag: the share of
+    :math:`\sum_{a,b} E(a, b)` at lags :math:`b <` ``near``, and the lag below which the
+    fraction ``level`` of the energy at coarse scales (:math:`a \ge` ``coarse``; default
+    C2's band, :data:`msapod.studies.registry.REGISTRY`) lies, naming the two layers that
+    reach furthest.
+
+    ``energy`` has dims ``layer``, ``scale`` and ``lag`` (:func:`msapod.scalogram`'s energy
+    of one model).
+    """
+    from msapod.studies.registry import REGISTRY
+
+    dims = {"layer", "scale", "lag"}
+    if set(energy.dims) != dims:
+        raise ValueError(f"energy: expected dims {sorted(dims)}, got {list(energy.dims)}")
+    if coarse is None:
+        coarse = float(REGISTRY["C2"].stated["scale"])
+    if not 0 < level < 1:
+        raise ValueError(f"level: expected a fraction in (0, 1), got {level}")
+    share = energy.where(energy["lag"] < near).sum(("scale", "lag")) / energy.sum(("scale", "lag"))
+    far_scales = energy.where(energy["scale"] >= coarse).sum("scale")
+    cum = far_scales.cumsum("lag") / far_scales.sum("lag")
+    reach = energy["lag"].values[(cum < level).sum("lag").values.clip(max=energy.sizes["lag"] - 1)]
+    layers = [int(v) for v in energy["layer"].values]
+    furthest = [layers[i] for i in np.argsort(-reach, kind="stable")[:2]]
+    return (
+        f"Share at lags below {near}: "
+        + ", ".join(
+            f"layer {lay}: {float(v):.0%}"
+            for lay, v in zip(layers, share.transpose("layer").values, strict=True)
+        )
+        + f". Energy at scales $a \\ge {coarse:g}$ reaches ({level:.0%}) to lags "
+        + ", ".join(f"{int(r)} (layer {lay})" for lay, r in zip(layers, reach, strict=True))
+        + "; furthest in layers "
+        + " and ".join(str(v) for v in furthest)
+        + "."
+    )
+
+
 def _zoo_lines(ax, zoo_y: xr.DataArray, depth) -> None:
     for m in zoo_y["model"].values:
         st = plots.model_style(str(m))
