@@ -12,13 +12,15 @@ models whose training is finished.
 
 Two sets, both standard and energy-gated attention (EGA), 6 layers x 8 heads, context 256:
 
-* the **d = 128** zoo (:data:`D128`, the main zoo of the book): d_model 128, four seeds
-  per architecture configured, no dropout, float32 training and storage (1.23 M parameters);
-* the **paper-size** zoo (:data:`PAPER_SIZE`): d_model 256, four seeds per architecture
-  configured, dropout 0.1 on the embeddings, residual branches and MLP (none on the
-  attention weights, which would leave the fused attention kernel), float32 training
-  (these CPUs have no native bf16), float16 storage (about 4.8 M parameters; EGA adds 0.257 %, the
-  EGA paper's "< 0.26 %").
+* the **paper-size** zoo (:data:`PAPER_SIZE`, the main zoo of the book): d_model 256,
+  four seeds per architecture, dropout 0.1 on the embeddings, residual branches and MLP
+  (none on the attention weights, which would leave the fused attention kernel), float32
+  training (these CPUs have no native bf16), float16 storage (about 4.8 M parameters; EGA
+  adds 0.257 %, the EGA paper's "< 0.26 %");
+* the **d = 128** zoo (:data:`D128`, the capacity comparison): d_model 128, four seeds per
+  architecture, no dropout, float32 training and storage (1.23 M parameters), the same
+  recipe otherwise; the training-trajectory study retrains its first seed of each
+  architecture (cheap at this size).
 
 Every model sees the same split, schedule (AdamW, lr 2e-3 cosine to 2e-4, 3000 steps of
 16 x 256 characters) and token budget. Pages and studies take their model lists from
@@ -89,13 +91,15 @@ _D256 = {
 ZOO_CONFIGS: dict[str, TrainConfig] = {**_D256, **_D128}
 MODELS = tuple(ZOO_CONFIGS)
 _ARCH = {n: "ega" if c.model.attention == "ega" else "baseline" for n, c in ZOO_CONFIGS.items()}
-#: Model names per zoo: ``"d128"`` (main) and ``"paper-size"`` (d_model 256, the capacity check).
+#: Model names per zoo: ``"paper-size"`` (d_model 256, main) and ``"d128"`` (the capacity
+#: comparison).
 ZOOS: dict[str, tuple[str, ...]] = {"paper-size": tuple(_D256), "d128": tuple(_D128)}
 PAPER_SIZE = ZOOS["paper-size"]
 D128 = ZOOS["d128"]
-#: The zoo every page, study and the scorecard use unless told otherwise: the d = 128 zoo,
-#: the one with four seeds per architecture.
-MAIN = "d128"
+#: The zoo every page, study and the scorecard use unless told otherwise: the paper-size
+#: zoo (d_model 256, the size the paper's parameter count implies), four seeds per
+#: architecture.
+MAIN = "paper-size"
 
 
 def models(zoo: str = MAIN, architecture: str | None = None) -> tuple[str, ...]:
