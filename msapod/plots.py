@@ -31,7 +31,8 @@ modes as images over query and lag (:func:`mode_maps`), forest plots with claim 
 (:func:`specification_curve`), the verdict shares of every claim (:func:`verdict_bars`)
 and pruning curves (:func:`pruning_curve`); and, for tables and printed values,
 :func:`table` (a table shown whole, numbers formatted), :func:`number`, :func:`below` (a
-round-off check as a bound), :func:`enumeration` and :func:`sizes`.
+round-off check as a bound), :func:`enumeration`, :func:`span` (a range of values) and
+:func:`sizes`.
 
 matplotlib is imported inside the functions only: ``import msapod`` stays light, and the
 module imports nothing from ``msapod.models`` or ``msapod.studies`` (no torch).
@@ -1343,6 +1344,19 @@ def enumeration(items, sig: int = 3, *, empty: str = "none") -> str:
     if not words:
         return empty
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def span(values, sig: int = 3) -> str:
+    """The range of the finite ``values`` (any shape) as a reader writes it:
+    ``"3.00–93.7"`` (numbers by :func:`number`, as integers when all are whole), one
+    value once, :data:`MISSING` when none is finite."""
+    v = np.asarray(values, float)
+    v = v[np.isfinite(v)]
+    if not v.size:
+        return MISSING
+    whole = bool(np.all(v == np.round(v)))
+    lo, hi = (number(float(x), sig, whole=whole) for x in (v.min(), v.max()))
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def sizes(x) -> str:

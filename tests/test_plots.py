@@ -408,6 +408,14 @@ def test_number_below_and_enumeration():
     assert plots.enumeration([], empty="no layer") == "no layer"
 
 
+def test_span_of_the_finite_values():
+    assert plots.span([93.67, np.nan, 3.0]) == "3.00–93.7"
+    assert plots.span(np.array([[10.0, 2.0], [4.0, np.inf]])) == "2–10"  # whole values
+    assert plots.span(xr.DataArray([0.5, 0.5])) == "0.500"  # one value once
+    assert plots.span([np.nan]) == plots.span([]) == plots.MISSING
+    assert plots.span([0.123456, 0.2], 2) == "0.12–0.20"
+
+
 def test_table_is_shown_whole():
     wide = pd.DataFrame(
         np.arange(70 * 40, dtype=float).reshape(70, 40) / 7,
