@@ -319,11 +319,11 @@ def test_trained_lists_only_finished_checkpoints(tmp_path, monkeypatch):
     for name, step in (("baseline-1", 250), ("baseline-2", 3000), ("ega-1", 3000)):
         cfg = zoo.ZOO_CONFIGS[name]
         save_checkpoint(zoo.path(name), GPT(cfg.model), cfg, {"step": step, "val_loss": 2.0})
-    assert zoo.trained() == ("baseline-2", "ega-1")
-    assert zoo.trained(architecture="baseline") == ("baseline-2",)
+    assert zoo.trained("d128") == ("baseline-2", "ega-1")
+    assert zoo.trained("d128", architecture="baseline") == ("baseline-2",)
     (zoo.path("ega-1") / "config.json").write_text("{")
     with pytest.raises(ValueError, match="config.json: not valid JSON"):
-        zoo.trained()
+        zoo.trained("d128")
 
 
 def test_cli_zoo_table(tmp_path, monkeypatch, capsys):

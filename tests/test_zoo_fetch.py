@@ -56,7 +56,7 @@ def test_a_checkout_loads_its_own_weights_and_fetches_nothing(no_pooch, monkeypa
     assert (
         model.weights_sha256 == json.loads((zoo.path(NAME) / CONFIG).read_text())["weights_sha256"]
     )
-    assert NAME in zoo.trained()
+    assert NAME in zoo.trained("d128")
 
 
 def test_a_checkout_without_weights_is_not_trained(no_pooch, monkeypatch, tmp_path):
@@ -65,7 +65,7 @@ def test_a_checkout_without_weights_is_not_trained(no_pooch, monkeypatch, tmp_pa
     shutil.copyfile(zoo.ROOT / NAME / CONFIG, root / NAME / CONFIG)
     monkeypatch.setattr(zoo, "ROOT", root)
     monkeypatch.delenv(fetch.ENV, raising=False)
-    assert NAME not in zoo.trained()
+    assert NAME not in zoo.trained("d128")
     with pytest.raises(FileNotFoundError, match="not trained yet"):
         zoo.load(NAME)
 
@@ -73,7 +73,7 @@ def test_a_checkout_without_weights_is_not_trained(no_pooch, monkeypatch, tmp_pa
 def test_msapod_zoo_supplies_the_weights(installed, tmp_path, monkeypatch):
     blob = (zoo._REPO / "msapod/models/zoo" / NAME / WEIGHTS).read_bytes()
     monkeypatch.setenv(fetch.ENV, str(_local_zoo(tmp_path, blob)))
-    assert NAME in zoo.trained()  # the config is there; the weights come on load
+    assert NAME in zoo.trained("d128")  # the config is there; the weights come on load
     model = zoo.load(NAME)
     assert model.name == NAME
     with torch.no_grad():
