@@ -136,3 +136,9 @@ def test_lag_reach_sentence_reads_the_c2_band_and_names_bad_input():
         book.lag_reach_sentence(_energy(8).rename(lag="key"))
     with pytest.raises(ValueError, match="level"):
         book.lag_reach_sentence(_energy(8), level=1.5)
+
+
+def test_rank_sentence_calls_a_slope_under_one_mode_per_layer_no_trend():
+    text = book.rank_sentence(_ranks(0.2), 0, 150, 0.0, 12, 0.2)
+    assert "no layer trend" in text and "lower effective rank" not in text
+    assert "opposite of the paper's C5 premise" not in text

@@ -393,7 +393,12 @@ def rank_sentence(
     ``head``) show: their range, how many sit at the ceiling ``N - 1``, how many share
     their integer value (``tied``, mean per model), and which layers have the lower rank
     (``slope``: the least-squares change of the head-averaged ``H*`` per layer)."""
-    deep_low = slope < 0
+    deep_low, flat = slope < 0, abs(slope) < 1.0
+    trend = (
+        "**no layer trend** (under one mode per layer)"
+        if flat
+        else f"the **{'deep' if deep_low else 'early'} layers have the lower effective rank**"
+    )
     text = (
         f"Per-head $H^*(0.10)$ ranges from {int(H.min())} to {int(H.max())} over the "
         f"{H.size} heads of the {H.sizes['model']} models; {at_ceiling} of them sit at the "
@@ -401,9 +406,9 @@ def rank_sentence(
         "model (mean over models) share their integer $H^*$ with another head, and the "
         "captured-energy tie-break orders those. The head-averaged $H^*$ changes by "
         f"{slope:+.1f} modes per layer with depth (least-squares slope over models): here "
-        f"the **{'deep' if deep_low else 'early'} layers have the lower effective rank**"
+        f"{trend}"
     )
-    if not deep_low:
+    if not (deep_low or flat):
         text += (
             ", the opposite of the paper's C5 premise, so `low-H*` removes heads mostly in "
             "the early layers — where C6 says heads are *missing*"

@@ -652,17 +652,29 @@ def convergence_text(conv: xr.Dataset, eps: float = 0.10) -> str:
     ratio = h.sel(n=ns[-1]) / h.sel(n=ns[-2])
     frac = (h / (h["n"] - 1)).mean("model")
     pinned = conv["at_rank_limit"].sel(eps=eps)
+    means = h.mean("model")
+    kept = all(
+        list(np.argsort(means.sel(n=n).values)) == list(np.argsort(means.sel(n=ns[-1]).values))
+        for n in ns
+    )
     order = ", ".join(
         f"layer {int(la)}: {plots.number(float(v), whole=True)}"
         for la, v in h.sel(n=ns[-1]).mean("model").to_series().items()
     )
     return (
-        f"$H^*({eps:.2f})$ keeps growing with $N$: doubling $N$ from {ns[-2]} to {ns[-1]} "
-        f"multiplies it by {plots.span(ratio)} (per model and layer). It never reaches the ceiling "
+        f"$H^*({eps:.2f})$ keeps growing with $N$: raising $N$ from {ns[-2]} to {ns[-1]} "
+        f"(×{ns[-1] / ns[-2]:.2g}) multiplies it by {plots.span(ratio)} (per model and layer). "
+        "It never reaches the ceiling "
         f"$N-1$ at eps = {eps:.2f} ({int(pinned.sum())} of {pinned.size} cases pinned), but it "
         f"stays a large fraction of it: {plots.span(frac)} of $N - 1$. **$H^*$ has not converged "
-        f"at $N = {ns[-1]}$**: it measures the ensemble size as much as the layer. Its "
-        f"ordering across layers is what survives: {order} at N = {ns[-1]}."
+        f"at $N = {ns[-1]}$**: it measures the ensemble size as much as the layer. The layer "
+        f"means at N = {ns[-1]}: {order}; "
+        + (
+            "the layers keep their order at every N."
+            if kept
+            else "the order of the layers changes with N, so even the ranking of the layers is "
+            "not settled."
+        )
     )
 
 

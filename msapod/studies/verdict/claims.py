@@ -425,6 +425,10 @@ def _measured_math(claim: str, main) -> str:
         return text
     if claim in _DIFF_SYMBOLS and "diff" in main:
         d, lo, up = main["diff"], main["diff_lower"], main["diff_upper"]
+        signed = [x for x in REGISTRY[claim].signs if x is not None]
+        if signed and "layer" in d.dims:  # only the layers the claim states a sign for
+            keep = [x for x in signed if x in d["layer"].values]
+            d, lo, up = (v.sel(layer=keep) for v in (d, lo, up))
         ok = np.isfinite(d.values)
         if not ok.any():
             return ""
