@@ -246,8 +246,8 @@ def nan_rows_note(coh: dict) -> str:
     )
     return (
         "Query rows with NaN coherency (no energy at some scale) over all layers, scales and "
-        f"models shown: {plots.enumeration(rows)}. {why} NaN entries are shown grey in the "
-        "matrices and left out of every average (`np.nanmean`)."
+        f"models shown: row{'s' if len(rows) != 1 else ''} {plots.enumeration(rows)}. {why} "
+        "NaN entries are shown grey in the matrices and left out of every average (`np.nanmean`)."
     )
 
 

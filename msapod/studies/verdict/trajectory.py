@@ -5,9 +5,10 @@
 snapshots along training) with the scorecard's own rules
 (:func:`msapod.studies.verdict.multiverse.main_outcomes`), once per step, so the page on
 the structure during training says at which stage each of the paper's patterns appears
-in the very words of the scorecard. With one seed per architecture the rules that compare
-architectures (C7, C8, L) need two seeds each and say so ("not testable as stated"); the
-page draws those contrasts with their snapshot intervals as comparisons instead.
+in the very words of the scorecard; C1 and C2 read each step against step 0, the
+initialisation (the zoo's untrained reference). With one seed per architecture the rules
+that compare architectures (C7, C8, L) need two seeds each and say so ("not testable as
+stated"); the page draws those contrasts with their snapshot intervals as comparisons instead.
 """
 
 from __future__ import annotations
@@ -37,12 +38,16 @@ STEP_CLAIMS = tuple(c for c in REGISTRY if c not in ("C6", "C10"))
 
 def _step_data(traj: xr.Dataset, step: int) -> ZooData:
     """The zoo data of the rules at one step: the evidence of every model at ``step``,
-    its whole-split validation losses as the loss claim's input."""
+    its whole-split validation losses as the loss claim's input, and as C1's and C2's
+    reference the snapshot at step 0 (the initialisation, ``torch.manual_seed(seed)`` on
+    the model's config: the same weights as the zoo's untrained reference)."""
+    drop = ["val_loss_split", "weights_sha256", "step"]
     at = traj.sel(step=step)
-    ev = at.drop_vars(["val_loss_split", "weights_sha256", "step"], errors="ignore")
+    ev = at.drop_vars(drop, errors="ignore")
     ev.attrs = {**traj.attrs, "n_snapshots": int(traj.attrs["n_snapshots"])}
     loss = (at["val_loss_split"], False)
-    return ZooData(list(traj["model"].values), ev, None, None, loss)
+    ref = traj.sel(step=0).drop_vars(drop, errors="ignore") if 0 in traj["step"] else None
+    return ZooData(list(traj["model"].values), ev, None, None, loss, reference=ref)
 
 
 def step_outcomes(traj: xr.Dataset) -> dict[int, dict]:
