@@ -708,9 +708,11 @@ def spec_curves(mv, claims, zoo: str | None = None):
     fig, axes = plots.panels(len(claims), height=2.6)
     seen = {}
     for ax, c in zip(axes, claims, strict=False):
-        ylabel = r"late − early $T_\mathrm{spec}$" if c == "C3" else _FOREST_LABEL[c]
+        contrast = c == "C3"  # C3's curve is the late − early contrast, of either sign
+        ylabel = r"late − early $T_\mathrm{spec}$" if contrast else _FOREST_LABEL[c]
+        clip = None if contrast else _FOREST_RANGE.get(c)
         plots.specification_curve(
-            **curve_values(c, mv, zoo), ylabel=ylabel, title=c, ax=ax, clip=_FOREST_RANGE.get(c)
+            **curve_values(c, mv, zoo), ylabel=ylabel, title=c, ax=ax, clip=clip
         )
         ax.set_xlabel("specifications, sorted")
         leg = ax.get_legend()
