@@ -516,3 +516,11 @@ def test_one_renderer_for_the_box_the_row_and_the_report():
 def test_a_point_value_on_the_boundary_is_not_significant():
     assert decide([0.0], [0.0], low=0.0).tolist() == ["ns"]
     assert decide([0.1, -0.1], [0.0, 0.0], low=0.0).tolist() == ["yes", "no"]
+
+
+def test_fmt_range_prints_one_value_when_both_ends_agree():
+    from msapod.studies.verdict.claims import fmt_range
+
+    assert fmt_range([9.31, 9.29, np.nan]) == "9.3"
+    assert fmt_range([1.0, 2.0]) == "1.0–2.0"
+    assert fmt_range([np.nan]) == "—"

@@ -175,11 +175,13 @@ def combine(cells) -> str:
 
 
 def fmt_range(values, fmt: str = "{:.1f}") -> str:
-    """``"lo–hi"`` of the finite values (NaN ignored), each formatted with ``fmt``."""
+    """``"lo–hi"`` of the finite values (NaN ignored), each formatted with ``fmt``; one
+    value when both ends print the same."""
     v = np.asarray(values, dtype=float)
     if not np.isfinite(v).any():
         return "—"
-    return f"{fmt.format(float(np.nanmin(v)))}–{fmt.format(float(np.nanmax(v)))}"
+    lo, hi = fmt.format(float(np.nanmin(v))), fmt.format(float(np.nanmax(v)))
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def case_counts(cells) -> str:
