@@ -39,18 +39,26 @@ def test_rank_sentence_reports_the_range_and_the_low_layers():
     assert text.endswith("does a low $H^*$ mark heads that can go?")
 
 
-def test_depth_sentence_follows_the_costs():
+def test_depth_sentence_follows_the_mean_layers_and_the_costs():
     mid = {"budget": 16, "low_H": 0.30, "high_H": 0.05, "random": 0.12, "importance": 0.08}
     mid |= {"low_H_mean_layer": 1.6, "high_H_mean_layer": 5.2}
-    text = book.depth_sentence(mid, 48, 9.5)
+    text = book.depth_sentence(mid, 48)
     assert text.startswith("At 16 of 48 heads, `low-H*` removes heads from layer 1.6")
+    assert "deep** layers at the **high** end" in text
     assert "costs +0.050 nats, less than random removal (+0.120) and less than" in text
-    assert "what the ablation shows" in text
-    text = book.depth_sentence(mid | {"high_H": 0.2}, 48, 9.5)
+    assert "*conclusion* about depth" in text and "points the wrong way" in text
+    text = book.depth_sentence(mid | {"high_H": 0.2}, 48)
     assert "more than random removal" in text and "more than pruning" in text
-    assert text.endswith("Neither the premise nor the conclusion about depth is supported here.")
+    assert "Neither the premise nor the conclusion" in text
+    # the deep heads at the low end and cheap: premise and conclusion both hold
+    flipped = mid | {"low_H_mean_layer": 5.2, "high_H_mean_layer": 1.6}
+    text = book.depth_sentence(flipped | {"low_H": 0.05, "high_H": 0.30}, 48)
+    assert "at the **low** end" in text and "Both C6's premise" in text
+    # mean layers 2.6 and 3.0: no depth ranking, nothing said about depth
+    text = book.depth_sentence(mid | {"low_H_mean_layer": 2.6, "high_H_mean_layer": 3.0}, 48)
+    assert "not a depth ranking" in text and "deep** layers" not in text
     with pytest.raises(KeyError, match="mid: expected 'importance'"):
-        book.depth_sentence({k: v for k, v in mid.items() if k != "importance"}, 48, 1.0)
+        book.depth_sentence({k: v for k, v in mid.items() if k != "importance"}, 48)
 
 
 def test_pruning_panels_draw_every_strategy_and_the_differences():

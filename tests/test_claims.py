@@ -36,6 +36,17 @@ def per_layer(values, se=None):
     return da, (None if se is None else xr.full_like(da, se))
 
 
+def assert_holm_half(half, se, k, df=None):
+    """Each half-width in ``half`` is ``q se`` at one of Holm's levels over ``k`` cases
+    (0.05 / k, ..., 0.05): the interval a Holm step reads."""
+    from scipy import stats
+
+    tails = 1 - 0.05 / np.arange(k, 0, -1) / 2
+    qs = stats.norm.ppf(tails) if df is None else stats.t.ppf(tails, df)
+    for h in np.ravel(half):
+        assert np.isclose(h / se, qs, rtol=1e-9).any(), (h / se, qs)
+
+
 def test_interior_peak_inside_vs_edge():
     s = np.geomspace(1, 128, 48)
     inside = np.exp(-0.5 * ((np.log(s) - np.log(12.0)) / 0.4) ** 2)
@@ -212,6 +223,30 @@ def test_arch_rules_c7_c8_loss():
     assert rule_c7(one, se.isel(model=[0, 2])).verdict == "not testable as stated"
 
 
+def test_c8_prints_the_interval_its_rule_reads():
+    """Four layers, each with its own 95 % interval excluding 0 but not Holm's first
+    step's: the verdict is inconclusive, and the interval printed and kept as read
+    contains 0 in every layer (the 95 % one stays for the curve's effect)."""
+    from scipy import stats
+
+    T, _ = per_layer([[1.0] * 6, [1.0] * 6, [1.0] * 6, [1.0] * 6])
+    T[2:, 2:] = [[1.2, 1.2, 0.8, 0.8], [1.2, 1.2, 0.8, 0.8]]  # the claimed signs, +-0.2
+    sd = 0.2 / 6  # t(2): 4.30 sd = 0.14 < 0.2 < 8.86 sd = 0.30 (level 0.05 / 4)
+    se = xr.full_like(T, sd)  # equal seeds: the difference's SE is the jackknife floor
+    assert stats.t.ppf(0.975, 2) * sd < 0.2 < stats.t.ppf(1 - 0.05 / 8, 2) * sd
+    out = rule_c8(T, se)
+    lo, up = out.read_interval("diff")
+    for layer in (3, 4, 5, 6):
+        value, own_lo, own_up, a, b = (
+            float(x.sel(layer=layer))
+            for x in (out.diff["value"], out.diff["lower"], out.diff["upper"], lo, up)
+        )
+        assert own_lo * own_up > 0  # its own 95 % interval excludes 0 ...
+        assert a < 0 < b  # ... the one its decision reads does not
+        assert f"L{layer} {value:+.3g} [{a:+.3g}, {b:+.3g}]" in out.measured
+    assert out.verdict == "not significant" and "Holm" in out.measured
+
+
 def test_c9_c10():
     r, _ = per_layer([0.8, 0.85, 0.7, 0.6, 0.5, 0.6])
     assert rule_c9(r).verdict == "holds"
@@ -310,8 +345,16 @@ def test_c4_jackknife_intervals_decide_share_and_difference():
     out = rule_c4(share, reach, peaks, base=base, share_se=s_se, diff_se=d_se)
     assert out.verdict == "holds" and out.cases.startswith("12 cases: 12 pass")
     assert "jackknife" in out.rule
-    np.testing.assert_allclose(out.lower.sel(layer=2), 0.7 - Z95 * 0.02)
-    np.testing.assert_allclose(out.upper.sel(layer=4), 0.7 + Z95 * 0.02)
+    # the printed intervals are the ones the decisions read: Holm over 12 cases, each at
+    # its step's level, between the 95 % interval and the Bonferroni one
+    from scipy import stats
+
+    z_bonf = stats.norm.ppf(1 - 0.05 / 24)
+    lo, up = (x.sel(layer=[2, 4, 6]).values for x in out.read_interval("stat"))
+    np.testing.assert_allclose(out.lower.sel(layer=2), 0.7 - Z95 * 0.02)  # 95 %: the effect's
+    assert np.all(lo <= 0.7 - Z95 * 0.02 + 1e-12) and np.all(lo >= 0.7 - z_bonf * 0.02 - 1e-12)
+    assert np.all(up >= 0.7 + Z95 * 0.02 - 1e-12) and np.all(up <= 0.7 + z_bonf * 0.02 + 1e-12)
+    assert lo.min() < 0.7 - Z95 * 0.02 - 1e-3  # the first Holm step is wider than 95 %
     # the same difference with SE 0.1: the window alone may do as well
     d_se, _ = per_layer([0.1] * 6)
     out = rule_c4(share, reach, peaks, base=base, share_se=s_se, diff_se=d_se)
@@ -338,10 +381,12 @@ def test_c4_over_seeds_is_a_student_t_interval_per_layer():
     reach = xr.ones_like(share, dtype=bool)
     out = rule_c4(share, reach, np.array([2, 3, 2, 2]), base=base)
     d = s2 - b2
-    half = stats.t.ppf(0.975, 3) * d.std(ddof=1) / 2
+    se = d.std(ddof=1) / 2
     np.testing.assert_allclose(out.diff["value"].sel(layer=2), d.mean())
-    np.testing.assert_allclose(out.diff["lower"].sel(layer=2), d.mean() - half)
-    np.testing.assert_allclose(out.diff["upper"].sel(layer=2), d.mean() + half)
+    lo, up = (float(x.sel(layer=2)) for x in out.read_interval("diff"))
+    np.testing.assert_allclose(d.mean() - lo, up - d.mean())
+    assert_holm_half(up - d.mean(), se, k=3, df=3)  # Student-t over seeds, Holm over 3
+    assert up - d.mean() >= stats.t.ppf(0.975, 3) * se * (1 - 1e-9)
     # layers 2 and 6 beat the window; layer 4's window alone does better
     assert out.verdict == "partly" and out.cases.startswith("3 cases: 2 pass, 1 fail")
     assert "over seeds" in out.rule and np.isfinite(out.extra["effect"])
@@ -354,10 +399,13 @@ def test_c9_interval_against_the_margin():
     ratio = models_by_layer(np.column_stack([r] * 6))
     out = rule_c9(ratio)
     lr = np.log(r)
-    half = stats.t.ppf(0.975, 3) * lr.std(ddof=1) / 2
+    se = lr.std(ddof=1) / 2
     np.testing.assert_allclose(out.diff["value"].values, np.exp(lr.mean()))
-    np.testing.assert_allclose(out.diff["lower"].values, np.exp(lr.mean() - half))
-    np.testing.assert_allclose(out.diff["upper"].values, np.exp(lr.mean() + half))
+    r_lo, r_up = out.read_interval("diff")
+    half_lo = lr.mean() - np.log(r_lo.values)
+    np.testing.assert_allclose(np.log(r_up.values) - lr.mean(), half_lo)
+    assert_holm_half(half_lo, se, k=6, df=3)  # log scale, Student-t over seeds, Holm over 6
+    assert half_lo.min() >= stats.t.ppf(0.975, 3) * se * (1 - 1e-9)
     assert out.verdict == "holds" and "Student-t" in out.rule
     # narrower on average but the seeds disagree: the interval crosses 0.9
     wide = models_by_layer(np.column_stack([[0.7, 0.95, 0.8, 1.0]] * 6))
@@ -366,7 +414,7 @@ def test_c9_interval_against_the_margin():
     ratio, se = per_layer([0.8] * 6, 0.01)
     out = rule_c9(ratio, se)
     assert out.verdict == "holds" and "jackknife" in out.rule
-    np.testing.assert_allclose(out.upper.values, 0.8 * np.exp(Z95 * 0.01 / 0.8))
+    assert_holm_half(np.log(out.read_interval()[1].values / 0.8), 0.01 / 0.8, k=24)
     ratio, se = per_layer([0.88] * 6, 0.05)  # below 0.9, not beyond its interval
     assert rule_c9(ratio, se).verdict == "not significant"
     ratio, se = per_layer([1.2] * 6, 0.01)
@@ -406,10 +454,12 @@ def test_grouped_jackknife_intervals_use_student_t():
     t9 = rule_c4(share, reach, peaks, base=base, share_se=s_se, diff_se=d_se, se_df=9)
     assert normal.verdict == "holds" and t9.verdict == "not significant"
     assert "10 groups, t(9)" in t9.rule
-    np.testing.assert_allclose(t9.lower.sel(layer=2), 0.7 - q9 * 0.02)
+    t9_lower = t9.read_interval()[0].sel(layer=2).values
+    assert_holm_half(0.7 - t9_lower, 0.02, k=12, df=9)
+    assert np.all(0.7 - t9_lower >= q9 * 0.02 - 1e-12)
     ratio, se = per_layer([0.8] * 6, 0.01)
     out = rule_c9(ratio, se, se_df=9)
-    np.testing.assert_allclose(out.upper.values, 0.8 * np.exp(q9 * 0.01 / 0.8))
+    assert_holm_half(np.log(out.read_interval()[1].values / 0.8), 0.01 / 0.8, k=24, df=9)
     assert "t(9)" in out.rule
 
 

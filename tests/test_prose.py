@@ -172,9 +172,10 @@ def test_ega_sentences():
 def test_uncertainty_and_convergence_sentences():
     unc = load_result("uncertainty")
     assert "the seeds dominate the uncertainty" in prose.jackknife_text(unc)
-    diffs = pd.DataFrame({"significant": [True, False, False, False, False]})
+    diffs = pd.DataFrame({"excludes 0 (layer alone)": [True, False, False, False, False]})
     assert prose.differences_text(diffs, "4", 6).startswith("1 of 5 layer-wise")
     assert "mostly not distinguishable" in prose.differences_text(diffs, "4", 6)
+    assert "Holm across the layers" in prose.differences_text(diffs, "4", 6)
     conv = load_result("convergence")
     n = int(conv["n"].values[-1])
     assert f"has not converged at $N = {n}$" in prose.convergence_text(conv)

@@ -419,33 +419,60 @@ def rank_sentence(
     )
 
 
-def depth_sentence(mid: Mapping[str, float], n_heads: int, slope: float) -> str:
+def depth_sentence(mid: Mapping[str, float], n_heads: int, apart: float = 1.0) -> str:
     """Page 12: at one budget (``mid``, a row of ``budget_contrasts``' ``per_budget``:
     the budget, each strategy's loss increase and the mean layer of the heads the two
-    ``H*`` strategies remove), whether the ``H*`` ranking is a depth ranking and what
-    removing the deep or the early heads costs."""
-    _need("mid", mid, ("budget", "low_H", "high_H", "random", "importance"))
-    depth_ok = mid["high_H"] < mid["random"]
-    than_importance = "less" if mid["high_H"] < mid["importance"] else "more"
+    ``H*`` strategies remove), whether the ``H*`` ranking is a depth ranking (the two
+    strategies' mean layers at least ``apart`` layers apart), which end the deep heads
+    are at, and what removing the deep or the early heads costs against random removal:
+    C6's premise (deep heads have a low ``H*``) and its conclusion (deep heads are the
+    dispensable ones) judged separately."""
+    _need(
+        "mid",
+        mid,
+        ("budget", "low_H", "high_H", "random", "importance", "low_H_mean_layer"),
+    )
+    lo_layer, hi_layer = mid["low_H_mean_layer"], mid["high_H_mean_layer"]
     text = (
         f"At {mid['budget']} of {n_heads} heads, `low-H*` removes heads from layer "
-        f"{mid['low_H_mean_layer']:.1f} on average and `high-H*` from layer "
-        f"{mid['high_H_mean_layer']:.1f}. In this zoo the $H^*$ ranking is thus roughly a "
-        f"depth ranking, with the **deep** layers at the **high** end (slope {slope:+.1f} "
-        f"modes per layer above). Removing the deep, high-$H^*$ heads costs "
-        f"{mid['high_H']:+.3f} nats, {'less' if depth_ok else 'more'} than random removal "
-        f"({mid['random']:+.3f}) and {than_importance} than pruning by Michel importance "
-        f"({mid['importance']:+.3f}); removing the early, low-$H^*$ heads costs "
-        f"{mid['low_H']:+.3f}. "
+        f"{lo_layer:.1f} on average and `high-H*` from layer {hi_layer:.1f}. "
     )
-    if not depth_ok:
-        return text + "Neither the premise nor the conclusion about depth is supported here."
-    return text + (
-        "So the *conclusion* about depth (deep heads are the dispensable ones, early heads "
-        "the indispensable ones) is what the ablation shows, but it goes with a *high* "
-        "$H^*$ here, not a low one: the effective rank points the wrong way, and the "
-        "verdict on C6 as an $H^*$-based rule is the one above. Whether early layers are "
-        "*under*-specified (would gain from more heads) needs retraining and is not tested."
+    if abs(hi_layer - lo_layer) < apart:
+        return text + (
+            "The $H^*$ ranking is not a depth ranking in this zoo (the two ends remove heads "
+            f"of mean layers less than {apart:g} apart), so this ablation cannot separate "
+            "C6's premise about depth from its conclusion."
+        )
+    deep, early = ("high_H", "low_H") if hi_layer > lo_layer else ("low_H", "high_H")
+    premise = deep == "low_H"
+    cheap = mid[deep] < mid["random"] and mid[deep] < mid[early]
+    than_importance = "less" if mid[deep] < mid["importance"] else "more"
+    text += (
+        f"The $H^*$ ranking is thus roughly a depth ranking, with the **deep** layers at the "
+        f"**{'low' if premise else 'high'}** end. Removing the deep heads costs "
+        f"{mid[deep]:+.3f} nats, {'less' if mid[deep] < mid['random'] else 'more'} than random "
+        f"removal ({mid['random']:+.3f}) and {than_importance} than pruning by Michel "
+        f"importance ({mid['importance']:+.3f}); removing the early heads costs "
+        f"{mid[early]:+.3f}. "
+    )
+    said = {
+        (True, True): "Both C6's premise (deep heads have a low $H^*$) and its conclusion "
+        "(deep heads are the dispensable ones) are what this ablation shows.",
+        (False, True): "So the *conclusion* about depth (deep heads are the dispensable ones, "
+        "early heads the indispensable ones) is what the ablation shows, but it goes with a "
+        "*high* $H^*$ here, not a low one: the effective rank points the wrong way, and the "
+        "verdict on C6 as an $H^*$-based rule is the one above.",
+        (True, False): "C6's premise holds here (deep heads have a low $H^*$), but its "
+        "conclusion does not: the deep heads are not the cheaper ones to remove.",
+        (False, False): "Neither the premise nor the conclusion about depth is supported here.",
+    }[(premise, cheap)]
+    return (
+        text
+        + said
+        + (
+            " Whether early layers are *under*-specified (would gain from more heads) needs "
+            "retraining and is not tested."
+        )
     )
 
 

@@ -114,7 +114,7 @@ class Claim:
     contrast_sign: int | None = None
     pages: tuple[str, ...] = ()
     rule_line: str = ""
-    level: str = "95 %, Holm across cases"
+    level: str = "95 % family-wise: Holm across cases, each interval at its step's level"
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -355,7 +355,7 @@ def _claims() -> tuple[Claim, ...]:
             no_shuffled="the loss claim is about training, not the fields",
             signs={None: -1},
             pages=("10-training",),
-            level="95 %, Bonferroni across direction and size",
+            level="one 95 % interval, read for direction and size",
             rule_line=r"$\Delta \mathcal{L} = \mathcal{L}_\mathrm{EGA} - "
             rf"\mathcal{{L}}_\mathrm{{baseline}} < 0$ and within ${loss_size:g} \pm "
             rf"{loss_tol:.0%}$ nats/char (the stated size)".replace("%", r"\,\%"),

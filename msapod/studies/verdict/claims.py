@@ -390,15 +390,16 @@ def _num(x: float) -> str:
 
 
 def _measured_math(claim: str, main) -> str:
-    """The default reading's key numbers in math: the range of the estimates and of their
-    95 % intervals (``main``: the claim's row of the curve). C4 and C9 decided over seeds
-    show their per-layer means (``diff``: mode - window share, geometric mean ratio)."""
+    """The default reading's key numbers in math: the range of the estimates and of the
+    intervals their decisions read (``main``: the claim's row of the curve). C4 and C9
+    decided over seeds show their per-layer means (``diff``: mode - window share,
+    geometric mean ratio)."""
     if claim in _SEED_SYMBOLS and "diff" in main and np.isfinite(main["diff"].values).any():
         d, lo, up = (main[k].values for k in ("diff", "diff_lower", "diff_upper"))
         ok = np.isfinite(d)
         return (
             f"${_SEED_SYMBOLS[claim]} = {_num(d[ok].min())}$ to ${_num(d[ok].max())}$ over "
-            f"layers (mean over seeds), 95 % intervals within "
+            f"layers (mean over seeds), family-wise 95 % intervals (Holm) within "
             f"$[{_num(np.nanmin(lo[ok]))}, {_num(np.nanmax(up[ok]))}]$"
         )
     if claim in _SYMBOLS and "stat" in main:
@@ -421,7 +422,10 @@ def _measured_math(claim: str, main) -> str:
         text = f"${sym} = {_num(v.min())}$–${_num(v.max())}$" + (f" ({span})" if span else "")
         lv, uv = lo.values[np.isfinite(st.values)], up.values[np.isfinite(st.values)]
         if np.any(uv > lv):
-            text += f", 95 % intervals within $[{_num(np.nanmin(lv))}, {_num(np.nanmax(uv))}]$"
+            text += (
+                f", family-wise 95 % intervals (Holm) within "
+                f"$[{_num(np.nanmin(lv))}, {_num(np.nanmax(uv))}]$"
+            )
         else:
             text += " (point values)"
         return text
@@ -442,7 +446,7 @@ def _measured_math(claim: str, main) -> str:
             )
         return (
             f"${_DIFF_SYMBOLS[claim]} = {np.nanmin(d.values):+.3g}$ to "
-            f"${np.nanmax(d.values):+.3g}$ over layers, 95 % intervals within "
+            f"${np.nanmax(d.values):+.3g}$ over layers, family-wise 95 % intervals (Holm) within "
             f"$[{np.nanmin(lo.values):+.3g}, {np.nanmax(up.values):+.3g}]$"
         )
     return ""

@@ -678,24 +678,27 @@ class _CurveCells:
         self.l_index = {v: i for i, v in enumerate(layers)}
 
     def put(self, i: int, j: int, out: Outcome) -> None:
-        """Store outcome ``out`` of claim ``i`` under specification ``j``."""
+        """Store outcome ``out`` of claim ``i`` under specification ``j``: its values with
+        the intervals its decisions read (:meth:`Outcome.read_interval`)."""
         self.applicable[i, j] = True
         self.verdict[i, j] = out.verdict
         for k in self.text:
             self.text[k][i, j] = getattr(out, k)
         if out.stat is not None:
-            for k in ("stat", "lower", "upper"):
-                da = getattr(out, k).transpose("model", "layer")
+            lower, upper = out.read_interval("stat")
+            for k, da in (("stat", out.stat), ("lower", lower), ("upper", upper)):
+                da = da.transpose("model", "layer")
                 mi = [self.m_index[m] for m in da["model"].values]
                 li = [self.l_index[int(v)] for v in da["layer"].values]
                 self.stat[k][i, j][np.ix_(mi, li)] = da.values
         if out.contrast is not None:
+            lower, upper = out.read_interval("contrast")
             mi = [self.m_index[m] for m in out.contrast["model"].values]
-            for k in self.contrast:
-                self.contrast[k][i, j, mi] = out.contrast[k].values
+            for k, da in (("value", out.contrast["value"]), ("lower", lower), ("upper", upper)):
+                self.contrast[k][i, j, mi] = da.values
         if out.diff is not None:
-            for k in self.diff:
-                da = out.diff[k]
+            lower, upper = out.read_interval("diff")
+            for k, da in (("value", out.diff["value"]), ("lower", lower), ("upper", upper)):
                 if "layer" in da.dims:
                     li = [self.l_index[int(v)] for v in da["layer"].values]
                     self.diff[k][i, j, li] = da.values
@@ -764,7 +767,8 @@ def _study_dataset(cells: _CurveCells, specs, trained, untrained, data) -> xr.Da
         "reading_tags": json.dumps(
             {a: {"tag": t, "reason": r} for a, (t, r) in READING_TAGS.items()}
         ),
-        "interval": "95 %",
+        "interval": "the interval each decision reads: 95 %, family-wise (each case at "
+        "its Holm step's level) where the rule tests with Holm",
         "not_trained": ",".join(untrained),
         "zoos": ",".join(trained),
         "main_zoo": trained[0] if trained else "",

@@ -919,7 +919,8 @@ def c3_lines(mv, top5: xr.DataArray, zoo: str | None = None) -> str:
 
 def sign_text(claim: str, mv, zoo: str | None = None) -> str:
     """Where the per-layer EGA − baseline difference of ``claim`` (the default reading's)
-    has the sign the claim states, and where its 95 % interval excludes zero."""
+    has the sign the claim states, and where the interval its rule reads (Holm across the
+    claim's layers) excludes zero."""
     sub, _ = cl._claim_specs(claim, mv, zoo)
     row = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
     signs = REGISTRY[claim].signs
@@ -934,5 +935,6 @@ def sign_text(claim: str, mv, zoo: str | None = None) -> str:
 
     return (
         f"The differences have the paper's sign in {where(same)} of layers "
-        f"{cl.layer_span(layers)}; the 95 % interval excludes zero in {where(sig)}."
+        f"{cl.layer_span(layers)}; the family-wise 95 % interval its verdict reads (Holm "
+        f"across those layers) excludes zero in {where(sig)}."
     )

@@ -107,8 +107,14 @@ class Outcome:
         Per-model early-vs-late contrast (C3, C5) as a Dataset ``value, lower, upper``.
     diff
         Architecture difference per layer (C7, C8, L) as a Dataset ``value, lower, upper``.
+    read
+        The intervals the decisions read, where they differ from the 95 % ones above
+        (each case of a Holm-tested rule at its step's level, :func:`holm_interval`):
+        ``{"stat" | "contrast" | "diff": (lower, upper)}``, shaped as those. The 95 %
+        intervals give the standardised effects of the specification curve, case by case;
+        these are the ones printed next to a verdict.
     interval
-        The key statistic's 95 % interval(s) in words ("point value" where none).
+        The intervals the decisions read, in words ("point value" where none).
     paper_value
         Whether a number the paper states lies inside the intervals ("" if it states none).
     """
@@ -127,6 +133,17 @@ class Outcome:
     interval: str = ""
     paper_value: str = ""
     extra: dict = field(default_factory=dict)
+    read: dict = field(default_factory=dict)
+
+    def read_interval(self, kind: str = "stat") -> tuple:
+        """``(lower, upper)`` of ``kind`` (``"stat"``, ``"contrast"`` or ``"diff"``) as
+        the decisions read them (the 95 % ones where the rule reads no other)."""
+        if kind in self.read:
+            return self.read[kind]
+        if kind == "stat":
+            return self.lower, self.upper
+        ds = getattr(self, kind)
+        return (None, None) if ds is None else (ds["lower"], ds["upper"])
 
 
 def combine_core(core, other=()) -> str:
@@ -143,6 +160,26 @@ def _grid(da: xr.DataArray, *dims: str) -> np.ndarray:
     """``da``'s values in the order ``dims`` (default model, layer), without carrying its
     coordinates along (a DataArray transpose copies every coordinate)."""
     return da.variable.transpose(*(dims or ("model", "layer"))).values
+
+
+def _replaced(da: xr.DataArray, layers, values) -> xr.DataArray:
+    """A copy of ``da`` with its entries at ``layers`` replaced by ``values``."""
+    out = da.copy()
+    out.loc[{"layer": list(layers)}] = values
+    return out
+
+
+def _put_cases(da: xr.DataArray, mask: np.ndarray, values, layers=None) -> xr.DataArray:
+    """A copy of ``da`` with its ``(model, layer)`` entries (at ``layers``; default every
+    layer) where ``mask`` replaced by ``values`` (in the order of ``mask``'s True
+    entries)."""
+    out = da.copy()
+    sel = {} if layers is None else {"layer": list(layers)}
+    grid = _grid(out.sel(sel) if sel else out).astype(float)
+    grid[mask] = values
+    order = [d for d in out.dims if d in ("model", "layer")]
+    out.loc[sel] = grid if order == ["model", "layer"] else grid.T
+    return out
 
 
 def interval(stat, se, log: bool = False, q: float = Z95):
@@ -306,6 +343,20 @@ def decide(
     return cells.reshape(shape), np.asarray(q, float).reshape(shape)
 
 
+def holm_interval(value, se, q, *, log: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The interval each case's decision reads: ``value -+ q se`` at the quantile ``q`` of
+    its Holm step (:func:`decide` with ``quantiles``), on the log scale with ``log``
+    (``value /* exp(q se / value)``); a missing ``se`` is a point value."""
+    v = np.asarray(value, dtype=np.float64)
+    e = np.nan_to_num(np.broadcast_to(np.asarray(0.0 if se is None else se, float), v.shape))
+    q = np.asarray(q, dtype=np.float64)
+    if not log:
+        return v - q * e, v + q * e
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        f = np.exp(q * e / v)
+    return v / f, v * f
+
+
 def _fmt_iv(lo, up, fmt: str = "{:.1f}") -> str:
     lo_s = "0" if lo <= 0 and not np.isfinite(lo) else fmt.format(lo)
     up_s = "∞" if not np.isfinite(up) else fmt.format(up)
@@ -313,9 +364,10 @@ def _fmt_iv(lo, up, fmt: str = "{:.1f}") -> str:
 
 
 def _log_shift(stat, se, edge, first, second):
-    """``mean log a*(second) - mean log a*(first)`` per model with its 95 % interval and
-    the per-model decision against > 0 (Holm across models). A model with a bound in
-    these layers gets the interval of the half-lines (interval arithmetic)."""
+    """``mean log a*(second) - mean log a*(first)`` per model with its 95 % interval, the
+    interval its decision reads (``read_lower``, ``read_upper``) and the per-model decision
+    against > 0 (Holm across models). A model with a bound in these layers gets the
+    interval of the half-lines (interval arithmetic) and is decided by it."""
     models = stat["model"].values
     val, lo_, up_ = (np.full(len(models), np.nan) for _ in range(3))
     p_se = np.zeros(len(models))
@@ -348,16 +400,20 @@ def _log_shift(stat, se, edge, first, second):
             p_se[i] = np.sqrt((gs**2).sum() / len(g) ** 2 + (fs**2).sum() / len(f) ** 2)
             lo_[i], up_[i] = val[i] - Z95 * p_se[i], val[i] + Z95 * p_se[i]
     # a model decided by its bounds keeps that decision; the others enter Holm
-    cells = decide(np.where(fixed == "", val, 0.0), p_se, low=0.0)
-    cells = np.where(fixed == "", cells, fixed).astype(str)
-    coords = {"model": models}
+    cells, q = decide(np.where(fixed == "", val, 0.0), p_se, low=0.0, quantiles=True)
+    est = fixed == ""
+    read_lo, read_up = lo_.copy(), up_.copy()
+    read_lo[est], read_up[est] = holm_interval(val[est], p_se[est], q[est])
+    cells = np.where(est, cells, fixed).astype(str)
     ds = xr.Dataset(
         {
             "value": ("model", val),
             "lower": ("model", lo_),
             "upper": ("model", up_),
+            "read_lower": ("model", read_lo),
+            "read_upper": ("model", read_up),
         },
-        coords=coords,
+        coords={"model": models},
     )
     return ds, cells
 
@@ -446,16 +502,28 @@ def _scale_none(claim: str, name: str, span: str, size: int, where: str) -> Outc
     )
 
 
-def _scale_intervals(value, se, q, edge, grid) -> str:
-    """The intervals of the claimed layers' scales (``(model, layer)`` arrays), model by
-    model, in words: each at its Holm step's quantile ``q`` on the log scale and inside
-    the grid ``(a_min, a_max)`` (None: not clipped); a bound at the grid's edge reads as
-    the bound ("≤ 3", "≥ 128"), never as an interval."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        f = np.exp(q * np.nan_to_num(se) / value)
-    lo, up = value / f, value * f
+def _scale_read(value, se, q, edge, grid) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals the decisions read of the claimed layers' scales (``(model, layer)``
+    arrays): each at its Holm step's quantile ``q`` on the log scale, inside the grid
+    ``(a_min, a_max)`` (None: not clipped); a bound is its half-line."""
+    lo, up = holm_interval(value, se, q, log=True)
     if grid is not None:
         lo, up = np.maximum(lo, grid[0]), np.minimum(up, grid[1])
+    lo, up = np.where(edge < 0, 0.0, lo), np.where(edge > 0, np.inf, up)
+    return np.where(edge > 0, value, lo), np.where(edge < 0, value, up)
+
+
+def _as_stat(like: xr.DataArray, grid: np.ndarray) -> np.ndarray:
+    """A ``(model, layer)`` array in the dim order of ``like``."""
+    return (
+        grid if [d for d in like.dims if d in ("model", "layer")] == ["model", "layer"] else grid.T
+    )
+
+
+def _scale_intervals(value, lo, up, edge) -> str:
+    """The intervals of the claimed layers' scales (:func:`_scale_read`), model by model,
+    in words; a bound at the grid's edge reads as the bound ("≤ 3", "≥ 128"), never as an
+    interval."""
     words = []
     for v, a_, b_, e_ in zip(value.ravel(), lo.ravel(), up.ravel(), edge.ravel(), strict=True):
         if e_ < 0:
@@ -533,6 +601,14 @@ def rule_dominant_scale(
     shift, core = None, np.array([], dtype=str)
     if groups is not None:
         shift, core = _log_shift(stat, se, edge, *groups)
+    contrast, read = _contrast_parts(shift)
+    unit_grid = None if grid is None else (grid[0] * unit, grid[1] * unit)
+    if se is not None:
+        r_lo, r_up = _scale_read(_grid(s), se_s, q, _grid(es), unit_grid)
+        read["stat"] = (
+            _replaced(lo, layers, _as_stat(lo, r_lo)),
+            _replaced(up, layers, _as_stat(up, r_up)),
+        )
     bounds = _bound_words(es)
     counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(cells)}"
     return Outcome(
@@ -545,12 +621,11 @@ def rule_dominant_scale(
         stat=stat,
         lower=lo,
         upper=up,
-        contrast=shift,
-        interval=_scale_intervals(
-            _grid(s), se_s, q, _grid(es), None if grid is None else (grid[0] * unit, grid[1] * unit)
-        )
+        contrast=contrast,
+        interval=_scale_intervals(_grid(s), r_lo, r_up, _grid(es))
         if se is not None
         else "point values",
+        read=read,
     )
 
 
@@ -569,7 +644,8 @@ def _band_excess(value, se, ref, ref_se):
 
 def _band_part(claim, value, se, ref, ref_se, layers):
     """One band part of C1 or C2: the trained-minus-untrained share in ``layers`` per
-    model, its cells against > 0 (Holm across cases) and its numbers in words."""
+    model with its 95 % interval and the one each decision reads, its cells against > 0
+    (Holm across cases) and its numbers in words."""
     bound = REGISTRY[claim].stated["scale"]
     band = f"a ≤ {bound:g}" if claim == "C1" else f"a ≥ {bound:g}"
     d, s, lo, up = _band_excess(value, se, ref, ref_se)
@@ -581,12 +657,11 @@ def _band_part(claim, value, se, ref, ref_se, layers):
         f" (untrained {fmt_range(ref.sel(layer=layers), '{:.2f}')}); trained − untrained "
         f"{fmt_range(ds, '{:+.3f}')}"
     )
-    half = q * ss  # the interval each case's Holm step reads
-    interval = f"trained − untrained, layers {span} ({HOLM_WORDS}): " + _ivs(
-        np.clip(ds - half, -1.0, 1.0), np.clip(ds + half, -1.0, 1.0), "{:+.3f}"
-    )
+    r_lo, r_up = (np.clip(x, -1.0, 1.0) for x in holm_interval(ds, ss, q))
+    interval = f"trained − untrained, layers {span} ({HOLM_WORDS}): " + _ivs(r_lo, r_up, "{:+.3f}")
+    read = (_replaced(lo, layers, _as_stat(lo, r_lo)), _replaced(up, layers, _as_stat(up, r_up)))
     rule = f"share of E(a) at {band} in layers {span} above the same models untrained"
-    return d, lo, up, cells, measured, interval, rule
+    return d, lo, up, read, cells, measured, interval, rule
 
 
 def _band_none(claim: str, layers, size: int, where: str) -> Outcome:
@@ -628,7 +703,9 @@ def rule_c1(
         The claimed layers (default 1-2; an LLM maps them by depth).
     """
     layers = list(early)
-    d, lo, up, cells, measured, interval, rule = _band_part("C1", share, se, ref, ref_se, layers)
+    d, lo, up, read, cells, measured, interval, rule = _band_part(
+        "C1", share, se, ref, ref_se, layers
+    )
     if not np.isfinite(_grid(d.sel(layer=layers))).any():
         return _band_none("C1", layers, cells.size, where)
     return Outcome(
@@ -641,6 +718,7 @@ def rule_c1(
         lower=lo,
         upper=up,
         interval=interval,
+        read={"stat": read},
     )
 
 
@@ -672,7 +750,9 @@ def rule_c2(
         The depth groups (default 1-2 and 5-6).
     """
     layers = list(late)
-    d, lo, up, cells, measured, interval, rule = _band_part("C2", share, se, ref, ref_se, layers)
+    d, lo, up, read, cells, measured, interval, rule = _band_part(
+        "C2", share, se, ref, ref_se, layers
+    )
     if not np.isfinite(_grid(d.sel(layer=layers))).any():
         return _band_none("C2", layers, cells.size, where)
     c, core, groups = _core(slope, slope_se, early, late, 1)
@@ -692,8 +772,9 @@ def rule_c2(
         stat=d,
         lower=lo,
         upper=up,
-        contrast=c,
+        contrast=_contrast_parts(c)[0],
         interval=interval,
+        read={"stat": read, **_contrast_parts(c)[1]},
     )
 
 
@@ -734,8 +815,9 @@ def _layer_intervals(lo, up, layers, se, fmt: str) -> str:
 
 
 def _contrast(value, se, first, second):
-    """``mean(value[second]) - mean(value[first])`` per model and its SE (layers taken
-    as independent: conservative when their errors are positively correlated)."""
+    """``mean(value[second]) - mean(value[first])`` per model, its SE (layers taken
+    as independent: conservative when their errors are positively correlated) and its
+    95 % interval."""
     d = value.sel(layer=second).mean("layer") - value.sel(layer=first).mean("layer")
     if se is None:
         s = xr.zeros_like(d)
@@ -748,13 +830,14 @@ def _contrast(value, se, first, second):
 
 
 def _paper_inside(x, lo, up, number: float, what: str) -> str:
-    """Whether the paper's stated ``number`` lies inside the cases' 95 % intervals."""
+    """Whether the paper's stated ``number`` lies inside the intervals the cases'
+    decisions read."""
     inside = (lo.values <= number) & (up.values >= number)
     k, n = int(inside.sum()), inside.size
     if n == 0:
         return ""
     word = "compatible" if k == n else ("not compatible" if k == 0 else "partly compatible")
-    return f"{word}: {what} = {number:g} inside the 95 % interval in {k} of {n} cases"
+    return f"{word}: {what} = {number:g} inside the interval in {k} of {n} cases"
 
 
 def _ivs(lo, up, fmt="{:.2f}") -> str:
@@ -767,13 +850,37 @@ def _ivs(lo, up, fmt="{:.2f}") -> str:
 def _core(value, se, first, second, sign: int):
     """The per-model contrast ``mean(second) - mean(first)`` over the layers of one depth
     group only (:func:`_disjoint`) and its cells against ``sign`` (+1: > 0, -1: < 0),
-    Holm across models; ``(None, no cells, None)`` without two such groups."""
+    Holm across models; ``(None, no cells, None)`` without two such groups. The contrast
+    carries its 95 % interval and the one each decision reads (``read_lower``,
+    ``read_upper``; :func:`_contrast_parts`)."""
     groups = _disjoint(value, first, second)
     if groups is None:
         return None, np.array([], dtype=str), None
     c = _contrast(value, se, *groups)
     side = {"low": 0.0} if sign > 0 else {"high": 0.0}
-    return c, decide(c["value"].values, c["se"].values, **side), groups
+    cells, q = decide(c["value"].values, c["se"].values, **side, quantiles=True)
+    lo, up = holm_interval(c["value"].values, c["se"].values, q)
+    c["read_lower"], c["read_upper"] = c["value"].copy(data=lo), c["value"].copy(data=up)
+    return c, cells, groups
+
+
+def _decide_layers(stat, se, layers, lo, up, **range_):
+    """The cells of ``stat`` at ``layers`` against ``range_`` (log scale, Holm across
+    the cases) and ``lo``, ``up`` with those cases' intervals replaced by the ones their
+    decisions read (:func:`holm_interval`)."""
+    x = stat.sel(layer=layers)
+    e = None if se is None else se.sel(layer=layers).values
+    cells, q = decide(x.values, e, log=True, quantiles=True, **range_)
+    a, b = holm_interval(x.values, e, q, log=True)
+    return cells, _replaced(lo, layers, a), _replaced(up, layers, b)
+
+
+def _contrast_parts(c: xr.Dataset | None) -> tuple[xr.Dataset | None, dict]:
+    """A contrast of :func:`_core` or :func:`_log_shift` as the outcome's ``contrast``
+    (value and 95 % interval) and its ``read`` entry."""
+    if c is None:
+        return None, {}
+    return c[["value", "lower", "upper"]], {"contrast": (c["read_lower"], c["read_upper"])}
 
 
 def _verdict(core, other, reason: str) -> tuple[str, str]:
@@ -806,7 +913,10 @@ def rule_c3(
     c, core, groups = _core(T, se, early, late, -1)
     Te = T.sel(layer=early)
     c3 = REGISTRY["C3"]
-    a = decide(Te.values, None if se is None else se.sel(layer=early).values, *c3.range, log=True)
+    low, high = c3.range
+    a, r_lo, r_up = _decide_layers(T, se, early, lo, up, low=low, high=high)
+    contrast, read = _contrast_parts(c)
+    read["stat"] = (r_lo, r_up)
     measured = (
         f"T_spec (N = {n}) layers {layer_span(early)}: {fmt_range(Te, '{:.2f}')}"
         f", layers {layer_span(late)}: {fmt_range(T.sel(layer=late), '{:.2f}')}; late − early: "
@@ -824,16 +934,18 @@ def rule_c3(
         verdict,
         measured,
         f"{core_text}(a) T_spec inside {c3.about:g} ± {c3.tolerance:.0%}, layers "
-        f"{layer_span(early)}; 95 %, Holm "
-        f"across cases ({where})",
+        f"{layer_span(early)}; 95 %, Holm across cases; {HOLM_WORDS} ({where})",
         (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(a)}",
         reason=reason,
         stat=T,
         lower=lo,
         upper=up,
-        contrast=None if c is None else c.drop_vars("se"),
-        interval=_layer_intervals(lo, up, early, se, "{:.2f}"),
-        paper_value=_paper_inside(Te, lo.sel(layer=early), up.sel(layer=early), c3.about, "T_spec"),
+        contrast=contrast,
+        interval=_layer_intervals(r_lo, r_up, early, se, "{:.2f}"),
+        paper_value=_paper_inside(
+            Te, r_lo.sel(layer=early), r_up.sel(layer=early), c3.about, "T_spec"
+        ),
+        read=read,
     )
 
 
@@ -1019,25 +1131,47 @@ def _c4_model_cases(g: _C4Grid, share, share_se, diff_se, se_df) -> _C4Cases:
 
 def _c4_cells(c: _C4Cases, has_base: bool):
     """Per case "yes" / "no" / "ns" (share, difference and peaks all pass / any fails),
-    the quantile half-widths of share and difference, and the standardised effect."""
+    the half-widths of the share's and the difference's intervals that the decisions
+    read (each test's Holm steps), and the standardised effect (from the 95 %
+    intervals)."""
     share = REGISTRY["C4"].low
-    a = decide(c.s_val, c.s_se, low=share, df=c.df) if c.s_val.size else np.array([], str)
-    b = (
-        decide(c.d_val, c.d_se, low=0.0, df=c.df)
-        if c.s_val.size and has_base
-        else np.full(c.s_val.shape, "yes")
+    n = c.s_val.size
+    a, qa = (
+        decide(c.s_val, c.s_se, low=share, df=c.df, quantiles=True)
+        if n
+        else (np.array([], str), np.zeros(0))
+    )
+    b, qb = (
+        decide(c.d_val, c.d_se, low=0.0, df=c.df, quantiles=True)
+        if n and has_base
+        else (np.full(c.s_val.shape, "yes"), np.zeros(c.s_val.shape))
     )
     fails = (a == "no") | (b == "no") | (c.peak_ok == 0)
     passes = (a == "yes") & (b == "yes") & (c.peak_ok == 1)
     cells = np.where(fails, "no", np.where(passes, "yes", "ns")).astype(str)
     with np.errstate(invalid="ignore"):
-        qs = c.q * np.nan_to_num(c.s_se)
-        qd = c.q * np.nan_to_num(c.d_se)
-    z = np.minimum(
-        standardised(c.s_val, c.s_val - qs, c.s_val + qs, low=share),
-        standardised(c.d_val, c.d_val - qd, c.d_val + qd, low=0.0) if has_base else np.inf,
-    )
-    return cells, qs, qd, z
+        s_se, d_se = np.nan_to_num(c.s_se), np.nan_to_num(c.d_se)
+        z = np.minimum(
+            standardised(c.s_val, c.s_val - c.q * s_se, c.s_val + c.q * s_se, low=share),
+            standardised(c.d_val, c.d_val - c.q * d_se, c.d_val + c.q * d_se, low=0.0)
+            if has_base
+            else np.inf,
+        )
+        return cells, qa * s_se, qb * d_se, z
+
+
+def _c4_read(c: _C4Cases, g: _C4Grid, mode: str, qs, qd) -> dict:
+    """The outcome's ``read`` entries: the intervals the decisions read (half-widths
+    ``qs`` of the share, ``qd`` of the difference) of the per-layer means over seeds
+    (``diff``) or of the per-model shares at the usable cases (jackknife)."""
+    if mode == "seeds" and c.diff is not None:
+        d = c.diff["value"]
+        return {"diff": (np.maximum(d - qd, -1.0), np.minimum(d + qd, 1.0))}  # share difference
+    if mode == "jackknife":
+        lo = _put_cases(c.lower, g.usable, np.clip(c.s_val - qs, 0.0, 1.0), g.layers)
+        up = _put_cases(c.upper, g.usable, np.clip(c.s_val + qs, 0.0, 1.0), g.layers)
+        return {"stat": (lo, up)}
+    return {}
 
 
 #: Where C4's windows sit, in words (the ``c4_window`` readings).
@@ -1064,9 +1198,9 @@ def _c4_rule_text(mode: str, se_df, where: str, placement: str) -> str:
     )
 
 
-def _c4_text(mode: str, g: _C4Grid, c: _C4Cases, qs, qd) -> tuple[str, str]:
+def _c4_text(mode: str, g: _C4Grid, c: _C4Cases, qs, qd, read: dict) -> tuple[str, str]:
     """C4's measured values (per layer the range over models, and the means over seeds)
-    and its intervals in words."""
+    and the intervals its decisions read in words."""
     layers = g.layers
 
     def fmt(x):  # per layer, the range over models (x: (model, layer) at ``layers``)
@@ -1091,7 +1225,8 @@ def _c4_text(mode: str, g: _C4Grid, c: _C4Cases, qs, qd) -> tuple[str, str]:
         if iv:
             measured += "; mean over seeds: " + interval
     elif mode == "jackknife":
-        interval = _ivs(c.lower.sel(layer=layers).values, c.upper.sel(layer=layers).values)
+        lo, up = read["stat"]
+        interval = _ivs(lo.sel(layer=layers).values, up.sel(layer=layers).values)
     else:
         interval = "point values"
     return measured, interval
@@ -1180,10 +1315,13 @@ def rule_c4(
     else:
         c = _c4_model_cases(g, share, share_se, diff_se, se_df)
     cells, qs, qd, z = _c4_cells(c, g.dv is not None)
+    read = _c4_read(c, g, mode, qs, qd)
     rule = _c4_rule_text(mode, se_df, where, placement)
-    measured, interval = _c4_text(mode, g, c, qs, qd)
+    measured, interval = _c4_text(mode, g, c, qs, qd, read)
     left = _c4_left(g, c.n_thin)
-    common = dict(stat=share, lower=c.lower, upper=c.upper, diff=c.diff, interval=interval)
+    common = dict(
+        stat=share, lower=c.lower, upper=c.upper, diff=c.diff, interval=interval, read=read
+    )
     if cells.size == 0:
         return Outcome(
             "C4",
@@ -1268,20 +1406,24 @@ def rule_c5(
     c5 = REGISTRY["C5"]
     above = c5.stated["early_above"]
     lo, up = interval(H, se, log=True)
-    lo, up = lo.clip(min=1.0), up.clip(max=n - 1.0)  # H* counts modes: 1 <= H* <= N - 1
     c, core, groups = _core(H, se, rest, early, 1)  # early - later
     testable = n - 1 > above
-    sev = (lambda layers: None) if se is None else (lambda layers: se.sel(layer=layers).values)
-    a = (
-        decide(H.sel(layer=early).values, sev(early), low=above + 0.5, log=True)
-        if testable
-        else np.array([], dtype=str)
+    a = b = np.array([], dtype=str)
+    r_lo, r_up = lo, up
+    if testable:
+        a, r_lo, r_up = _decide_layers(H, se, early, r_lo, r_up, low=above + 0.5)
+    if rest:
+        low, high = c5.range
+        b, r_lo, r_up = _decide_layers(H, se, rest, r_lo, r_up, low=low, high=high)
+    # H* counts modes: 1 <= H* <= N - 1
+    lo, up, r_lo, r_up = (
+        lo.clip(min=1.0),
+        up.clip(max=n - 1.0),
+        r_lo.clip(min=1.0),
+        r_up.clip(max=n - 1.0),
     )
-    b = (
-        decide(H.sel(layer=rest).values, sev(rest), *c5.range, log=True)
-        if rest
-        else np.array([], dtype=str)
-    )
+    contrast, read = _contrast_parts(c)
+    read["stat"] = (r_lo, r_up)
     rest_text = layer_span(rest) if rest else "none"
     measured = (
         f"H*(0.10, {criterion}) at N = {n}: layers {layer_span(early)} "
@@ -1303,11 +1445,16 @@ def rule_c5(
         stat=H,
         lower=lo,
         upper=up,
-        contrast=None if c is None else c.drop_vars("se"),
-        interval=_layer_intervals(lo, up, rest, se, "{:.0f}"),
+        contrast=contrast,
+        interval=_layer_intervals(r_lo, r_up, rest, se, "{:.0f}"),
         paper_value=_paper_inside(
-            H.sel(layer=rest), lo.sel(layer=rest), up.sel(layer=rest), c5.about, "H*(layers 3–6)"
+            H.sel(layer=rest),
+            r_lo.sel(layer=rest),
+            r_up.sel(layer=rest),
+            c5.about,
+            "H*(layers 3–6)",
         ),
+        read=read,
     )
 
 
@@ -1358,13 +1505,11 @@ def _c6_part(inc, budgets, strategies, name, pairs, text, rule) -> Outcome:
             reason="the pruning study lacks the strategies this part needs",
         )
     v, e, df = np.array(vals), np.array(ses), np.array(dfs)
-    cells = decide(v, e, high=0.0, df=df)
-    from scipy import stats
-
-    t = stats.t.ppf(0.975, np.maximum(df, 1))
+    cells, q = decide(v, e, high=0.0, df=df, quantiles=True)
+    lo, up = holm_interval(v, e, q)
     iv = [
-        f"{b} heads {lab}: {x:+.3f} [{x - q * s:+.3f}, {x + q * s:+.3f}]"
-        for (b, lab), x, s, q in zip(labels, v, e, t, strict=True)
+        f"{b} heads {lab}: {x:+.3f} [{a_:+.3f}, {b_:+.3f}]"
+        for (b, lab), x, a_, b_ in zip(labels, v, lo, up, strict=True)
     ]
     return Outcome(
         name,
@@ -1467,15 +1612,19 @@ def rule_c6(study: xr.Dataset | None) -> Outcome:
 
 def _diff_rule(claim, d, layers_sign, measured_label, rule):
     """Architecture differences per layer against the stated signs: Student-t with the
-    seeds' degrees of freedom, Holm across the layers."""
+    seeds' degrees of freedom, Holm across the layers. The intervals of those layers in
+    its words and in ``read`` are the ones the decision reads, each at its Holm step's
+    level (:data:`HOLM_WORDS`); a layer the claim says nothing about keeps its own 95 %
+    interval."""
     layers = list(layers_sign)
     sign = np.array([layers_sign[k] for k in layers], float)
     x = d.sel(layer=layers)
-    cells = decide(sign * x["value"].values, x["se"].values, low=0.0, df=d.attrs["df"])
-    measured = f"{measured_label}: " + ", ".join(
-        f"L{layer} {float(d['value'].sel(layer=layer)):+.3g} "
-        f"[{float(d['lower'].sel(layer=layer)):+.3g}, {float(d['upper'].sel(layer=layer)):+.3g}]"
-        for layer in layers_sign
+    value, se = x["value"].values, x["se"].values
+    cells, q = decide(sign * value, se, low=0.0, df=d.attrs["df"], quantiles=True)
+    lo, up = holm_interval(value, se, q)
+    measured = f"{measured_label} ({HOLM_WORDS}): " + ", ".join(
+        f"L{layer} {v:+.3g} [{a_:+.3g}, {b_:+.3g}]"
+        for layer, v, a_, b_ in zip(layers, value, lo, up, strict=True)
     )
     return Outcome(
         claim,
@@ -1484,7 +1633,8 @@ def _diff_rule(claim, d, layers_sign, measured_label, rule):
         rule,
         case_counts(cells),
         diff=d.drop_vars("se"),
-        interval=_ivs(x["lower"].values, x["upper"].values, "{:+.3g}"),
+        interval=_ivs(lo, up, "{:+.3g}"),
+        read={"diff": (_replaced(d["lower"], layers, lo), _replaced(d["upper"], layers, up))},
     )
 
 
@@ -1579,7 +1729,8 @@ C9_MARGIN = REGISTRY["C9"].stated["margin"]
 @dataclass
 class _C9Cases:
     """C9's cases: the ratios with standard errors (log scale) and degrees of freedom,
-    their 95 % intervals, what the Outcome reports, and layers left out for thin seeds."""
+    their 95 % intervals (the standardised effect's), what the Outcome reports (the
+    intervals the decisions read, :func:`_c9_read`) and layers left out for thin seeds."""
 
     val: np.ndarray
     e: np.ndarray
@@ -1623,11 +1774,7 @@ def _c9_seed_cases(ratio, ok) -> _C9Cases:
         coords={"layer": lay},
     )
     n_thin = int((~keep & ok.any(0)).sum())
-    interval = ", ".join(
-        f"L{int(L_)} {x:.3f} {_fmt_iv(a_, b_, '{:.3f}')}"
-        for L_, x, a_, b_ in zip(lay, val, lo_, up_, strict=True)
-    )
-    return _C9Cases(val, e, df, lo_, up_, ratio, ratio, interval, diff_ds, n_thin)
+    return _C9Cases(val, e, df, lo_, up_, ratio, ratio, "", diff_ds, n_thin)
 
 
 def _c9_model_cases(ratio, v, ok, se, se_df) -> _C9Cases:
@@ -1643,8 +1790,26 @@ def _c9_model_cases(ratio, v, ok, se, se_df) -> _C9Cases:
     with np.errstate(invalid="ignore", divide="ignore"):
         f = np.exp(q * e / val)
     lo_, up_ = val / f, val * f
-    text = _ivs(lo_, up_) if se is not None else "point values"
-    return _C9Cases(val, e, df, lo_, up_, lower, upper, text)
+    return _C9Cases(val, e, df, lo_, up_, lower, upper, "point values")
+
+
+def _c9_read(c: _C9Cases, mode: str, ok: np.ndarray, q: np.ndarray) -> dict:
+    """The intervals the decisions read (each case's Holm step, log scale), in words
+    (``c.interval``) and as the outcome's ``read`` entries: the per-layer geometric
+    means over seeds (``diff``) or the per-model ratios at the cases ``ok``
+    (jackknife)."""
+    lo, up = holm_interval(c.val, c.e, q, log=True)
+    if mode == "seeds":
+        c.interval = ", ".join(
+            f"L{int(L_)} {x:.3f} {_fmt_iv(a_, b_, '{:.3f}')}"
+            for L_, x, a_, b_ in zip(c.diff["layer"].values, c.val, lo, up, strict=True)
+        )
+        d = c.diff["value"]
+        return {"diff": (d.copy(data=lo), d.copy(data=up))}
+    if mode == "jackknife":
+        c.interval = _ivs(lo, up)
+        return {"stat": (_put_cases(c.lower, ok, lo), _put_cases(c.upper, ok, up))}
+    return {}
 
 
 def _c9_no_window(ratio, v, measured: str, rule: str) -> Outcome:
@@ -1735,14 +1900,15 @@ def rule_c9(
         c = _c9_seed_cases(ratio, ok)
         if c.n_thin:
             left.append(f"{c.n_thin} {_layers(c.n_thin)} with fewer than two seeds with a window")
-        if c.interval:
-            measured += f"; geometric mean over seeds: {c.interval}"
     else:
         c = _c9_model_cases(ratio, v, ok, se, se_df)
     if c.val.size == 0:
         return _c9_no_case(ratio, c, measured, rule, left)
-    cells = decide(c.val, c.e, high=1.0 - margin, log=True, df=c.df)
+    cells, q = decide(c.val, c.e, high=1.0 - margin, log=True, df=c.df, quantiles=True)
     z = standardised(c.val, c.lo, c.up, high=1.0 - margin, log=True)
+    read = _c9_read(c, mode, ok, q)
+    if mode == "seeds":
+        measured += f"; geometric mean over seeds: {c.interval}"
     return Outcome(
         "C9",
         combine(cells),
@@ -1755,6 +1921,7 @@ def rule_c9(
         diff=c.diff,
         interval=c.interval,
         extra={"effect": _median_effect(z)},
+        read=read,
     )
 
 
@@ -1806,9 +1973,11 @@ def rule_loss(
 ) -> Outcome:
     """L (EGA paper): EGA lowers the validation loss, by about 0.10 nats/char.
 
-    Two cases on the EGA - baseline difference with its 95 % interval over seeds
-    (Student-t), Bonferroni across them: (direction) the difference < 0; (size) the difference
-    within ``PAPER_LOSS * (1 -+ PAPER_LOSS_TOLERANCE)``, i.e. -0.125 to -0.075 nats/char.
+    Two cases read from one 95 % interval of the EGA - baseline difference over seeds
+    (Student-t): (direction) the difference < 0; (size) the difference within
+    ``PAPER_LOSS * (1 -+ PAPER_LOSS_TOLERANCE)``, i.e. -0.125 to -0.075 nats/char. Both
+    statements come from the same interval, so they are true together with its 95 %
+    coverage (no multiplicity correction; the interval printed is the one read).
     An interval that excludes the stated size fails the size case, so a difference
     indistinguishable from zero but clearly smaller than the claim "does not hold" as
     stated; "not significant" is left for an interval that contains both the stated size
@@ -1821,7 +1990,7 @@ def rule_loss(
     size_lo = PAPER_LOSS * (1 + PAPER_LOSS_TOLERANCE)
     size_hi = PAPER_LOSS * (1 - PAPER_LOSS_TOLERANCE)
     direction, size = (
-        decide(value, se, low, high, df=df, alpha=0.025).item()
+        decide(value, se, low, high, df=df).item()
         for low, high in ((-np.inf, 0.0), (size_lo, size_hi))
     )
     lo_, up_ = float(d["lower"]), float(d["upper"])
@@ -1833,8 +2002,8 @@ def rule_loss(
         f"[{lo_:+.4f}, {up_:+.4f}]" + ("; some models unfinished" if unfinished else ""),
         f"(direction) difference < 0 and (size) difference within {size_lo:+.3f} to "
         f"{size_hi:+.3f} nats/char (the claimed {PAPER_LOSS:+.2f} ± "
-        f"{PAPER_LOSS_TOLERANCE:.0%}); 95 % Student-t over seeds ({df} df), Bonferroni "
-        "across the two",
+        f"{PAPER_LOSS_TOLERANCE:.0%}); one 95 % Student-t interval over seeds ({df} df), "
+        "read for both",
         f"(direction) {case_counts([direction])}; (size) {case_counts([size])}",
         diff=d.drop_vars("se"),
         interval=f"[{lo_:+.4f}, {up_:+.4f}]",
