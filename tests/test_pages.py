@@ -215,3 +215,12 @@ def test_c3_lines_and_sign_text(mv):
     assert parts["a"] in lines[0] and parts["core"] in lines[1] and "in 2 of 2 models" in lines[2]
     text = pages.sign_text("C8", mv)
     assert text.startswith("The differences have the paper's sign in ") and "of layers 3–6" in text
+
+
+def test_the_verdict_legend_is_the_vocabulary():
+    from msapod.studies.verdict import claims as cl
+
+    legend = cl.verdict_legend()
+    assert legend.count("\n* **") == len(cl.VERDICTS) - 1 and legend.endswith(".")
+    for word, meaning in cl.VERDICT_MEANING.items():
+        assert f"* **{word}**: {meaning}" in legend

@@ -2,13 +2,9 @@
 
 Every study that judges a claim (the zoo scorecard, the LLM rows, head pruning) takes
 the claim's text from :data:`CLAIMS`, classifies its cases with :func:`classify` and
-combines them with :func:`combine` (the rules themselves: :mod:`.rules`):
-
-* **holds** -- every case passes;
-* **partly** -- some pass, others do not or are not significant;
-* **not significant** -- no case passes or fails beyond its interval;
-* **does not hold** -- no case passes and at least one fails beyond its interval;
-* **not testable as stated** -- the claim cannot be checked with this setup.
+combines them with :func:`combine` (the rules themselves: :mod:`.rules`). The verdict
+words and what each means are :data:`VERDICT_MEANING` (stated there once; pages list them
+with :func:`verdict_legend`).
 
 The per-claim rules are in :mod:`msapod.studies.verdict.rules`; the specification curve (every
 claim under every reasonable reading of the paper) in :mod:`msapod.studies.verdict.multiverse`.
@@ -47,6 +43,7 @@ __all__ = [
     "robustness",
     "show_verdict",
     "spec_outcome",
+    "verdict_legend",
     "verdict_markdown",
     "verdict_shares",
 ]
@@ -58,7 +55,8 @@ VERDICT_MEANING = {
     "partly": "some cases pass by their 95 % interval, the others do not",
     "not significant": "no case passes or fails: every interval contains both the claim's "
     "boundary and its negation",
-    "does not hold": "no case passes and at least one fails beyond its 95 % interval",
+    "does not hold": "no case passes and at least one fails beyond its 95 % interval, or a "
+    "claimed early-vs-late contrast is reversed beyond its interval in every model",
     "not testable as stated": "the data or the setting cannot decide the claim (the reason "
     "is given)",
 }
@@ -478,6 +476,13 @@ def _reading_words(claim: str, mv) -> str:
         f"{names[a](spec[a])} ({tags.get(a, {}).get('tag', 'book')})" for a in axes if a in spec
     ]
     return ", ".join(parts)
+
+
+def verdict_legend() -> str:
+    """The verdict vocabulary as a Markdown list: each word with what it means
+    (:data:`VERDICT_MEANING`, the one place it is stated)."""
+    items = [f"* **{word}**: {meaning}" for word, meaning in VERDICT_MEANING.items()]
+    return ";\n".join(items) + "."
 
 
 def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:

@@ -5,21 +5,16 @@
 specification curve (:mod:`msapod.studies.verdict.multiverse`), decided by the same rule
 functions (:mod:`msapod.studies.verdict.rules`) on the same numbers, so the scorecard, the
 specification curve and every page's verdict admonition
-(:func:`msapod.studies.verdict.claims.verdict_markdown`) agree by construction. Verdicts:
-
-* **holds** -- every model/layer the claim is about passes, with its 95 % interval;
-* **partly** -- some pass (with their interval), others do not or are not significant;
-* **not significant** -- no case passes or fails beyond its interval;
-* **does not hold** -- no case passes and at least one fails beyond its interval (or a
-  claimed early-vs-late contrast is reversed);
-* **not testable as stated** -- the setting cannot support the claim (said why).
+(:func:`msapod.studies.verdict.claims.verdict_markdown`) agree by construction. The
+verdict words: :data:`msapod.studies.verdict.claims.VERDICT_MEANING`.
 
 The LLM columns (SmolLM2-135M) are decided by the same rule functions
 (:func:`llm_rows`).
 
-Intervals: per model and layer, 1.96 jackknife standard errors over snapshots;
-architecture differences (C7, C8, the loss) use the Student-t interval over the training
-seeds of :func:`msapod.studies.measure.uncertainty.arch_difference`.
+Intervals: per model and layer, jackknife standard errors over snapshots; architecture
+differences (C7, C8, the loss) use the Student-t interval over the training seeds of
+:func:`msapod.studies.measure.uncertainty.arch_difference`. Each interval printed is the
+one its rule's decision reads (95 %, family-wise where the rule tests with Holm).
 """
 
 from __future__ import annotations
