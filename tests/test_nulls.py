@@ -10,7 +10,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from msapod.studies.measure import nullfields
+from msapod.studies.measure.nullfields import shuffle_snippets
 from msapod.studies.registry import REGISTRY
+from msapod.studies.store.cache import state_sha256
 from msapod.studies.verdict import nulls
 from msapod.studies.verdict.nulls import (
     architecture_labelings,
@@ -18,7 +21,6 @@ from msapod.studies.verdict.nulls import (
     layer_labelings,
     relabel_architecture,
     relabel_layers,
-    shuffle_snippets,
     swap_labelings,
     swap_untrained,
 )
@@ -353,16 +355,16 @@ def test_untrained_model_is_the_initialisation_of_training():
     from msapod.models.gpt import GPT
     from msapod.models.zoo import ZOO_CONFIGS
 
-    m = nulls.untrained_model("baseline-1")
+    m = nullfields.untrained_model("baseline-1")
     torch.manual_seed(ZOO_CONFIGS["baseline-1"].seed)
     ref = GPT(ZOO_CONFIGS["baseline-1"].model)
     for k, v in ref.state_dict().items():
         torch.testing.assert_close(m.state_dict()[k], v, rtol=0, atol=0)
-    assert m.weights_sha256 == nulls.untrained_model("baseline-1").weights_sha256
-    assert m.weights_sha256 != nulls.untrained_model("baseline-2").weights_sha256
+    assert m.weights_sha256 == nullfields.untrained_model("baseline-1").weights_sha256
+    assert m.weights_sha256 != nullfields.untrained_model("baseline-2").weights_sha256
     assert m.name == "untrained:baseline-1" and not m.training
     with pytest.raises(ValueError, match="name"):
-        nulls.untrained_model("nope")
+        nullfields.untrained_model("nope")
 
 
 def test_shuffle_snippets_permutes_each_row_deterministically():
@@ -389,28 +391,28 @@ def tiny_model():
         vocab_size=load_corpus().vocab_size, n_layer=2, n_head=2, n_embd=16, block_size=32
     )
     m = GPT(cfg).eval()
-    m.weights_sha256 = nulls.state_sha256(m)
+    m.weights_sha256 = state_sha256(m)
     return m
 
 
 def test_null_fields_are_cached_and_keyed_by_the_null(tmp_path, tiny_model):
     kw = {"n": 3, "length": 16, "cache_dir": tmp_path, "model": tiny_model}
-    F = nulls.null_fields("baseline-1", "untrained", **kw)
+    F = nullfields.null_fields("baseline-1", "untrained", **kw)
     assert F.dims == ("layer", "snapshot", "query", "key") and F.shape == (2, 3, 16, 16)
     assert F.attrs["null"] == "untrained"
-    again = nulls.null_fields("baseline-1", "untrained", **kw)
+    again = nullfields.null_fields("baseline-1", "untrained", **kw)
     assert again.encoding["source"] == F.encoding["source"]
     np.testing.assert_array_equal(again.values, F.values)
-    S = nulls.null_fields("baseline-1", "shuffled", **kw)
+    S = nullfields.null_fields("baseline-1", "shuffled", **kw)
     assert S.encoding["source"] != F.encoding["source"]
     assert not np.allclose(S.values, F.values)
     np.testing.assert_allclose(S.sum("key").values, 1.0, atol=1e-5)  # row-stochastic
-    W = nulls.null_fields("baseline-1", "words", **kw)
+    W = nullfields.null_fields("baseline-1", "words", **kw)
     assert W.attrs["null"] == "words"
     assert len({W.encoding["source"], S.encoding["source"], F.encoding["source"]}) == 3
     assert not np.allclose(W.values, S.values) and not np.allclose(W.values, F.values)
     with pytest.raises(ValueError, match="null"):
-        nulls.null_fields("baseline-1", "random", **kw)
+        nullfields.null_fields("baseline-1", "random", **kw)
 
 
 def test_outcome_effect_signs_and_units():

@@ -20,6 +20,7 @@ model and layer is held in memory at a time.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,9 +54,11 @@ __all__ = [
     "layer_evidence",
     "mode_lag_energy",
     "model_evidence",
+    "needs_window_se",
     "scale_reading",
     "spectrum_slope",
     "theorem1_check",
+    "two_seeds_each",
     "window_gram",
     "with_window_se",
 ]
@@ -1025,3 +1028,20 @@ def model_evidence(
 
     ev = cached_dataset("multiverse-evidence", name, parts, compute, cache_dir=cache_dir)
     return with_window_se(ev)
+
+
+def two_seeds_each(architectures: Sequence[str]) -> bool:
+    """The one rule for where C4's and C9's intervals come from: whether every
+    architecture among ``architectures`` (one label per model) has at least two models.
+    Then those intervals are over seeds; otherwise over the snapshots of each model."""
+    labels = [str(a) for a in np.asarray(architectures).ravel()]
+    return bool(labels) and min(labels.count(a) for a in set(labels)) >= 2
+
+
+def needs_window_se(models: Sequence[str]) -> bool:
+    """Whether a zoo of these models needs C4's and C9's jackknife over snapshots: not
+    :func:`two_seeds_each` of their architectures (the rule :meth:`ZooData.over_seeds`
+    applies to the evidence)."""
+    from ...models.zoo import architecture
+
+    return not two_seeds_each([architecture(m) for m in models])

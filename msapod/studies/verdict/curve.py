@@ -19,6 +19,7 @@ import xarray as xr
 
 from ...models import zoo as zoo_mod
 from ..measure.evidence import EVIDENCE_FORMAT, model_evidence
+from ..measure.nullfields import TEXT_NULLS, null_evidence, untrained_evidence
 from ..registry import REGISTRY
 from ..store.cache import cached_dataset, stack_models
 from . import nulls as nl
@@ -43,7 +44,7 @@ __all__ = [
 #: reading), the same models at initialisation (every reading) and the main zoo's trained
 #: models on snippets with their characters or their words shuffled (the text nulls
 #: :data:`.nulls.TEXT_NULLS`, at the default reading; :func:`.nulls.main_axes`).
-EVIDENCE_KINDS = ("trained", "untrained", *nl.TEXT_NULLS)
+EVIDENCE_KINDS = ("trained", "untrained", *TEXT_NULLS)
 
 
 def zoo_evidence(
@@ -81,11 +82,11 @@ def zoo_evidence(
             picked["trained"].append(m)
             parts["trained"].append(model_evidence(m, **kw))
             picked["untrained"].append(m)
-            parts["untrained"].append(nl.null_evidence(m, "untrained", **kw))
+            parts["untrained"].append(null_evidence(m, "untrained", **kw))
             if z == trained[0]:
-                for null in nl.TEXT_NULLS:
+                for null in TEXT_NULLS:
                     picked[null].append(m)
-                    parts[null].append(nl.null_evidence(m, null, axes=nl.main_axes(), **kw))
+                    parts[null].append(null_evidence(m, null, axes=nl.main_axes(), **kw))
     return {k: stack_models(parts[k], picked[k]) for k in EVIDENCE_KINDS if parts[k]}
 
 
@@ -181,7 +182,7 @@ def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, c
 
     def reference(models):  # C1's and C2's: the same models untrained
         given = ev.get("untrained")
-        return nl.untrained_evidence(models, **kw) if given is None else given
+        return untrained_evidence(models, **kw) if given is None else given
 
     got = {
         z: zoo_data(
@@ -214,7 +215,7 @@ def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, c
                 **kw,
             )
         }
-        for null in nl.TEXT_NULLS
+        for null in TEXT_NULLS
     }
     return add_nulls(ds, got, null_data, text["shuffled"], text["words"])
 

@@ -74,7 +74,9 @@ from ..measure.evidence import (
     layer_evidence,
     mode_lag_energy,
     model_evidence,
+    needs_window_se,
     theorem1_check,
+    two_seeds_each,
     window_gram,
 )
 from ..registry import REGISTRY, SCALE_AXES
@@ -601,7 +603,7 @@ def zoo_data(
     models' stacked evidence (:func:`stacked_evidence`, e.g. the shipped
     ``results/evidence.nc``) instead of computing or reading it. ``reference``: that of
     the same models untrained (C1's and C2's reference: ``results/evidence-untrained.nc``
-    or :func:`~msapod.studies.verdict.nulls.untrained_evidence`; None: C1 and C2 are not
+    or :func:`~msapod.studies.measure.nullfields.untrained_evidence`; None: C1 and C2 are not
     testable and say why).
     """
     models = list(models)
@@ -621,23 +623,6 @@ def zoo_data(
         pruning = pruning_study(models, progress=progress, cache_dir=cache_dir)
     c6 = pruning if pruning is not False else None
     return ZooData(models, ev, conv, c6, zoo_losses(models), reference=reference)
-
-
-def two_seeds_each(architectures: Sequence[str]) -> bool:
-    """The one rule for where C4's and C9's intervals come from: whether every
-    architecture among ``architectures`` (one label per model) has at least two models.
-    Then those intervals are over seeds; otherwise over the snapshots of each model."""
-    labels = [str(a) for a in np.asarray(architectures).ravel()]
-    return bool(labels) and min(labels.count(a) for a in set(labels)) >= 2
-
-
-def needs_window_se(models: Sequence[str]) -> bool:
-    """Whether a zoo of these models needs C4's and C9's jackknife over snapshots: not
-    :func:`two_seeds_each` of their architectures (the rule :meth:`ZooData.over_seeds`
-    applies to the evidence)."""
-    from ...models.zoo import architecture
-
-    return not two_seeds_each([architecture(m) for m in models])
 
 
 def stacked_evidence(models: Sequence[str], *, progress: bool = False, cache_dir=None):

@@ -89,8 +89,8 @@ def zoo_scorecard(
         (:data:`msapod.studies.verdict.nulls.SHUFFLED_NOT_APPLICABLE` says why).
     """
     from ...models import zoo
+    from ..measure.nullfields import untrained_evidence
     from .multiverse import main_outcomes, zoo_data
-    from .nulls import untrained_evidence
 
     models = list(zoo.models() if models is None else models)
     if reference is None:

@@ -1,0 +1,255 @@
+"""The null ensembles: the same measurements on models and text that carry no claim.
+
+* ``"untrained"``: each zoo model's architecture at initialisation
+  (:func:`untrained_model`), on the usual ensemble (the reference of C1 and C2, and the
+  trained-vs-untrained null of the joint test);
+* ``"shuffled"``: the trained model on snippets whose characters are permuted within
+  each snippet (:func:`shuffle_snippets`);
+* ``"words"``: the trained model on snippets whose words and lines are permuted within
+  each snippet (:func:`msapod.models.data.shuffle_words`).
+
+:func:`null_fields` extracts and caches their attention fields like the trained models'
+(:func:`msapod.studies.store.cache.field_store`), :func:`null_evidence` measures every
+claim's evidence on them (:func:`msapod.studies.measure.evidence.fields_evidence`,
+cached), :func:`untrained_evidence` stacks the untrained copies of a zoo. What the nulls
+decide is :mod:`msapod.studies.verdict.nulls`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+
+from ..store.cache import state_sha256
+
+__all__ = [
+    "NULLS",
+    "NULL_FORMAT",
+    "TEXT_NULLS",
+    "check_null",
+    "null_evidence",
+    "null_fields",
+    "shuffle_snippets",
+    "untrained_evidence",
+    "untrained_model",
+]
+
+
+#: The null ensembles.
+NULLS = ("untrained", "shuffled", "words")
+#: The nulls that change the text, not the weights: each a column of the scorecard on
+#: the main zoo at the default reading, for the claims about lag structure.
+TEXT_NULLS = ("shuffled", "words")
+#: Version of the null fields' and evidence's layout; part of their cache keys.
+NULL_FORMAT = 1
+
+
+def check_null(null: str) -> str:
+    if null not in NULLS:
+        raise ValueError(f"null: expected one of {NULLS}, got {null!r}")
+    return null
+
+
+def untrained_model(name: str):
+    """Zoo model ``name``'s architecture with its weights at initialisation.
+
+    Made deterministically from the zoo configuration as
+    :func:`msapod.models.train.train` makes it before the first step
+    (``torch.manual_seed(cfg.seed); GPT(cfg.model)``), rounded to the configuration's
+    storage dtype (what a checkpoint of step 0 would hold), in eval mode. Never written
+    to disk.
+
+    Returns
+    -------
+    msapod.models.gpt.GPT
+        With ``weights_sha256`` (:func:`state_sha256`, so field caches are keyed by it)
+        and ``name = "untrained:<name>"``.
+    """
+    import torch
+
+    from ...models.gpt import GPT
+    from ...models.train import STORAGE
+    from ...models.zoo import ZOO_CONFIGS
+
+    if name not in ZOO_CONFIGS:
+        raise ValueError(f"name: expected one of {list(ZOO_CONFIGS)}, got {name!r}")
+    cfg = ZOO_CONFIGS[name]
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(cfg.seed)
+        model = GPT(cfg.model)
+    finally:
+        torch.random.set_rng_state(state)
+    dtype = STORAGE[cfg.storage]
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(p.to(dtype).float())
+    model.eval()
+    model.weights_sha256 = "untrained-" + state_sha256(model)
+    model.name = f"untrained:{name}"
+    return model
+
+
+def shuffle_snippets(ids: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Permute the characters within each snippet (row) of ``ids (N, L)``; snippet ``i``
+    uses ``numpy.random.default_rng([seed, i])`` (independent of N)."""
+    ids = np.asarray(ids)
+    if ids.ndim != 2:
+        raise ValueError(f"ids: expected (snippet, position) token ids, got shape {ids.shape}")
+    out = np.empty_like(ids)
+    for i, row in enumerate(ids):
+        out[i] = row[np.random.default_rng([int(seed), i]).permutation(row.size)]
+    return out
+
+
+def _label(name: str, null: str) -> str:
+    return f"{null}-{name}"
+
+
+def null_fields(
+    name: str,
+    null: str = "untrained",
+    *,
+    n: int = 150,
+    length: int = 256,
+    seed: int = 0,
+    layers: Sequence[int] | None = None,
+    shuffle_seed: int = 0,
+    cache_dir=None,
+    progress: bool = False,
+    model=None,
+    batch_size: int = 16,
+) -> xr.DataArray:
+    """Head-averaged attention fields of zoo model ``name`` under a null, cached.
+
+    The same extraction and the same verified cache file format as
+    :func:`msapod.studies.store.cache.cached_fields` (``<cache>/fields/``), keyed by the
+    weights' sha256, the data's sha256, the ensemble and the null.
+
+    Parameters
+    ----------
+    name
+        Zoo model name.
+    null
+        ``"untrained"`` (:func:`untrained_model` on the usual ensemble), ``"shuffled"``
+        (the trained model on the ensemble shuffled by :func:`shuffle_snippets`) or
+        ``"words"`` (the trained model on the ensemble's words permuted by
+        :func:`msapod.models.data.shuffle_words`).
+    n, length, seed, layers
+        The ensemble and layers, as for :func:`~msapod.studies.store.cache.cached_fields`.
+    shuffle_seed
+        Seed of the within-snippet shuffle (:data:`TEXT_NULLS` only).
+    model
+        The model to use instead of the one ``null`` implies (tests: a tiny GPT carrying
+        ``weights_sha256``).
+
+    Returns
+    -------
+    xarray.DataArray
+        float32 ``(layer, snapshot, query, key)``; attrs as ``cached_fields``' plus
+        ``null``.
+    """
+    from ..._io import check_int
+    from ..store.cache import field_store
+
+    check_null(null)
+    shuffle_seed = check_int(shuffle_seed, "shuffle_seed", 0)
+    extra = {"null": null, "null_format": NULL_FORMAT}
+    if null in TEXT_NULLS:
+        extra["shuffle_seed"] = shuffle_seed
+
+    def transform(ids: np.ndarray) -> np.ndarray:
+        if null == "shuffled":
+            return shuffle_snippets(ids, shuffle_seed)
+        if null == "words":
+            from ...models.data import load_corpus, shuffle_words
+
+            return shuffle_words(ids, load_corpus(), shuffle_seed)
+        return ids
+
+    if model is None and null == "untrained":
+        model = untrained_model(name)
+    return field_store(
+        name,
+        model,
+        n=n,
+        length=length,
+        seed=seed,
+        layers=layers,
+        cache_dir=cache_dir,
+        progress=progress,
+        batch_size=batch_size,
+        extra=extra,
+        label=_label(name, null),
+        ids_transform=transform,
+    )
+
+
+def null_evidence(
+    name: str,
+    null: str = "untrained",
+    *,
+    cache_dir=None,
+    progress: bool = False,
+    theorem1_layer: int = 0,
+    fields: xr.DataArray | None = None,
+    axes: dict | None = None,
+    window_se: bool = False,
+) -> xr.Dataset:
+    """:func:`~msapod.studies.verdict.multiverse.fields_evidence` of :func:`null_fields` (cached).
+
+    The same Dataset :func:`~msapod.studies.verdict.multiverse.model_evidence` returns for the
+    trained model, keyed like it (the null fields' key, the multiverse axes and format)
+    under ``<cache>/multiverse-evidence/<null>-<name>-*.nc``. ``fields``: use these null
+    fields instead of :func:`null_fields` (tests). ``axes``: the readings to compute
+    (default every one of :data:`~msapod.studies.verdict.multiverse.AXES`; :data:`MAIN_AXES`:
+    the default reading only). ``window_se``: C4's and C9's jackknife
+    (:func:`~msapod.studies.measure.evidence.needs_window_se`).
+    """
+    from ..store.cache import cached_dataset
+    from . import evidence as mv
+
+    check_null(null)
+    F = (
+        fields
+        if fields is not None
+        else null_fields(name, null, cache_dir=cache_dir, progress=progress)
+    )
+    AX = mv.AXES if axes is None else {**mv.AXES, **axes}
+    parts = {
+        "fields_key": F.attrs.get("key"),
+        "weights_sha256": F.attrs.get("weights_sha256"),
+        "null": null,
+        "axes": json.dumps({k: list(v) for k, v in AX.items()}, default=str),
+        "num_scales": mv.NUM_SCALES,
+        "fixed_k": list(mv.FIXED_K),
+        "theorem1_layer": theorem1_layer,
+        "format": mv.EVIDENCE_FORMAT,
+        "null_format": NULL_FORMAT,
+        **({"window_se": True} if window_se else {}),
+    }
+
+    def compute():
+        out = mv.fields_evidence(F, theorem1_layer=theorem1_layer, axes=axes, window_se=window_se)
+        out.attrs = {"model": name, "null": null}
+        return out
+
+    label = _label(name, null) + ("" if axes is None else "-default")
+    ev = cached_dataset("multiverse-evidence", label, parts, compute, cache_dir=cache_dir)
+    return mv.with_window_se(ev)
+
+
+def untrained_evidence(
+    models: Sequence[str], *, cache_dir=None, progress: bool = False
+) -> xr.Dataset:
+    """:func:`null_evidence` of the untrained copies of ``models``, stacked along ``model``
+    (the reference of C1 and C2; C4's and C9's jackknife as the trained zoo has it)."""
+    from ..store.cache import stack_models
+    from .evidence import needs_window_se
+
+    kw = dict(cache_dir=cache_dir, progress=progress, window_se=needs_window_se(models))
+    parts = [null_evidence(m, "untrained", **kw) for m in models]
+    return stack_models(parts, list(models))
