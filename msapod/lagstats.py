@@ -40,6 +40,7 @@ __all__ = [
     "gaussian_windows",
     "lag_gram_tensor",
     "mode_lag_energy",
+    "one_blas_thread",
     "row_bands",
     "snapshot_moments",
     "upper_operator",
@@ -212,7 +213,7 @@ class LagStats:
         return self._G
 
     def _form_gram_tensor(self) -> np.ndarray:
-        with _one_blas_thread():  # many small products: threads contend
+        with one_blas_thread():  # many small products: threads contend
             return _gram_tensor(self.X, self.rows)
 
     def window_grams(self, W: np.ndarray) -> np.ndarray:
@@ -286,7 +287,7 @@ class LagStats:
             raise ValueError("u: expected finite values, found NaN/inf entries")
         spectrum = np.zeros((n_w, n))
         V = np.zeros((n_w, n, n_modes))
-        with _one_blas_thread():  # N x N eigenproblems: threads contend
+        with one_blas_thread():  # N x N eigenproblems: threads contend
             for w in range(n_w):
                 if not W[w].any():  # zero window: zero Gram, no mode
                     V[w] = np.eye(n, n_modes)
@@ -324,7 +325,7 @@ def _blas() -> ThreadpoolController:
     return ThreadpoolController()
 
 
-def _one_blas_thread():
+def one_blas_thread():
     """A context with one BLAS thread: many small products or N x N eigenproblems, where
     threads only contend (and, on busy cores, spin)."""
     return _blas().limit(limits=1, user_api="blas")
@@ -548,7 +549,7 @@ def lag_gram_tensor(X: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
         rows = np.stack([np.arange(n_lag), np.full(n_lag, Q)], axis=1)
     else:
         rows = row_bands((X != 0).any(axis=0))
-    with _one_blas_thread():  # many small products: threads contend
+    with one_blas_thread():  # many small products: threads contend
         return _gram_tensor(X, rows)
 
 

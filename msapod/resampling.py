@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 import xarray as xr
-from threadpoolctl import threadpool_limits
 
 from ._io import check_int
 from ._labels import lead_coords, stack_leading
-from .lagstats import LagStats
+from .lagstats import LagStats, one_blas_thread
 
 __all__ = ["bootstrap_spectrum", "double_centre", "jackknife_se"]
 
@@ -93,7 +92,7 @@ def bootstrap_spectrum(
         w = rng.dirichlet(np.ones(n), size=n_boot) * n
     out = np.zeros((K.shape[0], n_boot, n))
     # small matrices: BLAS threads only contend (measured 20x slower on busy cores)
-    with threadpool_limits(1, user_api="blas"):
+    with one_blas_thread():
         for b in range(K.shape[0]):
             _replicates(K[b], out[b], method, n, idx, keep, w)
     res = xr.DataArray(

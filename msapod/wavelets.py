@@ -30,13 +30,12 @@ from functools import lru_cache
 
 import numpy as np
 import xarray as xr
-from threadpoolctl import threadpool_limits
 
 from ._io import check_int
 from ._labels import check_omega0, check_scale_values, lead_coords, stack_leading
 from .backends import kernels
 from .fields import check_field, check_lazy, to_lag
-from .lagstats import eig_desc
+from .lagstats import eig_desc, one_blas_thread
 
 __all__ = [
     "coherency",
@@ -472,7 +471,7 @@ def coherency(
     Phi = wavelet_matrix(s, lags, omega0)
     lead = tuple(d for d in R.dims if d not in (dim, "query", "lag"))
     shape = tuple(R.sizes[d] for d in lead)
-    with threadpool_limits(1, user_api="blas"):  # small eigenproblems: threads contend
+    with one_blas_thread():  # small eigenproblems: threads contend
         Bs = [_coherency_factor(Phi[k], rtol) for k in range(len(s))]
     gamma = np.empty((int(np.prod(shape, dtype=np.int64)), len(s), len(q), len(q)))
     kern = kernels(R)

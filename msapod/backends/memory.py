@@ -8,10 +8,9 @@ themselves. Kernels take and return bare arrays; the method modules label them.
 from __future__ import annotations
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from .._labels import raise_values
-from ..lagstats import LagStats, eig_desc, gather_last
+from ..lagstats import LagStats, eig_desc, gather_last, one_blas_thread
 
 __all__ = [
     "CHECKS_IN_PASS",
@@ -100,7 +99,7 @@ def coherency_sums(x: np.ndarray, Bs: list) -> np.ndarray:
     field ``x (N, query, lag)``."""
     q = x.shape[1]
     out = np.empty((len(Bs), q, q), dtype=np.complex128)
-    with threadpool_limits(1, user_api="blas"):  # many small products: threads contend
+    with one_blas_thread():  # many small products: threads contend
         for k, B in enumerate(Bs):
             G = np.zeros((q, q), dtype=np.complex128)
             for xs in x:

@@ -1282,11 +1282,13 @@ def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
 
 def _png(fig, alt: str) -> str:
     """A matplotlib figure as a base64 PNG ``<img>`` with the text ``alt`` (closed
-    afterwards)."""
+    afterwards). A figure with a layout engine is saved as laid out (cropping it to its
+    tight box would draw it twice)."""
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight")
+    tight = None if fig.get_layout_engine() is not None else "tight"
+    fig.savefig(buf, format="png", bbox_inches=tight)
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'

@@ -18,11 +18,10 @@ from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
-from threadpoolctl import threadpool_limits
 from tqdm import tqdm
 
 from ...fields import check_field
-from ...lagstats import LagStats
+from ...lagstats import LagStats, one_blas_thread
 from ...models.data import ensemble_offsets, load_corpus
 from ...resampling import double_centre
 from ...spectra import effective_rank, spectral_concentration
@@ -101,7 +100,7 @@ def nested_spectra(
     if not 1 <= k0 < k1 < ns[0] // 2:
         raise ValueError(f"fixed_k: expected 1 <= k_min < k_max < {ns[0] // 2}, got {fixed_k}")
     K_raw = _raw_gram(A.transpose(dim, "query", "key").values)
-    with threadpool_limits(1, user_api="blas"):
+    with one_blas_thread():
         rows = [_nested_row(K_raw, n, groups, (k0, k1), eps_list) for n in ns]
     return _nested_dataset(rows, ns, eps_list, (k0, k1), groups)
 

@@ -25,10 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import xarray as xr
-from threadpoolctl import threadpool_limits
 
 from ... import lagstats, wavelets
-from ...backends.memory import eig_desc
+from ...lagstats import eig_desc, one_blas_thread
 from ..registry import REGISTRY
 from .convergence import NS
 
@@ -381,7 +380,7 @@ def _window_modes(G, Xu, lags, keys, need, M_up, iu) -> dict:
     K = lagstats.window_grams(G, W)
     V = np.empty((n, len(keys)))
     lam1 = np.empty(len(keys))
-    with threadpool_limits(1, user_api="blas"):  # small eigenproblems: threads contend
+    with one_blas_thread():  # small eigenproblems: threads contend
         for i in range(len(keys)):
             vals, vecs = eig_desc(K[i])
             V[:, i], lam1[i] = vecs[:, 0], vals[0]
@@ -465,7 +464,7 @@ def _kept_modes(G: np.ndarray, keep: np.ndarray, W: np.ndarray):
     Gk = Gk - Gk.mean(1, keepdims=True) - Gk.mean(2, keepdims=True) + Gk.mean((1, 2), keepdims=True)
     K = lagstats.window_grams(Gk, W)
     V = np.empty((len(keep), len(W)))
-    with threadpool_limits(1, user_api="blas"):
+    with one_blas_thread():
         for i in range(len(W)):
             V[:, i] = eig_desc(K[i])[1][:, 0]
     return Gk, V
