@@ -444,8 +444,8 @@ def _add_reproduce(sub) -> None:
         help="recompute into a temporary folder and compare with the results folder "
         "(numbers within tolerance, verdicts identical); exit 1 if they differ. Without "
         "--all: the per-model studies and the claims' evidence of one model per "
-        "architecture of the main zoo, the LLM, the whole specification curve and the "
-        "scorecard",
+        "architecture of the main zoo (head pruning of the first only), the LLM, the whole "
+        "specification curve and the scorecard",
     )
     r.add_argument(
         "--all",

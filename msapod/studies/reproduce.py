@@ -376,6 +376,11 @@ PER_MODEL_STEPS = ("zoo", "fieldstats", "modestats", "uncertainty", "convergence
 #: Steps that only the full check recomputes (the default check reads them verified).
 FULL_CHECK_ONLY = ("trajectory",)
 
+#: Per-model steps the default check recomputes for the first of :func:`check_models`
+#: only (the first model of the main zoo): head pruning costs about 140 s per paper-size
+#: model on 2 cores, most of the check's time; its other models by ``--check --all``.
+CHECK_FIRST_ONLY = ("pruning",)
+
 #: The shipped studies the specification curve and the scorecard read.
 DECISION_INPUTS = ("uncertainty", "convergence", "pruning")
 #: The steps that only decide: they read the evidence and the studies above.
@@ -430,7 +435,8 @@ def check(
     number of seeds:
 
     * the per-model studies (:data:`PER_MODEL_STEPS`) for :func:`check_models` (one model
-      per architecture and zoo), compared with those models' slices of the shipped files;
+      per architecture and zoo; :data:`CHECK_FIRST_ONLY` for the first of them), compared
+      with those models' slices of the shipped files;
     * the evidence of the claims (trained, untrained, character- and word-shuffled fields) for the
       same models, compared with their slices of the shipped ``evidence*.nc`` (the other
       zoos' evidence is recomputed by ``full``);
@@ -479,11 +485,14 @@ def _partial_recompute(tmp: Path, shipped: Path, man: dict, *, llm, progress, lo
     models = list(man["models"])
     subset = check_models(models)
     log(
-        f"[check] per-model studies and evidence on {', '.join(subset)}; the curve and the "
-        "scorecard on every model"
+        f"[check] per-model studies and evidence on {', '.join(subset)} "
+        f"({', '.join(CHECK_FIRST_ONLY)} on {subset[0]}); the curve and the scorecard on "
+        "every model"
     )
-    per_model = [s for s in STEPS if s in PER_MODEL_STEPS]
+    per_model = [s for s in STEPS if s in PER_MODEL_STEPS and s not in CHECK_FIRST_ONLY]
     reproduce(tmp / "part", steps=per_model, models=subset, progress=progress, log=log)
+    first = [s for s in STEPS if s in CHECK_FIRST_ONLY]
+    reproduce(tmp / "first", steps=first, models=subset[:1], progress=progress, log=log)
     reproduce(
         tmp / "evidence", steps=["evidence"], evidence_models=subset, progress=progress, log=log
     )
@@ -495,12 +504,13 @@ def _partial_recompute(tmp: Path, shipped: Path, man: dict, *, llm, progress, lo
         tmp / "all", steps=rest, models=models, llm=llm, progress=progress, log=log, inputs=given
     )
     files: dict[str, list[str] | None] = {}
-    for sub in ("part", "evidence", "all"):
+    recomputed_for = {"part": subset, "first": subset[:1], "evidence": subset, "all": None}
+    for sub, which in recomputed_for.items():
         for f in (tmp / sub).iterdir():
             if f.name == "manifest.json":
                 continue
             shutil.move(str(f), tmp / f.name)
-            files[f.name] = None if sub == "all" else subset
+            files[f.name] = which
     skipped = {f"{s}.nc" for s in FULL_CHECK_ONLY}
     for f in sorted(skipped & set(man["files"])):
         log(f"[check] {f}: shipped and verified; recomputed by --check --all")
