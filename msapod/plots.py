@@ -860,11 +860,11 @@ def claim_band(ax, low: float = -np.inf, high: float = np.inf, *, label: str | N
         raise ValueError(f"low, high: expected low <= high, got {low}, {high}")
     y0, y1 = ax.get_ylim()
     text = label or (
-        f"claim: $\\geq {low:g}$"
+        f"claim: $\\geq {low:.3g}$"
         if np.isinf(high)
-        else f"claim: $\\leq {high:g}$"
+        else f"claim: $\\leq {high:.3g}$"
         if np.isinf(low)
-        else f"claim: {low:g} to {high:g}"
+        else f"claim: {low:.3g} to {high:.3g}"
     )
     with style():
         if low > y1 or high < y0:

@@ -694,3 +694,41 @@ def trajectory_contrasts(traj: xr.Dataset):
             ax.set_ylabel(label)
         plots.legend_below(fig, axes[:1])
     return fig
+
+
+def scale_text(a_star: float, edge: bool, scales) -> str:
+    """A dominant scale as text: ``"≤ 3.00"`` when it is a maximum at the first scale of
+    the grid ``scales`` (``edge`` true), ``"≥ 128"`` at the last, the number otherwise
+    (``"—"`` for NaN)."""
+    a_star = float(a_star)
+    if bool(edge) and np.isclose(a_star, float(np.min(scales))):
+        return f"≤ {plots.number(a_star)}"
+    if bool(edge) and np.isclose(a_star, float(np.max(scales))):
+        return f"≥ {plots.number(a_star)}"
+    return plots.number(a_star)
+
+
+def dominant_scale_table(z: xr.Dataset):
+    """Page 4: the dominant scales :math:`a^*_m` per (model, layer) as text, one column per
+    peak: a maximum at the grid's first scale reads ``"≤ 3.00"`` and one at its last
+    ``"≥ 128"`` (a bound, not a scale: ``dominant_edge``), a missing peak ``"—"``.
+
+    ``z`` is the zoo analysis (``dominant_scale`` and ``dominant_edge`` over ``model``,
+    ``layer``, ``peak``; coordinate ``scale``)."""
+    import pandas as pd
+
+    _need("z", z, ("dominant_scale", "dominant_edge"))
+    a, edge = z["dominant_scale"], z["dominant_edge"].astype(bool)
+    if a.dims != ("model", "layer", "peak"):
+        raise ValueError(f"z: expected dominant_scale over (model, layer, peak), got {a.dims}")
+    grid = z["scale"].values
+    cells = np.vectorize(lambda v, e: scale_text(v, e, grid), otypes=[object])(
+        a.values, edge.values
+    )
+    flat = cells.reshape(-1, a.sizes["peak"])
+    index = pd.MultiIndex.from_product(
+        [[str(m) for m in a["model"].values], [int(x) for x in a["layer"].values]],
+        names=["model", "layer"],
+    )
+    cols = [f"a*_{int(p) + 1}" for p in range(a.sizes["peak"])]
+    return pd.DataFrame(flat, index=index, columns=cols)

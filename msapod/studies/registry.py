@@ -80,9 +80,10 @@ class Claim:
         the untrained models ("" when it has).
     signs
         EGA - baseline signs the claim states per layer (``{None: s}``: every layer).
-    contrast_sign
+    contrast_sign, contrast_symbol
         Sign of the early/late contrast its rule reports (late - early for C1-C3,
-        early - later for C5); None without one.
+        early - later for C5) and the contrast's symbol (MyST math); None and "" without
+        one.
     pages
         The book pages that examine it.
     rule_line
@@ -112,6 +113,7 @@ class Claim:
     no_untrained: str = ""
     signs: Mapping | None = None
     contrast_sign: int | None = None
+    contrast_symbol: str = ""
     pages: tuple[str, ...] = ()
     rule_line: str = ""
     level: str = "95 % family-wise: Holm across cases, each interval at its step's level"
@@ -175,7 +177,7 @@ def _claims() -> tuple[Claim, ...]:
             range=(0.0, _INF),
             stated={"scale": c1_scale},
             layers=EARLY,
-            symbol=r"\Delta s_\mathrm{fine}",
+            symbol=r"\Delta F_\mathrm{fine}",
             axes=(*_SCALE, "scale_test"),
             evidence=(*band_ev("fine_share"), *scale_ev),
             null="layer labels",
@@ -191,15 +193,16 @@ def _claims() -> tuple[Claim, ...]:
             range=(0.0, _INF),
             stated={"scale": c2_scale, "slope_range": slope_range},
             layers=LATE,
-            symbol=r"\Delta s_\mathrm{coarse}",
+            symbol=r"\Delta F_\mathrm{coarse}",
             axes=(*_SCALE, "scale_test"),
             evidence=(*band_ev("coarse_share"), "scale_slope", "scale_slope_se", *scale_ev),
             null="layer labels",
             layer_roles=(EARLY, LATE),
             no_untrained=reference,
             contrast_sign=1,
+            contrast_symbol=r"\beta_a(5,6) - \beta_a(1,2)",
             pages=("03-scalogram",),
-            rule_line=r"the slope $p$ of $\ln E(a)$ against $\ln a$ over "
+            rule_line=r"the slope $\beta_a$ of $\ln E(a)$ against $\ln a$ over "
             rf"${slope_range[0]:g} \le a \le {slope_range[1]:g}$ larger in layers 5–6 than "
             "in 1–2 (the shift from fine to coarse scales), and "
             + _band_rule_line("5–6", r"\ge", c2_scale),
@@ -220,6 +223,7 @@ def _claims() -> tuple[Claim, ...]:
             no_shuffled="T_spec describes how the variance across snippets spreads over POD "
             "modes; shuffling changes what varies between snippets, not the lag structure",
             contrast_sign=-1,
+            contrast_symbol=r"T_\mathrm{spec}(5,6) - T_\mathrm{spec}(1,2)",
             pages=("07-spectral-concentration", "11-uncertainty-convergence"),
             rule_line=r"$T_\mathrm{spec}(5,6) < T_\mathrm{spec}(1,2)$ in every model, and "
             rf"$T_\mathrm{{spec}}(1,2) = {c3_about:g} \pm {c3_tol:.0%}$".replace("%", r"\,\%"),
@@ -231,7 +235,7 @@ def _claims() -> tuple[Claim, ...]:
             range=(c4_share, _INF),
             stated={"lags": c4_lags, "peaks6": 2},
             layers=tuple(c4_lags),
-            symbol=r"\text{share}",
+            symbol=r"F",
             axes=(*window_axes, "c4_window"),
             varies_with={("c4_window", "range"): ("width",)},
             evidence=(
@@ -267,6 +271,7 @@ def _claims() -> tuple[Claim, ...]:
             layer_roles=(EARLY, MIDDLE_LATE),
             no_shuffled="H* counts POD modes of the variance across snippets (as C3)",
             contrast_sign=1,
+            contrast_symbol=r"H^*_{1,2} - H^*_{3\text{–}6}",
             pages=("08-effective-rank", "11-uncertainty-convergence"),
             rule_line=rf"$H^*_{{1,2}} > H^*_{{3\text{{–}}6}}$ in every model, "
             rf"$H^*_{{1,2}} > {c5_early}$ (where $N > {c5_early + 1}$), "
@@ -320,13 +325,13 @@ def _claims() -> tuple[Claim, ...]:
             range=(-_INF, 1.0 - c9_margin),
             stated={"margin": c9_margin},
             log=True,
-            symbol=r"\rho",
+            symbol=r"D",
             axes=window_axes,
             evidence=("c9_ratio", "c9_ratio_se"),
             null="trained vs untrained",
             pages=("05-pod",),
             rule_line=r"scale spread ratio of the windowed to the plain mode 1 "
-            rf"$\rho < {1 - c9_margin:g}$ (passes below ${1 - c9_margin:g}$ by its interval, "
+            rf"$D < {1 - c9_margin:g}$ (passes below ${1 - c9_margin:g}$ by its interval, "
             "fails above it)",
         ),
         Claim(

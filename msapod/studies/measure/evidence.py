@@ -398,7 +398,7 @@ def _window_modes(G, Xu, lags, keys, need, M_up, iu) -> dict:
 
 def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified):
     """Delete-group jackknife standard errors of C4's share :math:`s`, of :math:`s - b`
-    and of C9's ratio :math:`\\rho`, each window held at its full-ensemble choice.
+    and of C9's ratio :math:`D`, each window held at its full-ensemble choice.
 
     The snapshots fall into :data:`JACKKNIFE_GROUPS` contiguous groups; without each group
     the Reynolds mean is re-estimated (the Gram tensor of the kept fluctuations is

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..measure.evidence import FIXED_K
 from ..registry import REGISTRY
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "case_counts",
     "classify",
     "combine",
+    "fmt_num",
     "fmt_range",
     "layer_span",
     "axis_flips",
@@ -48,6 +50,8 @@ __all__ = [
     "verdict_shares",
 ]
 
+#: The clause of "does not hold" that applies to the claims with an early-vs-late contrast.
+REVERSED = ", or a claimed early-vs-late contrast is reversed beyond its interval in every model"
 #: What each verdict word says, in one sentence (the vocabulary, stated once).
 VERDICT_MEANING = {
     "holds": "every case passes its test by its 95 % interval (family-wise where the rule "
@@ -55,8 +59,7 @@ VERDICT_MEANING = {
     "partly": "some cases pass by their 95 % interval, the others do not",
     "not significant": "no case passes or fails: every interval contains both the claim's "
     "boundary and its negation",
-    "does not hold": "no case passes and at least one fails beyond its 95 % interval, or a "
-    "claimed early-vs-late contrast is reversed beyond its interval in every model",
+    "does not hold": "no case passes and at least one fails beyond its 95 % interval" + REVERSED,
     "not testable as stated": "the data or the setting cannot decide the claim (the reason "
     "is given)",
 }
@@ -128,6 +131,8 @@ def render(claim: str, fields, where: str = "") -> dict:
         why = f"{VERDICT_MEANING[word].split(' by ')[0]}, an exact check (no sampling error)"
     else:
         why = VERDICT_MEANING[word]
+        if claim not in REGISTRY or REGISTRY[claim].contrast_sign is None:
+            why = why.replace(REVERSED, "")  # a claim without an early-vs-late contrast
     texts = {**CLAIMS, **CLAIM_PARTS, "L": CLAIMS["loss"]}
     row = {c: str(get(c, "") or "") for c in ROW_COLUMNS}
     row.update(verdict=word, reason=reason, paper=texts.get(claim, claim))
@@ -172,14 +177,28 @@ def combine(cells) -> str:
     return "not significant"
 
 
+def fmt_num(x: float, fmt: str = "{:.3g}") -> str:
+    """``x`` formatted with ``fmt``; a value that prints as zero has no sign ("0.00", not
+    "-0.00" or "+0.00")."""
+    s = fmt.format(float(x))
+    try:
+        zero = float(s) == 0.0
+    except ValueError:  # not a plain number (a percentage, infinity): as formatted
+        return s
+    return s.lstrip("+-") if zero else s
+
+
 def fmt_range(values, fmt: str = "{:.1f}") -> str:
-    """``"lo–hi"`` of the finite values (NaN ignored), each formatted with ``fmt``; one
-    value when both ends print the same."""
+    """``"lo–hi"`` of the finite values (NaN ignored), each formatted with ``fmt``
+    (:func:`fmt_num`); ``"lo to hi"`` when ``lo`` is negative (a dash between signed
+    numbers reads as a minus); one value when both ends print the same."""
     v = np.asarray(values, dtype=float)
     if not np.isfinite(v).any():
         return "—"
-    lo, hi = fmt.format(float(np.nanmin(v))), fmt.format(float(np.nanmax(v)))
-    return lo if lo == hi else f"{lo}–{hi}"
+    lo, hi = fmt_num(np.nanmin(v), fmt), fmt_num(np.nanmax(v), fmt)
+    if lo == hi:
+        return lo
+    return f"{lo} to {hi}" if lo.startswith("-") else f"{lo}–{hi}"
 
 
 def case_counts(cells) -> str:
@@ -378,7 +397,7 @@ _SYMBOLS = {c.id: (c.symbol, c.layers) for c in REGISTRY.values() if c.symbol an
 #: The architecture contrasts' symbols (the claims that state EGA - baseline signs).
 _DIFF_SYMBOLS = {c.id: c.symbol for c in REGISTRY.values() if c.signs}
 #: C4 and C9 over seeds: the per-layer statistic the rule decides.
-_SEED_SYMBOLS = {"C4": r"s - s_\mathrm{window}", "C9": r"\bar\rho"}
+_SEED_SYMBOLS = {"C4": r"F - F_\mathrm{window}", "C9": r"\bar D"}
 
 
 def _num(x: float) -> str:
@@ -387,19 +406,49 @@ def _num(x: float) -> str:
     return "0" if abs(x) < 5e-3 else f"{x:.3g}"
 
 
+def _span_math(sym: str, v, lo, up, over: str) -> str:
+    """``$sym = a$ to $b$ (over), family-wise 95 % intervals (Holm) within $[l, u]$`` of
+    the finite values ``v`` and the intervals their decisions read (point values where
+    the intervals are empty)."""
+    ok = np.isfinite(v)
+    v, lo, up = v[ok], lo[ok], up[ok]
+    a, b = _num(v.min()), _num(v.max())
+    text = f"${sym} = {a}$" if a == b else f"${sym} = {a}$ to ${b}$"
+    text += f" ({over})" if over else ""
+    if np.any(up > lo):
+        return text + (
+            f", family-wise 95 % intervals (Holm) within $[{_num(np.nanmin(lo))}, "
+            f"{_num(np.nanmax(up))}]$"
+        )
+    return text + " (point values)"
+
+
+def _core_math(claim: str, main) -> str:
+    """The early/late contrast a claim's core test decides on (:attr:`Claim.contrast_symbol`),
+    per model; "" for a claim without one."""
+    sym = REGISTRY[claim].contrast_symbol if claim in REGISTRY else ""
+    if not sym or "contrast" not in main or not np.isfinite(main["contrast"].values).any():
+        return ""
+    c = (main[k].values for k in ("contrast", "contrast_lower", "contrast_upper"))
+    return "core: " + _span_math(sym, *c, "per model")
+
+
 def _measured_math(claim: str, main) -> str:
-    """The default reading's key numbers in math: the range of the estimates and of the
-    intervals their decisions read (``main``: the claim's row of the curve). C4 and C9
-    decided over seeds show their per-layer means (``diff``: mode - window share,
-    geometric mean ratio)."""
+    """The default reading's key numbers in math: the core contrast first where the claim
+    has one (:func:`_core_math`), then the range of the estimates and of the intervals
+    their decisions read (``main``: the claim's row of the curve). C4 and C9 decided over
+    seeds show their per-layer means (``diff``: mode - window share, geometric mean
+    ratio)."""
+    core = _core_math(claim, main)
+    rest = _stat_math(claim, main)
+    return "; ".join(x for x in (core, rest) if x)
+
+
+def _stat_math(claim: str, main) -> str:
+    """:func:`_measured_math` without the core contrast."""
     if claim in _SEED_SYMBOLS and "diff" in main and np.isfinite(main["diff"].values).any():
         d, lo, up = (main[k].values for k in ("diff", "diff_lower", "diff_upper"))
-        ok = np.isfinite(d)
-        return (
-            f"${_SEED_SYMBOLS[claim]} = {_num(d[ok].min())}$ to ${_num(d[ok].max())}$ over "
-            f"layers (mean over seeds), family-wise 95 % intervals (Holm) within "
-            f"$[{_num(np.nanmin(lo[ok]))}, {_num(np.nanmax(up[ok]))}]$"
-        )
+        return _span_math(_SEED_SYMBOLS[claim], d, lo, up, "over layers, mean over seeds")
     if claim in _SYMBOLS and "stat" in main:
         sym, layers = _SYMBOLS[claim]
         st = main["stat"]
@@ -417,16 +466,7 @@ def _measured_math(claim: str, main) -> str:
                 if len(layers) > 2 and layers[1] - layers[0] > 1
                 else f"{layers[0]}–{layers[-1]}"
             )
-        text = f"${sym} = {_num(v.min())}$–${_num(v.max())}$" + (f" ({span})" if span else "")
-        lv, uv = lo.values[np.isfinite(st.values)], up.values[np.isfinite(st.values)]
-        if np.any(uv > lv):
-            text += (
-                f", family-wise 95 % intervals (Holm) within "
-                f"$[{_num(np.nanmin(lv))}, {_num(np.nanmax(uv))}]$"
-            )
-        else:
-            text += " (point values)"
-        return text
+        return _span_math(sym, st.values, lo.values, up.values, span)
     if claim in _DIFF_SYMBOLS and "diff" in main:
         d, lo, up = main["diff"], main["diff_lower"], main["diff_upper"]
         signed = [x for x in REGISTRY[claim].signs if x is not None]
@@ -450,32 +490,73 @@ def _measured_math(claim: str, main) -> str:
     return ""
 
 
-def _reading_words(claim: str, mv) -> str:
-    """The default reading of the claim's axes, each tagged paper / book."""
+#: Each axis of the specification curve by name, in words.
+AXIS_NAMES = {
+    "field": "field",
+    "normalisation": "scale-spectrum normalisation",
+    "scale_min": "smallest scale",
+    "scale_stat": "scale statistic",
+    "scale_test": "scale test (C1, C2)",
+    "c4_window": "C4's windows",
+    "centre": "window centre",
+    "width": "window width",
+    "criterion": "H* criterion",
+    "n": "ensemble size N",
+    "fit": "T_spec fit range",
+}
+#: Each axis of a reading in words (plain text: the curve's ``where``, the verdict boxes).
+READING_WORDS = {
+    "field": lambda v, spec: f"scalogram of {v}",
+    "normalisation": lambda v, spec: "E(a)/a" if v == "rectified" else "raw E(a)",
+    "scale_min": lambda v, spec: f"scales from {v} to L/2",
+    "scale_stat": lambda v, spec: {
+        "peak": "dominant scale (edges as bounds)",
+        "argmax": "global maximum",
+        "centroid": "centroid",
+    }[v],
+    "scale_test": lambda v, spec: {
+        "share": "band shares of E(a) against the untrained models",
+        "peak": "dominant scale (edges as bounds)",
+    }[v],
+    "c4_window": lambda v, spec: {
+        "range": "window on the paper's lags",
+        "dominant scale": "window at the dominant scale",
+    }[v],
+    "centre": lambda v, spec: {
+        "energy-max": "window centre at the energy maximum",
+        "period": "window centre at the period p(a*)",
+    }[v],
+    "width": lambda v, spec: (
+        f"σ = {v:g} × half the range" if spec.get("c4_window") == "range" else f"σ = {v:g} a*"
+    ),
+    "criterion": lambda v, spec: f"{v} criterion",
+    "n": lambda v, spec: f"N = {v}",
+    "fit": lambda v, spec: (
+        "fit k = 1..N/2" if v == "default" else "fit k = {}..{}".format(*FIXED_K)
+    ),
+}
+
+
+def reading_words(spec: dict, axes, tags: dict | None = None) -> str:
+    """The reading ``spec`` of ``axes`` in words (:data:`READING_WORDS`), each followed by
+    its tag ("paper" or "book") where ``tags`` gives one; "" for no axes."""
+    parts = []
+    for a in axes:
+        if a in spec:
+            tag = (tags or {}).get(a, {}).get("tag")
+            parts.append(READING_WORDS[a](spec[a], spec) + (f" ({tag})" if tag else ""))
+    return ", ".join(parts)
+
+
+def claim_reading(claim: str, mv) -> str:
+    """The default reading of ``claim``'s axes on the curve ``mv``, each tagged paper or
+    book."""
     import json
 
     tags = json.loads(str(mv.attrs.get("reading_tags", "{}")) or "{}")
     spec = json.loads(str(mv.attrs.get("main_specification", "{}")) or "{}")
     axes = [a for a in str(mv["axes"].sel(claim=claim).values).split(",") if a]
-    names = {
-        "field": lambda v: f"scalogram of {v}",
-        "normalisation": lambda v: "$E(a)/a$" if v == "rectified" else "raw $E(a)$",
-        "scale_min": lambda v: f"scales from {v} to $L/2$",
-        "scale_stat": lambda v: {"peak": "local maximum (edges as bounds)"}.get(v, v),
-        "scale_test": lambda v: {"share": "band shares of $E(a)$ against the untrained models"}.get(
-            v, f"dominant scale ({v})"
-        ),
-        "c4_window": lambda v: {"range": "window on the paper's lags"}.get(v, f"window of the {v}"),
-        "centre": lambda v: f"window centre {v}",
-        "width": lambda v: f"$\\sigma = {v:g}\\,a^*$",
-        "criterion": lambda v: f"{v} criterion",
-        "n": lambda v: f"$N = {v}$",
-        "fit": lambda v: "fit $k = 1..N/2$" if v == "default" else "fit $k = 1..20$",
-    }
-    parts = [
-        f"{names[a](spec[a])} ({tags.get(a, {}).get('tag', 'book')})" for a in axes if a in spec
-    ]
-    return ", ".join(parts)
+    return reading_words(spec, axes, {a: tags.get(a, {"tag": "book"}) for a in axes})
 
 
 def verdict_legend() -> str:
@@ -492,7 +573,8 @@ def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
     The first sentence is the verdict of the book's default reading (bold) with what the
     word means (:data:`VERDICT_MEANING`), or why the claim is not testable; the second is
     the specification curve's robustness and joint test. Then a list: the measured values
-    with their 95 % intervals (math), the paper's own number where it states one, the rule
+    with their 95 % intervals (math), the cases the rule decided (and those it left out),
+    the paper's own number where it states one, the rule
     in one line with a link to its full statement, and the reading. The admonition carries
     the CSS classes ``verdict`` and ``claim-<id>``.
 
@@ -523,13 +605,15 @@ def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
         second = f"{share:.0%} of the {total} readings of the paper agree (**{label}**)"
     second += _joint_words(claim, mv) + "."
     items = [f"Measured: {_measured_math(claim, main) or str(main['measured'].values)}"]
+    if "cases" in main and str(main["cases"].values):
+        items.append(f"Cases: {main['cases'].values}")
     stated = str(main["paper_value"].values) if "paper_value" in main else ""
     if stated:
         items.append(f"The paper's number: {stated}")
     level = f" ({REGISTRY[claim].level})" if claim in REGISTRY and REGISTRY[claim].level else ""
     rule = RULE_LINES.get(claim, str(main["rule"].values))
     items.append(f"Rule: {rule}{level}; [the rule in full](#rule-{claim.lower()})")
-    reading = _reading_words(claim, mv)
+    reading = claim_reading(claim, mv)
     if reading:
         items.append(f"Reading: {reading}")
     body = first + " " + second + "\n\n" + "\n".join(f"* {x}" for x in items)
@@ -545,8 +629,9 @@ def _joint_words(claim: str, mv) -> str:
     if not np.isfinite(p):
         return "; no joint test"
     way = str(mv["joint_direction"].sel(claim=claim).values) if "joint_direction" in mv else ""
-    side = {"for": "for the claim, ", "against": "against the claim, "}.get(way, "")
-    return f"; joint test over the curve: {side}$p = {p:.2g}$"
+    if p >= 0.05 or way not in ("for", "against"):
+        return f"; joint test over the curve: two-sided $p = {p:.2g}$ (neither direction)"
+    return f"; joint test over the curve: {way} the claim, two-sided $p = {p:.2g}$"
 
 
 #: The page that states every rule; each rule has the label ``rule-<claim>`` there,

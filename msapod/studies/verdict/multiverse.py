@@ -67,7 +67,6 @@ from ..measure.evidence import (
     BAND_VARS,
     EPS,
     EVIDENCE_FORMAT,
-    FIXED_K,
     JACKKNIFE_GROUPS,
     fields_evidence,
     lag_gram_tensor,
@@ -80,7 +79,7 @@ from ..measure.evidence import (
     window_gram,
 )
 from ..registry import REGISTRY, SCALE_AXES
-from .claims import CLAIMS
+from .claims import CLAIMS, reading_words
 from .rules import PAPER_LAGS, RULES, THRESHOLDS, Outcome, rule_dominant_scale
 
 __all__ = [
@@ -147,7 +146,11 @@ READING_TAGS: dict[str, tuple[str, str]] = {
         "reading",
     ),
     "centre": ("book", "the paper gives no window formula; centred where the energy of a* sits"),
-    "width": ("book", "the paper gives no window width; sigma = a*, the wavelet's own width"),
+    "width": (
+        "book",
+        "the paper gives no window width; sigma = a*, the wavelet's own width (C4's windows "
+        "on the paper's lags: the same multiples of half the range)",
+    ),
     "criterion": ("paper", "the paper's eps = 0.10 with 90 % of the energy"),
     "n": ("paper", "the paper's ensemble of N = 150 snippets"),
     "fit": ("book", "the paper gives no fit range; k = 1..N/2"),
@@ -211,32 +214,7 @@ def _in_subgrid(claim: str, spec: dict) -> bool:
 
 
 def _where(claim: str, spec: dict) -> str:
-    words = {
-        "field": lambda v: f"field {v}",
-        "normalisation": lambda v: "E(a)/a" if v == "rectified" else "raw E(a)",
-        "scale_min": lambda v: f"scales from {v}",
-        "scale_stat": lambda v: {
-            "peak": "dominant scale (bounds at edges)",
-            "argmax": "global maximum",
-            "centroid": "centroid",
-        }[v],
-        "scale_test": lambda v: {
-            "share": "band shares against the untrained models",
-            "peak": "dominant scale (bounds at edges)",
-        }[v],
-        "c4_window": lambda v: {
-            "range": "window on the paper's lags",
-            "dominant scale": "window of the dominant scale",
-        }[v],
-        "centre": lambda v: f"centre {v}",
-        "width": lambda v: (
-            f"σ = {v:g} × half the range" if spec.get("c4_window") == "range" else f"σ = {v:g} a*"
-        ),
-        "criterion": lambda v: f"{v} criterion",
-        "n": lambda v: f"N = {v}",
-        "fit": lambda v: "fit 1..N/2" if v == "default" else f"fit {FIXED_K[0]}..{FIXED_K[1]}",
-    }
-    return ", ".join(words[a](spec[a]) for a in _reading_axes(claim, spec)) or "one reading"
+    return reading_words(spec, _reading_axes(claim, spec)) or "one reading"
 
 
 def _reading_axes(claim: str, spec: dict) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ import xarray as xr
 from ... import plots
 from ..registry import REGISTRY
 from . import claims as cl
-from .multiverse import AXES, MAIN_SPEC
+from .multiverse import AXES, CLAIM_AXES, MAIN_SPEC, READING_TAGS
 
 __all__ = [
     "PAGE_NAMES",
@@ -60,30 +60,9 @@ __all__ = [
     "zoo_width",
 ]
 
+
 #: How one changed axis of a reading reads in a table row (the values of
 #: :data:`~msapod.studies.verdict.multiverse.AXES`).
-_AXIS_WORDS = {
-    "field": lambda v: f"scalogram of {v}",
-    "normalisation": lambda v: "E(a)/a" if v == "rectified" else "raw E(a)",
-    "scale_min": lambda v: f"scales from {v}",
-    "scale_stat": lambda v: {
-        "peak": "local maximum",
-        "argmax": "global maximum",
-        "centroid": "scale centroid",
-    }.get(v, str(v)),
-    "scale_test": lambda v: {
-        "share": "band shares against the untrained models",
-        "peak": "dominant scale a* (local maximum)",
-    }[v],
-    "c4_window": lambda v: {"range": "window on the paper's lags"}.get(v, f"window of the {v}"),
-    "centre": lambda v: f"window centre {v}",
-    "width": lambda v: f"window width {v:g} a*",
-    "criterion": lambda v: f"{v} criterion",
-    "n": lambda v: f"N = {v}",
-    "fit": lambda v: "fit k = 1..N/2" if v == "default" else "fit k = 1..20",
-}
-
-
 def _words(v, sig: int = 3) -> str:
     return plots.number(float(v), sig)
 
@@ -102,7 +81,7 @@ def reading_note(mv, claims) -> str:
     """
     parts: list[str] = []
     for c in claims:
-        words = cl._reading_words(c, mv)
+        words = cl.claim_reading(c, mv)
         for p in re.split(r"(?:(?<=\(paper\))|(?<=\(book\))), ", words) if words else []:
             if p not in parts:
                 parts.append(p)
@@ -183,7 +162,25 @@ def interval_table(
 def _reading_label(axes: dict) -> str:
     if not axes:
         return "default reading"
-    return ", ".join(_AXIS_WORDS[a](v) for a, v in axes.items())
+    return cl.reading_words({**MAIN_SPEC, **axes}, list(axes))
+
+
+def axes_table() -> pd.DataFrame:
+    """The axes of the specification curve, one row each: its readings in words (the
+    default reading first, tagged *paper* or *book*), why the default is what it is
+    (:data:`~msapod.studies.verdict.multiverse.READING_TAGS`) and the claims it can
+    change."""
+    rows = {}
+    for a, values in AXES.items():
+        tag, why = READING_TAGS[a]
+        base = {**MAIN_SPEC, "c4_window": "dominant scale"} if a == "width" else MAIN_SPEC
+        words = [cl.READING_WORDS[a](v, {**base, a: v}) for v in values]
+        rows[cl.AXIS_NAMES[a]] = {
+            "readings (default first)": f"{words[0]} (default, {tag}); " + "; ".join(words[1:]),
+            "why the default": why,
+            "claims": ", ".join(c for c, axes in CLAIM_AXES.items() if a in axes),
+        }
+    return pd.DataFrame(rows).T.rename_axis("axis")
 
 
 def claim_counts(claim: str, mv, zoo: str | None = None, **axes) -> dict:
@@ -199,13 +196,28 @@ def claim_counts(claim: str, mv, zoo: str | None = None, **axes) -> dict:
         n = n.sel(layer=[la for la in c.layers if la in n["layer"].values])
     st, lo, up = (n[k].values.ravel() for k in ("stat", "lower", "upper"))
     ok = np.isfinite(st)
-    bound = ok & (((lo <= 0) & np.isclose(up, st)) | (np.isinf(up) & np.isclose(lo, st)))
+    at_most = ok & (lo <= 0) & np.isclose(up, st)  # a maximum at the grid's first scale
+    at_least = ok & np.isinf(up) & np.isclose(lo, st)  # ... at its last
+    bound = at_most | at_least
     return {
-        "span": plots.span(st),
+        "span": _bounded_span(st, at_most, at_least),
         "in_range": int(((st >= c.low) & (st <= c.high) & ok).sum()),
         "bounds": int(bound.sum()),
         "total": int(ok.sum()),
     }
+
+
+def _bounded_span(st, at_most, at_least) -> str:
+    """The range of the finite values ``st``, an end that is a bound printed as one
+    ("≤ 3.00 to 84.2")."""
+    ok = np.isfinite(st)
+    if not ok.any():
+        return plots.MISSING
+    i = int(np.flatnonzero(ok)[np.argmin(st[ok])])
+    j = int(np.flatnonzero(ok)[np.argmax(st[ok])])
+    lo = ("≤ " if at_most[i] else "≥ " if at_least[i] else "") + _words(st[i])
+    hi = ("≤ " if at_most[j] else "≥ " if at_least[j] else "") + _words(st[j])
+    return lo if lo == hi else f"{lo} to {hi}"
 
 
 def readings_table(claim: str, mv, zoo: str | None = None) -> pd.DataFrame:
@@ -281,7 +293,7 @@ _LAYER_STAT = {
     "C4": "mode − window share, mean over seeds",
     "C7": "ΔE = EGA − baseline energy",
     "C8": "ΔT_spec = EGA − baseline",
-    "C9": "scale spread ratio ρ, geometric mean over seeds",
+    "C9": "scale spread ratio D, geometric mean over seeds",
 }
 
 
@@ -412,7 +424,10 @@ def assurance(card, mv) -> str:
             and str(card.loc[c, col]).startswith(str(card.loc[c, "verdict"]))
         ]
         if same:
-            text += f"The same rules {what} give the same verdict for {cl.names(same)}{why}. "
+            text += (
+                f"Of the claims that hold at least in part, the same rules {what} give the "
+                f"same verdict for {cl.names(same)}{why}. "
+            )
     return text.strip()
 
 
@@ -626,8 +641,8 @@ def scorecard_markdown(card) -> str:
 
 #: The axis label of each claim's statistic in the forest plots.
 _FOREST_LABEL = {
-    "C1": r"$\Delta s_\mathrm{fine}$ (trained − untrained)",
-    "C2": r"$\Delta s_\mathrm{coarse}$ (trained − untrained)",
+    "C1": r"$\Delta F_\mathrm{fine}$ (trained − untrained)",
+    "C2": r"$\Delta F_\mathrm{coarse}$ (trained − untrained)",
     "C3": r"$T_\mathrm{spec}$",
     "C4": "lag-energy share",
     "C5": "$H^*(0.10)$",

@@ -49,7 +49,7 @@ from ..registry import EARLY as _EARLY
 from ..registry import LATE as _LATE
 from ..registry import MIDDLE_LATE as _MIDDLE_LATE
 from ..registry import REGISTRY
-from .claims import CLAIMS, VERDICTS, Z95, case_counts, combine, fmt_range, layer_span
+from .claims import CLAIMS, VERDICTS, Z95, case_counts, combine, fmt_num, fmt_range, layer_span
 
 __all__ = [
     "C8_SIGNS",
@@ -358,8 +358,8 @@ def holm_interval(value, se, q, *, log: bool = False) -> tuple[np.ndarray, np.nd
 
 
 def _fmt_iv(lo, up, fmt: str = "{:.1f}") -> str:
-    lo_s = "0" if lo <= 0 and not np.isfinite(lo) else fmt.format(lo)
-    up_s = "∞" if not np.isfinite(up) else fmt.format(up)
+    lo_s = "0" if lo <= 0 and not np.isfinite(lo) else fmt_num(lo, fmt)
+    up_s = "∞" if not np.isfinite(up) else fmt_num(up, fmt)
     return f"[{lo_s}, {up_s}]"
 
 
@@ -757,7 +757,7 @@ def rule_c2(
         return _band_none("C2", layers, cells.size, where)
     c, core, groups = _core(slope, slope_se, early, late, 1)
     lo_a, hi_a = REGISTRY["C2"].stated["slope_range"]
-    slope_words = f"slope p of ln E(a) over the grid's scales in {lo_a:g} ≤ a ≤ {hi_a:g}"
+    slope_words = f"slope β_a of ln E(a) over the grid's scales in {lo_a:g} ≤ a ≤ {hi_a:g}"
     if c is not None:
         g0, g1 = layer_span(groups[0]), layer_span(groups[1])
         measured = f"{slope_words}, layers {g1} − {g0}: {_contrast_text(c, '{:+.2f}')}; " + measured
@@ -796,7 +796,7 @@ def _contrast_text(c: xr.Dataset | None, fmt: str) -> str:
     if c is None:
         return "—"
     return ", ".join(
-        f"{fmt.format(float(v))} [{fmt.format(float(lo_))}, {fmt.format(float(up_))}]"
+        f"{fmt_num(v, fmt)} {_fmt_iv(float(lo_), float(up_), fmt)}"
         for v, lo_, up_ in zip(c["value"], c["lower"], c["upper"], strict=True)
     )
 
@@ -1428,7 +1428,7 @@ def rule_c5(
     measured = (
         f"H*(0.10, {criterion}) at N = {n}: layers {layer_span(early)} "
         f"{fmt_range(H.sel(layer=early), '{:.0f}')}, layers {rest_text} "
-        f"{fmt_range(H.sel(layer=rest), '{:.0f}')}; early − later: " + _contrast_text(c, "{:+.0f}")
+        f"{fmt_range(H.sel(layer=rest), '{:.0f}')}; early − later: " + _contrast_text(c, "{:+.3g}")
     )
     rule = _c5_rule_text(groups, early, rest, n, where)
     why = [] if testable else [f"'> {above} modes' cannot occur with N = {n} snapshots"]
@@ -1855,29 +1855,29 @@ def rule_c9(
 ) -> Outcome:
     r"""C9: scale-selective modes separate scales the plain modes mix.
 
-    ``ratio`` :math:`\rho` per ``(model, layer)``: the spread (standard deviation of
+    ``ratio`` :math:`D` per ``(model, layer)``: the spread (standard deviation of
     :math:`\log a` under the mode's own scale spectrum) of mode 1 of the first scale
     window over that of plain mode 1; NaN without a window. The claim is
-    :math:`\rho < 1 - m` (``margin``: the windowed mode is clearly narrower in *scale*;
+    :math:`D < 1 - m` (``margin``: the windowed mode is clearly narrower in *scale*;
     the lag window alone does not guarantee this -- narrowing in lag broadens in scale).
     The rule is symmetric about that one boundary: a case passes if the 95 % interval of
-    :math:`\rho` (log scale) lies below :math:`1 - m`, fails if it lies above it, and is
+    :math:`D` (log scale) lies below :math:`1 - m`, fails if it lies above it, and is
     not significant only when the interval contains it; Holm across the cases.
 
     Parameters
     ----------
     ratio
-        :math:`\rho` per ``(model, layer)``.
+        :math:`D` per ``(model, layer)``.
     se
-        Jackknife standard errors of :math:`\rho` over snapshots: the cases are the
+        Jackknife standard errors of :math:`D` over snapshots: the cases are the
         models x layers, intervals on the log scale, normal or, with ``se_df``,
         Student-t with ``se_df`` degrees of freedom (a delete-group jackknife).
     se_df
         Degrees of freedom of ``se`` (None: normal).
     seeds
-        Without ``se``: the cases are the layers, :math:`\bar\rho` the geometric mean
+        Without ``se``: the cases are the layers, :math:`\bar D` the geometric mean
         over the models (training seeds) with a window, Student-t interval of
-        :math:`\log \rho` with models - 1 degrees of freedom (in ``Outcome.diff``).
+        :math:`\log D` with models - 1 degrees of freedom (in ``Outcome.diff``).
         False (or one model): point values per model and layer.
     """
     v = _grid(ratio).astype(float)

@@ -9,7 +9,9 @@ specification curve and every page's verdict admonition
 verdict words: :data:`msapod.studies.verdict.claims.VERDICT_MEANING`.
 
 The LLM columns (SmolLM2-135M) are decided by the same rule functions
-(:func:`llm_rows`).
+(:func:`llm_rows`): C3 and C5 as on the zoo, C1 and C2 by their dominant-scale reading
+(:func:`~msapod.studies.verdict.rules.rule_dominant_scale`; the zoo's default reading needs
+the same model untrained).
 
 Intervals: per model and layer, jackknife standard errors over snapshots; architecture
 differences (C7, C8, the loss) use the Student-t interval over the training seeds of
