@@ -226,14 +226,6 @@ def null_verdicts(
 # relabellings
 
 
-def _n_choose(sizes: Sequence[int], total: int) -> int:
-    out, left = 1, total
-    for k in sizes:
-        out *= math.comb(left, k)
-        left -= k
-    return out
-
-
 def _product_or_sample(choices: list[list], max_exact: int, n_random: int, seed: int):
     """Rows of the product of per-unit ``choices`` (row 0: every unit's first choice):
     all of them if at most ``max_exact``, else row 0 and ``n_random`` seeded draws.
