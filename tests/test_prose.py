@@ -216,3 +216,103 @@ def test_window_sensitivity_reports_moves_and_order():
     assert "* $\\kappa$ = 2: $T_\\mathrm{spec}$ moves by at most 0.10" in text
     assert "spreads by up to 2.50 (layer 1)" in text and "changes between rules" in text
     assert "is the same under all 2 rules" in prose.window_sensitivity(sens.isel(rule=[0, 1]))
+
+
+def _per_layer(values, archs=("baseline", "baseline", "ega", "ega")):
+    """A (model, layer) array with an architecture coordinate, layers numbered from 1."""
+    values = np.asarray(values, float)
+    return xr.DataArray(
+        values,
+        dims=("model", "layer"),
+        coords={
+            "model": [f"m{i}" for i in range(values.shape[0])],
+            "layer": np.arange(1, values.shape[1] + 1),
+            "architecture": ("model", list(archs)[: values.shape[0]]),
+        },
+    )
+
+
+def test_layer_extremes_counts_each_models_largest_and_smallest_layer():
+    v = _per_layer([[5, 1, 3], [5, 2, 1], [6, 3, 2], [4, 5, 1]])
+    text = prose.layer_extremes(v, "T")
+    assert text.startswith("T is largest in layer 1 in 3 of the 4 models and in layer 2 in 1;")
+    assert text.endswith("smallest in layer 3 in 3 of the 4 models and in layer 2 in 1.")
+    same = _per_layer([[3, 1, 2], [4, 0, 1]])
+    assert prose.layer_extremes(same, "T") == (
+        "T is largest in layer 1 in all 2 models; it is smallest in layer 2 in all 2 models."
+    )
+
+
+def test_architecture_overlap_names_the_layers_where_the_seeds_are_apart():
+    v = _per_layer([[1, 1, 1], [2, 2, 2], [1.5, 3, 1.8], [3, 4, 5]])
+    assert prose.architecture_overlap(v) == (
+        "the ranges over the seeds of the two architectures overlap in layers 1 and 3 and "
+        "are apart in layer 2"
+    )
+    assert prose.architecture_overlap(v.sel(layer=[1])).endswith("overlap in every layer")
+    with pytest.raises(ValueError, match="two architectures"):
+        prose.architecture_overlap(v.assign_coords(architecture=("model", ["a"] * 4)))
+
+
+def test_depth_trend_text_separates_c6s_premise_from_c5s_comparison():
+    dip = _per_layer([[120, 115, 110, 112, 118, 121], [119, 116, 111, 113, 117, 117]])
+    text = prose.depth_trend_text(dip)
+    assert "layers 5–6 need fewer modes than layers 1–2 in 1 of 2 models" in text
+    assert "(deep minus early: -0.5 to +2.0 modes)" in text
+    assert "the lowest mean rank is in layer 3" in text
+    assert "does not fall with depth" in text and "dips in layer 3" in text
+    falling = _per_layer([[130, 128, 125, 120, 115, 110], [129, 127, 124, 121, 116, 111]])
+    assert prose.depth_trend_text(falling).endswith(
+        "The rank falls with depth, as the argument needs."
+    )
+
+
+def test_layer_order_text_says_whether_the_order_survives():
+    h = xr.DataArray(
+        [[10.0, 9.0, 8.0], [20.0, 19.0, 18.0], [30.0, 31.0, 25.0]],
+        dims=("n", "layer"),
+        coords={"n": [50, 100, 400], "layer": [1, 2, 3]},
+    )
+    text = prose.layer_order_text(h)
+    assert text.startswith("even the order of the layers changes with N (1 of the 2 steps")
+    assert "layers 1, 2 and 3 at N = 50; layers 2, 1 and 3 at N = 400" in text
+    kept = prose.layer_order_text(h.isel(n=[0, 1]))
+    assert (
+        kept
+        == "only the order of the layers is the same at every N: layers 1, 2 and 3, largest first"
+    )
+
+
+def test_subensemble_text_reads_random_and_consecutive_groups():
+    ratio = pd.DataFrame({"consecutive": [1.6, 2.1], "random": [0.81, 0.78]}, index=[15, 30])
+    text = prose.subensemble_text(ratio, 150)
+    assert "With 10 groups of 15 and 5 groups of 30" in text
+    assert "1.6 and 2.1 times the jackknife" in text and "±24 % and ±35 %" in text
+    assert "consecutive ones do not, and their excess grows with the group size" in text
+    both = prose.subensemble_text(ratio.assign(consecutive=[1.1, 0.9]), 150)
+    assert both.endswith("Both agree with the jackknife within that uncertainty.")
+    neither = prose.subensemble_text(ratio.assign(random=[2.0, 2.0]), 150)
+    assert "Even random groups disagree" in neither
+
+
+def test_retraining_text_says_what_reproduces():
+    final = pd.DataFrame(
+        {"identical": ["no", "yes"], "difference": [-0.0074, 0.0]}, index=["b-1", "e-1"]
+    )
+    losses = pd.DataFrame(
+        {
+            "architecture": ["baseline", "baseline", "ega", "ega"],
+            "val loss, whole split (L)": [1.50, 1.52, 1.51, 1.512],
+        },
+        index=["b-1", "b-2", "e-1", "e-2"],
+    )
+    text, takeaway = prose.retraining_text(final, {"b-1": True, "e-1": True}, losses)
+    assert "step-0 weights of b-1 and e-1 are identical, bit for bit" in text
+    assert "**The final weights** of e-1 are identical" in text
+    assert "differ by 0.0074 nats/char (b-1; its architecture's seeds span 0.020)" in text
+    assert text.endswith("less than the seeds of one architecture differ.")
+    assert takeaway.startswith("A second run of the same recipe starts from the same weights")
+    same = final.assign(identical=["yes", "yes"])
+    assert prose.retraining_text(same, {"b-1": True, "e-1": True}, losses)[1] == (
+        "A second run of the recipe reproduces the trained weights bit for bit."
+    )

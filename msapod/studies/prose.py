@@ -24,6 +24,7 @@ from .verdict.pages import loss_difference, loss_text
 
 __all__ = [
     "EGA_PAPER",
+    "architecture_overlap",
     "attention_scalogram",
     "causality_text",
     "coherency_checks",
@@ -31,8 +32,11 @@ __all__ = [
     "coherency_reading",
     "coherency_table",
     "convergence_text",
+    "depth_trend_text",
     "differences_text",
     "jackknife_text",
+    "layer_extremes",
+    "layer_order_text",
     "line_lengths",
     "llm_ensemble_facts",
     "llm_sink_facts",
@@ -43,6 +47,7 @@ __all__ = [
     "mode_table",
     "nan_rows_note",
     "overhead_summary",
+    "retraining_text",
     "revivals_text",
     "seeds_text",
     "separation_lines",
@@ -50,6 +55,7 @@ __all__ = [
     "sink_layers",
     "split_gap_text",
     "spread_summary",
+    "subensemble_text",
     "theorem1_text",
     "threshold_text",
     "training_summary",
@@ -878,3 +884,226 @@ def window_sensitivity(sens: xr.Dataset) -> str:
             + "."
         )
     return "\n".join([*lines, text])
+
+
+# --- sentences beside the per-layer figures -------------------------------------------
+
+
+def _layer_counts(layers: xr.DataArray) -> str:
+    """``"in layer 6 in 5 of the 8 models and in layer 2 in 3"`` from one layer per model."""
+    n = layers.sizes["model"]
+    counts = pd.Series(layers.values.astype(int)).value_counts().sort_index()
+    counts = counts.sort_values(ascending=False, kind="stable")
+    if len(counts) == 1:
+        return f"in layer {counts.index[0]} in all {n} models"
+    parts = [f"in layer {la} in {c}" for la, c in counts.items()]
+    parts[0] += f" of the {n} models"
+    return plots.enumeration(parts)
+
+
+def layer_extremes(values: xr.DataArray, what: str) -> str:
+    """Which layer holds each model's largest and which its smallest value, counted over
+    the models (``values`` over ``model`` and ``layer``; ``what`` names the quantity):
+    ``"T_spec is largest in layer 1 in all 8 models; it is smallest in layer 6 in 5 of the
+    8 models and in layer 2 in 3."``"""
+    v = values.transpose("model", "layer")
+    return (
+        f"{what} is largest {_layer_counts(v.idxmax('layer'))}; it is smallest "
+        f"{_layer_counts(v.idxmin('layer'))}."
+    )
+
+
+def architecture_overlap(values: xr.DataArray) -> str:
+    """Per layer, whether the ranges over the seeds of the two architectures overlap
+    (``values`` over ``model``, with an ``architecture`` coordinate, and ``layer``), as a
+    clause: ``"the seeds of the two architectures overlap in every layer"``."""
+    lo = values.groupby("architecture").min("model")
+    hi = values.groupby("architecture").max("model")
+    if lo.sizes["architecture"] != 2:
+        raise ValueError(f"values: expected two architectures, got {lo.sizes['architecture']}")
+    a, b = (lo.isel(architecture=i, drop=True) for i in (0, 1))
+    ha, hb = (hi.isel(architecture=i, drop=True) for i in (0, 1))
+    overlap = (a <= hb) & (b <= ha)
+    apart = [int(la) for la in overlap["layer"].values if not bool(overlap.sel(layer=la))]
+    if not apart:
+        return "the ranges over the seeds of the two architectures overlap in every layer"
+    together = [int(la) for la in overlap["layer"].values if int(la) not in apart]
+    head = f"overlap in layers {plots.enumeration(together)} and " if together else ""
+    return (
+        f"the ranges over the seeds of the two architectures {head}are apart in "
+        f"layer{'s' if len(apart) > 1 else ''} {plots.enumeration(apart)}"
+    )
+
+
+def depth_trend_text(H: xr.DataArray, early=(1, 2), deep=(5, 6)) -> str:
+    """Whether the effective rank ``H`` (over ``model`` and ``layer``) falls with depth,
+    the premise of C6, measured two ways: the least-squares slope over all layers and
+    models, and per model the mean of the ``deep`` layers against that of the ``early``
+    ones; and the layer of the lowest model-mean rank. Says how this differs from C5's
+    comparison (the early layers against the mean of all the others)."""
+    Hm = H.transpose("model", "layer")
+    layers = Hm["layer"].values
+    slope = float(np.polyfit(np.tile(layers, Hm.sizes["model"]), Hm.values.ravel(), 1)[0])
+    gap = Hm.sel(layer=list(deep)).mean("layer") - Hm.sel(layer=list(early)).mean("layer")
+    fewer = int((gap < 0).sum())
+    n = Hm.sizes["model"]
+    low = int(Hm.mean("model").idxmin("layer"))
+    e, d = (f"{s[0]}–{s[-1]}" if len(s) > 1 else str(s[0]) for s in (early, deep))
+    falls = slope < 0 and fewer > n / 2
+    text = (
+        f"C6's argument needs the effective rank to fall with depth, so that the deep layers "
+        f"need the fewest modes. C5's test above asks something narrower: whether layers {e} "
+        f"need more modes than the other layers on average. Over all {len(layers)} layers, "
+        f"$H^*(0.10)$ changes by {slope:+.1f} modes per layer (least-squares slope over all "
+        f"models); layers {d} need fewer modes than layers {e} in {fewer} of {n} models "
+        f"(deep minus early: {float(gap.min()):+.1f} to {float(gap.max()):+.1f} modes); "
+        f"the lowest mean rank is in layer {low}. "
+    )
+    if falls:
+        return text + "The rank falls with depth, as the argument needs."
+    where = (
+        f" The early layers can exceed the average of the others (C5) because the rank dips "
+        f"in layer {low}, not because it falls towards the deep layers."
+        if layers[0] < low < layers[-1]
+        else ""
+    )
+    return text + "The rank does not fall with depth, so the premise of the argument fails." + where
+
+
+def layer_order_text(values: xr.DataArray, dim: str = "n") -> str:
+    """Whether the layers keep their order (largest first) along ``dim`` (``values`` over
+    ``dim`` and ``layer``), as a clause: the order at every ``dim``, or how often it changes
+    and the orders at the first and the last."""
+    ns = [int(x) for x in values[dim].values]
+    orders = {
+        n: [int(la) for la in values.sel({dim: n}).to_pandas().sort_values(ascending=False).index]
+        for n in ns
+    }
+    changes = sum(orders[a] != orders[b] for a, b in zip(ns, ns[1:], strict=False))
+    if not changes:
+        return (
+            f"only the order of the layers is the same at every {dim.upper()}: layers "
+            f"{plots.enumeration(orders[ns[0]])}, largest first"
+        )
+    return (
+        f"even the order of the layers changes with {dim.upper()} ({changes} of the "
+        f"{len(ns) - 1} steps in {dim.upper()} change it); largest first, layers "
+        f"{plots.enumeration(orders[ns[0]])} at {dim.upper()} = {ns[0]}; layers "
+        f"{plots.enumeration(orders[ns[-1]])} at {dim.upper()} = {ns[-1]}"
+    )
+
+
+def subensemble_text(ratio: pd.DataFrame, n: int) -> str:
+    """What the sub-ensemble check of the jackknife shows (``ratio``: one row per group
+    size, columns ``"consecutive"`` and ``"random"``: the sub-ensemble estimate of the
+    standard error over the jackknife's, for groups of consecutive snippets and of
+    randomly drawn ones; ``n`` snippets in all). A spread of ``g`` group values is itself
+    uncertain by about :math:`1/\\sqrt{2(g-1)}`; the sentence says which estimates agree
+    with the jackknife within that, and what a difference between the two kinds of
+    groups means."""
+    sizes = [int(s) for s in ratio.index]
+    tol = pd.Series({s: 1 / np.sqrt(2 * (n // s - 1)) for s in sizes})
+    ok = {c: bool((abs(ratio[c] - 1) <= tol).all()) for c in ("consecutive", "random")}
+
+    def times(c):
+        return plots.enumeration([plots.number(float(ratio.loc[s, c]), 2) for s in sizes])
+
+    groups = plots.enumeration([f"{n // s} groups of {s}" for s in sizes])
+    bounds = plots.enumeration([f"±{100 * float(tol[s]):.0f} %" for s in sizes])
+    text = (
+        f"With {groups}, the sub-ensemble estimate is {times('consecutive')} times the "
+        f"jackknife for groups of consecutive snippets and {times('random')} times for "
+        f"groups drawn at random; the spread of so few groups is itself uncertain by about "
+        f"{bounds}. "
+    )
+    grows = bool(np.all(np.diff(ratio.loc[sizes, "consecutive"].to_numpy()) > 0))
+    if ok["random"] and not ok["consecutive"]:
+        return text + (
+            "Random groups agree with the jackknife within that; consecutive ones do not"
+            + (", and their excess grows with the group size" if grows else "")
+            + ". So the excess is not the small-$N$ effect of a group removing its own mean "
+            "(that would shrink as the groups grow, and would show in random groups too): "
+            "the ensemble's snippets are sorted by their place in the text, so a group of "
+            "consecutive snippets covers one stretch of the play, and stretches differ "
+            "more than random draws do. The jackknife treats the "
+            "snippets as independent draws from the whole split, as the random groups do, "
+            "and agrees with them."
+        )
+    if ok["random"] and ok["consecutive"]:
+        return text + "Both agree with the jackknife within that uncertainty."
+    return text + (
+        "Even random groups disagree with the jackknife by more than that: the scaling by "
+        "the square root of the group size does not hold for the centroid at these sizes "
+        "(it is a nonlinear function of the ensemble, and each group removes its own mean)."
+    )
+
+
+def retraining_text(
+    final: pd.DataFrame, init_identical: dict, losses: pd.DataFrame | None = None
+) -> tuple[str, str]:
+    """What a second run of the training recipe reproduces: the initialisation
+    (``init_identical``: per model, whether the retraining's step-0 weights have the sha256
+    of the weights the seed gives) and the final weights (``final``:
+    :func:`msapod.studies.measure.trajectory.final_comparison`), with the loss difference
+    against the range of the whole-split loss over the seeds of the model's architecture
+    (``losses``: :func:`loss_table` of the models' zoo; default: read from the zoo that
+    holds the first model). Returns a Markdown list and a one-sentence takeaway."""
+    models = list(final.index)
+    if losses is None:
+        from ..models import zoo
+
+        name = next(z for z, members in zoo.ZOOS.items() if models[0] in members)
+        losses = loss_table(zoo.trained(zoo=name))
+    same_init = [m for m in models if init_identical[m]]
+    same_end = [m for m in models if final.loc[m, "identical"] == "yes"]
+    other_end = [m for m in models if m not in same_end]
+    split = "val loss, whole split (L)"
+    spread = losses.groupby("architecture")[split].agg(lambda x: x.max() - x.min())
+    rng = {m: float(spread[losses.loc[m, "architecture"]]) for m in models}
+    lines = [
+        "* **The initialisation**: the step-0 weights of "
+        + (
+            f"{plots.enumeration(same_init)} are identical, bit for bit (sha256), to the "
+            "weights their seed gives, made again here."
+            if same_init == models
+            else f"{plots.enumeration([m for m in models if m not in same_init])} differ "
+            "from the weights their seed gives (sha256)."
+        )
+    ]
+    if same_end:
+        lines.append(
+            f"* **The final weights** of {plots.enumeration(same_end)} are identical, bit "
+            "for bit, to the shipped ones."
+        )
+    if other_end:
+        gaps = plots.enumeration(
+            [
+                f"{plots.number(abs(float(final.loc[m, 'difference'])), 2)} nats/char ({m}; "
+                f"its architecture's seeds span {plots.number(rng[m], 2)})"
+                for m in other_end
+            ]
+        )
+        smaller = all(abs(float(final.loc[m, "difference"])) < rng[m] for m in other_end)
+        lines.append(
+            f"* **The final weights** of {plots.enumeration(other_end)} differ from the "
+            f"shipped ones (sha256). Their whole-split validation losses differ by {gaps}: "
+            + (
+                "less than the seeds of one architecture differ."
+                if smaller
+                else "not less than the seeds of one architecture differ."
+            )
+        )
+    if not other_end:
+        takeaway = "A second run of the recipe reproduces the trained weights bit for bit."
+    else:
+        start = (
+            "starts from the same weights, bit for bit, but ends" if same_init == models else "ends"
+        )
+        takeaway = f"A second run of the same recipe {start} in other weights (sha256)" + (
+            ", with a validation loss closer to the first run's than the seeds' losses "
+            "are to each other: the recipe reproduces the loss to within the seed "
+            "spread, not the bits."
+            if all(abs(float(final.loc[m, "difference"])) < rng[m] for m in other_end)
+            else "."
+        )
+    return "\n".join(lines), takeaway

@@ -116,7 +116,7 @@ READING_TAGS: dict[str, tuple[str, str]] = {
     "field": ("paper", "the paper writes the scalogram of the attention, |W_psi[A](a, b)|^2"),
     "normalisation": (
         "book",
-        "the paper gives no normalisation; E(a)/a (Liu et al. 2007) puts a sinusoid's peak "
+        "the paper gives no normalisation; E(a)/a (the rectified spectrum) puts a sinusoid's peak "
         "at its period",
     ),
     "scale_min": (
