@@ -1558,7 +1558,8 @@ def along_training(
             up = upper.sel({hue: cat}).transpose("step").values
             for xi, a, b in zip(x + offsets[k], lo, up, strict=True):
                 ax.plot([xi, xi], [a, b], color=st["color"], lw=1.0, alpha=0.8)
-    ax.set_xticks(x, [str(s) for s in steps])
+    # many steps in a narrow panel: labels upright would run together
+    ax.set_xticks(x, [str(s) for s in steps], rotation=90 if len(steps) > 6 else 0)
     ax.set_xlabel("training step")
     if ylabel:
         ax.set_ylabel(ylabel)

@@ -589,7 +589,8 @@ def test_the_scorecard_names_the_direction_of_the_joint_test():
     def row(p, direction):
         return xr.Dataset({"joint_p": p, "joint_direction": direction})
 
-    assert joint_words(row(1 / 70, "against")) == "against p = 0.014"
-    assert joint_words(row(0.01, "for")) == "for p = 0.01"
-    assert joint_words(row(1.0, "for")) == "for p = 1"
+    assert joint_words(row(1 / 70, "against")) == "against the claim, two-sided p-value 0.014"
+    assert joint_words(row(0.01, "for")) == "for the claim, two-sided p-value 0.01"
+    # not significant: no direction named (the nearer side of a null is not evidence)
+    assert joint_words(row(1.0, "for")) == "two-sided p-value 1, neither direction"
     assert joint_words(row(np.nan, "")) == "—"

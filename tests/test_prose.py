@@ -144,7 +144,8 @@ def test_ega_sentences():
         tab.assign(**{"max change, rows <= i0": 0.1})
     )
     table, text = prose.overhead_summary({128: (1000, 1010), 256: (4000, 4010)})
-    assert table.loc[128, "extra"] == 10 and table.loc[256, "overhead %"] == pytest.approx(0.25)
+    assert table.loc[128, "extra"] == "10" and table.loc[256, "standard"] == "4,000"
+    assert table.loc[256, "overhead %"] == pytest.approx(0.25)
     assert "1.00 % (the bound of 0.26 % **exceeded**)" in text and "**met**" in text
     t = xr.DataArray(
         np.full((2, 1, 4), 0.36), dims=("model", "layer", "head"), coords={"model": ["e1", "e2"]}

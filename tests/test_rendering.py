@@ -97,4 +97,13 @@ def test_the_joint_test_names_a_direction_only_when_significant():
     )
     assert "neither direction" in cl._joint_words("L", mv)
     assert "for the claim" not in cl._joint_words("L", mv)
-    assert "against the claim, two-sided $p = 0.01$" in cl._joint_words("C9", mv)
+    assert "against the claim, two-sided p-value 0.01" in cl._joint_words("C9", mv)
+
+
+def test_a_range_of_scales_marks_its_bounds():
+    from msapod.studies.verdict.rules import _bounded_range
+
+    assert _bounded_range([9.3, 9.3], [-1, -1]) == "≤ 9.3"
+    assert _bounded_range([3.0, 84.2], [-1, 0]) == "≤ 3.0–84.2"
+    assert _bounded_range([5.0, 128.0], [0, 1]) == "5.0–≥ 128.0"
+    assert _bounded_range([np.nan], [0]) == "—"

@@ -484,7 +484,7 @@ def overhead_summary(sizes: dict) -> tuple[pd.DataFrame, str]:
             for d, (s, e) in sizes.items()
         }
     ).T.rename_axis("d_model")
-    table[["standard", "EGA", "extra"]] = table[["standard", "EGA", "extra"]].astype(int)
+    counts = table[["standard", "EGA", "extra"]].astype(int)
     parts = [
         f"$d_{{\\text{{model}}}} = {d}$: {int(r['extra']):,} extra parameters, "
         f"{plots.number(r['overhead %'])} % (the bound of {bound} % "
@@ -497,6 +497,8 @@ def overhead_summary(sizes: dict) -> tuple[pd.DataFrame, str]:
         + ". The gate grows like $d_{\\text{model}}$, the rest of the model like "
         "$d_{\\text{model}}^2$."
     )
+    for col in counts:  # parameter counts with thousands separators
+        table[col] = [f"{int(x):,}" for x in counts[col]]
     return table, text
 
 

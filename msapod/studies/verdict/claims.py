@@ -24,24 +24,31 @@ from ..measure.evidence import FIXED_K
 from ..registry import REGISTRY
 
 __all__ = [
+    "AXIS_NAMES",
     "CLAIMS",
     "CLAIM_PARTS",
     "KINDS",
-    "VERDICT_MEANING",
-    "headline",
-    "names",
+    "READING_WORDS",
+    "REVERSED",
     "ROBUST_SHARE",
     "VERDICTS",
+    "VERDICT_MEANING",
     "Z95",
+    "axis_flips",
     "case_counts",
+    "claim_reading",
     "classify",
     "combine",
     "fmt_num",
     "fmt_range",
+    "headline",
+    "joint_text",
     "layer_span",
-    "axis_flips",
     "main_numbers",
     "main_verdict",
+    "names",
+    "reading_axes",
+    "reading_words",
     "robustness",
     "show_verdict",
     "spec_outcome",
@@ -537,9 +544,24 @@ READING_WORDS = {
 }
 
 
+def reading_axes(claim: str, spec: dict) -> tuple[str, ...]:
+    """The axes ``claim``'s verdict depends on under ``spec``: its registry ``axes``, or
+    fewer under a reading of its ``varies_with`` (C4's windows on the paper's lags have
+    a width but no centre)."""
+    c = REGISTRY[claim]
+    for (axis, value), keep in c.varies_with.items():
+        if spec[axis] == value:
+            return tuple(a for a in c.axes if a in (axis, *keep))
+    return c.axes
+
+
 def reading_words(spec: dict, axes, tags: dict | None = None) -> str:
     """The reading ``spec`` of ``axes`` in words (:data:`READING_WORDS`), each followed by
-    its tag ("paper" or "book") where ``tags`` gives one; "" for no axes."""
+    its tag ("paper" or "book") where ``tags`` gives one; "" for no axes. Windows are on
+    the paper's lags only where ``axes`` has ``c4_window`` (others sit at a* and their
+    width reads in units of a*)."""
+    if "c4_window" not in axes:
+        spec = {**spec, "c4_window": "dominant scale"}
     parts = []
     for a in axes:
         if a in spec:
@@ -556,6 +578,8 @@ def claim_reading(claim: str, mv) -> str:
     tags = json.loads(str(mv.attrs.get("reading_tags", "{}")) or "{}")
     spec = json.loads(str(mv.attrs.get("main_specification", "{}")) or "{}")
     axes = [a for a in str(mv["axes"].sel(claim=claim).values).split(",") if a]
+    if claim in REGISTRY and spec:
+        axes = [a for a in reading_axes(claim, spec) if a in axes]
     return reading_words(spec, axes, {a: tags.get(a, {"tag": "book"}) for a in axes})
 
 
@@ -620,18 +644,27 @@ def verdict_markdown(claim: str, mv, zoo: str | None = None) -> str:
     return head + body + "\n```"
 
 
+def joint_text(p: float, direction: str) -> str:
+    """The two-sided joint test of a claim's curve in words: ``"against the claim,
+    two-sided p-value 0.01"`` when significant (below 0.05), ``"two-sided p-value 0.19,
+    neither direction"`` otherwise, ``"no joint test"`` for NaN (the scorecard's column and the
+    verdict boxes)."""
+    if not np.isfinite(p):
+        return "no joint test"
+    if p < 0.05 and direction in ("for", "against"):
+        return f"{direction} the claim, two-sided p-value {p:.2g}"
+    return f"two-sided p-value {p:.2g}, neither direction"
+
+
 def _joint_words(claim: str, mv) -> str:
-    """``"; joint test over the curve: against the claim, p = 0.03"`` (or that there is
-    none), from the curve's two-sided joint test (``joint_p``, ``joint_direction``)."""
+    """``"; joint test over the curve: ..."`` (:func:`joint_text`) from the curve's
+    ``joint_p`` and ``joint_direction``; ``"; no joint test"`` without one."""
     if "joint_p" not in mv or claim not in mv["joint_p"]["claim"].values:
         return "; no joint test"
     p = float(mv["joint_p"].sel(claim=claim))
-    if not np.isfinite(p):
-        return "; no joint test"
     way = str(mv["joint_direction"].sel(claim=claim).values) if "joint_direction" in mv else ""
-    if p >= 0.05 or way not in ("for", "against"):
-        return f"; joint test over the curve: two-sided $p = {p:.2g}$ (neither direction)"
-    return f"; joint test over the curve: {way} the claim, two-sided $p = {p:.2g}$"
+    text = joint_text(p, way)
+    return "; " + text if text == "no joint test" else "; joint test over the curve: " + text
 
 
 #: The page that states every rule; each rule has the label ``rule-<claim>`` there,

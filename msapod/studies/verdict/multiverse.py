@@ -79,7 +79,7 @@ from ..measure.evidence import (
     window_gram,
 )
 from ..registry import REGISTRY, SCALE_AXES
-from .claims import CLAIMS, reading_words
+from .claims import CLAIMS, reading_axes, reading_words
 from .rules import PAPER_LAGS, RULES, THRESHOLDS, Outcome, rule_dominant_scale
 
 __all__ = [
@@ -209,21 +209,12 @@ def _applies(claim: str, spec: dict) -> bool:
 def _in_subgrid(claim: str, spec: dict) -> bool:
     """Whether ``spec`` is one of the claim's readings: under a reading of the registry's
     ``varies_with`` only its axes vary (the others at the default reading)."""
-    used = _reading_axes(claim, spec)
+    used = reading_axes(claim, spec)
     return all(spec[a] == MAIN_SPEC[a] for a in CLAIM_AXES[claim] if a not in used)
 
 
 def _where(claim: str, spec: dict) -> str:
-    return reading_words(spec, _reading_axes(claim, spec)) or "one reading"
-
-
-def _reading_axes(claim: str, spec: dict) -> tuple[str, ...]:
-    """The axes the claim's verdict depends on under ``spec`` (its registry ``axes``, or
-    fewer under a reading of its ``varies_with``)."""
-    for (axis, value), keep in REGISTRY[claim].varies_with.items():
-        if spec[axis] == value:
-            return tuple(a for a in CLAIM_AXES[claim] if a in (axis, *keep))
-    return CLAIM_AXES[claim]
+    return reading_words(spec, reading_axes(claim, spec)) or "one reading"
 
 
 #: The evidence of C4 (``(..., layer, paper_layer)``); the ``*_se`` are optional. In the

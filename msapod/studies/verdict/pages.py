@@ -364,7 +364,7 @@ def joint_summary(mv, claims) -> str:
             "is significant for no claim, in either direction. "
         )
     parts = [
-        f"{w} {cl.names(ids)} (p = {', '.join(f'{p[c]:.2g}' for c in ids)})"
+        f"{w} {cl.names(ids)} (p-value {', '.join(f'{p[c]:.2g}' for c in ids)})"
         for w, ids in groups.items()
         if ids
     ]
@@ -420,7 +420,7 @@ def assurance(card, mv) -> str:
         same = [
             c
             for c in top
-            if card.loc[c, "verdict"] != "does not hold"
+            if card.loc[c, "verdict"] in ("holds", "partly")
             and str(card.loc[c, col]).startswith(str(card.loc[c, "verdict"]))
         ]
         if same:
@@ -873,8 +873,9 @@ def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
         f"{float(c.max()) / cpt:.2f} tokens) in all {n} layers: a spread of "
         f"{float(c.max() - c.min()):.1f} characters (rank correlation with depth {rho:+.2f}), "
         f"where C1 and C2 describe a move from at most {c1:g} to at least {c2:g}. The "
-        f"dominant scale is the finest one, {finest:g} tokens, in {int((dom == finest).sum())} "
-        f"of {n} layers: the spectrum falls from the finest scale on. There is **no "
+        f"spectrum's maximum is at the grid's finest scale, a dominant scale of at most "
+        f"{finest:g} tokens (a bound), in {int((dom == finest).sum())} of {n} layers: the "
+        "spectrum falls from the finest scale on. There is **no "
         "fine-to-coarse organisation across depth** to speak of: early and late layers put "
         f"their fluctuation energy at about the same scales, {float(c.mean()) / cpt:.0f} "
         f"tokens ({float(c.mean()):.0f} characters). The zoo's centroids "
@@ -886,14 +887,14 @@ def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
 
 def llm_table(rows) -> str:
     """The LLM's scorecard rows (:func:`~msapod.studies.verdict.scorecard.llm_rows`) as a
-    Markdown table: claim, the paper's words, the measurement, the verdict (bold) and the
-    rule."""
+    Markdown table, the key columns first (on a phone the rest scrolls): claim, the
+    verdict (bold), the paper's words, the measurement and the rule."""
     lines = [
-        "| claim | the paper says | we measure (SmolLM2) | verdict (SmolLM2) | rule |",
+        "| claim | verdict (SmolLM2) | the paper says | we measure (SmolLM2) | rule |",
         "|---|---|---|---|---|",
     ]
     lines += [
-        f"| {r['claim']} | {r['paper']} | {r['measured']} | **{r['verdict']}** | {r['rule']} |"
+        f"| {r['claim']} | **{r['verdict']}** | {r['paper']} | {r['measured']} | {r['rule']} |"
         for r in rows
     ]
     return "\n".join(lines)

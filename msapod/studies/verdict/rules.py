@@ -445,10 +445,25 @@ def _bound_words(es: xr.DataArray) -> list[str]:
     return bounds
 
 
-def _scale_measured(name: str, span: str, s, bounds: list[str], shift) -> str:
-    """C1's or C2's measured values: the scales of the claimed layers and the late/early
-    ratio per model."""
-    measured = f"{name}, layers {span}: {fmt_range(s)} characters" + (
+def _bounded_range(s, es) -> str:
+    """The range of the scales ``s`` with an end that is a bound marked as one (``es``
+    the edge side per case: -1 at the grid's first scale, +1 at its last)."""
+    v, side = np.asarray(s, float).ravel(), np.asarray(es).ravel()
+    ok = np.isfinite(v)
+    if not ok.any():
+        return "—"
+    i, j = (int(np.flatnonzero(ok)[f(v[ok])]) for f in (np.argmin, np.argmax))
+    lo, hi = (
+        ("≤ " if side[k] < 0 else "≥ " if side[k] > 0 else "") + fmt_num(v[k], "{:.1f}")
+        for k in (i, j)
+    )
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def _scale_measured(name: str, span: str, s, es, bounds: list[str], shift) -> str:
+    """C1's or C2's measured values: the scales of the claimed layers (bounds marked
+    "≤" / "≥") and the late/early ratio per model."""
+    measured = f"{name}, layers {span}: {_bounded_range(s, es)} characters" + (
         f" ({', '.join(bounds)}: read as bounds)" if bounds else ""
     )
     if shift is not None:
@@ -614,7 +629,7 @@ def rule_dominant_scale(
     return Outcome(
         claim,
         combine_core(core, cells) if core.size else combine(cells),
-        _scale_measured(name, span, s, bounds, shift),
+        _scale_measured(name, span, s, es, bounds, shift),
         _scale_rule_text(name, target, span, groups, where),
         counts,
         reason="; ".join(bounds) + (" (bounds)" if bounds else ""),
@@ -792,13 +807,18 @@ def _disjoint(value, first, second) -> tuple[list, list] | None:
 
 
 def _contrast_text(c: xr.Dataset | None, fmt: str) -> str:
-    """Per model ``value [lower, upper]`` of a contrast (``"—"`` without one)."""
+    """Per model ``value [lower, upper]`` of a contrast with the interval its decision
+    reads (``read_lower``, ``read_upper``: Holm across the models, said so; else the 95 %
+    one); ``"—"`` without one."""
     if c is None:
         return "—"
-    return ", ".join(
+    read = "read_lower" in c
+    lo, up = (c["read_lower"], c["read_upper"]) if read else (c["lower"], c["upper"])
+    text = ", ".join(
         f"{fmt_num(v, fmt)} {_fmt_iv(float(lo_), float(up_), fmt)}"
-        for v, lo_, up_ in zip(c["value"], c["lower"], c["upper"], strict=True)
+        for v, lo_, up_ in zip(c["value"], lo, up, strict=True)
     )
+    return text + (f" ({HOLM_WORDS})" if read else "")
 
 
 def _layer_intervals(lo, up, layers, se, fmt: str) -> str:

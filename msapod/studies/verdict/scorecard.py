@@ -28,7 +28,7 @@ import pandas as pd
 import xarray as xr
 
 from ..registry import REGISTRY
-from .claims import CLAIM_PARTS, CLAIMS, VERDICTS, classify, combine
+from .claims import CLAIM_PARTS, CLAIMS, VERDICTS, classify, combine, joint_text
 
 __all__ = ["PAGES", "VERDICTS", "classify", "combine", "zoo_scorecard"]
 
@@ -153,13 +153,13 @@ SAME_HOLDS = {
 def joint_words(row: xr.Dataset) -> str:
     """A claim's joint test over the curve (one claim of
     :func:`msapod.studies.verdict.curve.multiverse_study`) in the scorecard's words: the
-    direction and its p-value, "against p = 0.01" (``joint_direction``, ``joint_p``);
-    "—" without a test."""
+    words of :func:`~msapod.studies.verdict.claims.joint_text` (``joint_direction``,
+    ``joint_p``); "—" without a test."""
     p = float(row["joint_p"])
     if not np.isfinite(p):
         return "—"
     direction = str(row["joint_direction"].values) if "joint_direction" in row else ""
-    return f"{direction} p = {p:.2g}".strip()
+    return joint_text(p, direction)
 
 
 def _curve_columns(card: pd.DataFrame, mv: xr.Dataset) -> None:
