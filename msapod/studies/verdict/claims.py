@@ -52,6 +52,7 @@ __all__ = [
     "robustness",
     "show_verdict",
     "spec_outcome",
+    "spec_row",
     "verdict_legend",
     "verdict_markdown",
     "verdict_shares",
@@ -255,34 +256,39 @@ def main_verdict(claim: str, mv, zoo: str | None = None) -> str:
     return str(main["verdict"].values[0])
 
 
-def main_numbers(claim: str, mv, zoo: str | None = None):
-    """The default reading's key statistic of ``claim`` per ``(model, layer)`` with its
-    95 % interval (``stat``, ``lower``, ``upper``), for numbers a page shows next to the
-    verdict."""
-    sub, z = _claim_specs(claim, mv, zoo)
-    row = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
+def main_numbers(claim: str, mv, zoo: str | None = None, **axes):
+    """The key statistic of ``claim`` per ``(model, layer)`` with its interval (``stat``,
+    ``lower``, ``upper``) under the default reading, or the one that differs from it in
+    ``axes`` (:func:`spec_row`), for numbers a page shows next to the verdict."""
+    row, z = spec_row(claim, mv, zoo, **axes)
     models = [
         m for m, mz in zip(mv["model"].values, mv["model_zoo"].values, strict=True) if mz == z
     ]
     return row[["stat", "lower", "upper"]].sel(model=models).reset_coords(drop=True)
 
 
-def spec_outcome(claim: str, mv, zoo: str | None = None, **axes) -> dict:
-    """The claim's outcome under the specification that differs from the default reading
-    only in ``axes`` (e.g. ``n=400``): ``verdict``, ``measured``, ``cases``, ``rule``,
-    ``reason`` (decided by the rule, read from the curve)."""
-    sub, _ = _claim_specs(claim, mv, zoo)
+def spec_row(claim: str, mv, zoo: str | None = None, **axes):
+    """The claim's row of the curve ``mv`` under the specification that differs from the
+    default reading only in ``axes`` (e.g. ``n=400``), and its zoo: ``(row, zoo)``;
+    LookupError when no single specification matches."""
     import json
 
-    main = json.loads(str(mv.attrs.get("main_specification", "{}")) or "{}")
-    want = {**main, **axes}
+    sub, z = _claim_specs(claim, mv, zoo)
+    want = {**json.loads(str(mv.attrs.get("main_specification", "{}")) or "{}"), **axes}
     keep = np.ones(sub.sizes["spec"], bool)
     for a, v in want.items():
         if a in sub.coords:
             keep &= sub[a].values == np.asarray(v, dtype=sub[a].dtype)
     if keep.sum() != 1:
         raise LookupError(f"axes: no single specification of {claim} with {axes}")
-    row = sub.isel(spec=int(np.flatnonzero(keep)[0]))
+    return sub.isel(spec=int(np.flatnonzero(keep)[0])), z
+
+
+def spec_outcome(claim: str, mv, zoo: str | None = None, **axes) -> dict:
+    """The claim's outcome under the specification that differs from the default reading
+    only in ``axes`` (:func:`spec_row`): ``verdict``, ``measured``, ``cases``, ``rule``,
+    ``reason`` (decided by the rule, read from the curve)."""
+    row, _ = spec_row(claim, mv, zoo, **axes)
     return {k: str(row[k].values) for k in ("verdict", "measured", "cases", "rule", "reason")}
 
 

@@ -47,7 +47,6 @@ __all__ = [
     "other_zoos",
     "page_links",
     "reading_note",
-    "reading_numbers",
     "readings_table",
     "reasons",
     "rule_parts",
@@ -99,28 +98,6 @@ def reading_note(mv, claims) -> str:
     )
 
 
-def reading_numbers(claim: str, mv, zoo: str | None = None, **axes) -> xr.Dataset:
-    """The key statistic of ``claim`` per ``(model, layer)`` with its 95 % interval
-    (``stat``, ``lower``, ``upper``) under the specification that differs from the
-    default reading only in ``axes`` (none: the default reading,
-    :func:`~msapod.studies.verdict.claims.main_numbers`)."""
-    if not axes:
-        return cl.main_numbers(claim, mv, zoo)
-    sub, z = cl._claim_specs(claim, mv, zoo)
-    want = {**json.loads(str(mv.attrs.get("main_specification", "{}")) or "{}"), **axes}
-    keep = np.ones(sub.sizes["spec"], bool)
-    for a, v in want.items():
-        if a in sub.coords:
-            keep &= sub[a].values == np.asarray(v, dtype=sub[a].dtype)
-    if keep.sum() != 1:
-        raise LookupError(f"axes: no single specification of {claim} with {axes}")
-    row = sub.isel(spec=int(np.flatnonzero(keep)[0]))
-    models = [
-        m for m, mz in zip(mv["model"].values, mv["model_zoo"].values, strict=True) if mz == z
-    ]
-    return row[["stat", "lower", "upper"]].sel(model=models).reset_coords(drop=True)
-
-
 def interval_text(stat: float, lower: float, upper: float, sig: int = 3) -> str:
     """One estimate with its 95 % interval: ``"93.7 [91.7, 95.7]"``; a bound (an interval
     open at 0 or at infinity that ends at the estimate, a maximum at the grid's edge)
@@ -143,8 +120,9 @@ def interval_table(
 ) -> pd.DataFrame:
     """The key statistic of ``claim`` with its 95 % interval (:func:`interval_text`), one
     row per model and one column per layer (default: every layer), under the default
-    reading or the one that differs from it in ``axes`` (:func:`reading_numbers`)."""
-    n = reading_numbers(claim, mv, zoo, **axes)
+    reading or the one that differs from it in ``axes``
+    (:func:`~msapod.studies.verdict.claims.main_numbers`)."""
+    n = cl.main_numbers(claim, mv, zoo, **axes)
     if layers is not None:
         n = n.sel(layer=list(layers))
     rows = {
@@ -191,7 +169,7 @@ def claim_counts(claim: str, mv, zoo: str | None = None, **axes) -> dict:
     ``bounds`` (values that are a bound: a maximum at the grid's edge,
     :func:`interval_text`) and ``total``."""
     c = REGISTRY[claim]
-    n = reading_numbers(claim, mv, zoo, **axes)
+    n = cl.main_numbers(claim, mv, zoo, **axes)
     if c.layers is not None:
         n = n.sel(layer=[la for la in c.layers if la in n["layer"].values])
     st, lo, up = (n[k].values.ravel() for k in ("stat", "lower", "upper"))
@@ -807,7 +785,7 @@ def c5_lines(mv, zoo: str | None = None) -> str:
     instead (the contrast), and the later layers' :math:`H^*` against "about 91" with
     the rule's cases and where the paper's own number lies against the intervals."""
     c = REGISTRY["C5"]
-    n = reading_numbers("C5", mv, zoo)["stat"]
+    n = cl.main_numbers("C5", mv, zoo)["stat"]
     early, late = n.sel(layer=[1, 2]), n.sel(layer=list(c.layers))
     parts = rule_parts("C5", mv, zoo)
     sub, _ = cl._claim_specs("C5", mv, zoo)
@@ -910,7 +888,7 @@ def c3_lines(mv, top5: xr.DataArray, zoo: str | None = None) -> str:
     "concentrated", the share of the energy in the first five modes (``top5``, dims
     ``(model, layer)``)."""
     c = REGISTRY["C3"]
-    n = reading_numbers("C3", mv, zoo)["stat"]
+    n = cl.main_numbers("C3", mv, zoo)["stat"]
     early, late = n.sel(layer=list(c.layers)), n.sel(layer=[5, 6])
     parts = rule_parts("C3", mv, zoo)
     conc = top5.sel(layer=[5, 6]).mean("layer") > top5.sel(layer=list(c.layers)).mean("layer")

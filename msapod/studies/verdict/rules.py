@@ -1201,14 +1201,21 @@ C4_PLACEMENT = {
 }
 
 
-def _c4_rule_text(mode: str, se_df, where: str, placement: str) -> str:
-    """C4's rule in words for one way of forming the intervals."""
-    kind = {
-        "jackknife": _jack_words(se_df) + ", Holm across cases",
-        "seeds": "per layer the mean over seeds, 95 % Student-t intervals over seeds, "
-        "Holm across layers",
+def _mode_words(mode: str, se_df, log: bool) -> str:
+    """How C4's and C9's rules form their intervals (``mode``: ``"jackknife"`` per model
+    and layer, ``"seeds"`` per layer over seeds, ``"point"``), in words."""
+    scale = " (log scale)" if log else ""
+    return {
+        "jackknife": _jack_words(se_df) + scale + ", Holm across cases",
+        "seeds": f"per layer the {'geometric ' if log else ''}mean over seeds, 95 % Student-t "
+        f"intervals over seeds{scale}, Holm across layers",
         "point": "point values",
     }[mode]
+
+
+def _c4_rule_text(mode: str, se_df, where: str, placement: str) -> str:
+    """C4's rule in words for one way of forming the intervals."""
+    kind = _mode_words(mode, se_df, log=False)
     per = "every layer 2, 4, 6" if mode == "seeds" else "every model and layer 2, 4, 6"
     return (
         f"share of mode 1's lag energy inside the paper's lags ≥ {REGISTRY['C4'].low:g} and above "
@@ -1766,12 +1773,7 @@ class _C9Cases:
 
 def _c9_rule_text(mode: str, se_df, margin: float, where: str) -> str:
     """C9's rule in words for one way of forming the intervals."""
-    kind = {
-        "jackknife": _jack_words(se_df) + " (log scale), Holm across cases",
-        "seeds": "per layer the geometric mean over seeds, 95 % Student-t interval over seeds "
-        "(log scale), Holm across layers",
-        "point": "point values",
-    }[mode]
+    kind = _mode_words(mode, se_df, log=True)
     per = "every layer" if mode == "seeds" else "every model and layer"
     return (
         f"windowed mode 1 narrower in scale than plain mode 1 by the margin: ratio < "
