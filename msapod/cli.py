@@ -417,8 +417,12 @@ def _add_zoo(sub) -> None:
 def _add_extract(sub) -> None:
     e = sub.add_parser("extract", help="fill the attention-field cache of a zoo model")
     e.add_argument("name", help="zoo model name")
-    e.add_argument("--n", type=int, default=150, help="snapshots (default 150)")
-    e.add_argument("--length", type=int, default=256, help="characters (default 256)")
+    from .models.data import N_SNAPSHOTS, SNIPPET_LENGTH
+
+    e.add_argument("--n", type=int, default=N_SNAPSHOTS, help="snapshots (default %(default)s)")
+    e.add_argument(
+        "--length", type=int, default=SNIPPET_LENGTH, help="characters (default %(default)s)"
+    )
     e.add_argument("--seed", type=int, default=0, help="ensemble seed (default 0)")
     e.add_argument("--layers", type=int, nargs="+", help="1-based layers (default all)")
     e.add_argument("--batch-size", type=int, default=16, help="snapshots per pass")

@@ -1,15 +1,17 @@
 """Proper Orthogonal Decomposition of (scale-filtered) attention fluctuations.
 
 Method of snapshots (Sirovich 1987). With N snapshots u_s, each a field of P entries, the
-snapshot matrix X (N x P) gives the Gram matrix ``K = X X^T / N`` (N x N, accumulated in
-float64). Its eigenpairs ``K v_k = lambda_k v_k`` give
+snapshot matrix X (N x P) gives the Gram matrix ``G = X X^T / N`` (N x N, accumulated in
+float64). Its eigenpairs ``G xihat_k = lambda_k xihat_k``, with unit eigenvectors ``xihat_k``
+over the snapshots, give
 
 * **eigenvalues** ``lambda_1 >= lambda_2 >= ... >= 0``: the variance per mode; their sum is
   the ensemble-mean squared norm ``(1/N) sum_s ||u_s||^2`` (the total "energy"),
-* **modes** ``phi_k = X^T v_k / sqrt(N lambda_k)``: orthonormal fields,
+* **modes** ``phi_k = X^T xihat_k / sqrt(N lambda_k)``: orthonormal fields,
   ``sum_ij phi_k(i,j) phi_l(i,j) = delta_kl``,
-* **coefficients** ``a_k(s) = <u_s, phi_k> = sqrt(N lambda_k) v_k(s)``, with
-  ``(1/N) sum_s a_k(s)^2 = lambda_k``.
+* **coefficients** ``xi_k(s) = <u_s, phi_k> = sqrt(N lambda_k) xihat_k(s)``, with
+  ``(1/N) sum_s xi_k(s)^2 = lambda_k`` (the paper writes ``a_k``; ``a`` is the Morlet scale
+  here; the results' ``normalisation`` attribute keeps the paper's ``a_k``).
 
 Theorem 1 (POD optimality; Lumley 1967, Holmes-Lumley-Berkooz ch. 3, Eckart-Young): the
 first K modes minimise ``(1/N) sum_s ||u_s - P_K u_s||^2`` over all orthonormal bases of
@@ -17,7 +19,7 @@ size K, and the minimum is ``sum_{k > K} lambda_k``. :func:`reconstruction_error
 
 Scale-selective POD of a Gaussian lag window w (PAPER.md step 6) decomposes
 ``u^(w)(i, j) = w(i - j) u(i, j)``. Its Gram matrix is
-``K^(w) = (1/N) sum_tau w(tau)^2 G_tau`` with the per-lag Gram tensor
+``G^(w) = (1/N) sum_tau w(tau)^2 G_tau`` with the per-lag Gram tensor
 ``G_tau[s, t] = sum_{i - j = tau} u_s(i, j) u_t(i, j)``, so all windows (and the plain POD,
 w = 1) share one pass over the data.
 

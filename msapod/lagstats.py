@@ -10,9 +10,9 @@ two second-moment objects carry the whole method:
   :func:`msapod.wavelets.scale_spectrum_operator`) is a quadratic form of them, and so is
   every leave-one-out replicate;
 * the **per-lag Gram tensor** ``G(tau)[s, t] = sum_i r_{s,i}(tau) r_{t,i}(tau)``: every
-  Gaussian window w has the Gram matrix ``K^(w) = sum_tau w(tau)^2 G(tau) / N``
+  Gaussian window w has the Gram matrix ``G^(w) = sum_tau w(tau)^2 G(tau) / N``
   (:func:`window_grams`), whose eigenpairs are the scale-selective POD (w = 1: the plain
-  POD), and mode k's lag energy is ``w(tau)^2 v_k^T G(tau) v_k`` (:func:`mode_lag_energy`).
+  POD), and mode k's lag energy is ``w(tau)^2 xihat_k^T G(tau) xihat_k`` (:func:`mode_lag_energy`).
 
 :class:`LagStats` holds them for one in-memory ensemble and runs Gram -> eigensolve ->
 project (:meth:`LagStats.pod`); :class:`msapod.backends.chunked.LagStats` is its twin for
@@ -106,7 +106,7 @@ class LagStats:
     gram_tensor()
         The per-lag Gram tensor ``G (lag, N, N)``.
     window_grams(W)
-        ``K^(w) (window, N, N)`` of windows ``W (window, lag)``.
+        ``G^(w) (window, N, N)`` of windows ``W (window, lag)``.
     plain_gram()
         ``K = X X^T / N``, a block of lags at a time (no per-lag tensor).
     spectrum(K)
@@ -217,7 +217,7 @@ class LagStats:
             return _gram_tensor(self.X, self.rows)
 
     def window_grams(self, W: np.ndarray) -> np.ndarray:
-        """Gram matrices ``K^(w) = sum_tau w(tau)^2 G(tau) / N`` of the windows ``W
+        """Gram matrices ``G^(w) = sum_tau w(tau)^2 G(tau) / N`` of the windows ``W
         (window, lag)``: ``(window, N, N)``, one product for all windows (from the kept
         Gram tensor if :meth:`gram_tensor` formed it, else from one formed and dropped)."""
         G = self._G if self._G is not None else self._form_gram_tensor()
@@ -554,7 +554,7 @@ def lag_gram_tensor(X: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
 
 
 def window_grams(G: np.ndarray, W: np.ndarray) -> np.ndarray:
-    """Gram matrices ``K^(w) = sum_tau w(tau)^2 G(tau) / N`` of windows ``W (window, lag)``
+    """Gram matrices ``G^(w) = sum_tau w(tau)^2 G(tau) / N`` of windows ``W (window, lag)``
     (one product for all windows): ``(window, N, N)``; a 1-D ``W`` gives ``(N, N)``."""
     W = np.asarray(W, dtype=np.float64)
     n_lag, n, _ = G.shape

@@ -10,7 +10,7 @@ once (:func:`msapod.backends.kernels`); each field set then takes one path, what
 backend: its lag statistics (:class:`msapod.lagstats.LagStats`, or the chunked twin for
 dask data) gather the lag form of u once, their lag moments C give the scalogram
 ``E(a, b)``, their per-lag Gram tensor every window's Gram
-``K^(w) = sum_tau w(tau)^2 G(tau) / N`` in one product, and one more product projects
+``G^(w) = sum_tau w(tau)^2 G(tau) / N`` in one product, and one more product projects
 every window's leading eigenvectors (:meth:`~msapod.lagstats.LagStats.pod`). The output
 Dataset is assembled from the numpy arrays in one constructor.
 """

@@ -138,8 +138,8 @@ STUDY_TIERS = ("registry", "store", "measure", "verdict")
 
 def _study_tier(module: str) -> int | None:
     """0 the claim registry (facts every tier reads), 1 store, 2 measure, 3 verdict, 4 the
-    commands and the pages' figures and sentences on top (``reproduce``, ``own_model``,
-    ``book``, ``prose``)."""
+    commands and the pages' figures, sentences and claim tables on top (``reproduce``,
+    ``own_model``, ``book``, ``prose``, ``pages``)."""
     parts = module.split(".")
     if parts[:2] != ["msapod", "studies"] or len(parts) < 3:
         return None
@@ -160,6 +160,14 @@ def test_study_tiers_import_only_down():
 
 
 def test_every_study_module_is_in_a_tier():
-    top = ("__init__.py", "registry.py", "reproduce.py", "own_model.py", "book.py", "prose.py")
+    top = (
+        "__init__.py",
+        "registry.py",
+        "reproduce.py",
+        "own_model.py",
+        "book.py",
+        "prose.py",
+        "pages.py",
+    )
     loose = [p.name for p in (ROOT / "studies").glob("*.py") if p.name not in top]
     assert not loose, loose

@@ -1,4 +1,4 @@
-"""What the pages print beside a claim (msapod.studies.verdict.pages): the default reading,
+"""What the pages print beside a claim (msapod.studies.pages): the default reading,
 its numbers and the labelled comparisons, on small inputs and on the shipped results."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from msapod.studies import pages
 from msapod.studies.registry import REGISTRY
 from msapod.studies.store.results import load_result
 from msapod.studies.verdict import claims as cl
-from msapod.studies.verdict import pages
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,8 @@ import pytest
 import xarray as xr
 
 import msapod
-from msapod.studies import prose
+from msapod.studies import pages, prose
 from msapod.studies.store.results import load_result
-from msapod.studies.verdict import pages
 
 
 def test_attention_scalogram_is_that_of_the_mean_plus_the_fluctuation():

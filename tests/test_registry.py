@@ -48,6 +48,35 @@ def test_the_tables_are_views_of_the_registry():
         assert (c.id in nulls.SHUFFLED_CLAIMS) == (not c.no_shuffled)
     assert rules.PAPER_LAGS == REGISTRY["C4"].stated["lags"]
     assert rules.C8_SIGNS == REGISTRY["C8"].signs
+    from msapod.studies.verdict import check, trajectory
+
+    assert check.FIELD_CLAIMS == tuple(c for c in REGISTRY if c not in ("C6", "L"))
+    assert set(nulls.NO_NULL_CLAIMS) == {"C6", "L"}
+    assert "C10" not in trajectory.STEP_CLAIMS and "C6" not in trajectory.STEP_CLAIMS
+    with pytest.raises(ValueError, match="source: expected one of"):
+        Claim("X", "empirical", "x", source="logs", no_null="none")
+
+
+def test_shipped_intervals_lie_inside_what_each_statistic_can_take():
+    """Every estimate and interval of the shipped curve's default reading (the statistic
+    the registry names) lies within its claim's ``bounds``: no negative rank or ratio,
+    no share beyond [0, 1]."""
+    from msapod.studies.store.results import load_result
+
+    curve = load_result("multiverse")
+    checked = 0
+    for c in REGISTRY.values():
+        lo, hi = c.bounds
+        if np.isinf(lo) and np.isinf(hi):
+            continue
+        sub = cl.main_numbers(c.id, curve)
+        for name in ("stat", "lower", "upper"):
+            x = sub[name].values
+            x = x[np.isfinite(x)]
+            tol = 1e-12 * max(1.0, float(np.abs(x).max(initial=0.0)))
+            assert (x >= lo - tol).all() and (x <= hi + tol).all(), (c.id, name)
+            checked += x.size
+    assert checked > 100
 
 
 def _numbers(path: Path) -> set[float]:

@@ -5,9 +5,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from msapod.studies import book
+from msapod.studies import book, pages
 from msapod.studies.verdict import claims as cl
-from msapod.studies.verdict import pages
 from msapod.studies.verdict.multiverse import AXES, MAIN_SPEC
 
 

@@ -437,7 +437,7 @@ class LagStats(lagstats.LagStats):
         return self._G
 
     def window_grams(self, W: np.ndarray) -> np.ndarray:
-        """``K^(w) (window, N, N)`` of the windows ``W (window, lag)``, block by block over
+        """``G^(w) (window, N, N)`` of the windows ``W (window, lag)``, block by block over
         pairs of snapshot chunks (zero windows: no pass)."""
         W2 = np.atleast_2d(np.asarray(W, dtype=np.float64)) ** 2
         K = np.zeros((len(W2), self.n, self.n))

@@ -22,9 +22,14 @@ SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 SIZE = 1_115_394
 URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 VAL_FRACTION = 0.10
+#: The paper's ensemble, every study's default: N snippets of L characters each.
+N_SNAPSHOTS = 150
+SNIPPET_LENGTH = 256
 
 __all__ = [
+    "N_SNAPSHOTS",
     "SHA256",
+    "SNIPPET_LENGTH",
     "Corpus",
     "data_path",
     "ensemble_offsets",
@@ -125,7 +130,9 @@ def load_corpus(data_dir: str | os.PathLike | None = None) -> Corpus:
     return _load_corpus(str(data_path(data_dir)))
 
 
-def ensemble_offsets(n_tokens: int, n: int = 150, length: int = 256, seed: int = 0) -> np.ndarray:
+def ensemble_offsets(
+    n_tokens: int, n: int = N_SNAPSHOTS, length: int = SNIPPET_LENGTH, seed: int = 0
+) -> np.ndarray:
     """Start offsets of ``n`` non-overlapping snippets of ``length`` tokens.
 
     The split is cut into ``n_tokens // length`` aligned windows; ``n`` of them are drawn
@@ -151,8 +158,8 @@ def ensemble_offsets(n_tokens: int, n: int = 150, length: int = 256, seed: int =
 
 def ensemble_ids(
     corpus: Corpus | None = None,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     split: str = "val",
 ) -> tuple[np.ndarray, np.ndarray]:

@@ -50,6 +50,7 @@ import numpy as np
 import xarray as xr
 
 from .._io import atomic_path, check_int, package_version
+from ..models.data import N_SNAPSHOTS, SNIPPET_LENGTH
 from ..pipeline import ANALYZE_DEFAULTS, FIELD_SYMBOLS, check_options
 from .store.cache import (
     FieldFile,
@@ -453,8 +454,8 @@ def make_ensemble(
     source: Source,
     text: str | os.PathLike | None = None,
     *,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
 ) -> TokenEnsemble:
     """Draw ``n`` non-overlapping snippets of ``length`` tokens of ``text`` for ``source``.
@@ -925,8 +926,8 @@ def analyze_sources(
     *,
     labels: Sequence[str] | None = None,
     text: str | os.PathLike | None = None,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     layers: Sequence[int] | None = None,
     average_heads: bool = True,

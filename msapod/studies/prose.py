@@ -6,9 +6,9 @@ of ``results/``, the trained zoo) and returns Markdown, a sentence or a table, s
 page cell holds a single call; a few return the numbers such a sentence reads
 (:func:`attention_scalogram`, :func:`coherency_of`, :func:`line_lengths`,
 :func:`sink_layers`). None decides a claim: a claim's numbers and verdicts come from
-:mod:`msapod.studies.verdict` (:mod:`~msapod.studies.verdict.pages`,
-:mod:`~msapod.studies.verdict.claims`), and the training summary quotes claim L's
-sentence from there (:func:`~msapod.studies.verdict.pages.loss_text`).
+the curve and the renderer (:mod:`msapod.studies.pages`,
+:mod:`msapod.studies.verdict.claims`), and the training summary quotes claim L's
+sentence from there (:func:`msapod.studies.pages.loss_text`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 import xarray as xr
 
 from .. import plots
-from .verdict.pages import loss_difference, loss_text
+from .pages import loss_difference, loss_text
 
 __all__ = [
     "EGA_PAPER",

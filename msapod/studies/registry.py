@@ -22,13 +22,25 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["EARLY", "KINDS", "LATE", "MIDDLE_LATE", "REGISTRY", "SCALE_AXES", "Claim", "claim"]
+__all__ = [
+    "EARLY",
+    "KINDS",
+    "LATE",
+    "MIDDLE_LATE",
+    "REGISTRY",
+    "SCALE_AXES",
+    "SOURCES",
+    "Claim",
+    "claim",
+]
 
 #: The depth groups the paper names: early layers, late layers, and the layers after the
 #: early ones (C5's "layers 3-6").
 EARLY, LATE, MIDDLE_LATE = (1, 2), (5, 6), (3, 4, 5, 6)
 #: What kind of statement a claim is.
 KINDS = ("empirical", "theorem", "cited")
+#: What decides a claim (:attr:`Claim.source`).
+SOURCES = ("fields", "pruning", "losses")
 _INF = float("inf")
 #: The axes of the specification curve that change the scale spectrum.
 SCALE_AXES = _SCALE = ("field", "normalisation", "scale_min")
@@ -60,8 +72,20 @@ class Claim:
     log
         The key statistic is positive (scale, T_spec, H*, ratio): intervals and distances
         on the log scale.
+    source
+        What decides it: ``"fields"`` (attention fields alone), ``"pruning"`` (the head
+        pruning study) or ``"losses"`` (the models' validation losses).
     symbol
         The key statistic in math (MyST).
+    statistic
+        The key statistic as an axis label (words and MyST math).
+    bounds
+        ``(low, high)``: the values the key statistic can take (a share difference lies
+        in [-1, 1], a share in [0, 1], a scale, T_spec, H* or ratio above 0); intervals
+        are drawn inside them.
+    per_layer
+        ``(math, words)`` of the per-layer statistic its rule decides over seeds or
+        architectures (the curve's ``diff``); empty without one.
     axes
         The axes of the specification curve the claim's verdict depends on.
     varies_with
@@ -102,7 +126,11 @@ class Claim:
     stated: Mapping = field(default_factory=dict)
     layers: tuple[int, ...] | None = None
     log: bool = False
+    source: str = "fields"
     symbol: str = ""
+    statistic: str = ""
+    bounds: tuple[float, float] = (-_INF, _INF)
+    per_layer: tuple[str, str] = ("", "")
     axes: tuple[str, ...] = ()
     varies_with: Mapping = field(default_factory=dict)
     evidence: tuple[str, ...] = ()
@@ -121,6 +149,8 @@ class Claim:
     def __post_init__(self):
         if self.kind not in KINDS:
             raise ValueError(f"kind: expected one of {KINDS}, got {self.kind!r}")
+        if self.source not in SOURCES:
+            raise ValueError(f"source: expected one of {SOURCES}, got {self.source!r}")
         if self.about is not None:
             if self.tolerance is None:
                 raise ValueError(f"{self.id}: a stated size needs its tolerance")
@@ -178,6 +208,8 @@ def _claims() -> tuple[Claim, ...]:
             stated={"scale": c1_scale},
             layers=EARLY,
             symbol=r"\Delta F_\mathrm{fine}",
+            statistic=r"$\Delta F_\mathrm{fine}$ (trained − untrained)",
+            bounds=(-1.0, 1.0),
             axes=(*_SCALE, "scale_test"),
             evidence=(*band_ev("fine_share"), *scale_ev),
             null="layer labels",
@@ -194,6 +226,8 @@ def _claims() -> tuple[Claim, ...]:
             stated={"scale": c2_scale, "slope_range": slope_range},
             layers=LATE,
             symbol=r"\Delta F_\mathrm{coarse}",
+            statistic=r"$\Delta F_\mathrm{coarse}$ (trained − untrained)",
+            bounds=(-1.0, 1.0),
             axes=(*_SCALE, "scale_test"),
             evidence=(*band_ev("coarse_share"), "scale_slope", "scale_slope_se", *scale_ev),
             null="layer labels",
@@ -216,6 +250,8 @@ def _claims() -> tuple[Claim, ...]:
             layers=EARLY,
             log=True,
             symbol=r"T_\mathrm{spec}",
+            statistic=r"$T_\mathrm{spec}$",
+            bounds=(0.0, _INF),
             axes=("n", "fit"),
             evidence=("T_spec", "T_spec_se"),
             null="layer labels",
@@ -236,6 +272,9 @@ def _claims() -> tuple[Claim, ...]:
             stated={"lags": c4_lags, "peaks6": 2},
             layers=tuple(c4_lags),
             symbol=r"F",
+            statistic="lag-energy share",
+            bounds=(0.0, 1.0),
+            per_layer=(r"F - F_\mathrm{window}", "mode − window share, mean over seeds"),
             axes=(*window_axes, "c4_window"),
             varies_with={("c4_window", "range"): ("width",)},
             evidence=(
@@ -265,6 +304,8 @@ def _claims() -> tuple[Claim, ...]:
             layers=MIDDLE_LATE,
             log=True,
             symbol=r"H^*",
+            statistic="$H^*(0.10)$",
+            bounds=(0.0, _INF),
             axes=("n", "criterion"),
             evidence=("H_star", "H_star_se"),
             null="layer labels",
@@ -281,6 +322,7 @@ def _claims() -> tuple[Claim, ...]:
             "C6",
             "empirical",
             "uniform 8 heads over-specify deep layers, under-specify early ones",
+            source="pruning",
             no_null="the pruning study gives one reading per zoo (no curve to relabel)",
             no_shuffled="head pruning needs the validation loss of the trained text",
             pages=("12-head-pruning",),
@@ -294,6 +336,8 @@ def _claims() -> tuple[Claim, ...]:
             range=(0.0, _INF),
             log=True,
             symbol=r"\Delta E",
+            statistic=r"$\Delta E$",
+            per_layer=(r"\Delta E", "ΔE = EGA − baseline energy"),
             axes=_SCALE,
             evidence=("energy", "energy_se"),
             null="architecture labels",
@@ -309,6 +353,8 @@ def _claims() -> tuple[Claim, ...]:
             layers=MIDDLE_LATE,
             log=True,
             symbol=r"\Delta T_\mathrm{spec}",
+            statistic=r"$\Delta T_\mathrm{spec}$",
+            per_layer=(r"\Delta T_\mathrm{spec}", "ΔT_spec = EGA − baseline"),
             axes=("n", "fit"),
             evidence=("T_spec", "T_spec_se"),
             null="architecture labels",
@@ -326,6 +372,9 @@ def _claims() -> tuple[Claim, ...]:
             stated={"margin": c9_margin},
             log=True,
             symbol=r"D",
+            statistic="scale spread ratio",
+            bounds=(0.0, _INF),
+            per_layer=(r"\bar D", "scale spread ratio D, geometric mean over seeds"),
             axes=window_axes,
             evidence=("c9_ratio", "c9_ratio_se"),
             null="trained vs untrained",
@@ -355,6 +404,7 @@ def _claims() -> tuple[Claim, ...]:
             ),
             range=(-_INF, 0.0),
             stated={"size": loss_size, "size_tolerance": loss_tol},
+            source="losses",
             symbol=r"\Delta\mathcal{L}",
             null="architecture labels",
             no_shuffled="the loss claim is about training, not the fields",

@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from ...fields import check_field
 from ...lagstats import LagStats, one_blas_thread
-from ...models.data import ensemble_offsets, load_corpus
+from ...models.data import SNIPPET_LENGTH, ensemble_offsets, load_corpus
 from ...resampling import double_centre
 from ...spectra import effective_rank, spectral_concentration
 from ..store.cache import ModelInputs, cached_model_study, iter_attention, model_inputs, stack_zoo
@@ -192,7 +192,7 @@ def convergence_study(
     models: Sequence[str] | None = None,
     *,
     ns: Sequence[int] = NS,
-    length: int = 256,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     split: str = "val",
     eps: Sequence[float] = (0.05, 0.10, 0.20),

@@ -13,7 +13,7 @@ per-lag Gram tensor ``G(tau)[s, t] = sum_i u_s(i, i - tau) u_t(i, i - tau)``. Ev
 grid and normalisation is a quadratic form of the moments with the Morlet operator
 (:func:`msapod.wavelets.scale_spectrum_operator`; its leave-one-out replicates give the
 jackknife), every window's Gram matrix is ``sum_tau w(tau)^2 G(tau) / N`` (eigenvalues:
-T_spec and H*; mode k's lag energy ``w(tau)^2 v_k^T G(tau) v_k / (N lambda_k)``). One
+T_spec and H*; mode k's lag energy ``w(tau)^2 xihat_k^T G(tau) xihat_k / (N lambda_k)``). One
 model and layer is held in memory at a time.
 """
 
@@ -28,6 +28,7 @@ import xarray as xr
 
 from ... import lagstats, wavelets
 from ...lagstats import eig_desc, one_blas_thread
+from ...models.data import N_SNAPSHOTS
 from ..registry import REGISTRY
 from .convergence import NS
 
@@ -96,7 +97,7 @@ AXES: dict[str, tuple] = {
     "centre": ("energy-max", "period"),
     "width": (1.0, 0.5, 2.0),
     "criterion": ("energy", "l2"),
-    "n": (150, NS[-1]),
+    "n": (N_SNAPSHOTS, NS[-1]),
     "fit": ("default", "fixed"),
 }
 

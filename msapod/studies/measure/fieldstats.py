@@ -48,6 +48,7 @@ import xarray as xr
 
 from ..._io import COMPRESS
 from ...fields import check_field
+from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
 from ...wavelets import fourier_period, scalogram
 from ..store.cache import ModelInputs, cached_model_study, model_inputs, stack_zoo
 
@@ -246,8 +247,8 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
 def field_statistics(
     name: str,
     *,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     progress: bool = False,
     cache_dir: str | os.PathLike | None = None,
@@ -304,8 +305,8 @@ def _model_summary(inputs: ModelInputs) -> xr.Dataset:
 def zoo_field_statistics(
     models: Sequence[str] | None = None,
     *,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = False,

@@ -46,7 +46,7 @@ import xarray as xr
 from tqdm import tqdm
 
 from ..._io import check_int, verify_sha256
-from ...models.data import ensemble_offsets, load_corpus, load_text
+from ...models.data import N_SNAPSHOTS, ensemble_offsets, load_corpus, load_text
 from ..store.cache import (
     FieldFile,
     TokenEnsemble,
@@ -84,7 +84,7 @@ LLM_FORMAT = 2
 #: SmolLM2-135M: layers and query heads (fixes the batch plan before the model is loaded).
 N_LAYER, N_HEAD = 30, 9
 #: Default ensemble: the zoo's 150 snippets, 83 tokens ~ 256 characters each.
-DEFAULT_N, DEFAULT_LENGTH = 150, 83
+DEFAULT_N, DEFAULT_LENGTH = N_SNAPSHOTS, 83
 #: Bytes of attention probabilities (all layers and heads) one forward pass may return.
 BATCH_BUDGET = 256 * 2**20
 #: Variables of :func:`msapod.analyze` that are not kept (large, per-mode).

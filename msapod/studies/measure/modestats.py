@@ -59,6 +59,7 @@ import xarray as xr
 
 from ..._io import COMPRESS
 from ...fields import reynolds, to_lag
+from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
 from ...wavelets import coherency, log_scales, scalogram
 from ..store.cache import ModelInputs, cached_analysis, cached_model_study, model_inputs, stack_zoo
 
@@ -408,8 +409,8 @@ def _coherency_of_fields(F: xr.DataArray, dominant: xr.DataArray) -> xr.Dataset:
 def mode_statistics(
     name: str,
     *,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = False,

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
 from ..store.cache import state_sha256
 
 __all__ = [
@@ -113,8 +114,8 @@ def null_fields(
     name: str,
     null: str = "untrained",
     *,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     layers: Sequence[int] | None = None,
     shuffle_seed: int = 0,

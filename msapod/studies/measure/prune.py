@@ -60,7 +60,7 @@ from tqdm import tqdm
 
 from ..._io import check_int
 from ...lagstats import LagStats
-from ...models.data import ensemble_ids, load_corpus
+from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH, ensemble_ids, load_corpus
 from ...spectra import effective_rank, spectral_concentration
 from ..store.cache import cached_model_study, iter_attention, model_inputs, stack_zoo, zoo_models
 
@@ -722,8 +722,8 @@ class PruneConfig:
     budgets: tuple[int, ...] = (8, 16, 24)
     n_random: int = 4
     seed: int = 0
-    n: int = 150
-    length: int = 256
+    n: int = N_SNAPSHOTS
+    length: int = SNIPPET_LENGTH
     eps: tuple[float, ...] = (0.05, 0.10, 0.20)
     primary_eps: float = 0.10
     tie_modes: int = 10

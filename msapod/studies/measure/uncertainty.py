@@ -32,6 +32,7 @@ import numpy as np
 import xarray as xr
 
 from ...fields import check_field, reynolds, to_lag
+from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
 from ...resampling import bootstrap_spectrum, jackknife_se
 from ...spectra import effective_rank, spectral_concentration, tail_fraction, tail_rank
 from ...wavelets import (
@@ -353,8 +354,8 @@ def arch_difference(
 def zoo_uncertainty(
     models: Sequence[str] | None = None,
     *,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     eps: Sequence[float] = (0.05, 0.10, 0.20),
     cache_dir: str | os.PathLike | None = None,

@@ -38,7 +38,7 @@ from tqdm import tqdm
 
 from ..._io import COMPRESS, atomic_path, cache_dir, check_int, package_version
 from ...fieldfile import CacheWarning, FieldFile, default_coords, key_hash, values_sha256
-from ...models.data import check_layers, ensemble_ids, load_corpus
+from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH, check_layers, ensemble_ids, load_corpus
 from ...pipeline import analyze
 
 __all__ = [
@@ -131,8 +131,8 @@ def _key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
 def fields_key(
     weights_sha256: str,
     *,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     layers: Sequence[int],
 ) -> str:
@@ -240,8 +240,8 @@ def field_store(
     name: str,
     model=None,
     *,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     layers: Sequence[int] | None = None,
     cache_dir: str | os.PathLike | None = None,
@@ -338,8 +338,8 @@ def field_store(
 def cached_fields(
     name: str,
     *,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     layers: Sequence[int] | None = None,
     cache_dir: str | os.PathLike | None = None,
@@ -534,8 +534,8 @@ class ModelInputs:
 def model_inputs(
     name: str,
     *,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = False,
@@ -582,8 +582,8 @@ def cached_model_study(
 def cached_analysis(
     name: str,
     *,
-    n: int = 150,
-    length: int = 256,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
     seed: int = 0,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,

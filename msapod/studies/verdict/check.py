@@ -14,12 +14,13 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ..registry import REGISTRY
 from .claims import ROW_COLUMNS, render
 
 __all__ = ["FIELD_CLAIMS", "check_claims", "outcomes_table"]
 
 #: The claims decided from attention fields alone (C6 needs head pruning, L losses).
-FIELD_CLAIMS = ("C1", "C2", "C3", "C4", "C5", "C7", "C8", "C9", "C10")
+FIELD_CLAIMS = tuple(c.id for c in REGISTRY.values() if c.source == "fields")
 #: Columns of :func:`check_claims` (and of the scorecard's claim columns).
 COLUMNS = ROW_COLUMNS
 

@@ -410,7 +410,7 @@ _SYMBOLS = {c.id: (c.symbol, c.layers) for c in REGISTRY.values() if c.symbol an
 #: The architecture contrasts' symbols (the claims that state EGA - baseline signs).
 _DIFF_SYMBOLS = {c.id: c.symbol for c in REGISTRY.values() if c.signs}
 #: C4 and C9 over seeds: the per-layer statistic the rule decides.
-_SEED_SYMBOLS = {"C4": r"F - F_\mathrm{window}", "C9": r"\bar D"}
+_SEED_SYMBOLS = {c.id: c.per_layer[0] for c in REGISTRY.values() if c.per_layer[0] and not c.signs}
 
 
 def _num(x: float) -> str:

@@ -43,14 +43,8 @@ with sigma = a* (*book*), H* by the energy criterion at eps = 0.10 (*paper*), N 
 sub-grid: the axes that affect it vary, the others stay at the default; so a claim's
 specifications are the rows of ``spec`` where ``applicable`` is true.
 
-Speed: per model and layer the lag profiles are formed once; from them the per-snapshot
-lag second-moment matrices ``S_s = sum_i r_{s,i} r_{s,i}^T`` (of u and of A) and the
-per-lag Gram tensor ``G(tau)[s, t] = sum_i u_s(i, i - tau) u_t(i, i - tau)``. Every scale
-grid and normalisation is a quadratic form of the moments with the Morlet operator
-(:func:`msapod.wavelets.scale_spectrum_operator`; its leave-one-out replicates give the
-jackknife), every window's Gram matrix is ``sum_tau w(tau)^2 G(tau) / N`` (eigenvalues:
-T_spec and H*; mode k's lag energy ``w(tau)^2 v_k^T G(tau) v_k / (N lambda_k)``). One
-model and layer is held in memory at a time.
+It reads the evidence of :mod:`msapod.studies.measure.evidence`, whose docstring says how
+it is measured and how fast.
 """
 
 from __future__ import annotations

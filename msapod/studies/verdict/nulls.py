@@ -181,9 +181,9 @@ def null_zoo_data(
     return ZooData(models, ev, None, None, None, reference=reference)
 
 
-#: Claims a null ensemble cannot address: pruning (C6) and the loss difference (L) need
-#: trained models.
-NO_NULL_CLAIMS = ("C6", "L")
+#: Claims a null ensemble cannot address: those not decided from fields alone (pruning,
+#: C6, and the loss difference, L, need trained models).
+NO_NULL_CLAIMS = tuple(c.id for c in REGISTRY.values() if c.source != "fields")
 
 
 def null_verdicts(

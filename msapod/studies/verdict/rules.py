@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
+from ...models.data import N_SNAPSHOTS
 from ..registry import EARLY as _EARLY
 from ..registry import LATE as _LATE
 from ..registry import MIDDLE_LATE as _MIDDLE_LATE
@@ -915,7 +916,7 @@ def rule_c3(
     T: xr.DataArray,
     se: xr.DataArray | None,
     *,
-    n: int = 150,
+    n: int = N_SNAPSHOTS,
     where: str = "",
     early=EARLY,
     late=LATE,
@@ -1416,7 +1417,7 @@ def rule_c5(
     H: xr.DataArray,
     se: xr.DataArray | None,
     *,
-    n: int = 150,
+    n: int = N_SNAPSHOTS,
     criterion: str = "energy",
     where: str = "",
     early=EARLY,

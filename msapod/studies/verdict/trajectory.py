@@ -31,9 +31,11 @@ __all__ = [
     "step_verdicts",
 ]
 
-#: The claims whose evidence the trajectory holds (not C6: no pruning per snapshot;
-#: not C10: Theorem 1 holds for any ensemble and is checked on the zoo).
-STEP_CLAIMS = tuple(c for c in REGISTRY if c not in ("C6", "C10"))
+#: The claims whose evidence the trajectory holds (not the pruning claim, C6: no pruning
+#: per snapshot; not the theorem, C10: it holds for any ensemble and is checked on the zoo).
+STEP_CLAIMS = tuple(
+    c.id for c in REGISTRY.values() if c.source != "pruning" and c.kind != "theorem"
+)
 
 
 def _step_data(traj: xr.Dataset, step: int) -> ZooData:

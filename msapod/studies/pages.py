@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ... import plots
-from ..registry import REGISTRY
-from . import claims as cl
-from .multiverse import AXES, CLAIM_AXES, MAIN_SPEC, READING_TAGS
+from .. import plots
+from .registry import REGISTRY
+from .verdict import claims as cl
+from .verdict.multiverse import AXES, CLAIM_AXES, MAIN_SPEC, READING_TAGS
 
 __all__ = [
     "PAGE_NAMES",
@@ -255,24 +255,14 @@ def loss_difference(models=None) -> tuple[xr.DataArray, xr.Dataset]:
     :func:`~msapod.studies.verdict.multiverse.zoo_losses`): the numbers claim L is
     decided on; ``unfinished`` in the losses' attributes is 1 when a model stopped
     before its planned steps."""
-    from ...models import zoo
-    from ..measure.uncertainty import arch_difference
-    from .multiverse import zoo_losses
+    from ..models import zoo
+    from .measure.uncertainty import arch_difference
+    from .verdict.multiverse import zoo_losses
 
     models = list(zoo.trained()) if models is None else list(models)
     loss, unfinished = zoo_losses(models)
     loss.attrs["unfinished"] = int(unfinished)
     return loss, arch_difference(loss)
-
-
-#: What the per-layer statistic of each claim decided over seeds or architectures is
-#: (the ``diff`` of the specification curve), in words for a table header.
-_LAYER_STAT = {
-    "C4": "mode − window share, mean over seeds",
-    "C7": "ΔE = EGA − baseline energy",
-    "C8": "ΔT_spec = EGA − baseline",
-    "C9": "scale spread ratio D, geometric mean over seeds",
-}
 
 
 def layer_table(claims, mv, zoo: str | None = None, sig: int = 3) -> pd.DataFrame:
@@ -286,7 +276,7 @@ def layer_table(claims, mv, zoo: str | None = None, sig: int = 3) -> pd.DataFram
         row = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
         d, lo, up = (row[k] for k in ("diff", "diff_lower", "diff_upper"))
         layers = REGISTRY[claim].layers or d["layer"].values
-        cols[f"{claim}: {_LAYER_STAT.get(claim, 'statistic')}"] = {
+        cols[f"{claim}: {REGISTRY[claim].per_layer[1] or 'statistic'}"] = {
             int(la): interval_text(
                 float(d.sel(layer=la)), float(lo.sel(layer=la)), float(up.sel(layer=la)), sig
             )
@@ -306,7 +296,7 @@ def zoo_models(mv, zoo: str) -> tuple[int, int]:
 
 def zoo_width(mv, zoo: str) -> int:
     """:math:`d_\\mathrm{model}` of ``zoo``'s models (from their training configs)."""
-    from ...models.zoo import ZOO_CONFIGS
+    from ..models.zoo import ZOO_CONFIGS
 
     first = str(mv["model"].values[mv["model_zoo"].values == zoo][0])
     return int(ZOO_CONFIGS[first].model.n_embd)
@@ -485,7 +475,7 @@ def seeds_each(mv, zoo: str) -> bool:
     """Whether ``zoo`` has at least two seeds of each architecture: then its C4 and C9
     intervals are over its seeds and its EGA contrasts are decided
     (:func:`~msapod.studies.verdict.multiverse.two_seeds_each`)."""
-    from .multiverse import two_seeds_each
+    from .verdict.multiverse import two_seeds_each
 
     return bool(two_seeds_each(mv["architecture"].values[mv["model_zoo"].values == zoo]))
 
@@ -617,26 +607,11 @@ def scorecard_markdown(card) -> str:
 
 # --- the scorecard page's figures -----------------------------------------------------
 
-#: The axis label of each claim's statistic in the forest plots.
-_FOREST_LABEL = {
-    "C1": r"$\Delta F_\mathrm{fine}$ (trained − untrained)",
-    "C2": r"$\Delta F_\mathrm{coarse}$ (trained − untrained)",
-    "C3": r"$T_\mathrm{spec}$",
-    "C4": "lag-energy share",
-    "C5": "$H^*(0.10)$",
-    "C9": "scale spread ratio",
-    "C7": r"$\Delta E$",
-    "C8": r"$\Delta T_\mathrm{spec}$",
-}
-#: The range of each statistic: an interval beyond it is cut (an arrow marks it).
-_FOREST_RANGE = {
-    "C1": (-1, 1),
-    "C2": (-1, 1),
-    "C3": (0, None),
-    "C4": (0, 1),
-    "C5": (0, None),
-    "C9": (0, None),
-}
+
+def _clip(claim: str) -> tuple[float | None, float | None]:
+    """The values ``claim``'s statistic can take (the registry's ``bounds``) as axis
+    limits: an interval beyond them is cut (an arrow marks it); None where unbounded."""
+    return tuple(None if np.isinf(b) else b for b in REGISTRY[claim].bounds)
 
 
 def forest_panels(mv, zoo: str, claims):
@@ -645,7 +620,7 @@ def forest_panels(mv, zoo: str, claims):
     95 % interval against the claim's range; for C7 and C8 the EGA − baseline
     difference per layer (C8 with its claimed sign per layer shaded). Each panel's title
     is the claim and its verdict."""
-    from .rules import C8_SIGNS
+    from .verdict.rules import C8_SIGNS
 
     sub = mv.isel(spec=np.flatnonzero((mv["main"] & (mv["zoo"] == zoo)).values)).isel(spec=0)
     models = [
@@ -660,7 +635,7 @@ def forest_panels(mv, zoo: str, claims):
                 m["diff"],
                 m["diff_lower"],
                 m["diff_upper"],
-                ylabel=_FOREST_LABEL[c],
+                ylabel=REGISTRY[c].statistic,
                 zero=True,
                 band=band if c == "C7" else None,
                 ax=ax,
@@ -670,9 +645,9 @@ def forest_panels(mv, zoo: str, claims):
                 m["stat"].sel(model=models),
                 m["lower"].sel(model=models),
                 m["upper"].sel(model=models),
-                ylabel=_FOREST_LABEL[c],
+                ylabel=REGISTRY[c].statistic,
                 band=band,
-                clip=_FOREST_RANGE[c],
+                clip=_clip(c),
                 ax=ax,
             )
         if c == "C8":  # the claimed sign differs by layer (the rule's own table)
@@ -702,8 +677,8 @@ def spec_curves(mv, claims, zoo: str | None = None):
     seen = {}
     for ax, c in zip(axes, claims, strict=False):
         contrast = c == "C3"  # C3's curve is the late − early contrast, of either sign
-        ylabel = r"late − early $T_\mathrm{spec}$" if contrast else _FOREST_LABEL[c]
-        clip = None if contrast else _FOREST_RANGE.get(c)
+        ylabel = r"late − early $T_\mathrm{spec}$" if contrast else REGISTRY[c].statistic
+        clip = None if contrast else _clip(c)
         plots.specification_curve(
             **curve_values(c, mv, zoo), ylabel=ylabel, title=c, ax=ax, clip=clip
         )
