@@ -56,6 +56,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
+from ...models.data import N_SNAPSHOTS
 from ..measure.evidence import (
     AXES,
     BAND_VARS,
@@ -312,7 +313,7 @@ class ZooData:
     def pod(self, n: int, quantity: str, which: str):
         """``(value, se)`` per (model, layer) of T_spec (``which`` = fit) or H*
         (``which`` = criterion) at ensemble size ``n``; None if unavailable."""
-        if n == int(self.ev.attrs.get("n_snapshots", 150)):
+        if n == int(self.ev.attrs.get("n_snapshots", N_SNAPSHOTS)):
             sel = {"fit": which} if quantity == "T_spec" else {"criterion": which}
             return self.ev[quantity].sel(sel), self.ev[f"{quantity}_se"].sel(sel)
         conv = self.conv

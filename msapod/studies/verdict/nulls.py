@@ -99,6 +99,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
+from ...models.data import N_SNAPSHOTS
 from ..measure.nullfields import NULLS, TEXT_NULLS, check_null, null_evidence
 from ..registry import REGISTRY
 
@@ -1225,7 +1226,7 @@ def _claim_row(
             return {**base, "note": "untrained models not given"}
         # the untrained copies have no convergence ensembles (N = 400)
         if "n" in CLAIM_AXES.get(claim, ()):
-            n_ev = int(data[zoo].ev.attrs.get("n_snapshots", 150))
+            n_ev = int(data[zoo].ev.attrs.get("n_snapshots", N_SNAPSHOTS))
             cs = [s for s in cs if s["n"] == n_ev]
         base["n_specs"] = len(cs)
         if not cs:

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ...models.data import N_SNAPSHOTS
 from ..registry import REGISTRY
 from .claims import CLAIM_PARTS, CLAIMS, VERDICTS, classify, combine, joint_text
 
@@ -254,7 +255,7 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     field = ds.attrs.get("scalogram_field", "fluctuation")
     where = f"{mapping} depth mapping, {len(layers)} layers, scalogram of the {field}"
     plain = ds.sel(window="plain")
-    n = int(ds.attrs.get("n_snapshots", plain.sizes.get("rank", 150)))
+    n = int(ds.attrs.get("n_snapshots", plain.sizes.get("rank", N_SNAPSHOTS)))
     T_se = one(ds["T_spec_se"]) if "T_spec_se" in ds else None
     H_se = one(ds["H_star_se"].sel(eps=0.10)) if "H_star_se" in ds else None
     scale = dict(where=where, early=g["early"], late=g["late"], unit=cpt, edge=one(edge))
