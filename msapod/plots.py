@@ -1282,7 +1282,8 @@ MISSING = "—"
 
 def number(v, sig: int = 3, *, na: str = MISSING, whole: bool | None = None) -> str:
     """One number as a reader reads it: ``sig`` significant digits, an exponent only
-    outside :math:`10^{-3}` to :math:`10^5` (``1.2e-05``), integers as integers.
+    outside :math:`10^{-4}` to :math:`10^5` (``0.000879``, ``1.2e-05``), integers as
+    integers.
 
     Parameters
     ----------
@@ -1313,7 +1314,7 @@ def number(v, sig: int = 3, *, na: str = MISSING, whole: bool | None = None) -> 
         return "∞" if v > 0 else "−∞"
     if whole and abs(v) < 1e15:
         return f"{int(round(v))}"
-    if v != 0 and not 1e-3 <= abs(v) < 1e5:
+    if v != 0 and not 1e-4 <= abs(v) < 1e5:
         return f"{v:.{sig - 1}e}"
     digits = max(sig - 1 - math.floor(math.log10(abs(v))), 0) if v else sig - 1
     return f"{v:.{digits}f}"

@@ -135,8 +135,8 @@ def test_a_curve_consistently_for_the_claim_gets_the_smallest_p_for():
     for name in ("p_median_for", "p_share_for", "p_stouffer_for"):
         assert res.p[name] == pytest.approx(1 / 70)
     assert res.p_for == pytest.approx(1 / 70) and res.p_against == 1.0
-    assert res.direction == "for" and res.joint_p == pytest.approx(1 / 70)
-    assert res.n_null == 70 and res.exact and res.min_p == pytest.approx(1 / res.n_null)
+    assert res.direction == "for" and res.joint_p == pytest.approx(2 / 70)  # two-sided
+    assert res.n_null == 70 and res.exact and res.min_p == pytest.approx(2 / res.n_null)
     assert res.reachable and res.null["median_effect"].shape == (70,)
 
 
@@ -147,7 +147,7 @@ def test_a_curve_consistently_against_the_claim_gets_the_smallest_p_against():
     for name in ("p_median_against", "p_share_against", "p_stouffer_against"):
         assert res.p[name] == pytest.approx(1 / 70)
     assert res.p_against == pytest.approx(1 / 70) and res.p_for == 1.0
-    assert res.direction == "against" and res.joint_p == pytest.approx(1 / 70)
+    assert res.direction == "against" and res.joint_p == pytest.approx(2 / 70)
 
 
 def test_a_curve_under_the_null_gets_p_values_that_are_not_small():
@@ -186,7 +186,7 @@ def test_two_plus_two_seeds_cannot_reach_significance():
     arch = ["baseline", "baseline", "ega", "ega"]
     labs, exact = architecture_labelings(arch)
     res = joint_test(_effects(_arch_curve(np.array([0.0, 0.1, 10.0, 10.1])), labs), exact=exact)
-    assert res.n_null == 6 and res.min_p == pytest.approx(1 / 6)
+    assert res.n_null == 6 and res.min_p == pytest.approx(2 / 6)
     assert res.p_for == pytest.approx(1 / 6) and res.direction == "for"
     assert not res.reachable and "cannot reach" in res.note
 
@@ -257,20 +257,21 @@ def energy_rule(monkeypatch):
 @pytest.mark.parametrize("shift, direction", [(1.0, "for"), (-1.0, "against")])
 def test_joint_tests_on_a_planted_architecture_effect(energy_rule, shift, direction):
     """C7 through its rule: EGA energy planted above baseline in every layer gets p "for"
-    = 1/70, below it p "against" = 1/70; the 70 labellings enumerated exactly."""
+    = 1/70, below it p "against" = 1/70 (two-sided: 2/70); the 70 labellings enumerated
+    exactly."""
     rng = np.random.default_rng(0)
     planted = (
         rng.normal(1.0, 0.05, (8, 6)) + np.where(np.array(ARCH8) == "ega", shift, 0.0)[:, None]
     )
     r = nulls.joint_tests({"z": _fake_data(planted)}, _one_spec(), claims=["C7"]).sel(claim="C7")
     assert str(r["direction"].values) == direction
-    assert float(r["joint_p"]) == pytest.approx(1 / 70)
+    assert float(r["joint_p"]) == pytest.approx(2 / 70)
     assert float(r[f"p_{direction}"]) == pytest.approx(1 / 70)
     other = "against" if direction == "for" else "for"
     assert float(r[f"p_{other}"]) == 1.0
     assert float(r[f"share_{direction}"]) == 1.0
     assert int(r["n_null"]) == 70 and bool(r["exact"]) and bool(r["reachable"])
-    assert float(r["min_p"]) == pytest.approx(1 / 70) and str(r["zoo"].values) == "z"
+    assert float(r["min_p"]) == pytest.approx(2 / 70) and str(r["zoo"].values) == "z"
     assert "70 balanced architecture labellings" in str(r["note"].values)
 
 
@@ -281,7 +282,7 @@ def test_joint_tests_without_a_null_or_a_design_that_can_reach_alpha(energy_rule
     mixed = ["ega", "baseline", "ega", "baseline"]
     res = nulls.joint_tests({"z": _fake_data(planted[2:6], arch=mixed)}, _one_spec(), claims=["C7"])
     r = res.sel(claim="C7")
-    assert int(r["n_null"]) == 6 and float(r["min_p"]) == pytest.approx(1 / 6)
+    assert int(r["n_null"]) == 6 and float(r["min_p"]) == pytest.approx(2 / 6)
     assert float(r["joint_p"]) > 0.2 and not bool(r["reachable"])
     # no null for C10: NaN, no direction, the reason in the note
     r = nulls.joint_tests({"z": _fake_data(planted)}, _one_spec(), claims=["C10"]).sel(claim="C10")
@@ -316,7 +317,7 @@ def test_layer_null_on_planted_early_layers(scale_rule):
     ):
         r = nulls.joint_tests(scale_rule(scale), _one_spec(), claims=["C1"]).sel(claim="C1")
         assert int(r["n_null"]) == 100 and not bool(r["exact"])
-        assert float(r["min_p"]) == pytest.approx(0.01) and bool(r["reachable"])
+        assert float(r["min_p"]) == pytest.approx(0.02) and bool(r["reachable"])
         assert str(r["direction"].values) == direction
         assert float(r[f"p_median_{direction}"]) == pytest.approx(0.01)
         assert float(r[f"p_stouffer_{direction}"]) == pytest.approx(0.01)
@@ -330,18 +331,18 @@ def test_layer_null_on_planted_early_layers(scale_rule):
 
 def test_exact_enumeration_counts_of_the_joint_tests(energy_rule):
     """4 + 4 models: the 70 architecture labellings; 2 + 2: 6; trained vs untrained of 8
-    models: the 256 swaps; each with min_p = 1 / n_null."""
+    models: the 256 swaps; each with the smallest two-sided p, min_p = 2 / n_null."""
     assert swap_labelings(8)[0].shape == (256, 8) and swap_labelings(8)[1]
     data = {"z": _fake_data(np.random.default_rng(0).normal(1, 0.1, (8, 6)))}
     specs = _one_spec()
     for d, n in ((data, 70), ({"z": _fake_data(np.ones((4, 6)), arch=ARCH8[2:6])}, 6)):
         r = nulls.joint_tests(d, specs, claims=["C7"]).sel(claim="C7")
         assert int(r["n_null"]) == n and bool(r["exact"])
-        assert float(r["min_p"]) == pytest.approx(1 / n)
+        assert float(r["min_p"]) == pytest.approx(2 / n)
     r = nulls.joint_tests(
         data, specs, claims=["C7"], nulls={"C7": "trained vs untrained"}, untrained=data
     ).sel(claim="C7")
-    assert int(r["n_null"]) == 256 and bool(r["exact"]) and float(r["min_p"]) == 1 / 256
+    assert int(r["n_null"]) == 256 and bool(r["exact"]) and float(r["min_p"]) == 2 / 256
     assert float(r["p_for"]) == 1.0  # the untrained copy is the trained model: all ties
 
 
@@ -538,7 +539,7 @@ def test_null_verdicts_and_the_trained_vs_untrained_null(tiny_zoos):
     r = ds.sel(claim="C9")
     assert str(r["null"].values) == "trained vs untrained"
     assert int(r["n_null"]) == 2**4 and bool(r["exact"]) and not bool(r["reachable"])
-    assert float(r["min_p"]) == pytest.approx(1 / 16)
+    assert float(r["min_p"]) == pytest.approx(2 / 16)
     assert 1 / 16 <= float(r["p_for"]) <= 1 and 1 / 16 <= float(r["p_against"]) <= 1
     assert str(r["direction"].values) in ("for", "against")
     assert np.isnan(float(ds["joint_p"].sel(claim="C6")))

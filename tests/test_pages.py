@@ -226,3 +226,10 @@ def test_the_verdict_legend_is_the_vocabulary():
     assert legend.count("\n* **") == len(cl.VERDICTS) - 1 and legend.endswith(".")
     for word, meaning in cl.VERDICT_MEANING.items():
         assert f"* **{word}**: {meaning}" in legend
+
+
+def test_null_groups_name_every_claim_once():
+    text = pages.null_groups()
+    for c in REGISTRY.values():
+        assert text.count(f"{c.id},") + text.count(f"{c.id})") + text.endswith(c.id) == 1, c.id
+    assert text.startswith("layer labels (C1, C2") and "none for C6, C10" in text

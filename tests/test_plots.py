@@ -393,6 +393,7 @@ def test_format_table():
 def test_number_below_and_enumeration():
     assert plots.number(5.2468714626947754) == "5.25"
     assert plots.number(np.float64(0.000012)) == "1.20e-05"
+    assert plots.number(-0.000879) == "-0.000879"  # as the scorecard prints it, no exponent
     assert plots.number(np.int64(120)) == "120" and plots.number(120.0, whole=True) == "120"
     assert plots.number(np.nan) == plots.number(None) == plots.MISSING
     assert plots.number(np.inf) == "∞" and plots.number(np.bool_(True)) == "yes"

@@ -44,6 +44,7 @@ __all__ = [
     "llm_table",
     "loss_difference",
     "loss_text",
+    "null_groups",
     "other_zoos",
     "page_links",
     "reading_note",
@@ -286,6 +287,18 @@ def layer_table(claims, mv, zoo: str | None = None, sig: int = 3) -> pd.DataFram
 
 
 # --- the scorecard page -------------------------------------------------------------
+
+
+def null_groups() -> str:
+    """The null each claim's joint test relabels, in words with its claims (the registry's
+    ``null``): ``"layer labels (C1, C2, ...); architecture labels (C7, ...); ..."``, then
+    the claims without a joint test."""
+    groups: dict[str, list[str]] = {}
+    for c in REGISTRY.values():
+        groups.setdefault(c.null or "", []).append(c.id)
+    none = groups.pop("", [])
+    text = "; ".join(f"{null} ({', '.join(ids)})" for null, ids in groups.items())
+    return text + (f"; none for {', '.join(none)}" if none else "")
 
 
 def zoo_models(mv, zoo: str) -> tuple[int, int]:

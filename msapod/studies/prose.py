@@ -362,9 +362,9 @@ def coherency_reading(coh: pd.DataFrame, line_lengths) -> tuple[str, str]:
         )
     reading = (
         f"In {n - int(longer.sum())} of the {n} cases the coherency ends no later than a "
-        "single shared key, shifted from row to row, would make it end: high coherency there "
-        "marks the same key seen from neighbouring queries, a local effect, not a pattern "
-        "that recurs. "
+        "single shared key, shifted from row to row, would make it end (to within one step "
+        "of the retained rows, 4 characters): the coherency there marks the same key seen "
+        "from neighbouring queries, a local effect, not a pattern that recurs. "
     )
     if longer.any():
         reading += (
@@ -1102,9 +1102,9 @@ def retraining_text(
             "starts from the same weights, bit for bit, but ends" if same_init == models else "ends"
         )
         takeaway = f"A second run of the same recipe {start} in other weights (sha256)" + (
-            ", with a validation loss closer to the first run's than the seeds' losses "
-            "are to each other: the recipe reproduces the loss to within the seed "
-            "spread, not the bits."
+            ", with a validation loss that differs from the first run's by less than the "
+            "span of its architecture's seeds (largest minus smallest): the recipe "
+            "reproduces the loss to within the seed spread, not the bits."
             if all(abs(float(final.loc[m, "difference"])) < rng[m] for m in other_end)
             else "."
         )

@@ -75,10 +75,11 @@ claim gets a small p "against". Exact when every labelling is enumerated, otherw
 ``(1 + #{b >= 1 : T_b >= T_0}) / (1 + B')`` (the same formula) with ``B'`` random draws.
 ``p_for`` (``p_against``) is the largest of the three p-values of its direction, an
 intersection-union test: significant at ``alpha`` only when all three statistics are.
-``joint_p`` is the smaller of the two, with its ``direction``; naming the direction after
-seeing the curve, read it against ``alpha / 2`` (the two directions are two tests). The
-smallest attainable p is ``1 / B`` (ties aside), stored as ``min_p`` with ``n_null``: a
-design with ``1 / B > alpha`` *cannot* reach significance, and the note says so.
+``joint_p`` is the two-sided p-value, twice the smaller of the two (the two directions
+are two tests, and the direction is named after seeing the curve), with its
+``direction``. The smallest attainable two-sided p is ``2 / B`` (ties aside), stored as
+``min_p`` with ``n_null``: a design with ``2 / B > alpha`` *cannot* reach significance,
+and the note says so.
 
 Relabelling never recomputes fields or Grams: it permutes or swaps the per-model,
 per-layer evidence already held in :class:`~msapod.studies.verdict.multiverse.ZooData` and
@@ -610,7 +611,8 @@ P_VALUES = {
 }
 #: The quantiles of each statistic's null in :func:`joint_tests`.
 QUANTILES = (0.05, 0.5, 0.95)
-#: Random relabellings where the exact count exceeds ``max_exact``: p >= 1 / 100 = 0.01.
+#: Random relabellings where the exact count exceeds ``max_exact``: each direction's
+#: p >= 1 / 100 = 0.01, the two-sided p >= 0.02.
 NUM_RANDOM = 99
 #: The largest number of relabellings enumerated exactly (the 256 trained/untrained
 #: swaps of 8 models; not the 15^8 per-model layer relabellings).
@@ -682,10 +684,10 @@ class JointTest:
         (significant at ``alpha`` only when all three statistics are).
     direction, joint_p
         The direction with the smaller summary (a tie: the sign of the median effect)
-        and that summary.
+        and the two-sided p-value, ``min(1, 2 min(p_for, p_against))``.
     n_null, exact, min_p, reachable
         Relabellings used (the observed included), whether they are every one, the
-        smallest attainable p (``1 / n_null``) and whether it is ``<= alpha``.
+        smallest attainable two-sided p (``2 / n_null``) and whether it is ``<= alpha``.
     n_effects
         Specifications of the observed curve with a finite effect.
     note
@@ -744,10 +746,11 @@ def joint_test(
     else:
         direction = "against" if observed["median_effect"] < 0 else "for"
     B = e.shape[0]
-    min_p = 1.0 / B
+    min_p = min(1.0, 2.0 / B)
     kind = "every one of the" if exact else "the observed and"
     note = (
-        f"{kind} {B if exact else B - 1} {what}: the smallest attainable p is 1/{B} = {min_p:.2g}"
+        f"{kind} {B if exact else B - 1} {what}: the smallest attainable two-sided p is "
+        f"2/{B} = {min_p:.2g}"
     )
     if min_p > alpha:
         note += f"; this design cannot reach p <= {alpha:g}"
@@ -758,7 +761,7 @@ def joint_test(
         p_for=p_for,
         p_against=p_against,
         direction=direction,
-        joint_p=min(p_for, p_against) if direction else float("nan"),
+        joint_p=min(1.0, 2.0 * min(p_for, p_against)) if direction else float("nan"),
         n_null=B,
         exact=bool(exact),
         min_p=min_p,
@@ -1278,7 +1281,7 @@ def joint_tests(
         Every relabelling is enumerated when there are at most ``max_exact`` (the 70
         architecture labellings of 4 + 4 models, the 256 swaps of 8 models); otherwise the
         observed one and ``n_random`` seeded random ones (an int, or ``{claim: int}``;
-        99 by default: p >= 0.01).
+        99 by default: two-sided p >= 0.02).
     stack
         Stack the relabellings into one call of the rule where that reproduces the rule
         (:func:`claim_effects`); False: one relabelling at a time.
