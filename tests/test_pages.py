@@ -233,3 +233,25 @@ def test_null_groups_name_every_claim_once():
     for c in REGISTRY.values():
         assert text.count(f"{c.id},") + text.count(f"{c.id})") + text.endswith(c.id) == 1, c.id
     assert text.startswith("layer labels (C1, C2") and "none for C6, C10" in text
+
+
+def _llm(centroids, dominant):
+    layer = np.arange(1, len(centroids) + 1)
+    return xr.Dataset(
+        {
+            "scale_centroid": ("layer", np.asarray(centroids, float)),
+            "dominant_scale": (("layer", "peak"), np.asarray(dominant, float)[:, None]),
+        },
+        coords={"layer": layer, "scale": [3.0, 6.0, 12.0], "peak": [0]},
+        attrs={"ensemble_chars_per_token": 2.0},
+    )
+
+
+def test_llm_scale_depth_reads_its_conclusion_from_the_numbers():
+    zoo = xr.DataArray([4.0, 5.0])  # characters; the LLM's centroids in tokens, 2 chars each
+    flat = pages.llm_scale_depth(_llm([4.0, 4.2, 4.1], [3.0, 3.0, 3.0]), zoo + 4.1)
+    assert "no fine-to-coarse organisation" in flat and "falls from the finest scale" in flat
+    assert "spread of 0.4 characters" in flat and "overlap the LLM's" in flat
+    moving = pages.llm_scale_depth(_llm([3.0, 10.0, 20.0], [3.0, 6.0, 12.0]), zoo)
+    assert "no fine-to-coarse" not in moving and "spans at least the move" in moving
+    assert "in 1 of 3 layers." in moving and "are finer" in moving

@@ -172,6 +172,8 @@ def test_ega_sentences():
 def test_uncertainty_and_convergence_sentences():
     unc = load_result("uncertainty")
     assert "the seeds dominate the uncertainty" in prose.jackknife_text(unc)
+    wide = unc.assign(scale_centroid_se=unc["scale_centroid_se"] * 1e3)  # snapshots dominate
+    assert "about as much uncertainty as the snapshots" in prose.jackknife_text(wide)
     diffs = pd.DataFrame({"excludes 0 (layer alone)": [True, False, False, False, False]})
     assert prose.differences_text(diffs, "4", 6).startswith("1 of 5 layer-wise")
     assert "mostly not distinguishable" in prose.differences_text(diffs, "4", 6)

@@ -833,21 +833,37 @@ def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
     finest = float(ds["scale"].min())
     dom = ds["dominant_scale"].isel(peak=0)
     c1, c2 = REGISTRY["C1"].stated["scale"], REGISTRY["C2"].stated["scale"]
+    lo, hi = round(float(c.min()), 1), round(float(c.max()), 1)  # the ends as printed
+    n_fine = int((dom == finest).sum())
+    if float(zoo_centroid.max()) < lo:
+        compared = (
+            f"are finer, but the LLM's scale grid starts at {finest * cpt:.0f} characters, so "
+            "part of that gap is the tokenisation"
+        )
+    else:
+        compared = "are coarser" if float(zoo_centroid.min()) > hi else "overlap the LLM's"
+    if hi - lo < c2 - c1:
+        depth = (
+            "There is **no fine-to-coarse organisation across depth** to speak of: early and "
+            "late layers put their fluctuation energy at about the same scales, "
+        )
+    else:
+        depth = (
+            f"The centroid spans at least the move C1 and C2 describe ({c2 - c1:g} "
+            "characters) across depth; on average the layers put their fluctuation energy at "
+        )
     return (
-        f"The scale centroid of the fluctuations stays between {float(c.min()):.1f} and "
-        f"{float(c.max()):.1f} characters ({float(c.min()) / cpt:.2f}–"
-        f"{float(c.max()) / cpt:.2f} tokens) in all {n} layers: a spread of "
-        f"{float(c.max() - c.min()):.1f} characters (rank correlation with depth {rho:+.2f}), "
-        f"where C1 and C2 describe a move from at most {c1:g} to at least {c2:g}. The "
-        f"spectrum's maximum is at the grid's finest scale, a dominant scale of at most "
-        f"{finest:g} tokens (a bound), in {int((dom == finest).sum())} of {n} layers: the "
-        "spectrum falls from the finest scale on. There is **no "
-        "fine-to-coarse organisation across depth** to speak of: early and late layers put "
-        f"their fluctuation energy at about the same scales, {float(c.mean()) / cpt:.0f} "
-        f"tokens ({float(c.mean()):.0f} characters). The zoo's centroids "
-        f"({float(zoo_centroid.min()):.0f}–{float(zoo_centroid.max()):.0f} characters) are "
-        f"finer, but the LLM's scale grid starts at {finest * cpt:.0f} characters, so part of "
-        "that gap is the tokenisation."
+        f"The scale centroid of the fluctuations stays between {lo:.1f} and {hi:.1f} "
+        f"characters ({lo / cpt:.2f}–{hi / cpt:.2f} tokens) in all {n} layers: a spread of "
+        f"{hi - lo:.1f} characters (rank correlation with depth {rho:+.2f}), where C1 and C2 "
+        f"describe a move from at most {c1:g} to at least {c2:g}. The spectrum's maximum is "
+        f"at the grid's finest scale, a dominant scale of at most {finest:g} tokens (a "
+        f"bound), in {n_fine} of {n} layers"
+        + (": the spectrum falls from the finest scale on. " if n_fine == n else ". ")
+        + depth
+        + f"{float(c.mean()) / cpt:.0f} tokens ({float(c.mean()):.0f} characters). The zoo's "
+        f"centroids ({float(zoo_centroid.min()):.0f}–{float(zoo_centroid.max()):.0f} "
+        f"characters) {compared}."
     )
 
 

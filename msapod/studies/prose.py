@@ -624,15 +624,21 @@ def jackknife_text(unc: xr.Dataset) -> str:
         unc["scale_centroid"].groupby("architecture").map(lambda x: x.max("model") - x.min("model"))
     )
     worst = int(spread.max("architecture").idxmax())
+    seeds_dominate = float(spread.max()) > 2 * float(unc["scale_centroid_se"].max())
     return (
         f"The jackknife SE of the scale centroid is {plots.span(unc['scale_centroid_se'])} "
         f"characters, of $T_{{\\text{{spec}}}}$ {plots.span(se_t)}, and of the fractional "
         f"$H^*(0.10)$ {plots.span(se_h, 2)} modes. The integer $H^*$'s own jackknife SE is exactly "
         f"0 in {int((h_int == 0).sum())} of {h_int.size} layers. The spread of the centroid "
         f"between the seeds of one architecture is up to {plots.number(float(spread.max()))} "
-        f"characters (layer {worst}), far larger than the snapshot SE: **for claims about an "
-        "architecture, the seeds dominate the uncertainty**, and one seed (as in the paper) "
-        "cannot show it."
+        f"characters (layer {worst}), "
+        + (
+            "more than twice the largest snapshot SE: **for claims about an architecture, the "
+            "seeds dominate the uncertainty**, and one seed (as in the paper) cannot show it."
+            if seeds_dominate
+            else "at most twice the largest snapshot SE: the seeds add about as much "
+            "uncertainty as the snapshots."
+        )
     )
 
 
