@@ -388,12 +388,12 @@ def assurance(card, mv) -> str:
         (
             "shuffled",
             "with the characters of each snippet shuffled",
-            ": that structure is the model's positional machinery, not the text",
+            ": the verdict does not need the characters of the text in order",
         ),
         (
             "words",
             "with the words of each snippet shuffled",
-            ": that structure does not need the order of the words",
+            ": the verdict does not need the words in order",
         ),
     ):
         if col not in card.columns:
@@ -854,7 +854,8 @@ def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
         )
     return (
         f"The scale centroid of the fluctuations stays between {lo:.1f} and {hi:.1f} "
-        f"characters ({lo / cpt:.2f}–{hi / cpt:.2f} tokens) in all {n} layers: a spread of "
+        f"characters ({float(c.min()) / cpt:.2f}–{float(c.max()) / cpt:.2f} tokens) in all "
+        f"{n} layers: a spread of "
         f"{hi - lo:.1f} characters (rank correlation with depth {rho:+.2f}), where C1 and C2 "
         f"describe a move from at most {c1:g} to at least {c2:g}. The spectrum's maximum is "
         f"at the grid's finest scale, a dominant scale of at most {finest:g} tokens (a "
@@ -862,7 +863,8 @@ def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
         + (": the spectrum falls from the finest scale on. " if n_fine == n else ". ")
         + depth
         + f"{float(c.mean()) / cpt:.0f} tokens ({float(c.mean()):.0f} characters). The zoo's "
-        f"centroids ({float(zoo_centroid.min()):.0f}–{float(zoo_centroid.max()):.0f} "
+        f"centroids of the fluctuations ({float(zoo_centroid.min()):.0f}–"
+        f"{float(zoo_centroid.max()):.0f} "
         f"characters) {compared}."
     )
 
