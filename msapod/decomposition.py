@@ -20,7 +20,7 @@ size K, and the minimum is ``sum_{k > K} lambda_k``. :func:`reconstruction_error
 Scale-selective POD of a Gaussian lag window w (PAPER.md step 6) decomposes
 ``u^(w)(i, j) = w(i - j) u(i, j)``. Its Gram matrix is
 ``G^(w) = (1/N) sum_tau w(tau)^2 G_tau`` with the per-lag Gram tensor
-``G_tau[s, t] = sum_{i - j = tau} u_s(i, j) u_t(i, j)``, so all windows (and the plain POD,
+``G_tau[s, s'] = sum_{i - j = tau} u_s(i, j) u_s'(i, j)``, so all windows (and the plain POD,
 w = 1) share one pass over the data.
 
 Mean-removed snapshots span at most N - 1 dimensions: the last eigenvalue of a
@@ -49,7 +49,7 @@ NORMALISATION = (
 
 
 def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
-    """Per-lag Gram tensor ``G_tau[s, t] = sum_{i - j = tau} u_s(i, j) u_t(i, j)`` (float64).
+    """Per-lag Gram tensor ``G_tau[s, s'] = sum_{i - j = tau} u_s(i, j) u_s'(i, j)`` (float64).
 
     Returns dims ``(..., "lag", dim, dim + "_")``; ``sum_tau G_tau`` is N times the Gram
     matrix of the plain POD. Dask-backed ``u`` is reduced over pairs of snapshot chunks;

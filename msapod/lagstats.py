@@ -9,7 +9,7 @@ two second-moment objects carry the whole method:
   (:func:`msapod.wavelets.scalogram_energy`,
   :func:`msapod.wavelets.scale_spectrum_operator`) is a quadratic form of them, and so is
   every leave-one-out replicate;
-* the **per-lag Gram tensor** ``G(tau)[s, t] = sum_i r_{s,i}(tau) r_{t,i}(tau)``: every
+* the **per-lag Gram tensor** ``G(tau)[s, s'] = sum_i r_{s,i}(tau) r_{s',i}(tau)``: every
   Gaussian window w has the Gram matrix ``G^(w) = sum_tau w(tau)^2 G(tau) / N``
   (:func:`window_grams`), whose eigenpairs are the scale-selective POD (w = 1: the plain
   POD), and mode k's lag energy is ``w(tau)^2 xihat_k^T G(tau) xihat_k`` (:func:`mode_lag_energy`).
@@ -206,7 +206,7 @@ class LagStats:
         return snapshot_moments(self.lag_form(), upper=upper, causal_rows=self._square())
 
     def gram_tensor(self) -> np.ndarray:
-        """The per-lag Gram tensor ``G(tau)[s, t] = sum_i X[s, tau, i] X[t, tau, i]``
+        """The per-lag Gram tensor ``G(tau)[s, s'] = sum_i X[s, tau, i] X[s', tau, i]``
         ``(lag, N, N)``: one product per lag over its band of rows (formed once, kept)."""
         if self._G is None:
             self._G = self._form_gram_tensor()
@@ -536,7 +536,7 @@ def _gram_tensor(X: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 
 def lag_gram_tensor(X: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
-    """Per-lag Gram tensor ``G(tau)[s, t] = sum_i X[s, i, tau] X[t, i, tau]``, (lag, N, N).
+    """Per-lag Gram tensor ``G(tau)[s, s'] = sum_i X[s, i, tau] X[s', i, tau]``, (lag, N, N).
 
     ``X`` is a lag-form ensemble ``(N, query, lag)``. ``causal_rows``: the queries are
     ``0..Q-1`` and lag tau exists only for queries ``>= tau`` (a causal field in lag form),

@@ -9,7 +9,7 @@ Memory is then bounded by a few chunks plus the results, never by the ensemble:
 * first and second moments are sums over chunks: the mean field and the input checks (one
   pass, :func:`ensemble_mean`, :meth:`LagStats.of_ensemble`), the lag moments
   ``C = <r r^T>`` (:func:`lag_moments`), the coherency sums;
-* the windowed snapshot Grams ``G_w[s, t] = sum_{i, j} w(i - j)^2 u_s(i, j) u_t(i, j)`` are
+* the windowed snapshot Grams ``G_w[s, s'] = sum_{i, j} w(i - j)^2 u_s(i, j) u_s'(i, j)`` are
   formed block by block over pairs of snapshot chunks (:func:`window_grams`): only the
   windows asked for, never the (lag, N, N) per-lag tensor of the in-memory path;
 * the N x N eigenproblem is solved in memory; the leading modes ``X^T V / sqrt(N lambda)``

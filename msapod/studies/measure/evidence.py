@@ -9,7 +9,7 @@ and Theorem 1's check. :func:`model_evidence` does it for a zoo model (cached);
 
 Speed: per model and layer the lag profiles are formed once; from them the per-snapshot
 lag second-moment matrices ``S_s = sum_i r_{s,i} r_{s,i}^T`` (of u and of A) and the
-per-lag Gram tensor ``G(tau)[s, t] = sum_i u_s(i, i - tau) u_t(i, i - tau)``. Every scale
+per-lag Gram tensor ``G(tau)[s, s'] = sum_i u_s(i, i - tau) u_s'(i, i - tau)``. Every scale
 grid and normalisation is a quadratic form of the moments with the Morlet operator
 (:func:`msapod.wavelets.scale_spectrum_operator`; its leave-one-out replicates give the
 jackknife), every window's Gram matrix is ``sum_tau w(tau)^2 G(tau) / N`` (eigenvalues:
@@ -338,7 +338,7 @@ def _count_peaks(e: np.ndarray, lags: np.ndarray, lo: float, hi: float) -> int:
 
 
 def lag_gram_tensor(Xu: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
-    """Per-lag Gram tensor ``G(tau)[s, t] = sum_i u_s(i, tau) u_t(i, tau)`` (lag, N, N) of
+    """Per-lag Gram tensor ``G(tau)[s, s'] = sum_i u_s(i, tau) u_s'(i, tau)`` (lag, N, N) of
     lag-form fluctuations ``Xu`` (N, query, lag).
 
     ``causal_rows``: the queries are ``0..Q-1`` and lag tau exists only for queries
