@@ -273,8 +273,7 @@ def layer_table(claims, mv, zoo: str | None = None, sig: int = 3) -> pd.DataFram
     no value)."""
     cols = {}
     for claim in claims:
-        sub, _ = cl._claim_specs(claim, mv, zoo)
-        row = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
+        row, _ = cl.spec_row(claim, mv, zoo)  # the default reading's row of the curve
         d, lo, up = (row[k] for k in ("diff", "diff_lower", "diff_upper"))
         layers = REGISTRY[claim].layers or d["layer"].values
         cols[f"{claim}: {REGISTRY[claim].per_layer[1] or 'statistic'}"] = {
