@@ -2,7 +2,7 @@
 
 On one synthetic layer (N = 150, L = 256, 48 scales, plain POD + 3 windows) the script
 times ``msapod.analyze`` and, in the same run, the same arithmetic written as plain numpy
-on bare arrays (Reynolds split, lag gather, lag moments, scalogram, peaks, windows, the
+on bare arrays (Reynolds split, lag gather, lag moments of A, scalogram, peaks, windows, the
 per-lag Gram tensor, one eigensolve and projection per window; no labels, no checks), and
 prints both and their ratio (best of ``--repeat`` runs each; target <= 1), once with the
 BLAS threads as they are and once with both on one BLAS thread (the ratio that a busy
@@ -99,12 +99,14 @@ def plain_numpy(A: np.ndarray, scales: np.ndarray, parts, n_modes: int = 10):
     """analyze's arithmetic on a bare causal ``A (N, L, L)``, written plainly in numpy."""
     n, L, _ = A.shape
     u = A.astype(np.float64)
-    u -= u.mean(0)
+    mean = u.mean(0)
+    u -= mean
     i, t = np.meshgrid(np.arange(L), np.arange(L), indexing="ij")  # (query, lag)
     R = np.take_along_axis(u, np.broadcast_to(np.clip(i - t, 0, None), u.shape), -1)
     R *= i >= t  # (N, query, lag)
     X = R.reshape(-1, L)
-    C = X.T @ X / len(X)
+    Rm = np.take_along_axis(mean, np.clip(i - t, 0, None), -1) * (i >= t)  # (query, lag)
+    C = X.T @ X / len(X) + Rm.T @ Rm / L  # the lag moments of A: u's plus the mean field's
     Pr, Pi = parts
     E = np.einsum("kt,kt->k", Pr @ C, Pr) + np.einsum("kt,kt->k", Pi @ C, Pi)
     E = E.reshape(len(scales), L)

@@ -566,7 +566,11 @@ def _add_analyze(sub) -> None:
         "--field",
         choices=SCALOGRAM_FIELDS,
         default=D["field"],
-        help=f"field of the scalogram (default {D['field']})",
+        help=(
+            "field whose scalogram places the windows: total (the attention A, as the "
+            "paper and the book's default reading) or fluctuation (u = A - Abar; the POD "
+            f"decomposes u either way; default {D['field']})"
+        ),
     )
     a.add_argument(
         "--eps",

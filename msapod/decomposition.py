@@ -11,7 +11,7 @@ over the snapshots, give
   ``sum_ij phi_k(i,j) phi_l(i,j) = delta_kl``,
 * **coefficients** ``xi_k(s) = <u_s, phi_k> = sqrt(N lambda_k) xihat_k(s)``, with
   ``(1/N) sum_s xi_k(s)^2 = lambda_k`` (the paper writes ``a_k``; ``a`` is the Morlet scale
-  here; the results' ``normalisation`` attribute keeps the paper's ``a_k``).
+  here).
 
 Theorem 1 (POD optimality; Lumley 1967, Holmes-Lumley-Berkooz ch. 3, Eckart-Young): the
 first K modes minimise ``(1/N) sum_s ||u_s - P_K u_s||^2`` over all orthonormal bases of
@@ -43,8 +43,8 @@ __all__ = ["basis_error", "lag_gram", "pod", "reconstruct", "reconstruction_erro
 
 NORMALISATION = (
     "method of snapshots; eigenvalues = variance per mode, sum = (1/N) sum_s ||u_s||^2; "
-    "modes orthonormal over (query, key); coefficients a_k(s) = <u_s, phi_k>, "
-    "mean_s a_k^2 = lambda_k"
+    "modes orthonormal over (query, key); coefficients xi_k(s) = <u_s, phi_k>, "
+    "mean_s xi_k^2 = lambda_k"
 )
 
 
@@ -291,7 +291,7 @@ def pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Da
     ds["spectrum"].attrs = {"long_name": "POD eigenvalues lambda_k, all N"}
     ds["eigenvalues"].attrs = {"long_name": "POD eigenvalues lambda_k (leading modes)"}
     ds["modes"].attrs = {"long_name": "orthonormal POD modes phi_k(i, j)"}
-    ds["coefficients"].attrs = {"long_name": "temporal coefficients a_k(s)"}
+    ds["coefficients"].attrs = {"long_name": "temporal coefficients xi_k(s)"}
     ds["total_energy"].attrs = {"long_name": "(1/N) sum_s ||u_s||^2 = sum_k lambda_k"}
     ds.attrs = {
         "normalisation": NORMALISATION,
@@ -304,7 +304,7 @@ def pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Da
 
 
 def reconstruct(result: xr.Dataset, rank: int) -> xr.DataArray:
-    """Rank-K reconstruction ``sum_{k <= K} a_k(s) phi_k(i, j)`` from a :func:`pod` result."""
+    """Rank-K reconstruction ``sum_{k <= K} xi_k(s) phi_k(i, j)`` from a :func:`pod` result."""
     n_avail = result.sizes["mode"]
     _check_rank(rank, n_avail)
     sub = result.isel(mode=slice(0, rank))

@@ -192,12 +192,22 @@ class LagStats:
 
     def moments(self, field: str = "fluctuation") -> tuple[np.ndarray, np.ndarray]:
         """``(lags, C)``: ``C(tau, tau') = <r(tau) r(tau')>`` over every snapshot and query
-        of the fluctuation's lag profiles (``"total"``: of the fields', mean included,
-        gathered for the purpose and dropped; :meth:`of_ensemble` only)."""
+        of the fluctuation's lag profiles (``"total"``: of the fields', mean included;
+        :meth:`of_ensemble` only).
+
+        Since the fluctuations sum to zero over the snapshots, the cross term of
+        ``<(rbar + r_u)(rbar + r_u)^T>`` vanishes and the fields' moments are the
+        fluctuation's plus the mean field's, ``C_A = C_u + C_Abar``: only the mean field's
+        lag form is gathered. Where the fields and the fluctuation have different lags
+        (a causal fluctuation of fields that are not), the fields are gathered instead."""
+        C = _moments(self.X, self.rows)
         if field == "fluctuation":
-            return self.lags, _moments(self.X, self.rows)
+            return self.lags, C
         if self._fields is None:
             raise ValueError("field: 'total' needs the fields (LagStats.of_ensemble)")
+        if self.causal_total == self.causal:
+            mean = type(self)._gathered(self.mean[None], None, self.qpos, self.kpos, self.causal)
+            return self.lags, C + _moments(mean.X, mean.rows)
         total = type(self)._gathered(self._fields, None, self.qpos, self.kpos, self.causal_total)
         return total.lags, _moments(total.X, total.rows)
 

@@ -55,7 +55,7 @@ def analyze(
     omega0: float = 6.0,
     max_peaks: int = 3,
     include_edges: bool = True,
-    field: str = "fluctuation",
+    field: str = "total",
     centre: str | float = "peak",
     width: float = 1.0,
     n_modes: int | None = None,
@@ -78,8 +78,10 @@ def analyze(
     max_peaks, include_edges
         Dominant scales kept (see :func:`msapod.dominant_scales`).
     field
-        ``"fluctuation"`` (default: u = A - Abar, the field the POD decomposes) or
-        ``"total"`` (A itself, mean included) for the scalogram and dominant scales.
+        The field whose scalogram gives the dominant scales and the windows: ``"total"``
+        (default: the attention A itself, mean included, as the paper writes the
+        scalogram and as the book's default reading takes it) or ``"fluctuation"``
+        (u = A - Abar, the field the POD decomposes). The POD always decomposes u.
     centre, width
         Window rules (see :func:`msapod.window_parameters`).
     n_modes
@@ -350,7 +352,7 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
         "modes": (("window", "mode", "query", "key"), per_window(pod["modes"].astype(np.float32)),
                   {"long_name": "orthonormal POD modes phi_k(i, j)"}),
         "coefficients": (("window", dim, "mode"), per_window(pod["coefficients"]),
-                         {"long_name": "temporal coefficients a_k(s)"}),
+                         {"long_name": "temporal coefficients xi_k(s)"}),
         "total_energy": ("window", per_window(pod["spectrum"].sum(-1)),
                          {"long_name": "(1/N) sum_s ||u_s||^2 = sum_k lambda_k"}),
         "gram": (("window", dim, f"{dim}_"), per_window(pod["gram"]),

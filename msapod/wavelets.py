@@ -281,7 +281,7 @@ def scalogram(
     A
         Field with dims ``(..., "snapshot", "query", "key")`` (converted with
         :func:`~msapod.fields.to_lag`) or already ``(..., "snapshot", "query", "lag")``.
-        Usually the fluctuation ``u``; the mean-inclusive field ``A`` works too.
+        The attention ``A`` (as the paper writes the scalogram) or its fluctuation ``u``.
     scales
         Scales ``a`` in lags; default 48 log-spaced scales from 3 to ``n_lag / 2``.
         Scales below :func:`min_valid_scale` (period under two lags) are computed but

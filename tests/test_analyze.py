@@ -20,7 +20,7 @@ def planted_attention(n=40, L=96, period=12.0, centre=40.0, seed=0):
 
 def test_analyze_finds_planted_scale_and_low_rank():
     A = planted_attention()
-    ds = msapod.analyze(A, max_peaks=2, n_modes=4)
+    ds = msapod.analyze(A, max_peaks=2, n_modes=4, field="fluctuation")  # planted in u
     a1 = float(ds["dominant_scale"].sel(peak=0))
     period = float(msapod.fourier_period(a1))
     assert abs(period - 12.0) / 12.0 < 0.15, period
@@ -37,6 +37,25 @@ def test_analyze_finds_planted_scale_and_low_rank():
         ds["total_energy"].sel(window="plain"),
         (msapod.reynolds(A)["fluctuation"] ** 2).sum(("query", "key")).mean(),
         rtol=1e-10,
+    )
+
+
+def test_analyze_default_scalogram_is_that_of_the_attention():
+    """The default field is A, mean included: its scalogram is u's plus the mean field's,
+    and it is the scalogram ``msapod.scalogram`` gives of A's lag form."""
+    A = planted_attention()
+    ds = msapod.analyze(A, max_peaks=2, n_modes=4)
+    assert ds.attrs["scalogram_field"] == "total"
+    u = msapod.analyze(A, max_peaks=2, n_modes=4, field="fluctuation")
+    mean = msapod.reynolds(A)["mean"].expand_dims(snapshot=1)
+    mean_energy = msapod.scalogram(msapod.to_lag(mean), scales=ds["scale"].values)["energy"]
+    want = u["energy"] + mean_energy.transpose("scale", "lag").values
+    np.testing.assert_allclose(ds["energy"], want, rtol=1e-9, atol=1e-12 * float(want.max()))
+    direct = msapod.scalogram(msapod.to_lag(A), scales=ds["scale"].values)["spectrum"]
+    np.testing.assert_allclose(ds["scale_spectrum"], direct.values, rtol=1e-9)
+    # the POD decomposes u under either field; only the windows follow the scalogram
+    np.testing.assert_allclose(
+        ds["spectrum"].sel(window="plain"), u["spectrum"].sel(window="plain"), rtol=1e-12
     )
 
 

@@ -153,6 +153,24 @@ def test_lag_stats_of_an_ensemble_is_the_pod_of_its_fluctuation(causal):
     np.testing.assert_allclose(C, np.einsum("sit,siu->tu", R, R) / (9 * 12), atol=1e-14)
 
 
+def test_total_moments_of_fields_whose_fluctuation_is_causal():
+    """Fields with the same weight above the diagonal in every snapshot: the fluctuation is
+    causal (lags from 0), the fields are not, so their moments come from their own lags."""
+    import xarray as xr
+
+    A = _field(causal=True)
+    A = A + np.triu(np.full((12, 12), 0.01), 1)[None]
+    pos = np.arange(12)
+    stats = lagstats.LagStats.of_ensemble(A, pos, pos)
+    assert stats.causal and not stats.causal_total
+    lags_t, C = stats.moments("total")
+    R = msapod.to_lag(xr.DataArray(A, dims=("snapshot", "query", "key")))
+    np.testing.assert_array_equal(lags_t, R["lag"].values)
+    assert len(lags_t) > len(stats.lags)
+    want = np.einsum("sit,siu->tu", R.values, R.values) / (9 * 12)
+    np.testing.assert_allclose(C, want, atol=1e-14 * np.abs(want).max())
+
+
 def test_lag_stats_zero_window_has_no_modes():
     A = _field()
     pos = np.arange(12)

@@ -198,7 +198,7 @@ def synthetic(peak_tokens, T, H, cpt=3.1, n_snap=150, n_layer=30, flat=()):
             "H_star": (("layer", "window", "eps"), H.copy()),
         },
         coords={"layer": layers, "window": ["plain", "scale-1"], "eps": [0.10], "scale": scale},
-        attrs={"ensemble_chars_per_token": cpt, "n_snapshots": n_snap},
+        attrs={"ensemble_chars_per_token": cpt, "n_snapshots": n_snap, "scalogram_field": "total"},
     )
 
 
@@ -224,6 +224,7 @@ def test_llm_verdict_rules():
     ds = synthetic(peak, T, H)
     rows = {r["claim"]: r for r in llm_rows(ds)}
     assert set(rows) == {"C1", "C2", "C3", "C5"}
+    assert "scalogram of A" in rows["C1"]["rule"] + rows["C1"]["measured"] + rows["C1"]["cases"]
     for r in rows.values():
         assert {"claim", "paper", "measured", "verdict", "rule", "page"} <= set(r)
     assert rows["C1"]["verdict"] == "holds"

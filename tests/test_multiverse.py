@@ -103,12 +103,13 @@ def test_scale_statistics_equal_the_scalogram(field, evidence):
     assert float(e) == pytest.approx(float(spec["spectrum"].sum()), rel=1e-9)
 
 
-def test_scale_jackknife_matches_the_uncertainty_study(field, evidence):
+@pytest.mark.parametrize("which", [("A", "total"), ("u", "fluctuation")])
+def test_scale_jackknife_matches_the_uncertainty_study(field, evidence, which):
     from msapod.studies.measure.uncertainty import scale_jackknife
 
-    sj = scale_jackknife(field, scales=_grid(3, 24))
+    sj = scale_jackknife(field, scales=_grid(3, 24), field=which[1])
     se = evidence["scale_stat_se"].sel(
-        field="u", normalisation="rectified", scale_min=3, scale_stat="centroid"
+        field=which[0], normalisation="rectified", scale_min=3, scale_stat="centroid"
     )
     assert float(se) == pytest.approx(float(sj["scale_centroid_se"]), rel=1e-6)
 

@@ -243,7 +243,7 @@ def _llm(centroids, dominant):
             "dominant_scale": (("layer", "peak"), np.asarray(dominant, float)[:, None]),
         },
         coords={"layer": layer, "scale": [3.0, 6.0, 12.0], "peak": [0]},
-        attrs={"ensemble_chars_per_token": 2.0},
+        attrs={"ensemble_chars_per_token": 2.0, "scalogram_field": "total"},
     )
 
 
@@ -252,6 +252,7 @@ def test_llm_scale_depth_reads_its_conclusion_from_the_numbers():
     flat = pages.llm_scale_depth(_llm([4.0, 4.2, 4.1], [3.0, 3.0, 3.0]), zoo + 4.1)
     assert "no fine-to-coarse organisation" in flat and "falls from the finest scale" in flat
     assert "spread of 0.4 characters" in flat and "overlap the LLM's" in flat
+    assert "scale centroid of $A$" in flat  # the field the analysis took
     moving = pages.llm_scale_depth(_llm([3.0, 10.0, 20.0], [3.0, 6.0, 12.0]), zoo)
     assert "no fine-to-coarse" not in moving and "spans at least the move" in moving
     assert "in 1 of 3 layers." in moving and "are finer" in moving

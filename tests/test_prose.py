@@ -12,23 +12,6 @@ from msapod.studies import pages, prose
 from msapod.studies.store.results import load_result
 
 
-def test_attention_scalogram_is_that_of_the_mean_plus_the_fluctuation():
-    rng = np.random.default_rng(0)
-    L = 24
-    causal = np.tril(np.ones((L, L)))
-    raw = rng.random((12, L, L)) * causal
-    A = xr.DataArray(raw / raw.sum(-1, keepdims=True), dims=("snapshot", "query", "key"))
-    A = A.assign_coords(query=np.arange(L), key=np.arange(L))  # rows are probabilities
-    split = msapod.reynolds(A)
-    scales = msapod.wavelets.log_scales(L)
-    direct = msapod.scalogram(A, scales)["energy"]
-    e_u = msapod.scalogram(split["fluctuation"], scales)["energy"]
-    out = prose.attention_scalogram(e_u, split["mean"])
-    np.testing.assert_allclose(out.values, direct.values, rtol=1e-10, atol=1e-14)
-    # without the mean field's part the fluctuation alone is smaller
-    assert float(e_u.sum()) < float(direct.sum())
-
-
 def test_theorem1_text_counts_competitors_that_do_as_well():
     pod = np.array([3.0, 2.0, 1.0])
     half = np.array([3.3, 2.5, np.nan])  # the half-ensemble has too few modes at K = 3
@@ -187,7 +170,6 @@ def test_uncertainty_and_convergence_sentences():
 
 
 def test_seeds_and_training_summary():
-    import msapod
 
     n = {len(msapod.zoo.trained(architecture=a)) for a in msapod.zoo.ARCHITECTURES}
     assert prose.seeds_text() == (str(n.pop()) if len(n) == 1 else prose.seeds_text())

@@ -100,9 +100,12 @@ def test_the_joint_test_names_a_direction_only_when_significant():
 
 
 def test_a_range_of_scales_marks_its_bounds():
-    from msapod.studies.verdict.rules import _bounded_range
+    from msapod.studies.verdict.claims import bounded_range
 
-    assert _bounded_range([9.3, 9.3], [-1, -1]) == "≤ 9.3"
-    assert _bounded_range([3.0, 84.2], [-1, 0]) == "≤ 3.0–84.2"
-    assert _bounded_range([5.0, 128.0], [0, 1]) == "5.0–≥ 128.0"
-    assert _bounded_range([np.nan], [0]) == "—"
+    assert bounded_range([9.3, 9.3], [-1, -1]) == "≤ 9.3"
+    assert bounded_range([3.0, 84.2], [-1, 0]) == "≤ 3.0 to 84.2"
+    assert bounded_range([5.0, 128.0], [0, 1]) == "5.0 to ≥ 128.0"
+    assert bounded_range([5.0, 12.25], [0, 0]) == "5.0–12.2"
+    assert bounded_range([-0.5, 0.25], [0, 0], lambda x: f"{x:.2f}") == "-0.50 to 0.25"
+    assert bounded_range([np.nan, 4.0], [-1, 0]) == "4.0"  # NaN ignored, with its side
+    assert bounded_range([np.nan], [0]) == "—"

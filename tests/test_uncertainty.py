@@ -20,23 +20,38 @@ def _fields(n=10, L=36, seed=0):
     return xr.DataArray(A, dims=("snapshot", "query", "key"))
 
 
-def test_scale_jackknife_full_ensemble_matches_scalogram():
+def _of(A, field):
+    """The field whose scalogram ``scale_jackknife(A, field=field)`` takes."""
+    return A if field == "total" else msapod.reynolds(A)["fluctuation"]
+
+
+@pytest.mark.parametrize("field", ["total", "fluctuation"])
+def test_scale_jackknife_full_ensemble_matches_scalogram(field):
     A = _fields()
-    sj = scale_jackknife(A)
-    sc = msapod.scalogram(msapod.reynolds(A)["fluctuation"])
+    sj = scale_jackknife(A, field=field)
+    sc = msapod.scalogram(_of(A, field))
     np.testing.assert_allclose(sj["scale_spectrum"], sc["spectrum"], rtol=1e-10)
     assert float(sj["scale_centroid"]) == pytest.approx(
         float(msapod.scale_centroid(sc["spectrum"])), rel=1e-12
     )
     assert float(sj["energy"]) == pytest.approx(float(sc["energy"].sum()), rel=1e-10)
+    assert sj.attrs["scalogram_field"] == field
 
 
-@pytest.mark.parametrize("i", [0, 4, 9])
-def test_scale_jackknife_replicates_equal_brute_force_leave_one_out(i):
+def test_scale_jackknife_default_is_the_analysis_default():
     A = _fields()
+    want = msapod.analyze(A, n_modes=2)
     sj = scale_jackknife(A)
-    Ai = A.drop_isel(snapshot=i)  # the mean is re-estimated without snapshot i
-    sci = msapod.scalogram(msapod.reynolds(Ai)["fluctuation"])
+    assert sj.attrs["scalogram_field"] == want.attrs["scalogram_field"] == "total"
+    np.testing.assert_allclose(sj["scale_spectrum"], want["scale_spectrum"], rtol=1e-9)
+
+
+@pytest.mark.parametrize("field", ["total", "fluctuation"])
+@pytest.mark.parametrize("i", [0, 4, 9])
+def test_scale_jackknife_replicates_equal_brute_force_leave_one_out(i, field):
+    A = _fields()
+    sj = scale_jackknife(A, field=field)
+    sci = msapod.scalogram(_of(A.drop_isel(snapshot=i), field))  # u: mean re-estimated
     assert float(sj["scale_centroid_jack"][i]) == pytest.approx(
         float(msapod.scale_centroid(sci["spectrum"])), rel=1e-10
     )
@@ -45,20 +60,24 @@ def test_scale_jackknife_replicates_equal_brute_force_leave_one_out(i):
 
 def test_scale_jackknife_se_formula_and_centred_input():
     A = _fields()
-    sj = scale_jackknife(A)
+    sj = scale_jackknife(A, field="fluctuation")
     rep = sj["scale_centroid_jack"].values
     n = rep.size
     want = np.sqrt((n - 1) / n * ((rep - rep.mean()) ** 2).sum())
     assert float(sj["scale_centroid_se"]) == pytest.approx(want)
     u = msapod.reynolds(A)["fluctuation"]
-    sj2 = scale_jackknife(u, centred=True)
+    sj2 = scale_jackknife(u, field="fluctuation", centred=True)
     np.testing.assert_allclose(sj2["scale_centroid_jack"], rep, rtol=1e-10)
 
 
 def test_scale_jackknife_errors():
     A = _fields()
     with pytest.raises(ValueError, match="centred"):
-        scale_jackknife(A, centred=True)
+        scale_jackknife(A, field="fluctuation", centred=True)
+    with pytest.raises(ValueError, match="centred"):
+        scale_jackknife(msapod.reynolds(A)["fluctuation"], centred=True)  # u has no A
+    with pytest.raises(ValueError, match="field"):
+        scale_jackknife(A, field="mean")
     with pytest.raises(ValueError, match="A"):
         scale_jackknife(A.expand_dims(layer=[1]))
     with pytest.raises(ValueError, match="snapshot"):

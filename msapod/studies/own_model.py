@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 #: Layout of the cached fields and per-layer analyses; part of every key.
-OWN_FORMAT = 1
+OWN_FORMAT = 2
 #: Names that select the SmolLM2-135M GGUF of the ``llm`` extra.
 GGUF_ALIASES = ("smollm2", "smollm2-135m", "SmolLM2-135M-Instruct-Q4_1")
 #: Bytes of attention one forward pass may return (all layers and heads, float32).
@@ -672,7 +672,9 @@ def analyse_field(F: xr.DataArray, params: dict, scales) -> xr.Dataset:
         eps=params["eps"],
     )
     n = F.sizes["snapshot"]
-    sj = scale_jackknife(F.astype(np.float64), scales=scales, omega0=params["omega0"])
+    sj = scale_jackknife(
+        F.astype(np.float64), scales=scales, omega0=params["omega0"], field=params["field"]
+    )
     pj = pod_jackknife(
         ana["gram"],
         eps=params["eps"],

@@ -179,24 +179,11 @@ def claim_counts(claim: str, mv, zoo: str | None = None, **axes) -> dict:
     at_least = ok & np.isinf(up) & np.isclose(lo, st)  # ... at its last
     bound = at_most | at_least
     return {
-        "span": _bounded_span(st, at_most, at_least),
+        "span": cl.bounded_range(st, np.where(at_most, -1, np.where(at_least, 1, 0)), _words),
         "in_range": int(((st >= c.low) & (st <= c.high) & ok).sum()),
         "bounds": int(bound.sum()),
         "total": int(ok.sum()),
     }
-
-
-def _bounded_span(st, at_most, at_least) -> str:
-    """The range of the finite values ``st``, an end that is a bound printed as one
-    ("≤ 3.00 to 84.2")."""
-    ok = np.isfinite(st)
-    if not ok.any():
-        return plots.MISSING
-    i = int(np.flatnonzero(ok)[np.argmin(st[ok])])
-    j = int(np.flatnonzero(ok)[np.argmax(st[ok])])
-    lo = ("≤ " if at_most[i] else "≥ " if at_least[i] else "") + _words(st[i])
-    hi = ("≤ " if at_most[j] else "≥ " if at_least[j] else "") + _words(st[j])
-    return lo if lo == hi else f"{lo} to {hi}"
 
 
 def readings_table(claim: str, mv, zoo: str | None = None) -> pd.DataFrame:
@@ -634,13 +621,12 @@ def forest_panels(mv, zoo: str, claims):
     is the claim and its verdict."""
     from .verdict.rules import C8_SIGNS
 
-    sub = mv.isel(spec=np.flatnonzero((mv["main"] & (mv["zoo"] == zoo)).values)).isel(spec=0)
     models = [
         m for m, z in zip(mv["model"].values, mv["model_zoo"].values, strict=True) if z == zoo
     ]
     fig, axes = plots.panels(len(claims), height=2.3)
     for ax, c in zip(axes, claims, strict=False):
-        m = sub.sel(claim=c)
+        m, _ = cl.spec_row(c, mv, zoo)  # the default reading's row
         band = (float(m["threshold_low"]), float(m["threshold_high"]))
         if c in ("C7", "C8"):
             plots.forest(
@@ -825,7 +811,11 @@ def llm_scale_facts(ds: xr.Dataset) -> str:
 def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
     """The LLM's scales across depth: the spread of its scale centroid (characters) and
     its rank correlation with depth, in how many layers the dominant scale is the finest
-    one, against the zoo's centroids (``zoo_centroid``, characters)."""
+    one, against the zoo's centroids (``zoo_centroid``, characters), all of the scalogram
+    of the field the analysis took (``scalogram_field``: A or u)."""
+    from ..pipeline import FIELD_SYMBOLS
+
+    sym = FIELD_SYMBOLS[ds.attrs["scalogram_field"]]
     cpt, n = _cpt(ds), ds.sizes["layer"]
     c = ds["scale_centroid"] * cpt
     rho = float(pd.Series(c.values).corr(pd.Series(ds["layer"].values), method="spearman"))
@@ -844,15 +834,15 @@ def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
     if hi - lo < c2 - c1:
         depth = (
             "There is **no fine-to-coarse organisation across depth** to speak of: early and "
-            "late layers put their fluctuation energy at about the same scales, "
+            f"late layers put the energy of ${sym}$ at about the same scales, "
         )
     else:
         depth = (
             f"The centroid spans at least the move C1 and C2 describe ({c2 - c1:g} "
-            "characters) across depth; on average the layers put their fluctuation energy at "
+            f"characters) across depth; on average the layers put the energy of ${sym}$ at "
         )
     return (
-        f"The scale centroid of the fluctuations stays between {lo:.1f} and {hi:.1f} "
+        f"The scale centroid of ${sym}$ stays between {lo:.1f} and {hi:.1f} "
         f"characters ({float(c.min()) / cpt:.2f}–{float(c.max()) / cpt:.2f} tokens) in all "
         f"{n} layers: a spread of "
         f"{hi - lo:.1f} characters (rank correlation with depth {rho:+.2f}), where C1 and C2 "
@@ -862,7 +852,7 @@ def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
         + (": the spectrum falls from the finest scale on. " if n_fine == n else ". ")
         + depth
         + f"{float(c.mean()) / cpt:.0f} tokens ({float(c.mean()):.0f} characters). The zoo's "
-        f"centroids of the fluctuations ({float(zoo_centroid.min()):.0f}–"
+        f"centroids of ${sym}$ ({float(zoo_centroid.min()):.0f}–"
         f"{float(zoo_centroid.max()):.0f} "
         f"characters) {compared}."
     )

@@ -4,7 +4,7 @@ shipped study shows, in words.
 Each function takes what a page has computed or loaded (a live check, a shipped result
 of ``results/``, the trained zoo) and returns Markdown, a sentence or a table, so that a
 page cell holds a single call; a few return the numbers such a sentence reads
-(:func:`attention_scalogram`, :func:`coherency_of`, :func:`line_lengths`,
+(:func:`coherency_of`, :func:`line_lengths`,
 :func:`sink_layers`). None decides a claim: a claim's numbers and verdicts come from
 the curve and the renderer (:mod:`msapod.studies.pages`,
 :mod:`msapod.studies.verdict.claims`), and the training summary quotes claim L's
@@ -25,7 +25,6 @@ from .pages import loss_difference, loss_text
 __all__ = [
     "EGA_PAPER",
     "architecture_overlap",
-    "attention_scalogram",
     "causality_text",
     "coherency_checks",
     "coherency_of",
@@ -65,33 +64,6 @@ __all__ = [
 
 
 # --- the scalogram and POD pages ------------------------------------------------------
-
-
-def attention_scalogram(energy_u: xr.DataArray, mean_field: xr.DataArray) -> xr.DataArray:
-    """The scalogram :math:`E(a, b)` of the attention :math:`A` from that of its
-    fluctuation :math:`u` and the mean field :math:`\\bar A`.
-
-    :math:`A_s = \\bar A + u_s` with :math:`\\sum_s u_s = 0`, so the cross term of
-    :math:`\\langle |W[A_s]|^2 \\rangle_s` vanishes and :math:`E_A = E_u + E_{\\bar A}`:
-    the scalogram of the mean field (one snapshot) added to the shipped one of :math:`u`
-    on the same scales.
-
-    Parameters
-    ----------
-    energy_u
-        :math:`E(a, b)` of the fluctuation, dims ``(..., scale, lag)`` (``energy`` of
-        ``results/zoo_analysis.nc``).
-    mean_field
-        :math:`\\bar A`, dims ``(..., query, key)`` matching ``energy_u``'s other dims
-        (``mean_field`` of ``results/fieldstats.nc``).
-    """
-    from ..wavelets import scalogram
-
-    field = mean_field.astype(np.float64).expand_dims(snapshot=1)
-    mean_e = scalogram(field, energy_u["scale"].values)["energy"]
-    mean_e = mean_e.assign_coords(scale=energy_u["scale"].values)
-    out = energy_u + mean_e.transpose(*energy_u.dims)
-    return out.assign_attrs(long_name="scalogram energy of A")
 
 
 def theorem1_text(thm_err: float, ks, pod_err, half_err, rand_err) -> str:

@@ -30,9 +30,10 @@ variable                  definition
                           u_s(i, i - \\tau)^2`
 ``split_half_gap``        :math:`\\lVert \\bar A_{(1)} - \\bar A_{(2)} \\rVert^2`, the means
                           of snapshots ``0 .. N//2 - 1`` and ``N//2 .. N - 1``
-``scale_spectrum_A``      :math:`E(a)` of the mean-inclusive field :math:`A`
-                          (:func:`msapod.scalogram`, default scales, omega0 = 6, 1/a)
 ========================  ========================================================
+
+The scalogram of :math:`A` is not here: it is :func:`msapod.analyze`'s (``energy`` and
+``scale_spectrum`` of ``results/zoo_analysis.nc``).
 
 ``total_energy = mean_energy + fluctuation_energy`` (Pythagoras) holds to rounding; the
 three are computed independently so that the identity is a check, not a definition.
@@ -49,7 +50,6 @@ import xarray as xr
 from ..._io import COMPRESS
 from ...fields import check_field
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
-from ...wavelets import fourier_period, scalogram
 from ..store.cache import ModelInputs, cached_model_study, model_inputs, stack_zoo
 
 __all__ = [
@@ -65,7 +65,7 @@ ROW_SUM_BOUND = 1e-6
 
 #: Version of the output of :func:`field_statistics`; part of its cache key
 #: (2: interpolated median lag; 3: the round-off bound of row_sum_deviation in its attrs).
-FIELDSTATS_FORMAT = 3
+FIELDSTATS_FORMAT = 4
 
 _DESCRIPTIONS = {
     "mean_lag": (
@@ -100,11 +100,6 @@ _DESCRIPTIONS = {
         "||Abar_(1) - Abar_(2)||^2, means of the first N//2 and the remaining snapshots",
         "probability^2",
     ),
-    "scale_spectrum_A": (
-        "scale spectrum E(a) = (1/a) sum_b E(a, b) of the mean-inclusive field A "
-        "(msapod.scalogram, omega0 = 6, default scales)",
-        "probability^2",
-    ),
 }
 
 
@@ -132,7 +127,7 @@ def median_lags(a: np.ndarray) -> np.ndarray:
     return i - j_star - 0.5 + np.clip(frac, 0.0, 1.0)
 
 
-def _layer_statistics(a: np.ndarray, omega0: float) -> dict[str, tuple]:
+def _layer_statistics(a: np.ndarray) -> dict[str, tuple]:
     """Every statistic of one layer's ensemble ``a`` ``(N, L, L)`` (float64)."""
     n, length, _ = a.shape
     pos = np.arange(length)
@@ -151,8 +146,6 @@ def _layer_statistics(a: np.ndarray, omega0: float) -> dict[str, tuple]:
     q = (u**2).mean(0)  # (query, key): (1/N) sum_s u_s(i, j)^2
     del u
     lag_energy = np.array([np.trace(q, offset=-t) for t in range(length)])
-    field = xr.DataArray(a, dims=("snapshot", "query", "key"), coords={"query": pos, "key": pos})
-    spec = scalogram(field, omega0=omega0)["spectrum"]
     return {
         "mean_lag": (("snapshot",), mean_lag),
         "median_lag": (("snapshot",), median_lag),
@@ -166,11 +159,10 @@ def _layer_statistics(a: np.ndarray, omega0: float) -> dict[str, tuple]:
         "row_energy": (("query",), q.sum(-1)),
         "lag_energy": (("lag",), lag_energy),
         "split_half_gap": ((), float((gap**2).sum())),
-        "scale_spectrum_A": (("scale",), spec.values, spec["scale"].values),
     }
 
 
-def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
+def summarise_fields(A: xr.DataArray) -> xr.Dataset:
     """Field statistics of an ensemble of attention fields, one layer at a time.
 
     Parameters
@@ -180,14 +172,12 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
         "query", "key")`` with query and key positions ``0 .. L-1`` (as returned by
         :func:`msapod.studies.store.cache.cached_fields`); at least two snapshots. Each layer
         is converted to float64 on its own, so memory peaks at a few copies of one layer.
-    omega0
-        Morlet centre frequency of ``scale_spectrum_A``.
 
     Returns
     -------
     xarray.Dataset
         The variables of the module table, dims ``layer``, ``snapshot``, ``query``,
-        ``key``, ``lag`` (``0 .. L-1``) and ``scale`` (coord ``period``); the
+        ``key`` and ``lag`` (``0 .. L-1``); the
         ``snapshot`` coords of ``A`` (e.g. ``offset``) are kept. Each variable's attrs
         say how it was made (``long_name``, ``units``); ``row_sum_deviation`` measures
         round-off and carries the bound it must stay under (``roundoff_bound``,
@@ -202,10 +192,9 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
         if not np.array_equal(np.asarray(A[dim].values), np.arange(length)):
             raise ValueError(f"A: expected {dim} positions 0 .. {length - 1}")
     per_layer = [
-        _layer_statistics(np.asarray(A.sel(layer=layer).values, dtype=np.float64), omega0)
+        _layer_statistics(np.asarray(A.sel(layer=layer).values, dtype=np.float64))
         for layer in A["layer"].values
     ]
-    scales = per_layer[0]["scale_spectrum_A"][2]
     data = {}
     for var in per_layer[0]:
         dims = ("layer", *per_layer[0][var][0])
@@ -220,8 +209,6 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
             "query": np.arange(length),
             "key": np.arange(length),
             "lag": np.arange(length),
-            "scale": scales,
-            "period": ("scale", fourier_period(scales, omega0)),
             **snap_coords,
         },
     )
@@ -230,12 +217,9 @@ def summarise_fields(A: xr.DataArray, *, omega0: float = 6.0) -> xr.Dataset:
     ds["row_sum_deviation"].attrs["roundoff_bound"] = ROW_SUM_BOUND
     ds["mean_field"].encoding.update(COMPRESS)  # its causal zeros cost nothing
     ds["lag"].attrs = {"long_name": "lag tau = i - j", "units": "characters"}
-    ds["scale"].attrs = {"long_name": "Morlet scale a", "units": "characters"}
-    ds["period"].attrs = {"long_name": "equivalent Fourier period p", "units": "characters"}
     ds.attrs = {
         "n_snapshots": A.sizes["snapshot"],
         "length": length,
-        "omega0": omega0,
         "split_half": f"snapshots 0..{A.sizes['snapshot'] // 2 - 1} vs the rest",
         "method": (
             "msapod.studies.measure.fieldstats.summarise_fields, float64, one layer at a time"
@@ -323,7 +307,7 @@ def zoo_field_statistics(
     Returns
     -------
     xarray.Dataset
-        dims ``model``, ``layer``, ``snapshot``, ``query``, ``key``, ``lag``, ``scale``;
+        dims ``model``, ``layer``, ``snapshot``, ``query``, ``key``, ``lag``;
         coord ``architecture`` on ``model`` (:func:`~msapod.studies.store.cache.stack_models`);
         the per-model ``fields_key`` and ``weights_sha256`` become variables on
         ``model``. ``mean_field`` is float32 and compressed on disk.

@@ -50,6 +50,7 @@ from ...models.data import N_SNAPSHOTS, ensemble_offsets, load_corpus, load_text
 from ..store.cache import (
     FieldFile,
     TokenEnsemble,
+    analysis_params,
     cache_root,
     cached_dataset,
     concat_layers,
@@ -404,10 +405,6 @@ def _build_fields(fields: FieldFile, n: int, length: int, seed: int, progress: b
 
 
 def _parts(n: int, length: int, seed: int, params: dict) -> dict:
-    clean = {
-        k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v)
-        for k, v in sorted(params.items())
-    }
     return {
         "model": MODEL_NAME,
         "gguf_sha256": GGUF_SHA256,
@@ -418,7 +415,7 @@ def _parts(n: int, length: int, seed: int, params: dict) -> dict:
         "split": "val",
         "tokenisation": "whole split, no special tokens",
         "llm_format": LLM_FORMAT,
-        "params": json.dumps(clean, sort_keys=True, default=str),
+        "params": analysis_params(params),
         **_versions(),
     }
 
@@ -517,7 +514,7 @@ def smollm2_analysis(
     seed = check_int(seed, "seed", 0)
     smollm2_path(verify=True)  # fail early, with the install hint, and only on good weights
     parts = _parts(n, length, seed, params)
-    key = key_hash(parts)
+    key = key_hash({k: v for k, v in parts.items() if k != "params"})  # the fields' key
     label = f"smollm2-n{n}-L{length}-s{seed}"
     root = cache_root(cache_dir)
     folder = root / "llm-fields"

@@ -13,14 +13,17 @@ one. The Reynolds mean is re-estimated in every replicate.
 Exact leave-one-out scalogram
 -----------------------------
 The scale spectrum is linear in the lag second-moment matrix ``C = sum_i S_i / (N Q)``,
-``S_i = sum_q r_iq r_iq^T`` (snapshot i's lag profiles ``r_iq(tau) = u_i(q, q - tau)``).
-Leaving snapshot i out and re-estimating the mean shifts every other fluctuation by
-``u_i / (N - 1)``; because the fluctuations sum to zero the left-out moment matrix is
+``S_i = sum_q r_iq r_iq^T`` (snapshot i's lag profiles). Of the attention itself
+(``r_iq(tau) = A_i(q, q - tau)``, the default, as :func:`msapod.analyze`) leaving snapshot
+i out gives ``C^(-i) = (sum_j S_j - S_i) / ((N - 1) Q)``. Of the fluctuation
+(``r_iq(tau) = u_i(q, q - tau)``) leaving snapshot i out and re-estimating the mean shifts
+every other fluctuation by ``u_i / (N - 1)``; because the fluctuations sum to zero the
+left-out moment matrix is
 
-    C^(-i) = (sum_j S_j - N / (N - 1) S_i) / ((N - 1) Q),
+    C^(-i) = (sum_j S_j - N / (N - 1) S_i) / ((N - 1) Q).
 
-so one per-snapshot spectrum ``P_i(a) = <M_a, S_i>`` (``M_a`` = the scale's quadratic
-form summed over b) gives all N replicates without recomputing a scalogram.
+Either way one per-snapshot spectrum ``P_i(a) = <M_a, S_i>`` (``M_a`` = the scale's
+quadratic form summed over b) gives all N replicates without recomputing a scalogram.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import xarray as xr
 
 from ...fields import check_field, reynolds, to_lag
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
+from ...pipeline import ANALYZE_DEFAULTS, FIELD_SYMBOLS, SCALOGRAM_FIELDS
 from ...resampling import bootstrap_spectrum, jackknife_se
 from ...spectra import effective_rank, spectral_concentration, tail_fraction, tail_rank
 from ...wavelets import (
@@ -54,7 +58,7 @@ __all__ = [
 ]
 
 #: Version of :func:`zoo_uncertainty`'s output; part of its cache key.
-UNCERTAINTY_FORMAT = 2
+UNCERTAINTY_FORMAT = 3
 
 
 def fractional_rank(lam: np.ndarray, eps: float) -> np.ndarray:
@@ -77,8 +81,17 @@ def fractional_rank(lam: np.ndarray, eps: float) -> np.ndarray:
     return np.where(H > 0, Hm + np.clip(frac, 0.0, 1.0), 0.0)
 
 
-def _fluctuation(A: xr.DataArray, dim: str, centred: bool) -> xr.DataArray:
-    """The fluctuation u of ``A`` (``A`` itself if ``centred``, checked to average to 0)."""
+def _scalogram_field(A: xr.DataArray, dim: str, field: str, centred: bool) -> xr.DataArray:
+    """The field whose scalogram is jackknifed: ``A`` itself (``"total"``) or its
+    fluctuation u (``A`` itself if ``centred``, checked to average to 0)."""
+    if field not in SCALOGRAM_FIELDS:
+        raise ValueError(f"field: expected one of {SCALOGRAM_FIELDS}, got {field!r}")
+    if field == "total":
+        if centred:
+            raise ValueError(
+                "centred: fluctuations have no 'total' field; pass field='fluctuation'"
+            )
+        return A
     if not centred:
         return reynolds(A, dim, check_stochastic=False)["fluctuation"]
     scale = float(np.abs(A.values).max()) or 1.0
@@ -108,6 +121,7 @@ def scale_jackknife(
     scales=None,
     omega0: float = 6.0,
     bias_correction: bool = True,
+    field: str = ANALYZE_DEFAULTS["field"],
     centred: bool = False,
 ) -> xr.Dataset:
     """Leave-one-snapshot-out jackknife of the scale spectrum, centroid and energy.
@@ -115,19 +129,24 @@ def scale_jackknife(
     Parameters
     ----------
     A
-        One field set ``(dim, "query", "key")``: attention fields (``centred=False``,
-        the Reynolds mean is removed here) or fluctuations u that already sum to zero
-        over ``dim`` (``centred=True``; checked).
+        One field set ``(dim, "query", "key")``: attention fields (``centred=False``)
+        or fluctuations u that already sum to zero over ``dim`` (``centred=True``;
+        checked; only with ``field="fluctuation"``).
     dim
         Snapshot dim (N >= 3).
     scales, omega0, bias_correction
         As in :func:`msapod.scalogram` (defaults: 48 log-spaced scales, omega0 = 6, the
         1/a rectification).
+    field
+        Whose scalogram: ``"total"`` (the attention A, mean included; the default, as
+        :func:`msapod.analyze`) or ``"fluctuation"`` (u = A - Abar, the mean
+        re-estimated in every replicate).
 
     Returns
     -------
     xarray.Dataset
-        ``scale_spectrum(scale)`` (equal to :func:`msapod.scalogram`'s ``spectrum`` of u),
+        ``scale_spectrum(scale)`` (equal to :func:`msapod.scalogram`'s ``spectrum`` of
+        the field),
         ``scale_centroid`` and ``energy`` (sum of E(a, b) over scale and lag, no 1/a)
         with their jackknife standard errors ``*_se`` and leave-one-out replicates
         ``*_jack(jack)``.
@@ -136,14 +155,15 @@ def scale_jackknife(
     extra = [d for d in A.dims if d not in (dim, "query", "key")]
     if extra:
         raise ValueError(f"A: expected one field set (dims {dim}, query, key), got extra {extra}")
-    R = to_lag(_fluctuation(A, dim, centred)).transpose(dim, "query", "lag")
+    R = to_lag(_scalogram_field(A, dim, field, centred)).transpose(dim, "query", "lag")
     X = np.asarray(R.values, dtype=np.float64)
     n, q, n_lag = X.shape
     s = check_scales(log_scales(n_lag) if scales is None else scales, n_lag)
     P = _snapshot_spectra(X, scale_spectrum_operator(s, R["lag"].values, omega0))
     P_tot = P.sum(0)
     full = P_tot / (n * q)  # sum_b E(a, b) of the whole ensemble
-    rep = (P_tot[None, :] - n / (n - 1) * P) / ((n - 1) * q)  # (N, scale)
+    drop = n / (n - 1) if field == "fluctuation" else 1.0  # the mean re-estimated, or none
+    rep = (P_tot[None, :] - drop * P) / ((n - 1) * q)  # (N, scale)
     rep = np.maximum(rep, 0.0)
     w = 1.0 / s if bias_correction else np.ones_like(s)
 
@@ -172,9 +192,11 @@ def scale_jackknife(
         },
         coords={"scale": s, "jack": jack, "period": ("scale", fourier_period(s, omega0))},
     )
-    ds["scale_centroid"].attrs = {"units": "lag", "long_name": "scale centroid of u"}
-    ds["energy"].attrs = {"long_name": "scalogram energy sum_(a,b) E(a, b) of u"}
+    sym = FIELD_SYMBOLS[field]
+    ds["scale_centroid"].attrs = {"units": "lag", "long_name": f"scale centroid of {sym}"}
+    ds["energy"].attrs = {"long_name": f"scalogram energy sum_(a,b) E(a, b) of {sym}"}
     ds.attrs = {
+        "scalogram_field": field,
         "method": "leave-one-snapshot-out jackknife (mean re-estimated), exact",
         "n_snapshots": n,
         "omega0": omega0,
@@ -366,8 +388,8 @@ def zoo_uncertainty(
     For every zoo model and layer (head-averaged fields of
     :func:`msapod.studies.store.cache.cached_fields`, default analysis of
     :func:`msapod.studies.store.cache.cached_analysis`): the scale centroid and scalogram
-    energy of u
-    (:func:`scale_jackknife`), and T_spec and H*(eps) of every window
+    energy of the analysis' scalogram field (``scalogram_field``, A by default;
+    :func:`scale_jackknife`), and T_spec and H*(eps) of every window
     (:func:`pod_jackknife`). One model is processed at a time.
 
     Returns
@@ -412,10 +434,12 @@ def _model_uncertainty(inputs: ModelInputs, ana: xr.Dataset, eps: list[float]) -
     F = inputs.fields()
     layers = []
     for layer in F["layer"].values:
-        sj = scale_jackknife(F.sel(layer=layer).astype(np.float64))
+        sj = scale_jackknife(
+            F.sel(layer=layer).astype(np.float64), field=ana.attrs["scalogram_field"]
+        )
         layers.append(sj[["scale_centroid", "scale_centroid_se", "energy", "energy_se"]])
     out = xr.concat(layers, dim=F["layer"])
     pj = pod_jackknife(ana["gram"], eps=eps)
     out = xr.merge([out, pj], compat="override", join="outer")
-    out.attrs = {"model": inputs.name}
+    out.attrs = {"model": inputs.name, "scalogram_field": ana.attrs["scalogram_field"]}
     return out

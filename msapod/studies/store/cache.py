@@ -39,7 +39,7 @@ from tqdm import tqdm
 from ..._io import COMPRESS, atomic_path, cache_dir, check_int, package_version
 from ...fieldfile import CacheWarning, FieldFile, default_coords, key_hash, values_sha256
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH, check_layers, ensemble_ids, load_corpus
-from ...pipeline import analyze
+from ...pipeline import analyze, check_options
 
 __all__ = [
     "CacheWarning",
@@ -579,6 +579,15 @@ def cached_model_study(
     )
 
 
+def analysis_params(params: Mapping) -> str:
+    """Every option of :func:`msapod.analyze` under ``params``, the defaults filled in
+    (:func:`msapod.pipeline.check_options`), as the JSON that keys a cached analysis: a
+    changed default changes the key, so an analysis made under the old one is rebuilt."""
+    full = check_options(**params)
+    clean = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in sorted(full.items())}
+    return json.dumps(clean, sort_keys=True, default=str)
+
+
 def cached_analysis(
     name: str,
     *,
@@ -601,12 +610,8 @@ def cached_analysis(
     inputs = model_inputs(
         name, n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress, model=model
     )
-    clean = {
-        k: (np.asarray(v).tolist() if isinstance(v, np.ndarray) else v)
-        for k, v in sorted(params.items())
-    }
     parts = {
-        "params": json.dumps(clean, sort_keys=True, default=str),
+        "params": analysis_params(params),
         "msapod_version": package_version(),
         "analysis_format": ANALYSIS_FORMAT,
     }

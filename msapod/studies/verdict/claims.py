@@ -18,6 +18,8 @@ read the specification curve, so a page cannot disagree with the scorecard.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from ..measure.evidence import FIXED_K
@@ -35,6 +37,7 @@ __all__ = [
     "VERDICT_MEANING",
     "Z95",
     "axis_flips",
+    "bounded_range",
     "case_counts",
     "claim_reading",
     "classify",
@@ -207,6 +210,25 @@ def fmt_range(values, fmt: str = "{:.1f}") -> str:
     if lo == hi:
         return lo
     return f"{lo} to {hi}" if lo.startswith("-") else f"{lo}–{hi}"
+
+
+def bounded_range(values, side, fmt: Callable[[float], str] | None = None) -> str:
+    """The range of the finite ``values`` with an end that is a bound printed as one
+    ("≤ 3.0 to 93.7"): ``side`` per value -1 (at most: a maximum at the grid's first
+    scale), +1 (at least: at its last) or 0 (a value); each end formatted with ``fmt``
+    (default one decimal, :func:`fmt_num`). Ends joined by "–", or by " to " where an
+    end is signed or a bound (a dash there reads as a minus or as part of the bound);
+    one value when both ends print the same; "—" when none is finite."""
+    v, side = np.asarray(values, float).ravel(), np.asarray(side).ravel()
+    fmt = fmt or (lambda x: fmt_num(x, "{:.1f}"))
+    ok = np.isfinite(v)
+    if not ok.any():
+        return "—"
+    i, j = (int(np.flatnonzero(ok)[f(v[ok])]) for f in (np.argmin, np.argmax))
+    lo, hi = (("≤ " if side[k] < 0 else "≥ " if side[k] > 0 else "") + fmt(v[k]) for k in (i, j))
+    if lo == hi:
+        return lo
+    return f"{lo} to {hi}" if lo.startswith(("-", "≤", "≥")) or hi[0] in "≤≥" else f"{lo}–{hi}"
 
 
 def case_counts(cells) -> str:

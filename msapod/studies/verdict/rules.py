@@ -50,7 +50,17 @@ from ..registry import EARLY as _EARLY
 from ..registry import LATE as _LATE
 from ..registry import MIDDLE_LATE as _MIDDLE_LATE
 from ..registry import REGISTRY
-from .claims import CLAIMS, VERDICTS, Z95, case_counts, combine, fmt_num, fmt_range, layer_span
+from .claims import (
+    CLAIMS,
+    VERDICTS,
+    Z95,
+    bounded_range,
+    case_counts,
+    combine,
+    fmt_num,
+    fmt_range,
+    layer_span,
+)
 
 __all__ = [
     "C8_SIGNS",
@@ -446,25 +456,10 @@ def _bound_words(es: xr.DataArray) -> list[str]:
     return bounds
 
 
-def _bounded_range(s, es) -> str:
-    """The range of the scales ``s`` with an end that is a bound marked as one (``es``
-    the edge side per case: -1 at the grid's first scale, +1 at its last)."""
-    v, side = np.asarray(s, float).ravel(), np.asarray(es).ravel()
-    ok = np.isfinite(v)
-    if not ok.any():
-        return "—"
-    i, j = (int(np.flatnonzero(ok)[f(v[ok])]) for f in (np.argmin, np.argmax))
-    lo, hi = (
-        ("≤ " if side[k] < 0 else "≥ " if side[k] > 0 else "") + fmt_num(v[k], "{:.1f}")
-        for k in (i, j)
-    )
-    return lo if lo == hi else f"{lo}–{hi}"
-
-
 def _scale_measured(name: str, span: str, s, es, bounds: list[str], shift) -> str:
     """C1's or C2's measured values: the scales of the claimed layers (bounds marked
     "≤" / "≥") and the late/early ratio per model."""
-    measured = f"{name}, layers {span}: {_bounded_range(s, es)} characters" + (
+    measured = f"{name}, layers {span}: {bounded_range(s, es)} characters" + (
         f" ({', '.join(bounds)}: read as bounds)" if bounds else ""
     )
     if shift is not None:

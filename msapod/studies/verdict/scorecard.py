@@ -28,6 +28,7 @@ import pandas as pd
 import xarray as xr
 
 from ...models.data import N_SNAPSHOTS
+from ...pipeline import FIELD_SYMBOLS
 from ..registry import REGISTRY
 from .claims import CLAIM_PARTS, CLAIMS, VERDICTS, classify, combine, joint_text
 
@@ -252,8 +253,8 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     value, side = scale_reading(spec.values, spec["scale"].values, "peak")
     peak = xr.DataArray(value, dims="layer", coords={"layer": layers})
     edge = xr.DataArray(side, dims="layer", coords={"layer": layers})
-    field = ds.attrs.get("scalogram_field", "fluctuation")
-    where = f"{mapping} depth mapping, {len(layers)} layers, scalogram of the {field}"
+    field = FIELD_SYMBOLS[ds.attrs["scalogram_field"]]
+    where = f"{mapping} depth mapping, {len(layers)} layers, scalogram of {field}"
     plain = ds.sel(window="plain")
     n = int(ds.attrs.get("n_snapshots", plain.sizes.get("rank", N_SNAPSHOTS)))
     T_se = one(ds["T_spec_se"]) if "T_spec_se" in ds else None
