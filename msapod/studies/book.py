@@ -530,8 +530,13 @@ def llm_scale_panels(
     layer's energy (scale in characters). Right: its scale centroid across relative depth
     beside the zoo's (``zoo_centroid`` over ``model`` and ``layer``), with C1's band
     (``a <= c1``), C2's threshold ``c2`` and the LLM's finest scale."""
+    from ..pipeline import FIELD_SYMBOLS
+
     _need("ds", ds, ("scale_spectrum", "scale_centroid"))
+    sym = FIELD_SYMBOLS[ds.attrs["scalogram_field"]]
     depth = ds["layer"] / ds.sizes["layer"]
+    llm_c = ds["scale_centroid"] * chars_per_token
+    top = 1.1 * max(float(llm_c.max()), float(zoo_centroid.max()), c2)
     spec = ds["scale_spectrum"] / ds["scale_spectrum"].sum("scale")
     fig, axes = plots.panels(2, height=3.0)
     with plots.style():
@@ -539,7 +544,7 @@ def llm_scale_panels(
         axes[0].set(
             xscale="log",
             ylabel="layer $l$",
-            title="SmolLM2: $E(a)$ of $u$, share per layer",
+            title=f"SmolLM2: $E(a)$ of ${sym}$, share per layer",
             xlabel=f"scale $a$ (characters = tokens × {chars_per_token:.2f})",
         )
         plots.log_ticks(axes[0])
@@ -555,7 +560,7 @@ def llm_scale_panels(
         )
         ax.plot(
             depth,
-            ds["scale_centroid"] * chars_per_token,
+            llm_c,
             "ko-",
             ms=3,
             label=f"SmolLM2 ({ds.sizes['layer']} layers)",
@@ -567,7 +572,7 @@ def llm_scale_panels(
         ax.set(
             xlabel="relative depth $l / 30$, $l / 6$",
             ylabel="scale centroid (characters)",
-            ylim=(0, 26),
+            ylim=(0, top),
             title="scale centroid across depth",
         )
         handles, labels = ax.get_legend_handles_labels()
