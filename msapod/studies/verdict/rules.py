@@ -496,7 +496,7 @@ def _scale_rule_text(name: str, target: str, span: str, groups, where: str) -> s
         else ""
     )
     return (
-        f"{core_text}(a) {name} {target} in layers {span}, every model, bounds read as "
+        f"{core_text}(i) {name} {target} in layers {span}, every model, bounds read as "
         f"bounds; 95 %, Holm across cases ({where})"
     )
 
@@ -560,7 +560,7 @@ def rule_dominant_scale(
     grid: tuple[float, float] | None = None,
 ) -> Outcome:
     """C1 or C2 read on a dominant-scale statistic (one reading of the specification
-    curve): (a) the statistic of every model in the claimed layers on the claim's side of
+    curve): (i) the statistic of every model in the claimed layers on the claim's side of
     its stated scale (C1: :math:`a^* \\le 7` in layers 1-2; C2: :math:`a^* \\ge 20` in
     layers 5-6), and for C2 (core) per model the shift ``mean log a*(late) - mean log
     a*(early) > 0``.
@@ -621,7 +621,7 @@ def rule_dominant_scale(
             _replaced(up, layers, _as_stat(up, r_up)),
         )
     bounds = _bound_words(es)
-    counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(cells)}"
+    counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(i) {case_counts(cells)}"
     return Outcome(
         claim,
         combine_core(core, cells) if core.size else combine(cells),
@@ -747,7 +747,7 @@ def rule_c2(
 ) -> Outcome:
     """C2: (core) the slope :math:`p` of :math:`\\ln E(a)` against :math:`\\ln a` is larger
     in layers 5-6 than in layers 1-2 (the spectrum tilts to coarse scales with depth), per
-    model; (a) layers 5-6 put more of the energy at :math:`a \\ge 20` than the same
+    model; (i) layers 5-6 put more of the energy at :math:`a \\ge 20` than the same
     models untrained, in every model.
 
     Parameters
@@ -772,8 +772,8 @@ def rule_c2(
     if c is not None:
         g0, g1 = layer_span(groups[0]), layer_span(groups[1])
         measured = f"{slope_words}, layers {g1} − {g0}: {_contrast_text(c, '{:+.2f}')}; " + measured
-        rule = f"(core) {slope_words} larger in layers {g1} than in {g0}, every model; (a) {rule}"
-    counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(cells)}"
+        rule = f"(core) {slope_words} larger in layers {g1} than in {g0}, every model; (i) {rule}"
+    counts = (f"(core) {case_counts(core)}; " if core.size else "") + f"(i) {case_counts(cells)}"
     return Outcome(
         "C2",
         combine_core(core, cells) if core.size else combine(cells),
@@ -831,9 +831,11 @@ def _layer_intervals(lo, up, layers, se, fmt: str) -> str:
 
 
 def _contrast(value, se, first, second):
-    """``mean(value[second]) - mean(value[first])`` per model, its SE (layers taken
-    as independent: conservative when their errors are positively correlated) and its
-    95 % interval."""
+    """``mean(value[second]) - mean(value[first])`` per model, its SE and its 95 %
+    interval. The SE combines the layers' SEs as independent; the layers share the
+    snippets, so a positive correlation of their errors within a group makes it too
+    small and one across the groups too large (a jackknife of the contrast itself would
+    include both; it needs the layers' replicates, which the evidence does not keep)."""
     d = value.sel(layer=second).mean("layer") - value.sel(layer=first).mean("layer")
     if se is None:
         s = xr.zeros_like(d)
@@ -921,7 +923,7 @@ def rule_c3(
     Cases: (core) per model, the contrast ``mean T_spec(5-6) - mean T_spec(1-2) < 0``
     (a more concentrated spectrum decays faster: larger beta, smaller T_spec) with its 95 %
     interval, over the layers of one group only (:func:`_disjoint`; none when a group is
-    then empty); (a) per model and layer 1-2, the interval of T_spec inside ``1 ± 0.25``.
+    then empty); (i) per model and layer 1-2, the interval of T_spec inside ``1 ± 0.25``.
     A reversed contrast in every model means "does not hold".
     """
     early, late = list(early), list(late)
@@ -949,9 +951,9 @@ def rule_c3(
         "C3",
         verdict,
         measured,
-        f"{core_text}(a) T_spec inside {c3.about:g} ± {c3.tolerance:.0%}, layers "
+        f"{core_text}(i) T_spec inside {c3.about:g} ± {c3.tolerance:.0%}, layers "
         f"{layer_span(early)}; 95 %, Holm across cases; {HOLM_WORDS} ({where})",
-        (f"(core) {case_counts(core)}; " if core.size else "") + f"(a) {case_counts(a)}",
+        (f"(core) {case_counts(core)}; " if core.size else "") + f"(i) {case_counts(a)}",
         reason=reason,
         stat=T,
         lower=lo,
@@ -1378,7 +1380,7 @@ def _sel_all(se: xr.DataArray, like: xr.DataArray) -> xr.DataArray:
 
 
 def _c5_rule_text(groups, early, rest, n: int, where: str) -> str:
-    """C5's rule in words: the core contrast, part (a) (or why it is left out at this
+    """C5's rule in words: the core contrast, part (i) (or why it is left out at this
     ``n``) and part (b)."""
     c5 = REGISTRY["C5"]
     above = c5.stated["early_above"]
@@ -1391,9 +1393,13 @@ def _c5_rule_text(groups, early, rest, n: int, where: str) -> str:
             if groups
             else ""
         )
-        + f"(a) H* above {above}, layers {layer_span(early)}"
+        + f"(i) H* above {above}, layers {layer_span(early)}"
         + ("" if testable else f" — left out: H* ≤ N − 1 = {n - 1} by construction")
-        + (f"; (b) H* within {c5.about:g} ± {c5.tolerance:.0%}, layers {rest_text}" if rest else "")
+        + (
+            f"; (ii) H* within {c5.about:g} ± {c5.tolerance:.0%}, layers {rest_text}"
+            if rest
+            else ""
+        )
         + f"; 95 %, Holm across the cases of each part ({where})"
     )
 
@@ -1402,9 +1408,9 @@ def _c5_cases_text(core, a, b, testable: bool, rest) -> str:
     """C5's case counts per part."""
     return (
         (f"(core) {case_counts(core)}; " if core.size else "")
-        + "(a) "
+        + "(i) "
         + (case_counts(a) if testable else "not testable at this N")
-        + (f"; (b) {case_counts(b)}" if rest else "")
+        + (f"; (ii) {case_counts(b)}" if rest else "")
     )
 
 
@@ -1421,8 +1427,8 @@ def rule_c5(
     """C5: H*(0.10) of layers 1-2 above 150, of layers 3-6 about 91 — early needs MORE.
 
     Cases: (core) per model ``mean H*(1-2) - mean H*(3-6) > 0`` with its 95 % interval
-    (none without later layers); (a) layers 1-2 above 150 (only testable when N - 1 > 150:
-    H* cannot exceed N - 1); (b) layers 3-6 within ±15 % of 91. A reversed contrast means
+    (none without later layers); (i) layers 1-2 above 150 (only testable when N - 1 > 150:
+    H* cannot exceed N - 1); (ii) layers 3-6 within ±15 % of 91. A reversed contrast means
     "does not hold"; no case at all (two layers at N <= 151) is not testable.
     """
     early, rest = list(early), list(rest)
