@@ -224,7 +224,9 @@ def test_llm_verdict_rules():
     ds = synthetic(peak, T, H)
     rows = {r["claim"]: r for r in llm_rows(ds)}
     assert set(rows) == {"C1", "C2", "C3", "C5"}
-    assert "scalogram of A" in rows["C1"]["rule"] + rows["C1"]["measured"] + rows["C1"]["cases"]
+    text = {c: r["rule"] + r["measured"] + r["cases"] for c, r in rows.items()}
+    assert "scalogram of A" in text["C1"] and "scalogram of A" in text["C2"]
+    assert "scalogram" not in text["C3"] + text["C5"]  # the POD of u
     for r in rows.values():
         assert {"claim", "paper", "measured", "verdict", "rule", "page"} <= set(r)
     assert rows["C1"]["verdict"] == "holds"

@@ -175,10 +175,10 @@ def test_c5_large_n_text(mv):
 
 def test_rule_parts_and_c5_lines(mv):
     parts = pages.rule_parts("C5", mv)
-    assert set(parts) >= {"core", "a", "b"}
+    assert set(parts) >= {"core", "i", "ii"}
     assert all(not v.endswith(".") for v in parts.values())
     lines = pages.c5_lines(mv).splitlines()
-    assert len(lines) == 2 and parts["core"] in lines[0] and parts["b"] in lines[1]
+    assert len(lines) == 2 and parts["core"] in lines[0] and parts["ii"] in lines[1]
     assert "about 91" in lines[1] and "±15 %" in lines[1]  # the registry's size and tolerance
     one = pages.rule_parts("C7", mv)
     assert list(one) == [""] and "cases" in one[""]
@@ -214,7 +214,7 @@ def test_c3_lines_and_sign_text(mv):
     )
     lines = pages.c3_lines(mv, top5).splitlines()
     parts = pages.rule_parts("C3", mv)
-    assert parts["a"] in lines[0] and parts["core"] in lines[1] and "in 2 of 2 models" in lines[2]
+    assert parts["i"] in lines[0] and parts["core"] in lines[1] and "in 2 of 2 models" in lines[2]
     text = pages.sign_text("C8", mv)
     assert text.startswith("The differences have the paper's sign in ") and "of layers 3–6" in text
 
@@ -253,6 +253,9 @@ def test_llm_scale_depth_reads_its_conclusion_from_the_numbers():
     assert "no fine-to-coarse organisation" in flat and "falls from the finest scale" in flat
     assert "spread of 0.4 characters" in flat and "overlap the LLM's" in flat
     assert "scale centroid of $A$" in flat  # the field the analysis took
+    assert "rises with depth" in flat  # rank correlation +0.5
+    falling = pages.llm_scale_depth(_llm([6.0, 5.0, 4.0], [3.0, 3.0, 3.0]), zoo + 4.1)
+    assert "no fine-to-coarse" in falling and "the reverse of C1 and C2" in falling
     moving = pages.llm_scale_depth(_llm([3.0, 10.0, 20.0], [3.0, 6.0, 12.0]), zoo)
     assert "no fine-to-coarse" not in moving and "spans at least the move" in moving
     assert "in 1 of 3 layers." in moving and "are finer" in moving

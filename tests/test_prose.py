@@ -8,6 +8,7 @@ import pytest
 import xarray as xr
 
 import msapod
+from msapod import plots
 from msapod.studies import pages, prose
 from msapod.studies.store.results import load_result
 
@@ -163,7 +164,10 @@ def test_uncertainty_and_convergence_sentences():
     assert "Holm across the layers" in prose.differences_text(diffs, "4", 6)
     conv = load_result("convergence")
     n = int(conv["n"].values[-1])
-    assert f"has not converged at $N = {n}$" in prose.convergence_text(conv)
+    text = prose.convergence_text(conv)
+    assert f"has not converged at $N = {n}$" in text
+    each = conv["H_star"].sel(eps=0.10) / (conv["n"] - 1)  # every model, layer and N
+    assert f"{plots.span(each)} of $N - 1$ per model and layer" in text
     assert "N-dependent" in prose.tspec_n_text(conv)
     cmp = pd.DataFrame({"a": [100.0, 110.0], "b": [101.0, 104.0]})
     assert "6.0 modes: not negligible" in prose.split_gap_text(cmp)
@@ -276,7 +280,9 @@ def test_subensemble_text_reads_random_and_consecutive_groups():
     both = prose.subensemble_text(ratio.assign(consecutive=[1.1, 0.9]), 150)
     assert both.endswith("Both agree with the jackknife within that uncertainty.")
     neither = prose.subensemble_text(ratio.assign(random=[2.0, 2.0]), 150)
-    assert "Even random groups disagree" in neither
+    assert "Both kinds of groups disagree" in neither
+    only = prose.subensemble_text(ratio.assign(consecutive=[1.1, 0.9], random=[0.6, 0.5]), 150)
+    assert "Consecutive groups agree with the jackknife within that, random ones do not" in only
 
 
 def test_retraining_text_says_what_reproduces():

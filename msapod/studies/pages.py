@@ -162,6 +162,40 @@ def axes_table() -> pd.DataFrame:
     return pd.DataFrame(rows).T.rename_axis("axis")
 
 
+def _bound_side(n: xr.Dataset) -> xr.DataArray:
+    """Per value of ``n`` (``stat``, ``lower``, ``upper``, as :func:`main_numbers`
+    gives): -1 where it is a bound at the grid's first scale (interval ``[0, stat]``),
+    +1 at its last (``[stat, inf]``), 0 for a located value (or NaN)."""
+    st, lo, up = n["stat"], n["lower"], n["upper"]
+    ok = np.isfinite(st)
+    at_most = ok & (lo <= 0) & np.isclose(up, st)
+    at_least = ok & np.isinf(up) & np.isclose(lo, st)
+    return xr.where(at_most, -1, xr.where(at_least, 1, 0))
+
+
+def edge_text(mv, zoo: str | None = None) -> str:
+    """How often the scale spectrum E(a) of the default reading has no interior maximum,
+    so that its dominant scale a* is a bound at the grid's edge: in how many model-layers
+    of ``zoo`` (the main zoo by default), per layer."""
+    n = cl.main_numbers("C1", mv, zoo, scale_test="peak")
+    bound = (_bound_side(n) != 0).sum("model")
+    n_models, total = n.sizes["model"], int(bound.sum())
+    groups: dict[int, list[int]] = {}
+    for layer, k in zip(bound["layer"].values, bound.values, strict=True):
+        groups.setdefault(int(k), []).append(int(layer))
+    per_layer = "; ".join(
+        f"{'layer' if len(ls) == 1 else 'layers'} {cl.layer_span(ls)}: {k} of {n_models} models"
+        + ("" if len(ls) == 1 else " each")
+        for k, ls in groups.items()
+    )
+    return (
+        f"$E(a)$ has no interior maximum in {total} of {bound.size * n_models} model-layers "
+        f"({per_layer}): there $a^*$ is a bound at the grid's edge, set by where the grid "
+        f"ends rather than by the attention; in the other {bound.size * n_models - total} it "
+        "is located between grid points, with an interval."
+    )
+
+
 def claim_counts(claim: str, mv, zoo: str | None = None, **axes) -> dict:
     """The key statistic of ``claim`` over the claim's layers and the zoo's models under
     the default reading (or the one that differs in ``axes``): ``span`` (its range, text),
@@ -173,10 +207,10 @@ def claim_counts(claim: str, mv, zoo: str | None = None, **axes) -> dict:
     n = cl.main_numbers(claim, mv, zoo, **axes)
     if c.layers is not None:
         n = n.sel(layer=[la for la in c.layers if la in n["layer"].values])
-    st, lo, up = (n[k].values.ravel() for k in ("stat", "lower", "upper"))
+    st = n["stat"].values.ravel()
     ok = np.isfinite(st)
-    at_most = ok & (lo <= 0) & np.isclose(up, st)  # a maximum at the grid's first scale
-    at_least = ok & np.isinf(up) & np.isclose(lo, st)  # ... at its last
+    side = _bound_side(n).values.ravel()
+    at_most, at_least = side < 0, side > 0
     bound = at_most | at_least
     return {
         "span": cl.bounded_range(st, np.where(at_most, -1, np.where(at_least, 1, 0)), _words),
@@ -210,6 +244,11 @@ def readings_table(claim: str, mv, zoo: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows).T.rename_axis("reading")
 
 
+def _sentence_end(text: str) -> str:
+    """``text`` ending a sentence: one full stop, none added after one ("n.s.")."""
+    return text if text.endswith(".") else text + "."
+
+
 def claim_lines(mv, claims, zoo: str | None = None, **compare) -> str:
     """A Markdown list, one item per claim: the claim in the paper's words, the range of
     its key statistic over the claim's layers and models under the default reading and
@@ -221,7 +260,7 @@ def claim_lines(mv, claims, zoo: str | None = None, **compare) -> str:
         k, out = claim_counts(claim, mv, zoo), cl.spec_outcome(claim, mv, zoo)
         text = (
             f"* **{claim}** ({c.paper}): ${c.symbol}$ = {k['span']} under the default "
-            f"reading; the rule counts {out['cases'].rstrip('.')}"
+            f"reading; the rule counts {_sentence_end(out['cases'])}"
         )
         if compare:
             k2, other = (
@@ -229,10 +268,10 @@ def claim_lines(mv, claims, zoo: str | None = None, **compare) -> str:
                 cl.spec_outcome(claim, mv, zoo, **compare),
             )
             text += (
-                f". For comparison, with the {_reading_label(compare)}: {k2['span']}; the "
-                f"rule counts {other['cases'].rstrip('.')} and would read *{other['verdict']}*"
+                f" For comparison, with the {_reading_label(compare)}: {k2['span']}; the "
+                f"rule would read *{other['verdict']}*, counting {_sentence_end(other['cases'])}"
             )
-        lines.append(text + ".")
+        lines.append(text)
     return "\n".join(lines)
 
 
@@ -735,7 +774,7 @@ def c5_large_n_text(h: xr.DataArray, outcome: dict, n: int) -> str:
 
 
 def rule_parts(claim: str, mv, zoo: str | None = None, **axes) -> dict[str, str]:
-    """The rule's case counts of ``claim`` per part (``"core"``, ``"a"``, ``"b"``, ...;
+    """The rule's case counts of ``claim`` per part (``"core"``, ``"i"``, ``"ii"``, ...;
     ``""`` for a rule in one part), from the curve's ``cases`` under the default reading
     or the one that differs in ``axes``."""
     cases = cl.spec_outcome(claim, mv, zoo, **axes)["cases"]
@@ -761,19 +800,18 @@ def c5_lines(mv, zoo: str | None = None) -> str:
     n = cl.main_numbers("C5", mv, zoo)["stat"]
     early, late = n.sel(layer=[1, 2]), n.sel(layer=list(c.layers))
     parts = rule_parts("C5", mv, zoo)
-    sub, _ = cl._claim_specs("C5", mv, zoo)
-    main = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
+    main, _ = cl.spec_row("C5", mv, zoo)
     n_snap = int(json.loads(str(mv.attrs.get("main_specification", "{}")))["n"])
     return "\n".join(
         [
             f"* Layers 1–2: $H^*(0.10)$ = {plots.span(early)} over the {early.sizes['model']} "
             f"models. 'More than {c.stated['early_above']} modes' cannot occur with "
             f"$N = {n_snap}$ snapshots ($H^* \\le N - 1$): the rule leaves that part out "
-            f"({parts.get('a', '—')}) and tests what can be tested, whether the early "
-            f"layers need more modes than the later ones: {parts.get('core', '—')}.",
+            f"({parts['i']}) and tests what can be tested, whether the early "
+            f"layers need more modes than the later ones: {parts['core']}.",
             f"* Layers {cl.layer_span(list(c.layers))}: $H^*(0.10)$ = {plots.span(late)}; the "
             f"paper's 'about {c.about:g}' read as within ±{100 * c.tolerance:.0f} %, per model and "
-            f"layer with its 95 % interval: {parts.get('b', '—')}. The paper's own number: "
+            f"layer with its 95 % interval: {parts['ii']}. The paper's own number: "
             f"{main['paper_value'].values}.",
         ]
     )
@@ -831,10 +869,17 @@ def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
         )
     else:
         compared = "are coarser" if float(zoo_centroid.min()) > hi else "overlap the LLM's"
+    if rho <= -0.3:
+        trend = "it falls with depth, from coarse to fine: the reverse of C1 and C2"
+    elif rho >= 0.3:
+        trend = "it rises with depth, from fine to coarse"
+    else:
+        trend = "it shows no trend with depth"
     if hi - lo < c2 - c1:
         depth = (
-            "There is **no fine-to-coarse organisation across depth** to speak of: early and "
-            f"late layers put the energy of ${sym}$ at about the same scales, "
+            "There is **no fine-to-coarse organisation across depth** of the size C1 and C2 "
+            f"describe: the centroid moves less than their {c2 - c1:g} characters, and "
+            f"{trend}. On average the layers put the energy of ${sym}$ at "
         )
     else:
         depth = (
@@ -892,9 +937,9 @@ def c3_lines(mv, top5: xr.DataArray, zoo: str | None = None) -> str:
             f"* $T_\\mathrm{{spec}}$ of layers {cl.layer_span(list(c.layers))}: "
             f"{plots.span(early)} over models and layers; the paper's 'about {c.about:.1f}', "
             f"read as within ±{100 * c.tolerance:.0f} %, per model and layer with its 95 % "
-            f"interval: {parts.get('a', '—')}.",
+            f"interval: {parts['i']}.",
             f"* $T_\\mathrm{{spec}}$ of layers 5–6: {plots.span(late)}. Late minus early, per "
-            f"model with its interval (the rule asks for late < early): {parts.get('core', '—')}. "
+            f"model with its interval (the rule asks for late < early): {parts['core']}. "
             "A larger $T_\\mathrm{spec}$ is a *flatter* power law, i.e. a less concentrated "
             "spectrum by this index.",
             "* A comparison reading of 'concentrated', the share of the energy in the first "

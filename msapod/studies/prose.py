@@ -641,7 +641,7 @@ def convergence_text(conv: xr.Dataset, eps: float = 0.10) -> str:
     ns = conv["n"].values
     h = conv["H_star"].sel(eps=eps)
     ratio = h.sel(n=ns[-1]) / h.sel(n=ns[-2])
-    frac = (h / (h["n"] - 1)).mean("model")
+    frac = h / (h["n"] - 1)  # per model, layer and N
     pinned = conv["at_rank_limit"].sel(eps=eps)
     means = h.mean("model")
     kept = all(
@@ -657,7 +657,8 @@ def convergence_text(conv: xr.Dataset, eps: float = 0.10) -> str:
         f"(×{ns[-1] / ns[-2]:.2g}) multiplies it by {plots.span(ratio)} (per model and layer). "
         "It never reaches the ceiling "
         f"$N-1$ at eps = {eps:.2f} ({int(pinned.sum())} of {pinned.size} cases pinned), but it "
-        f"stays a large fraction of it: {plots.span(frac)} of $N - 1$. **$H^*$ has not converged "
+        f"stays a large fraction of it: {plots.span(frac)} of $N - 1$ per model and layer "
+        f"(layer means {plots.span(frac.mean('model'))}). **$H^*$ has not converged "
         f"at $N = {ns[-1]}$**: it measures the ensemble size as much as the layer. The layer "
         f"means at N = {ns[-1]}: {order}; "
         + (
@@ -766,9 +767,10 @@ def llm_sink_facts(sink: xr.DataArray) -> str:
         f"token of the snippet, whatever that token is (layers {plots.enumeration(off)}: "
         f"{float(sink.sel(layer=off).max()):.0%} at most). This is the *attention sink* of "
         "trained LLMs: heads with nothing to attend to park their probability on the first "
-        "position. In lag coordinates it is a ridge at $\\tau = i$; the Reynolds split "
-        "removes its ensemble mean, but its fluctuations (how much each snippet parks there) "
-        "stay in $u$. The character models show nothing like it."
+        "position. In lag coordinates it is a ridge at $\\tau = i$. The scalogram of $A$ "
+        "(C1, C2, the scale centroid) contains the whole ridge; the POD (C3, C5) sees only "
+        "its fluctuations (how much each snippet parks there), since the Reynolds split "
+        "removes its ensemble mean. The character models show nothing like it."
     )
 
 
@@ -1001,8 +1003,8 @@ def subensemble_text(ratio: pd.DataFrame, n: int) -> str:
         return text + (
             "Random groups agree with the jackknife within that; consecutive ones do not"
             + (", and their excess grows with the group size" if grows else "")
-            + ". So the excess is not the small-$N$ effect of a group removing its own mean "
-            "(that would shrink as the groups grow, and would show in random groups too): "
+            + ". So the excess is not a small-sample effect of the groups (that would "
+            "shrink as the groups grow, and would show in random groups too): "
             "the ensemble's snippets are sorted by their place in the text, so a group of "
             "consecutive snippets covers one stretch of the play, and stretches differ "
             "more than random draws do. The jackknife treats the "
@@ -1011,10 +1013,15 @@ def subensemble_text(ratio: pd.DataFrame, n: int) -> str:
         )
     if ok["random"] and ok["consecutive"]:
         return text + "Both agree with the jackknife within that uncertainty."
+    which = (
+        "Consecutive groups agree with the jackknife within that, random ones do not"
+        if ok["consecutive"]
+        else "Both kinds of groups disagree with the jackknife by more than that"
+    )
     return text + (
-        "Even random groups disagree with the jackknife by more than that: the scaling by "
-        "the square root of the group size does not hold for the centroid at these sizes "
-        "(it is a nonlinear function of the ensemble, and each group removes its own mean)."
+        f"{which}: the scaling by the square root of the group size does not hold for the "
+        "centroid at these sizes (it is a ratio of sums over the ensemble, biased in small "
+        "groups)."
     )
 
 

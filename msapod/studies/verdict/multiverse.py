@@ -36,7 +36,7 @@ one and the book's own choice elsewhere, each tagged in :data:`READING_TAGS` (an
 attrs of :func:`.curve.multiverse_study`): the scalogram of the attention A (*paper*), the 1/a
 rectified scale spectrum (*book*), scales log-spaced from 3 to L/2 (*book*: the paper
 gives no grid), C1 and C2 on the band shares of E(a) against the untrained models
-(*book*: the spectra are close to power laws), the dominant scale as a local maximum with
+(*book*: most spectra have no interior maximum), the dominant scale as a local maximum with
 edge maxima read as bounds (*paper*), the window centred where the energy of a* sits
 with sigma = a* (*book*), H* by the energy criterion at eps = 0.10 (*paper*), N = 150
 (*paper*) and the T_spec fit over k = 1..N/2 (*book*). Each claim is evaluated on its
@@ -126,7 +126,8 @@ READING_TAGS: dict[str, tuple[str, str]] = {
     ),
     "scale_test": (
         "book",
-        "the measured scale spectra are close to power laws, so a* sits at the grid's edge; "
+        "most measured scale spectra fall from the grid's first scale without an interior "
+        "maximum, so a* is a bound there (the scalogram page counts them); "
         "the paper's a <= 7 and a >= 20 are read as the shares of E(a) in those bands against "
         "the same models untrained (the causal window's own shares), the fine-to-coarse shift "
         "as the slope of log E(a); the dominant scale a* (the strongest interior maximum, "
@@ -135,8 +136,9 @@ READING_TAGS: dict[str, tuple[str, str]] = {
     "c4_window": (
         "book",
         "C4 names lags (2-10, 10-35, 10-40); a window of the dominant scale cannot reach "
-        "lags that far from a* (a* of about 4-5 leaves layer 4's 10-35 out of reach, and a "
-        "spectrum without an interior maximum gives no window): the window sits on the "
+        "lags that far from a* (a* at or below the grid's first scale, 3, leaves layer 4's "
+        "10-35 out of reach, and a spectrum without an interior maximum gives no window): "
+        "the window sits on the "
         "paper's lags, sigma = width x half the range; the dominant scale's window is one "
         "reading",
     ),

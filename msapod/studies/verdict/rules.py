@@ -488,7 +488,7 @@ def _ratio_text(log_value: float, log_lower: float, log_upper: float) -> str:
 
 def _scale_rule_text(name: str, target: str, span: str, groups, where: str) -> str:
     """The dominant-scale reading's rule in words: C2's core shift (with two depth
-    groups) and part (a)."""
+    groups) and part (i)."""
     core_text = (
         f"(core) a* of layers {layer_span(groups[1])} above that of layers "
         f"{layer_span(groups[0])} (log ratio > 0), every model; "
@@ -1381,7 +1381,7 @@ def _sel_all(se: xr.DataArray, like: xr.DataArray) -> xr.DataArray:
 
 def _c5_rule_text(groups, early, rest, n: int, where: str) -> str:
     """C5's rule in words: the core contrast, part (i) (or why it is left out at this
-    ``n``) and part (b)."""
+    ``n``) and part (ii)."""
     c5 = REGISTRY["C5"]
     above = c5.stated["early_above"]
     testable = n - 1 > above

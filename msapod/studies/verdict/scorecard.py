@@ -253,13 +253,19 @@ def llm_rows(ds: xr.Dataset, mapping: str = "literal") -> list[dict]:
     value, side = scale_reading(spec.values, spec["scale"].values, "peak")
     peak = xr.DataArray(value, dims="layer", coords={"layer": layers})
     edge = xr.DataArray(side, dims="layer", coords={"layer": layers})
+    where = f"{mapping} depth mapping, {len(layers)} layers"  # T_spec, H*: the POD of u
     field = FIELD_SYMBOLS[ds.attrs["scalogram_field"]]
-    where = f"{mapping} depth mapping, {len(layers)} layers, scalogram of {field}"
     plain = ds.sel(window="plain")
     n = int(ds.attrs.get("n_snapshots", plain.sizes.get("rank", N_SNAPSHOTS)))
     T_se = one(ds["T_spec_se"]) if "T_spec_se" in ds else None
     H_se = one(ds["H_star_se"].sel(eps=0.10)) if "H_star_se" in ds else None
-    scale = dict(where=where, early=g["early"], late=g["late"], unit=cpt, edge=one(edge))
+    scale = dict(
+        where=f"{where}, scalogram of {field}",
+        early=g["early"],
+        late=g["late"],
+        unit=cpt,
+        edge=one(edge),
+    )
     outs = [
         *(rule_dominant_scale(c, one(peak), None, **scale) for c in ("C1", "C2")),
         rule_c3(one(plain["T_spec"]), T_se, n=n, where=where, early=g["early"], late=g["late"]),
