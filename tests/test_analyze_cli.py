@@ -130,6 +130,8 @@ def test_report_is_self_contained(zoo_run):
     for model in (base, ega):
         for what in ("Scalogram", "Scale spectrum", "POD spectra", "Lag profiles"):
             assert f"{model}: {what}" in text
+    assert "total (the attention A)" in text  # the default field, in words
+    assert "lag profiles of A" in text
 
 
 def test_rerun_reads_the_cache(zoo_run, monkeypatch, capsys):
@@ -329,11 +331,14 @@ def test_report_flags_grid_edges(zoo_run):
     ds["dominant_edge"][:] = False
     ds["dominant_scale"].loc[dict(model=base, layer=3, peak=1)] = ds["scale"].values[0]
     ds["dominant_edge"].loc[dict(model=base, layer=3, peak=1)] = True
+    ds["dominant_scale"].loc[dict(model=base, layer=3, peak=2)] = ds["scale"].values[-1]
+    ds["dominant_edge"].loc[dict(model=base, layer=3, peak=2)] = True
     rows = own._summary_rows(ds, base)
     flagged = [row[0] for row in rows if "(grid edge)" in row[2]]
     assert flagged == ["3"]
-    assert f"{ds['scale'].values[0]:.1f} (grid edge)" in rows[1][2]
-    assert rows[1][2].count("(grid edge)") == 1  # the other peak of layer 3 is interior
+    assert f"≤ {ds['scale'].values[0]:.1f} (grid edge)" in rows[1][2]  # a bound, read as one
+    assert f"≥ {ds['scale'].values[-1]:.1f} (grid edge)" in rows[1][2]
+    assert rows[1][2].count("(grid edge)") == 2  # the first peak of layer 3 is interior
 
 
 def test_heads_kept(hf_models, tmp_path, capsys):

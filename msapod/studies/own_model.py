@@ -1458,8 +1458,9 @@ def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
                 p[v].sel(eps=0.1, method="nearest")
                 for v in ("H_star", "H_star_lower", "H_star_upper")
             )
+            first = float(s["scale"].min())
             peaks = [
-                f"{a:.1f} (grid edge)" if edge else f"{a:.1f}"
+                (f"{'≤' if a <= first else '≥'} {a:.1f} (grid edge)" if edge else f"{a:.1f}")
                 for a, edge in zip(
                     np.atleast_1d(s["dominant_scale"].values),
                     np.atleast_1d(s["dominant_edge"].values),
@@ -1570,6 +1571,7 @@ def _report_provenance(ds: xr.Dataset, models: list[str]) -> list[str]:
         for k, v in ds.attrs.items()
         if k.startswith("param_")
     ]
+    params = [[k, f"{v} ({_FIELD_WORDS[v.split()[0]]})" if k == "field" else v] for k, v in params]
     params += [[k, str(ds.attrs[k])] for k in ("n_snapshots", "length", "seed", "average_heads")]
     body.append(
         "<p>The value each option took (where it was left to the default, the value the "
@@ -1577,6 +1579,10 @@ def _report_provenance(ds: xr.Dataset, models: list[str]) -> list[str]:
     )
     body.append(_table(["parameter", "value"], params))
     return body
+
+
+#: The report's words for each scalogram field of :func:`msapod.analyze`.
+_FIELD_WORDS = {"total": "the attention A", "fluctuation": "the fluctuation u = A - mean"}
 
 
 def _field_symbol(ds: xr.Dataset) -> str:
