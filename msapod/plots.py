@@ -1559,8 +1559,10 @@ def along_training(
             up = upper.sel({hue: cat}).transpose("step").values
             for xi, a, b in zip(x + offsets[k], lo, up, strict=True):
                 ax.plot([xi, xi], [a, b], color=st["color"], lw=1.0, alpha=0.8)
-    # many steps in a narrow panel: labels upright would run together
-    ax.set_xticks(x, [str(s) for s in steps], rotation=90 if len(steps) > 6 else 0)
+    # many or long step labels in a narrow panel: upright they would run together
+    labels = [str(s) for s in steps]
+    crowded = sum(len(t) + 1 for t in labels) > 16
+    ax.set_xticks(x, labels, rotation=90 if crowded else 0)
     ax.set_xlabel("training step")
     if ylabel:
         ax.set_ylabel(ylabel)

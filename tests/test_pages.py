@@ -64,6 +64,13 @@ def test_reading_note_and_claim_lines(mv):
     assert len(lines) == 2 and lines[0].startswith("* **C1**")
     assert cl.spec_outcome("C1", mv)["cases"].rstrip(".") in lines[0]
     assert "scalogram of u" in lines[0]
+    with pytest.raises(ValueError, match="comparison_line"):
+        pages.claim_lines(mv, ["C7"])  # decided on EGA − baseline, not on its own values
+    line = pages.comparison_line("C7", mv, field="u")
+    out = cl.spec_outcome("C7", mv, field="u")
+    assert out["measured"] in line and f"*{out['verdict']}*" in line and out["cases"] in line
+    with pytest.raises(ValueError, match="axes"):
+        pages.comparison_line("C7", mv)
     k = pages.claim_counts("C1", mv)
     assert k["total"] == 2 * int((mv["model_zoo"] == mv.attrs["main_zoo"]).sum())
     assert 0 <= k["bounds"] <= k["total"] and 0 <= k["in_range"] <= k["total"]
@@ -125,6 +132,7 @@ def test_other_zoos_capacity_and_their_verdicts(mv):
         assert table is None and "No zoo of another width" in pages.capacity(mv)
         return
     assert table.shape[1] == len(others) + 1 + 1
+    assert table.columns[0] == "changes with capacity?"  # first: visible on a phone
     changed = table.index[table["changes with capacity?"] == "yes"]
     text = pages.capacity(mv)
     for z in others:

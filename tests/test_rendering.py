@@ -77,7 +77,7 @@ def _row(contrast, verdict="partly"):
 
 def test_the_verdict_box_shows_the_core_contrast_its_verdict_rests_on():
     text = cl._measured_math("C2", _row([-0.16, 0.02]))
-    assert text.startswith("core: $\\beta_a(5,6) - \\beta_a(1,2) = -0.16$ to $0.02$ (per model)")
+    assert text.startswith("core: $\\beta_a(5,6) - \\beta_a(1,2)$ = $-0.16$ to $0.02$ (per model)")
     assert "\\Delta F_\\mathrm{coarse}" in text  # then the band share, the second test
     assert not cl._measured_math("C2", _row([np.nan, np.nan])).startswith("core")
 

@@ -51,6 +51,7 @@ __all__ = [
     "readings_table",
     "reasons",
     "rule_parts",
+    "comparison_line",
     "scorecard_markdown",
     "seeds_each",
     "sign_text",
@@ -244,6 +245,20 @@ def readings_table(claim: str, mv, zoo: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows).T.rename_axis("reading")
 
 
+def comparison_line(claim: str, mv, zoo: str | None = None, **axes) -> str:
+    """What the claim's rule measures and would read under the reading that differs from
+    the default one in ``axes`` (e.g. ``field="u"``), labelled a comparison: one
+    sentence from the curve (the rule's own ``measured`` text and cases)."""
+    if not axes:
+        raise ValueError("axes: expected the reading to compare with (e.g. field='u')")
+    out = cl.spec_outcome(claim, mv, zoo, **axes)
+    return (
+        f"For comparison, with the {_reading_label(axes)}, the {claim} rule measures "
+        f"{out['measured']} and would read *{out['verdict']}* "
+        f"({out['cases']}); the verdict above is the default reading's."
+    )
+
+
 def _sentence_end(text: str) -> str:
     """``text`` ending a sentence: one full stop, none added after one ("n.s.")."""
     return text if text.endswith(".") else text + "."
@@ -257,6 +272,8 @@ def claim_lines(mv, claims, zoo: str | None = None, **compare) -> str:
     lines = []
     for claim in claims:
         c = REGISTRY[claim]
+        if c.per_layer[0]:  # its per-model values are not its symbol's (a difference)
+            raise ValueError(f"claims: {claim} is decided on {c.per_layer[1]}; use comparison_line")
         k, out = claim_counts(claim, mv, zoo), cl.spec_outcome(claim, mv, zoo)
         text = (
             f"* **{claim}** ({c.paper}): ${c.symbol}$ = {k['span']} under the default "
@@ -491,9 +508,9 @@ def capacity(mv) -> str:
 
 
 def zoo_verdicts(mv) -> pd.DataFrame | None:
-    """The main verdict of every claim on every trained zoo, one column per zoo (its
-    numbers of models in the header) and whether it changes with capacity; None with one
-    zoo."""
+    """Whether the main verdict of every claim changes with capacity (first column), then
+    the verdict on every trained zoo, one column per zoo (its numbers of models in the
+    header); None with one zoo."""
     others = other_zoos(mv)
     if not others:
         return None
@@ -505,7 +522,8 @@ def zoo_verdicts(mv) -> pd.DataFrame | None:
             for z in [main, *others]
         }
     table = pd.DataFrame(rows).T.rename_axis("claim")
-    table["changes with capacity?"] = np.where(table.nunique(axis=1) > 1, "yes", "no")
+    changes = np.where(table.nunique(axis=1) > 1, "yes", "no")
+    table.insert(0, "changes with capacity?", changes)  # first: on a phone the rest scrolls
     return table
 
 

@@ -442,13 +442,13 @@ def _num(x: float) -> str:
 
 
 def _span_math(sym: str, v, lo, up, over: str) -> str:
-    """``$sym = a$ to $b$ (over), family-wise 95 % intervals (Holm) within $[l, u]$`` of
+    """``$sym$ = $a$ to $b$ (over), family-wise 95 % intervals (Holm) within $[l, u]$`` of
     the finite values ``v`` and the intervals their decisions read (point values where
     the intervals are empty)."""
     ok = np.isfinite(v)
     v, lo, up = v[ok], lo[ok], up[ok]
     a, b = _num(v.min()), _num(v.max())
-    text = f"${sym} = {a}$" if a == b else f"${sym} = {a}$ to ${b}$"
+    text = f"${sym}$ = ${a}$" if a == b else f"${sym}$ = ${a}$ to ${b}$"  # wraps on a phone
     text += f" ({over})" if over else ""
     if np.any(up > lo):
         return text + (
@@ -514,11 +514,11 @@ def _stat_math(claim: str, main) -> str:
         if claim == "L" or ok.sum() == 1:
             i = int(np.flatnonzero(ok)[0])
             return (
-                f"${_DIFF_SYMBOLS[claim]} = {d.values[i]:+.3g}$, 95 % interval "
+                f"${_DIFF_SYMBOLS[claim]}$ = ${d.values[i]:+.3g}$, 95 % interval "
                 f"$[{lo.values[i]:+.3g}, {up.values[i]:+.3g}]$"
             )
         return (
-            f"${_DIFF_SYMBOLS[claim]} = {np.nanmin(d.values):+.3g}$ to "
+            f"${_DIFF_SYMBOLS[claim]}$ = ${np.nanmin(d.values):+.3g}$ to "
             f"${np.nanmax(d.values):+.3g}$ over layers, family-wise 95 % intervals (Holm) within "
             f"$[{np.nanmin(lo.values):+.3g}, {np.nanmax(up.values):+.3g}]$"
         )
