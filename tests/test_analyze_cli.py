@@ -93,9 +93,9 @@ def test_zoo_dataset_equals_analyze(zoo_run):
     np.testing.assert_allclose(float(got["scale_centroid_se"]), float(sj["scale_centroid_se"]))
     np.testing.assert_allclose(got["T_spec_se"].values, pj["T_spec_se"].values, rtol=1e-6)
     t = float(ds.attrs["interval_t"])
-    np.testing.assert_allclose(
-        got["T_spec_upper"].values, want["T_spec"].values + t * pj["T_spec_se"].values, rtol=1e-6
-    )
+    T, se = want["T_spec"].values, pj["T_spec_se"].values  # the log-scale interval of T_spec
+    np.testing.assert_allclose(got["T_spec_upper"].values, T * np.exp(t * se / T), rtol=1e-6)
+    np.testing.assert_allclose(got["T_spec_lower"].values, T / np.exp(t * se / T), rtol=1e-6)
     assert not np.allclose(
         ds["T_spec"].sel(model=base).values, ds["T_spec"].sel(model=ega).values
     )  # two different models, two different answers

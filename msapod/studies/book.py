@@ -245,8 +245,9 @@ def coherency_panels(curves: Mapping[int, Mapping], fixed: Sequence[float]):
                     col = fixed_colours.get(float(a), "C0")
                     ls, label = "--", f"$a = {a:g}$ (fixed)"
                 else:
-                    m = dominant.index(a)
-                    col, ls, label = ("C1", "C2", "C4")[m % 3], "-", f"$a^*_{m + 1}$ (dominant)"
+                    m = dominant.index(a)  # by scale, finest first (the title gives them)
+                    rank = ("finest", "second finest", "third finest")[m % 3]
+                    col, ls, label = ("C1", "C2", "C4")[m % 3], "-", f"dominant $a^*$, {rank}"
                 curve = c["curve"].sel(scale=a)
                 ax.plot(c["curve"]["separation"], curve, color=col, ls=ls, label=label)
                 ax.axhline(c["null"].loc[a], color=col, ls=":", lw=1)

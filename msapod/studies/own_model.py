@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 #: Layout of the cached fields and per-layer analyses; part of every key.
-OWN_FORMAT = 2
+OWN_FORMAT = 3
 #: Names that select the SmolLM2-135M GGUF of the ``llm`` extra.
 GGUF_ALIASES = ("smollm2", "smollm2-135m", "SmolLM2-135M-Instruct-Q4_1")
 #: Bytes of attention one forward pass may return (all layers and heads, float32).
@@ -694,7 +694,11 @@ def analyse_field(F: xr.DataArray, params: dict, scales) -> xr.Dataset:
 
 def _with_intervals(out: xr.Dataset, sj, pj, t: float) -> xr.Dataset:
     """``out`` with the jackknife standard errors of the scalogram (``sj``) and the POD
-    (``pj``) and the intervals value +- ``t`` x SE of the scale centroid, T_spec and H*."""
+    (``pj``) and the 95 % intervals of the scale centroid, T_spec and H* by the rules' own
+    formula (:func:`msapod.studies.verdict.rules.interval`, on the log scale: the three
+    are positive), with the quantile ``t``."""
+    from .verdict.rules import interval
+
     out["scale_centroid_se"] = xr.DataArray(float(sj["scale_centroid_se"]))
     out["energy_se"] = xr.DataArray(float(sj["energy_se"]))
     out["scalogram_energy"] = xr.DataArray(float(sj["energy"]))
@@ -706,8 +710,7 @@ def _with_intervals(out: xr.Dataset, sj, pj, t: float) -> xr.Dataset:
         ("T_spec", "T_spec_se"),
         ("H_star", "H_star_frac_se"),
     ):
-        out[f"{name}_lower"] = out[name] - t * out[se]
-        out[f"{name}_upper"] = out[name] + t * out[se]
+        out[f"{name}_lower"], out[f"{name}_upper"] = interval(out[name], out[se], log=True, q=t)
     for name in ("scale_centroid_se", "energy_se", "T_spec_se", "H_star_se", "H_star_frac_se"):
         out[name].attrs["long_name"] = (
             f"leave-one-snapshot-out jackknife standard error of {name[:-3]}"
@@ -715,7 +718,8 @@ def _with_intervals(out: xr.Dataset, sj, pj, t: float) -> xr.Dataset:
     out.attrs["interval_level"] = LEVEL
     out.attrs["interval_t"] = t
     out.attrs["interval_rule"] = (
-        "value +- t_{0.975, N-1} x jackknife SE (H*: the SE of the interpolated rank)"
+        "value x exp(+- t_{0.975, N-1} x jackknife SE / value), the log scale of a positive "
+        "quantity (H*: the SE of the interpolated rank)"
     )
     return out
 

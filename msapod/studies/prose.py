@@ -1013,15 +1013,23 @@ def subensemble_text(ratio: pd.DataFrame, n: int) -> str:
         )
     if ok["random"] and ok["consecutive"]:
         return text + "Both agree with the jackknife within that uncertainty."
+    off = [c for c in ("consecutive", "random") if not ok[c]]
+    excess = max(float((abs(ratio[c] - 1) / tol).max()) for c in off)  # in units of tol
     which = (
-        "Consecutive groups agree with the jackknife within that, random ones do not"
-        if ok["consecutive"]
+        f"{'Consecutive' if ok['consecutive'] else 'Random'} groups agree with the jackknife "
+        f"within that, {off[0]} ones do not"
+        if len(off) == 1
         else "Both kinds of groups disagree with the jackknife by more than that"
     )
+    if excess < 1.5:
+        return text + (
+            f"{which}, but by at most {excess:.1f} times that uncertainty: with so few "
+            "groups, no clear disagreement with the jackknife."
+        )
     return text + (
-        f"{which}: the scaling by the square root of the group size does not hold for the "
-        "centroid at these sizes (it is a ratio of sums over the ensemble, biased in small "
-        "groups)."
+        f"{which}, by up to {excess:.1f} times that uncertainty: the scaling by the square "
+        "root of the group size does not hold for the centroid at these sizes (it is a "
+        "ratio of sums over the ensemble, biased in small groups)."
     )
 
 

@@ -545,13 +545,13 @@ READING_WORDS = {
     "normalisation": lambda v, spec: "E(a)/a" if v == "rectified" else "raw E(a)",
     "scale_min": lambda v, spec: f"scales from {v} to L/2",
     "scale_stat": lambda v, spec: {
-        "peak": "dominant scale (edges as bounds)",
-        "argmax": "global maximum",
-        "centroid": "centroid",
+        "peak": "a* at the strongest interior maximum (edges as bounds)",
+        "argmax": "a* at the global maximum",
+        "centroid": "a* as the scale centroid",
     }[v],
     "scale_test": lambda v, spec: {
         "share": "band shares of E(a) against the untrained models",
-        "peak": "dominant scale (edges as bounds)",
+        "peak": "C1/C2 read on a* (edges as bounds)",
     }[v],
     "c4_window": lambda v, spec: {
         "range": "window on the paper's lags",
