@@ -200,14 +200,13 @@ class LagStats:
         fluctuation's plus the mean field's, ``C_A = C_u + C_Abar``: only the mean field's
         lag form is gathered. Where the fields and the fluctuation have different lags
         (a causal fluctuation of fields that are not), the fields are gathered instead."""
-        C = _moments(self.X, self.rows)
         if field == "fluctuation":
-            return self.lags, C
+            return self.lags, _moments(self.X, self.rows)
         if self._fields is None:
             raise ValueError("field: 'total' needs the fields (LagStats.of_ensemble)")
         if self.causal_total == self.causal:
             mean = type(self)._gathered(self.mean[None], None, self.qpos, self.kpos, self.causal)
-            return self.lags, C + _moments(mean.X, mean.rows)
+            return self.lags, _moments(self.X, self.rows) + _moments(mean.X, mean.rows)
         total = type(self)._gathered(self._fields, None, self.qpos, self.kpos, self.causal_total)
         return total.lags, _moments(total.X, total.rows)
 

@@ -108,10 +108,9 @@ def interval_text(stat: float, lower: float, upper: float, sig: int = 3) -> str:
         return plots.MISSING
     if lower == upper == stat:  # a point value (no interval)
         return _words(stat, sig)
-    if lower <= 0 and np.isclose(upper, stat):
-        return f"≤ {_words(stat, sig)}"
-    if np.isinf(upper) and np.isclose(lower, stat):
-        return f"≥ {_words(stat, sig)}"
+    side = int(_sides(stat, lower, upper))
+    if side:
+        return f"{'≤' if side < 0 else '≥'} {_words(stat, sig)}"
     if not (np.isfinite(lower) and np.isfinite(upper)):
         return _words(stat, sig)
     return f"{_words(stat, sig)} [{_words(lower, sig)}, {_words(upper, sig)}]"
@@ -163,15 +162,20 @@ def axes_table() -> pd.DataFrame:
     return pd.DataFrame(rows).T.rename_axis("axis")
 
 
-def _bound_side(n: xr.Dataset) -> xr.DataArray:
-    """Per value of ``n`` (``stat``, ``lower``, ``upper``, as :func:`main_numbers`
-    gives): -1 where it is a bound at the grid's first scale (interval ``[0, stat]``),
-    +1 at its last (``[stat, inf]``), 0 for a located value (or NaN)."""
-    st, lo, up = n["stat"], n["lower"], n["upper"]
+def _sides(stat, lower, upper) -> np.ndarray:
+    """Per estimate: -1 where it is a bound at the grid's first scale (its interval is
+    ``[0, stat]``), +1 at its last (``[stat, inf]``), 0 for a located value (or NaN)."""
+    st, lo, up = (np.asarray(x, float) for x in (stat, lower, upper))
     ok = np.isfinite(st)
     at_most = ok & (lo <= 0) & np.isclose(up, st)
     at_least = ok & np.isinf(up) & np.isclose(lo, st)
-    return xr.where(at_most, -1, xr.where(at_least, 1, 0))
+    return np.where(at_most, -1, np.where(at_least, 1, 0))
+
+
+def _bound_side(n: xr.Dataset) -> xr.DataArray:
+    """:func:`_sides` of ``n`` (``stat``, ``lower``, ``upper``, as :func:`main_numbers`
+    gives), with its dims."""
+    return n["stat"].copy(data=_sides(n["stat"], n["lower"], n["upper"]))
 
 
 def edge_text(mv, zoo: str | None = None) -> str:
@@ -211,10 +215,9 @@ def claim_counts(claim: str, mv, zoo: str | None = None, **axes) -> dict:
     st = n["stat"].values.ravel()
     ok = np.isfinite(st)
     side = _bound_side(n).values.ravel()
-    at_most, at_least = side < 0, side > 0
-    bound = at_most | at_least
+    bound = side != 0
     return {
-        "span": cl.bounded_range(st, np.where(at_most, -1, np.where(at_least, 1, 0)), _words),
+        "span": cl.bounded_range(st, side, _words),
         "in_range": int(((st >= c.low) & (st <= c.high) & ok).sum()),
         "bounds": int(bound.sum()),
         "total": int(ok.sum()),
@@ -973,8 +976,7 @@ def sign_text(claim: str, mv, zoo: str | None = None) -> str:
     """Where the per-layer EGA − baseline difference of ``claim`` (the default reading's)
     has the sign the claim states, and where the interval its rule reads (Holm across the
     claim's layers) excludes zero."""
-    sub, _ = cl._claim_specs(claim, mv, zoo)
-    row = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
+    row, _ = cl.spec_row(claim, mv, zoo)  # the default reading's row
     signs = REGISTRY[claim].signs
     layers = [int(la) for la in row["layer"].values] if None in signs else list(signs)
     want = {la: signs.get(la, signs.get(None)) for la in layers}

@@ -36,7 +36,7 @@ import xarray as xr
 
 from ...fields import check_field, reynolds, to_lag
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
-from ...pipeline import ANALYZE_DEFAULTS, FIELD_SYMBOLS, SCALOGRAM_FIELDS
+from ...pipeline import ANALYZE_DEFAULTS, FIELD_SYMBOLS, check_options
 from ...resampling import bootstrap_spectrum, jackknife_se
 from ...spectra import effective_rank, spectral_concentration, tail_fraction, tail_rank
 from ...wavelets import (
@@ -84,8 +84,7 @@ def fractional_rank(lam: np.ndarray, eps: float) -> np.ndarray:
 def _scalogram_field(A: xr.DataArray, dim: str, field: str, centred: bool) -> xr.DataArray:
     """The field whose scalogram is jackknifed: ``A`` itself (``"total"``) or its
     fluctuation u (``A`` itself if ``centred``, checked to average to 0)."""
-    if field not in SCALOGRAM_FIELDS:
-        raise ValueError(f"field: expected one of {SCALOGRAM_FIELDS}, got {field!r}")
+    check_options(field=field)  # analyze's own check of the option
     if field == "total":
         if centred:
             raise ValueError(
@@ -197,7 +196,8 @@ def scale_jackknife(
     ds["energy"].attrs = {"long_name": f"scalogram energy sum_(a,b) E(a, b) of {sym}"}
     ds.attrs = {
         "scalogram_field": field,
-        "method": "leave-one-snapshot-out jackknife (mean re-estimated), exact",
+        "method": "leave-one-snapshot-out jackknife, exact"
+        + (" (mean re-estimated)" if field == "fluctuation" else ""),
         "n_snapshots": n,
         "omega0": omega0,
         "bias_correction": int(bias_correction),
