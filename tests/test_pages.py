@@ -267,3 +267,23 @@ def test_llm_scale_depth_reads_its_conclusion_from_the_numbers():
     moving = pages.llm_scale_depth(_llm([3.0, 10.0, 20.0], [3.0, 6.0, 12.0]), zoo)
     assert "no fine-to-coarse" not in moving and "spans at least the move" in moving
     assert "in 1 of 3 layers." in moving and "are finer" in moving
+
+
+def test_edge_text_counts_bounds_per_run_of_layers(mv, monkeypatch):
+    total = int((pages._bound_side(cl.main_numbers("C1", mv, scale_test="peak")) != 0).sum())
+    assert f"no interior maximum in {total} of " in pages.edge_text(mv)
+    # layers 1 and 3 located, layer 2 and 4 bounds at the first scale: runs stay apart
+    st = np.array([[9.0, 3.0, 8.0, 3.0]])
+    n = xr.Dataset(
+        {
+            "stat": (("model", "layer"), st),
+            "lower": (("model", "layer"), np.array([[8.5, 0.0, 7.5, 0.0]])),
+            "upper": (("model", "layer"), np.array([[9.5, 3.0, 8.5, 3.0]])),
+        },
+        coords={"model": ["m"], "layer": [1, 2, 3, 4]},
+    )
+    monkeypatch.setattr(cl, "main_numbers", lambda *a, **k: n)
+    text = pages.edge_text(mv)
+    assert "in 2 of 4 model-layers" in text and "in the other 2" in text
+    assert "(layer 1: 0 of 1 models; layer 2: 1 of 1 models; layer 3: 0" in text
+    assert "layers 1–3" not in text

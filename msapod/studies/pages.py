@@ -185,13 +185,16 @@ def edge_text(mv, zoo: str | None = None) -> str:
     n = cl.main_numbers("C1", mv, zoo, scale_test="peak")
     bound = (_bound_side(n) != 0).sum("model")
     n_models, total = n.sizes["model"], int(bound.sum())
-    groups: dict[int, list[int]] = {}
+    runs: list[tuple[int, list[int]]] = []  # consecutive layers with the same count
     for layer, k in zip(bound["layer"].values, bound.values, strict=True):
-        groups.setdefault(int(k), []).append(int(layer))
+        if runs and runs[-1][0] == int(k) and runs[-1][1][-1] == int(layer) - 1:
+            runs[-1][1].append(int(layer))
+        else:
+            runs.append((int(k), [int(layer)]))
     per_layer = "; ".join(
         f"{'layer' if len(ls) == 1 else 'layers'} {cl.layer_span(ls)}: {k} of {n_models} models"
         + ("" if len(ls) == 1 else " each")
-        for k, ls in groups.items()
+        for k, ls in runs
     )
     return (
         f"$E(a)$ has no interior maximum in {total} of {bound.size * n_models} model-layers "
