@@ -19,18 +19,18 @@ functions included):
   * :mod:`.measure.prune` -- head pruning guided by the POD spectra (the numbers behind C6),
   * :mod:`.measure.llm` -- the same analysis on a real LLM (SmolLM2-135M);
 
-* :mod:`.verdict` -- how the claims are decided:
+* :mod:`.verdict` -- how the claims are decided, numbers first:
 
-  * :mod:`.verdict.rules` -- one rule per claim (95 % intervals, contrasts, edge-aware
-    scales, Holm across cases),
-  * :mod:`.verdict.claims` -- claim texts, verdict words, intervals and verdict boxes,
-  * :mod:`.verdict.multiverse` -- every claim over the specification curve of readings,
-  * :mod:`.verdict.curve` -- the curve on every trained zoo with its null columns and
-    joint test, cached (what ``multiverse.nc`` holds),
-  * :mod:`.verdict.nulls` -- null controls (untrained models, shuffled snippets) and the
-    joint test over the specification curve,
+  * :mod:`.verdict.inference` -- the one decision rule: replicates, interval, verdict code,
+  * :mod:`.verdict.statistics` -- each test's statistic per model from the evidence,
+  * :mod:`.verdict.outcome` -- a claim decided under one reading,
+  * :mod:`.verdict.curve` -- every claim over the specification curve, and robustness,
+  * :mod:`.verdict.joint` -- the joint test over a claim's curve,
+  * :mod:`.verdict.study` -- the curve on every trained zoo with its null columns, cached
+    (what ``multiverse.nc`` holds),
+  * :mod:`.verdict.render` -- the one place outcomes become words,
   * :mod:`.verdict.check` -- :func:`check_claims`: the field-based claims on any fields,
-  * :mod:`.verdict.scorecard` -- the claims checked against the zoo;
+  * :mod:`.verdict.scorecard` -- the scorecard table from the curve;
 
 and on top, using all three:
 
@@ -42,6 +42,13 @@ and on top, using all three:
   sentences, and their longer figures. None decides a claim.
 """
 
-from .verdict.check import check_claims
-
 __all__ = ["check_claims"]
+
+
+def __getattr__(name: str):
+    """``check_claims`` on first use (the verdict tier imports the measurements)."""
+    if name == "check_claims":
+        from .verdict.check import check_claims
+
+        return check_claims
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,10 +18,14 @@ number of heads anywhere else. This module measures it:
 * :func:`ablation_loss`: validation loss with heads zeroed (``GPT.set_head_mask``);
   :func:`ablation_losses`: the same for many masks at once, sharing the forward pass of
   common mask prefixes (what :func:`model_pruning` uses; equal up to float round-off).
+* :func:`depth_masks` and :func:`model_depth_ablation`: C6's depth statement tested
+  directly: the same number of heads removed at random inside the early layers and
+  inside the late layers (:data:`DEPTH_GROUPS`, the registry's layer groups), several
+  draws per budget (:class:`DepthConfig`), on the same validation batches.
 * :func:`pruning_study`: all of it for the zoo models, cached per model with
   :func:`msapod.studies.store.cache.cached_dataset`; :func:`budget_contrasts` compares low-H*
-  with random pruning budget by budget (the verdict is
-  :func:`msapod.studies.verdict.rules.rule_c6`).
+  with random pruning budget by budget (the verdicts on C6 are
+  :mod:`msapod.studies.verdict`'s).
 
 Strategies (``budget`` heads removed out of ``n_layer * n_head``):
 
@@ -62,9 +66,12 @@ from ..._io import check_int
 from ...lagstats import LagStats
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH, ensemble_ids, load_corpus
 from ...spectra import effective_rank, spectral_concentration
+from ..registry import EARLY, LATE
 from ..store.cache import cached_model_study, iter_attention, model_inputs, stack_zoo, zoo_models
 
 __all__ = [
+    "DEPTH_GROUPS",
+    "DepthConfig",
     "PRUNE_FORMAT",
     "PruneConfig",
     "RANDOMISED",
@@ -72,10 +79,12 @@ __all__ = [
     "ablation_loss",
     "ablation_losses",
     "budget_contrasts",
+    "depth_masks",
     "head_importance",
     "head_ranks",
     "head_spectra",
     "mask_plan",
+    "model_depth_ablation",
     "model_pruning",
     "prune_masks",
     "pruning_study",
@@ -696,6 +705,123 @@ def _leaf_losses(model, states, groups: list, y, per_call: int, n_masks: int) ->
     return losses
 
 
+# ------------------------------------------------------------------ C6 by depth
+
+#: The layer groups whose heads C6's depth test removes (the registry's early and late
+#: layers), by name.
+DEPTH_GROUPS: dict[str, tuple[int, ...]] = {"early": EARLY, "late": LATE}
+
+
+@dataclass(frozen=True)
+class DepthConfig:
+    """The parameters of C6's direct depth test (all part of its cache key).
+
+    Attributes
+    ----------
+    budgets
+        Heads removed inside one layer group (of the group's ``len(group) * n_head``,
+        16 in the zoo models: a quarter and a half).
+    n_draws
+        Random draws of the removed heads per group and budget.
+    seed
+        Seed of the draws (draw ``d`` of budget ``b`` in group ``g`` uses
+        ``default_rng([seed, b, g, d, 1])``, a stream apart from :func:`mask_plan`'s).
+    eval_batches, eval_batch_size
+        Validation batches of :func:`ablation_losses` (as :class:`PruneConfig`).
+    """
+
+    budgets: tuple[int, ...] = (4, 8)
+    n_draws: int = 4
+    seed: int = 0
+    eval_batches: int = 8
+    eval_batch_size: int = 16
+
+    def parts(self) -> dict:
+        """Every parameter (the key of the cached results)."""
+        return {
+            "budgets": list(self.budgets),
+            "n_draws": self.n_draws,
+            "seed": self.seed,
+            "eval_batches": self.eval_batches,
+            "eval_batch_size": self.eval_batch_size,
+            "groups": {k: list(v) for k, v in DEPTH_GROUPS.items()},
+        }
+
+
+def depth_masks(n_layer: int, n_head: int, config: DepthConfig | None = None) -> np.ndarray:
+    """The masks of C6's depth test: int8 ``(group, budget, draw, layer, head)``, 1 keep,
+    0 removed; in group ``g`` exactly ``budget`` heads of the group's layers removed,
+    drawn uniformly without replacement, every other head kept."""
+    cfg = config or DepthConfig()
+    draws = check_int(cfg.n_draws, "n_draws", 2)
+    groups = list(DEPTH_GROUPS.values())
+    for layers in groups:
+        if not set(layers) <= set(range(1, n_layer + 1)):
+            raise ValueError(f"n_layer: expected at least {max(layers)} layers, got {n_layer}")
+    budgets = _check_budgets(cfg.budgets, min(len(g) for g in groups) * n_head)
+    masks = np.ones((len(groups), len(budgets), draws, n_layer, n_head), dtype=np.int8)
+    for g, layers in enumerate(groups):
+        rows = np.asarray(layers) - 1
+        for j, b in enumerate(budgets):
+            for d in range(draws):
+                rng = np.random.default_rng([cfg.seed, b, g, d, 1])
+                flat = np.ones(len(rows) * n_head, dtype=np.int8)
+                flat[rng.choice(flat.size, size=b, replace=False)] = 0
+                masks[g, j, d][rows] = flat.reshape(len(rows), n_head)
+    return masks
+
+
+def model_depth_ablation(
+    model, config: DepthConfig | None = None, *, corpus=None, progress: bool = False, name=None
+) -> xr.Dataset:
+    """C6's depth test on one model: the validation loss with ``budget`` heads removed at
+    random inside the early layers and inside the late layers (:func:`depth_masks`), the
+    unpruned model and every mask on the same batches in one :func:`ablation_losses` pass.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``depth_base_loss``; ``depth_loss_increase(group, depth_budget, depth_draw)``
+        (nats/char, pruned minus unpruned); ``depth_mask(group, depth_budget, depth_draw,
+        layer, head)``.
+    """
+    cfg = config or DepthConfig()
+    corpus = load_corpus() if corpus is None else corpus
+    L, H = model.config.n_layer, model.config.n_head
+    masks = depth_masks(L, H, cfg)
+    every = np.concatenate([np.ones((1, L, H), np.int8), masks.reshape(-1, L, H)])
+    losses = ablation_losses(
+        model,
+        every,
+        corpus.val,
+        batches=cfg.eval_batches,
+        batch_size=cfg.eval_batch_size,
+        progress=progress,
+        name=name,
+    )
+    dims = ("group", "depth_budget", "depth_draw")
+    coords = {
+        "group": list(DEPTH_GROUPS),
+        "depth_budget": list(_check_budgets(cfg.budgets, L * H)),
+        "depth_draw": np.arange(masks.shape[2]),
+        "layer": np.arange(1, L + 1),
+        "head": np.arange(1, H + 1),
+    }
+    inc = (losses[1:] - losses[0]).reshape(masks.shape[:3])
+    return xr.Dataset(
+        {
+            "depth_base_loss": ((), float(losses[0])),
+            "depth_loss_increase": (dims, inc, {"units": "nats/char"}),
+            "depth_mask": ((*dims, "layer", "head"), masks),
+        },
+        coords=coords,
+        attrs={
+            "depth_groups": str({k: list(v) for k, v in DEPTH_GROUPS.items()}),
+            "depth_eval": f"val split, {cfg.eval_batches} x {cfg.eval_batch_size}",
+        },
+    )
+
+
 # --------------------------------------------------------------------- the study
 
 
@@ -943,6 +1069,7 @@ def pruning_study(
     models: Sequence[str] | None = None,
     config: PruneConfig | None = None,
     *,
+    depth_config: DepthConfig | None = None,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
     **params,
@@ -961,6 +1088,9 @@ def pruning_study(
     config
         The experiment's parameters (default :class:`PruneConfig`; ``n_random`` at least
         2, for a spread), any field overridden by ``params`` (e.g. ``budgets=(8, 16)``).
+    depth_config
+        The parameters of C6's depth test (default :class:`DepthConfig`), cached apart
+        under ``<cache>/depth-pruning``.
     cache_dir
         Cache root; default :func:`msapod.studies.store.cache.cache_dir`.
     progress
@@ -969,8 +1099,8 @@ def pruning_study(
     Returns
     -------
     xarray.Dataset
-        The :func:`model_pruning` variables stacked along ``model``, with coords
-        ``architecture`` and ``train_seed``.
+        The :func:`model_pruning` and :func:`model_depth_ablation` variables stacked
+        along ``model``, with coords ``architecture`` and ``train_seed``.
     """
     from ...models.zoo import MODELS, ZOO_CONFIGS
 
@@ -982,7 +1112,9 @@ def pruning_study(
     corpus = load_corpus()
 
     def one(name: str) -> xr.Dataset:
-        return _cached_model_pruning(name, cfg, corpus, cache_dir, progress)
+        study = _cached_model_pruning(name, cfg, corpus, cache_dir, progress)
+        depth = _cached_depth_ablation(name, depth_config, corpus, cache_dir, progress)
+        return xr.merge([study, depth], combine_attrs="drop_conflicts")
 
     return stack_zoo(one, models).assign_coords(
         train_seed=("model", [ZOO_CONFIGS[m].seed for m in models])
@@ -1013,6 +1145,24 @@ def _cached_model_pruning(name: str, cfg: PruneConfig, corpus, cache_dir, progre
         {**base, **cfg.parts()},
         lambda inp: model_pruning(
             inp.model, cfg, corpus=corpus, ranks=ranks, progress=progress, name=name
+        ),
+        attrs={"model": name},
+        keyed_by_fields=False,
+    )
+
+
+def _cached_depth_ablation(name: str, cfg: DepthConfig | None, corpus, cache_dir, progress):
+    """Zoo model ``name``'s :func:`model_depth_ablation`, cached, keyed by the weights' and
+    the data's sha256 and every parameter."""
+    cfg = cfg or DepthConfig()
+    inputs = model_inputs(name, cache_dir=cache_dir, progress=progress)
+    parts = {"weights_sha256": inputs.weights_sha256, "data_sha256": corpus.sha256}
+    return cached_model_study(
+        "depth-pruning",
+        inputs,
+        {**parts, **cfg.parts()},
+        lambda inp: model_depth_ablation(
+            inp.model, cfg, corpus=corpus, progress=progress, name=name
         ),
         attrs={"model": name},
         keyed_by_fields=False,

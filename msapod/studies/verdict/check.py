@@ -1,11 +1,10 @@
-"""The paper's field-based claims on any attention fields, with the book's rules.
+"""The paper's field-based claims on any attention fields, with the book's tests.
 
 :func:`check_claims` is the scorecard's own path (fields -> per-layer evidence
-(:func:`msapod.studies.verdict.multiverse.fields_evidence`) -> the rule of each claim under the
-book's default reading (:func:`msapod.studies.verdict.multiverse.main_outcomes`) -> a table)
-applied to fields the caller brings: one's own model, untrained models, shuffled inputs.
-The zoo's scorecard (:func:`msapod.studies.verdict.scorecard.zoo_scorecard`) is the same path on
-the zoo's cached fields, so a verdict here and there is decided by the same code.
+(:func:`msapod.studies.measure.evidence.fields_evidence`) -> every test under the book's
+default reading (:func:`.outcome.evaluate`) -> a table by :mod:`.render`) applied to
+fields the caller brings: one's own models, untrained models, shuffled inputs. The zoo's
+scorecard is the same path on the zoo's cached fields.
 """
 
 from __future__ import annotations
@@ -15,25 +14,15 @@ import pandas as pd
 import xarray as xr
 
 from ..registry import REGISTRY
-from .claims import ROW_COLUMNS, render
+from .curve import MAIN_READING
+from .outcome import UNITS, evaluate
+from .render import outcome_rows
+from .statistics import Zoo
 
-__all__ = ["FIELD_CLAIMS", "check_claims", "outcomes_table"]
+__all__ = ["FIELD_CLAIMS", "check_claims"]
 
 #: The claims decided from attention fields alone (C6 needs head pruning, L losses).
 FIELD_CLAIMS = tuple(c.id for c in REGISTRY.values() if c.source == "fields")
-#: Columns of :func:`check_claims` (and of the scorecard's claim columns).
-COLUMNS = ROW_COLUMNS
-
-
-def outcomes_table(outcomes: dict) -> pd.DataFrame:
-    """``{claim: Outcome}`` as a table, index ``claim``, columns :data:`COLUMNS`: each
-    row by :func:`~msapod.studies.verdict.claims.render`."""
-    expanded = {}
-    for claim, out in outcomes.items():
-        expanded[claim] = out
-        expanded.update(out.extra.get("parts", {}))
-    rows = [{"claim": c, **render(c, out)["row"]} for c, out in expanded.items()]
-    return pd.DataFrame(rows, columns=["claim", *COLUMNS]).set_index("claim")
 
 
 def _check_fields(fields, dim: str) -> xr.DataArray:
@@ -61,29 +50,6 @@ def _check_fields(fields, dim: str) -> xr.DataArray:
     return fields
 
 
-def _reference(reference, fields, dim, omega0, axes, band_evidence, causal_window):
-    """C1's and C2's reference evidence per model: of ``reference`` (fields like
-    ``fields``) or, without it, of the causal window alone (computed once)."""
-    models = fields["model"].values
-    if reference is None:
-        one = fields.isel(model=0, drop=True).transpose("layer", dim, "query", "key")
-        ev = band_evidence(causal_window(one), dim=dim, omega0=omega0, axes=axes)
-        return ev.expand_dims(model=models)
-    reference = _check_fields(reference, dim)
-    if sorted(map(str, reference["model"].values)) != sorted(map(str, models)):
-        raise ValueError("reference: expected the models of fields (the same models untrained)")
-    parts = [
-        band_evidence(
-            reference.sel(model=m, drop=True).transpose("layer", dim, "query", "key"),
-            dim=dim,
-            omega0=omega0,
-            axes=axes,
-        )
-        for m in models
-    ]
-    return xr.concat(parts, dim=xr.DataArray(models, dims="model", name="model"))
-
-
 def check_claims(
     fields: xr.DataArray,
     *,
@@ -92,106 +58,87 @@ def check_claims(
     treatment: str = "ega",
     control: str = "baseline",
     omega0: float = 6.0,
-    readings: str = "default",
-    reference: xr.DataArray | None = None,
+    unit: str = "auto",
     progress: bool = False,
 ) -> pd.DataFrame:
-    """The field-based claims (C1-C5, C7-C10) on ``fields``, decided by the book's rules.
+    """The field-based claims (C1-C5, C7-C10) on ``fields``, decided by the book's tests.
 
     Parameters
     ----------
     fields
         Causal attention fields A^(l) with dims ``(model, layer, dim, query, key)``
         (heads averaged), an ``architecture`` coordinate on ``model`` and 1-based integer
-        layer numbers. One model is fine (claims that compare architectures then say
-        they need more models).
+        layer numbers.
     dim
         The snapshot dim (N >= 3 snippets).
     losses
-        Optional validation losses per ``model`` (with the same ``architecture`` coord):
-        adds the loss claim L.
+        Optional validation losses per ``model``: adds the loss claim L.
     treatment, control
         Architecture labels compared by C7, C8 and L (``treatment - control``).
     omega0
         Morlet centre frequency.
-    readings
-        ``"default"``: compute only the book's default reading (fast); ``"all"``: every
-        reading of the specification curve (the verdicts are the same; slower).
-    reference
-        C1's and C2's reference: the same models untrained, fields like ``fields``
-        (default: the causal window alone,
-        :func:`msapod.studies.measure.evidence.causal_window`, the same for every model).
+    unit
+        The unit of inference (:data:`~.outcome.UNITS`): ``"seeds"`` (the models are the
+        replicates: needs at least 2, and 2 of each architecture for C7, C8, L),
+        ``"snippets"`` (the models as they are, with their snippet uncertainty), or
+        ``"auto"``: seeds with at least 2 models of each architecture, else snippets.
     progress
         Print one line per model.
 
     Returns
     -------
     pandas.DataFrame
-        Index ``claim``; columns ``verdict`` (a word of
-        :data:`msapod.studies.verdict.claims.VERDICTS`), ``measured``, ``interval`` (the 95 %
-        intervals, or "point value"), ``rule``, ``cases``, ``reason``, ``paper`` (the
-        claim as stated) and ``paper_value`` (whether a number the paper states is inside
-        the intervals).
+        :func:`~.render.outcome_rows` (index ``claim``; ``paper``, ``verdict``, ``code``,
+        ``measured``, ``reason``) with the column ``unit``.
 
     Notes
     -----
     The layer groups are the paper's (early 1-2, late 5-6, the rest 3-6) for six layers
-    and :func:`msapod.studies.measure.llm.depth_groups` ("literal": early 1-2, late the last
-    third) otherwise; C4 and C8 name layers of the paper's six-layer model and are not
-    testable on other depths. C10 (Theorem 1) is checked on layer 4 (or the middle layer)
-    of the first model.
+    and :func:`msapod.studies.measure.llm.depth_groups` ("literal") otherwise; C4, C7 and
+    C8 name layers of the paper's six-layer model and are not testable on other depths.
+    C10 (Theorem 1) is checked on layer 4 (or the middle layer) of the first model.
     """
-    from ..measure.evidence import band_evidence, causal_window
+    from ..measure.evidence import fields_evidence
     from ..measure.llm import depth_groups
-    from .multiverse import MAIN_SPEC, ZooData, fields_evidence, main_outcomes
 
     fields = _check_fields(fields, dim)
-    if readings not in ("default", "all"):
-        raise ValueError(f"readings: expected 'default' or 'all', got {readings!r}")
-    window_axes = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
-    axes = {a: (MAIN_SPEC[a],) for a in window_axes} if readings == "default" else None
+    if unit not in (*UNITS, "auto"):
+        raise ValueError(f"unit: expected one of {(*UNITS, 'auto')}, got {unit!r}")
+    window = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
+    axes = {a: (MAIN_READING[a],) for a in window}
     models = [str(m) for m in fields["model"].values]
-    layers = [int(v) for v in fields["layer"].values]
-    six = sorted(layers) == [1, 2, 3, 4, 5, 6]
+    layers = sorted(int(v) for v in fields["layer"].values)
     groups = None
-    if not six:
-        if sorted(layers) != list(range(1, len(layers) + 1)):
+    if layers != [1, 2, 3, 4, 5, 6]:
+        if layers != list(range(1, len(layers) + 1)):
             raise ValueError(f"fields: expected layers 1..L in some order, got {layers}")
         groups = depth_groups(len(layers), "literal")
-    t1 = 4 if 4 in layers else sorted(layers)[len(layers) // 2]
+    t1 = 4 if 4 in layers else layers[len(layers) // 2]
     evs = []
     for i, m in enumerate(models):
         if progress:
             print(f"check_claims: model {m} ({i + 1}/{len(models)})", flush=True)
+        one = fields.sel(model=m, drop=True).transpose("layer", dim, "query", "key")
         evs.append(
             fields_evidence(
-                fields.sel(model=m, drop=True).transpose("layer", dim, "query", "key"),
-                theorem1_layer=t1 if i == 0 else 0,
-                dim=dim,
-                omega0=omega0,
-                axes=axes,
+                one, theorem1_layer=t1 if i == 0 else 0, dim=dim, omega0=omega0, axes=axes
             )
         )
     ev = xr.concat(evs, dim=xr.DataArray(models, dims="model", name="model"))
-    ev = ev.assign_coords(architecture=("model", [str(a) for a in fields["architecture"].values]))
+    arch = [str(a) for a in fields["architecture"].values]
+    ev = ev.assign_coords(architecture=("model", arch))
     ev.attrs["n_snapshots"] = int(fields.sizes[dim])
-    ref = _reference(reference, fields, dim, omega0, axes, band_evidence, causal_window)
     loss = None
     if losses is not None:
         if "model" not in losses.dims:
             raise ValueError("losses: expected a 'model' dim")
-        loss = (losses.sel(model=models).assign_coords(architecture=ev["architecture"]), False)
-    data = ZooData(
-        models,
-        ev,
-        None,
-        None,
-        loss,
-        groups=groups,
-        treatment=treatment,
-        control=control,
-        reference=ref,
-    )
-    out = main_outcomes(data)
+        loss = losses.sel(model=models)
+    zoo = Zoo(ev, losses=loss, groups=groups, treatment=treatment, control=control)
+    if unit == "auto":
+        counts = [arch.count(a) for a in set(arch)]
+        unit = "seeds" if min(counts) >= 2 else "snippets"
+    reading = {**MAIN_READING, "unit": unit, "n": zoo.n_snapshots}
     keep = [c for c in (*FIELD_CLAIMS, "L") if c != "L" or losses is not None]
-    return outcomes_table({c: out[c] for c in keep})
+    table = outcome_rows({c: evaluate(c, zoo, reading) for c in keep})
+    table["unit"] = unit
+    return table

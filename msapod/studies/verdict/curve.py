@@ -1,282 +1,355 @@
-"""The specification-curve study, cached: every claim under every reading of the curve
-(:func:`msapod.studies.verdict.multiverse.assemble_study`) on every trained zoo, with the
-null controls of :mod:`msapod.studies.verdict.nulls` (the untrained and shuffled-snippet
-verdicts at the default reading and the joint test over the curve).
+"""The specification curve: every claim under every reading the book varies, as numbers.
 
-This is the one place where the curve and its nulls meet, so :mod:`.multiverse` (the
-curve) and :mod:`.nulls` (the nulls, built on the curve) import each other nowhere.
+The paper leaves many choices open (the page "The paper and its open choices"). Following
+Simonsohn, Simmons & Nelson (2020) and Steegen et al. (2016), each claim is decided
+(:func:`.outcome.evaluate`) under every combination of the readings that affect it
+(:data:`CURVE_AXES`; the default first, tagged ``paper`` or ``book`` in
+:data:`READING_TAGS`), on every trained zoo, and under both units of inference. Each
+claim is evaluated on its sub-grid: its axes vary, the others stay at the default
+reading (:func:`applies`).
+
+**Robust** means robust to every axis the book varies: a claim's verdict is robust when no
+single departure from the default reading (one axis changed, the zoo's width and the unit
+of inference included) gives another decided verdict (:func:`robustness`); the share of
+all its specifications that agree is reported beside it.
+
+:func:`assemble` returns the curve as a Dataset of numbers and codes (``multiverse.nc``):
+per test and specification the estimate, its 90 % interval, the boundary, the p-values and
+the code; per model the statistic and its snippet standard error; per part and claim the
+code. :func:`multiverse_study` adds the null columns (the default reading on the untrained
+models and on shuffled snippets) and the joint test (:mod:`.joint`), and caches it keyed
+by everything that decides it: the evidence, the studies, the registry and these sources.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
-from ...models import zoo as zoo_mod
-from ..measure.evidence import EVIDENCE_FORMAT, model_evidence
-from ..measure.nullfields import TEXT_NULLS, null_evidence, untrained_evidence
-from ..registry import REGISTRY
-from ..store.cache import cached_dataset, stack_models
-from . import nulls as nl
-from .multiverse import (
-    assemble_study,
-    needs_window_se,
-    specifications,
-    trained_zoos,
-    zoo_data,
-)
+from ..measure.evidence import AXES, EVIDENCE_FORMAT
+from ..registry import REGISTRY, qualified_id, registry_hash
+from .outcome import UNITS, Outcome, evaluate
+from .statistics import Zoo
 
 __all__ = [
-    "EVIDENCE_KINDS",
-    "add_nulls",
-    "multiverse_study",
-    "null_verdict_columns",
+    "CLAIM_IDS",
+    "CURVE_AXES",
+    "DECIDING",
+    "MAIN_READING",
+    "NULL_COLUMNS",
+    "READING_TAGS",
+    "applies",
+    "assemble",
+    "claim_axes",
+    "null_outcomes",
+    "readings",
+    "robustness",
     "source_hash",
-    "zoo_evidence",
+    "specifications",
 ]
 
-#: The evidence the curve reads, by kind: the trained models of every trained zoo (every
-#: reading), the same models at initialisation (every reading) and the main zoo's trained
-#: models on snippets with their characters or their words shuffled (the text nulls
-#: :data:`.nulls.TEXT_NULLS`, at the default reading; :func:`.nulls.main_axes`).
-EVIDENCE_KINDS = ("trained", "untrained", *TEXT_NULLS)
+CLAIM_IDS = tuple(REGISTRY)
+#: The axes of the curve and their values, the default reading first: the measurement
+#: axes of the evidence, the unit of inference, and C9's smallest effect.
+CURVE_AXES: dict[str, tuple] = {
+    **{a: v for a, v in AXES.items() if a != "scale_test"},
+    "unit": UNITS,
+    "c9_margin": (lambda s: (s, s / 2, 0.0))(REGISTRY["C9"].tests[0].sesoi),
+}
+#: The book's default reading.
+MAIN_READING = {a: v[0] for a, v in CURVE_AXES.items()}
+#: Per axis: whether the default reading is the paper's stated choice ("paper") or the
+#: book's own ("book"), and why.
+READING_TAGS: dict[str, tuple[str, str]] = {
+    "field": ("paper", "the paper writes the scalogram of the attention, |W_psi[A](a, b)|^2"),
+    "normalisation": (
+        "book",
+        "the paper gives no normalisation; E(a)/a (the rectified spectrum) puts a sinusoid's "
+        "peak at its period",
+    ),
+    "scale_min": (
+        "book",
+        "the paper gives no grid; 3 lags is about 1.5 times the sampling limit (period >= 2 "
+        "lags from a = 1.94 at omega0 = 6), log-spaced to L/2",
+    ),
+    "scale_stat": (
+        "paper",
+        "the paper reads local maxima a*_m of the scale spectrum; a maximum at the grid's edge "
+        "is a bound and places no window",
+    ),
+    "c4_window": (
+        "book",
+        "C4 names lags (2-10, 10-35, 10-40) that a window of the dominant scale cannot reach "
+        "(a* at or below the grid's first scale): the window sits on the paper's lags, sigma = "
+        "width x half the range; the dominant scale's window is one reading",
+    ),
+    "centre": ("book", "the paper gives no window formula; centred where the energy of a* sits"),
+    "width": (
+        "book",
+        "the paper gives no window width; sigma = a*, the wavelet's own width (C4's windows on "
+        "the paper's lags: the same multiples of half the range)",
+    ),
+    "criterion": ("paper", "the paper's eps = 0.10 with 90 % of the energy"),
+    "n": ("paper", "the paper's ensemble of N = 150 snippets"),
+    "fit": ("book", "the paper gives no fit range; k = 1..N/2"),
+    "unit": (
+        "book",
+        "the training seeds are the replicates of a claim about trained models; the models "
+        "as they are, with their snippet uncertainty only, is the comparison",
+    ),
+    "c9_margin": (
+        "book",
+        "the paper gives no size for 'separates': the registry's smallest effect (10 % "
+        "narrower), half of it and none",
+    ),
+}
+#: The modules whose code decides the claims (the renderer's words are not among them).
+DECIDING = ("inference.py", "statistics.py", "outcome.py", "curve.py", "joint.py", "study.py")
+#: The null columns: the default reading on the same models untrained and on snippets
+#: with their characters or their words shuffled.
+NULL_COLUMNS = ("untrained", "shuffled", "words")
 
 
-def zoo_evidence(
-    models: Sequence[str] | None = None, *, progress: bool = False, cache_dir=None
-) -> dict[str, xr.Dataset]:
-    """The per-model evidence of :data:`EVIDENCE_KINDS`, each stacked along ``model``
-    (computed or read from the cache; ``msapod reproduce`` ships it as
-    ``results/evidence*.nc``).
-
-    ``models``: a subset of the trained models of the trained zoos (the default check's
-    one model per architecture and zoo); default all of them. The Theorem 1 check runs on
-    layer 4 of each zoo's first model, and C4's and C9's jackknife on the zoos with fewer
-    than two seeds of an architecture, as in :func:`multiverse_study`.
-    """
-    trained, _ = trained_zoos()
-    names = [m for z in trained for m in zoo_mod.trained(z)]
-    if models is not None:
-        unknown = [m for m in models if m not in names]
-        if unknown:
-            raise ValueError(
-                f"models: expected trained models of the zoos {trained}, got {unknown}"
-            )
-    picked = {k: [] for k in EVIDENCE_KINDS}
-    parts = {k: [] for k in EVIDENCE_KINDS}
-    for z in trained:
-        zoo_models = list(zoo_mod.trained(z))
-        window_se = needs_window_se(zoo_models)
-        for m in zoo_models:
-            if models is not None and m not in models:
-                continue
-            t1 = 4 if m == zoo_models[0] else 0
-            kw = dict(
-                progress=progress, cache_dir=cache_dir, theorem1_layer=t1, window_se=window_se
-            )
-            picked["trained"].append(m)
-            parts["trained"].append(model_evidence(m, **kw))
-            picked["untrained"].append(m)
-            parts["untrained"].append(null_evidence(m, "untrained", **kw))
-            if z == trained[0]:
-                for null in TEXT_NULLS:
-                    picked[null].append(m)
-                    parts[null].append(null_evidence(m, null, axes=nl.main_axes(), **kw))
-    return {k: stack_models(parts[k], picked[k]) for k in EVIDENCE_KINDS if parts[k]}
+def claim_axes(claim: str) -> tuple[str, ...]:
+    """The axes a claim's verdict depends on (the registry's, plus the unit of inference
+    for a claim decided from replicates)."""
+    c = REGISTRY[claim]
+    return (*c.axes, "unit") if c.tests else c.axes
 
 
-def source_hash() -> str:
-    """sha256 of the verdict tier's sources that decide the claims (a cache key part)."""
-    h = hashlib.sha256()
-    for mod in ("rules.py", "multiverse.py", "claims.py", "nulls.py", "curve.py"):
-        h.update((Path(__file__).parent / mod).read_bytes())
-    return h.hexdigest()
+def _in_subgrid(claim: str, reading: Mapping) -> bool:
+    """Whether ``reading`` is one of the claim's readings: under a reading named in the
+    registry's ``varies_with`` only its axes vary."""
+    c = REGISTRY[claim]
+    for (axis, value), keep in c.varies_with.items():
+        if reading[axis] == value:
+            fixed = [a for a in c.axes if a != axis and a not in keep]
+            if any(reading[a] != MAIN_READING[a] for a in fixed):
+                return False
+    return True
 
 
-def multiverse_study(
-    zoos: Sequence[str] | None = None,
-    *,
-    progress: bool = False,
-    convergence: dict | None = None,
-    pruning: dict | None = None,
-    cache_dir=None,
-    data: dict | None = None,
-    nulls: bool | None = None,
-    evidence: dict[str, xr.Dataset] | None = None,
-) -> xr.Dataset:
-    """Every claim under every specification of its sub-grid, on every trained zoo.
+def applies(claim: str, reading: Mapping) -> bool:
+    """Whether the claim is evaluated under ``reading``: its other axes at the default
+    and the reading in its sub-grid."""
+    axes = claim_axes(claim)
+    others = all(reading[a] == MAIN_READING[a] for a in CURVE_AXES if a not in axes)
+    return others and _in_subgrid(claim, reading)
 
-    Parameters
-    ----------
-    zoos
-        Zoo names (default every zoo of :data:`msapod.models.zoo.ZOOS`); zoos whose
-        models are not all trained are skipped and listed in the attr ``not_trained``.
-    progress
-        Progress bars.
-    convergence, pruning
-        Optional ``{zoo: study result or False}`` (default: read or compute the cached
-        studies; False skips, making N = 400 or C6 not testable). Both run on the main
-        zoo only unless given for another zoo (the per-head ablations and the N = 400
-        ensembles are the costliest studies per model): another zoo's claims are then
-        decided at N = 150, and C6 there is not testable and says why.
-    data
-        Optional ``{zoo: ZooData}`` (tests: synthetic evidence; not cached then).
-    nulls
-        Add the null controls (:mod:`msapod.studies.verdict.nulls`): ``untrained_verdict`` (the
-        default reading's verdict on the untrained models of the main zoo),
-        ``shuffled_verdict`` (on the main zoo's trained models with the characters of
-        each snippet shuffled, the claims about lag structure; computed at the default
-        reading only) and the joint test over the main zoo's curve (``joint_p``,
-        ``joint_direction``, ``joint_p_for``, ``joint_p_against``, ... per claim:
-        :func:`add_nulls`). Default: True for the zoo, False with ``data``.
-    evidence
-        Optional :func:`zoo_evidence` of every model (e.g. the shipped, verified
-        ``results/evidence*.nc``) instead of computing or reading it (not cached then).
 
-    Returns
-    -------
-    xarray.Dataset
-        dims ``claim``, ``spec``, ``model``, ``layer``. Coordinates along ``spec``: one
-        per axis (``zoo``, ``field``, ``normalisation``, ``scale_min``, ``scale_stat``,
-        ``scale_test``, ``centre``, ``width``, ``criterion``, ``n``, ``fit``) and the
-        boolean ``main``.
-        Variables: ``verdict(claim, spec)`` (a verdict word; "" where the claim does not
-        apply), ``applicable``, ``measured``, ``rule``, ``cases``, ``reason``;
-        ``stat``, ``lower``, ``upper`` (claim, spec, model, layer: the key statistic and
-        its 95 % interval, NaN where not applicable); ``contrast*`` (claim, spec, model:
-        C3, C5) and ``diff*`` (claim, spec, layer: C7, C8, L); per claim ``claim_text``,
-        ``axes``, ``threshold_low``, ``threshold_high``. Attrs: ``zoos`` (analysed, the
-        main zoo first), ``main_zoo``, ``not_trained``, ``main_specification`` (JSON).
-    """
-    if data is not None:
-        trained, untrained = list(data), []
-        ds = assemble_study(trained, untrained, data)
-        return add_nulls(ds, data, None) if nulls else ds
-    nulls = True if nulls is None else nulls
-    trained, untrained = trained_zoos(zoos)
-    studies = {"convergence": convergence or {}, "pruning": pruning or {}}
+def readings(claim: str) -> list[dict]:
+    """The claim's readings (one zoo), the default first."""
+    axes = claim_axes(claim)
+    out = []
+    for values in itertools.product(*(CURVE_AXES[a] for a in axes)):
+        r = {**MAIN_READING, **dict(zip(axes, values, strict=True))}
+        if _in_subgrid(claim, r):
+            out.append(r)
+    return out
 
-    def compute():
-        return _curve(trained, untrained, studies, evidence or {}, nulls, progress, cache_dir)
 
-    if convergence is not None or pruning is not None or evidence is not None:
-        return compute()
-    weights = {m: zoo_mod.identity(m).weights_sha256 for z in trained for m in zoo_mod.trained(z)}
-    parts = {"source": source_hash(), "zoos": trained, "format": EVIDENCE_FORMAT}
-    parts.update(weights_sha256=weights, nulls=bool(nulls))
-    return cached_dataset(
-        "multiverse", "study-" + "+".join(trained), parts, compute, cache_dir=cache_dir
+def specifications(zoos: Sequence[str]) -> list[dict]:
+    """Every claim's readings on every zoo (``zoo`` added), distinct, the main zoo's
+    default reading first."""
+    specs, seen = [], set()
+    for z in zoos:
+        for claim in CLAIM_IDS:
+            for r in readings(claim):
+                spec = {"zoo": z, **r}
+                key = tuple(spec.values())
+                if key not in seen:
+                    seen.add(key)
+                    specs.append(spec)
+    return specs
+
+
+class _Cells:
+    """The arrays of :func:`assemble`, filled one outcome at a time."""
+
+    PER_TEST = ("estimate", "se", "df", "lower", "upper", "low", "high", "p_holds", "p_refuted")
+
+    def __init__(self, n_spec: int, models: list[str]):
+        self.tests = [(c.id, t) for c in REGISTRY.values() for t in c.tests]
+        self.t_index = {qualified_id(c, t): i for i, (c, t) in enumerate(self.tests)}
+        self.parts = [(c.id, p) for c in REGISTRY.values() for p in c.parts or ("",)]
+        self.p_index = {(c, p): i for i, (c, p) in enumerate(self.parts)}
+        self.models = models
+        self.m_index = {m: i for i, m in enumerate(models)}
+        nt, nm, nc = len(self.tests), len(models), len(CLAIM_IDS)
+        self.num = {k: np.full((nt, n_spec), np.nan) for k in self.PER_TEST}
+        self.value = np.full((nt, n_spec, nm), np.nan)
+        self.value_se = np.full((nt, n_spec, nm), np.nan)
+        self.code = np.full((nt, n_spec), "", dtype=object)
+        self.reason = np.full((nt, n_spec), "", dtype=object)
+        self.part_code = np.full((len(self.parts), n_spec), "", dtype=object)
+        self.verdict = np.full((nc, n_spec), "", dtype=object)
+        self.claim_reason = np.full((nc, n_spec), "", dtype=object)
+        self.theorem = {k: np.full(n_spec, np.nan) for k in ("gap", "beaten", "trials")}
+
+    def put(self, j: int, out: Outcome, models: list[str]) -> None:
+        ci = CLAIM_IDS.index(out.claim)
+        self.verdict[ci, j] = out.code
+        self.claim_reason[ci, j] = out.reason
+        for p, code in out.parts.items():
+            self.part_code[self.p_index[(out.claim, p)], j] = code
+        cols = [self.m_index[m] for m in models]
+        for r in out.tests:
+            i = self.t_index[r.id]
+            for k in self.PER_TEST:
+                self.num[k][i, j] = getattr(r, k)
+            self.value[i, j, cols] = r.stat.value
+            self.value_se[i, j, cols] = r.stat.se
+            self.code[i, j] = r.code
+            self.reason[i, j] = r.reason
+        for k, v in out.extra.items():
+            if k in self.theorem:
+                self.theorem[k][j] = v
+
+
+def assemble(zoos: Mapping[str, Zoo]) -> xr.Dataset:
+    """Every claim under every reading of its sub-grid on every zoo of ``zoos`` (``{name:
+    Zoo}``, the main zoo first), as numbers and codes (see the module docstring)."""
+    names = list(zoos)
+    specs = specifications(names)
+    models = [m for z in names for m in zoos[z].models]
+    cells = _Cells(len(specs), models)
+    applicable = np.zeros((len(CLAIM_IDS), len(specs)), bool)
+    for j, spec in enumerate(specs):
+        zoo = zoos[spec["zoo"]]
+        reading = {a: spec[a] for a in CURVE_AXES}
+        for i, claim in enumerate(CLAIM_IDS):
+            if applies(claim, reading):
+                applicable[i, j] = True
+                cells.put(j, evaluate(claim, zoo, reading), zoo.models)
+    return _dataset(cells, specs, applicable, zoos)
+
+
+def _dataset(cells: _Cells, specs, applicable, zoos: Mapping[str, Zoo]) -> xr.Dataset:
+    names = list(zoos)
+    test_ids = [qualified_id(c, t) for c, t in cells.tests]
+    part_ids = [":".join(x for x in cp if x) for cp in cells.parts]
+    arch = [str(a) for z in names for a in zoos[z].evidence["architecture"].values]
+    spec_coords = {a: ("spec", np.asarray([s[a] for s in specs])) for a in ("zoo", *CURVE_AXES)}
+    main = [
+        s["zoo"] == names[0] and all(s[a] == MAIN_READING[a] for a in CURVE_AXES) for s in specs
+    ]
+    ts = [t for _, t in cells.tests]
+    ds = xr.Dataset(
+        {
+            "verdict": (("claim", "spec"), cells.verdict.astype(str)),
+            "claim_reason": (("claim", "spec"), cells.claim_reason.astype(str)),
+            "applicable": (("claim", "spec"), applicable),
+            "part_code": (("part", "spec"), cells.part_code.astype(str)),
+            "code": (("test", "spec"), cells.code.astype(str)),
+            "reason": (("test", "spec"), cells.reason.astype(str)),
+            **{k: (("test", "spec"), v) for k, v in cells.num.items()},
+            "value": (("test", "spec", "model"), cells.value),
+            "value_se": (("test", "spec", "model"), cells.value_se),
+            **{f"theorem_{k}": ("spec", v) for k, v in cells.theorem.items()},
+        },
+        coords={
+            "claim": list(CLAIM_IDS),
+            "part": part_ids,
+            "part_claim": ("part", [c for c, _ in cells.parts]),
+            "part_name": ("part", [p for _, p in cells.parts]),
+            "test": test_ids,
+            "test_claim": ("test", [c for c, _ in cells.tests]),
+            "test_part": ("test", [t.part for t in ts]),
+            "test_case": ("test", [t.case for t in ts]),
+            "test_log": ("test", [t.log for t in ts]),
+            "test_direction": ("test", [t.direction for t in ts]),
+            "test_design": ("test", [t.design for t in ts]),
+            "test_reference": ("test", [t.reference for t in ts]),
+            "test_sesoi": ("test", [t.sesoi for t in ts]),
+            "spec": np.arange(len(specs)),
+            **spec_coords,
+            "main": ("spec", np.asarray(main, bool)),
+            "model": cells.models,
+            "architecture": ("model", arch),
+            "model_zoo": ("model", [z for z in names for _ in zoos[z].models]),
+        },
+    )
+    theorem = next((z for z in names if "t1_gap" in zoos[z].evidence), None)
+    ds.attrs = {
+        "title": "specification curve of the paper's claims",
+        "main_reading": json.dumps(MAIN_READING),
+        "reading_tags": json.dumps(
+            {a: {"tag": t, "reason": r} for a, (t, r) in READING_TAGS.items()}
+        ),
+        "zoos": ",".join(names),
+        "main_zoo": names[0],
+        "interval": "90 % (two one-sided tests at 95 %), Student-t over the models or Welch for "
+        "architecture contrasts (unit seeds); normal with snippet standard errors (unit snippets)",
+        "scale": "value, estimate, lower, upper, low, high on the decision scale: the log for "
+        "tests with test_log",
+        "registry_sha256": registry_hash(),
+        "theorem_zoo": theorem or "",
+    }
+    return ds
+
+
+def robustness(ds: xr.Dataset) -> xr.Dataset:
+    """Per claim: ``robust_share`` (the share of its decided specifications, every zoo and
+    unit, with the default verdict), ``robust`` (no single departure from the default
+    reading, one axis at a time with the zoo, gives another decided verdict) and
+    ``flips`` (those departures, ``"axis=value"`` joined by ``"; "``)."""
+    main = {a: ds[a].values[ds["main"].values][0] for a in ("zoo", *CURVE_AXES)}
+    share, robust, flips = [], [], []
+    for claim in ds["claim"].values:
+        v = ds["verdict"].sel(claim=claim).values
+        ok = ds["applicable"].sel(claim=claim).values & (v != "untestable")
+        default = v[ds["main"].values][0]
+        share.append(float((v[ok] == default).mean()) if ok.any() else np.nan)
+        changed = []
+        for axis in ("zoo", *CURVE_AXES):
+            others = np.ones(ds.sizes["spec"], bool)
+            for a in ("zoo", *CURVE_AXES):
+                if a != axis:
+                    others &= ds[a].values == main[a]
+            sel = ok & others & (ds[axis].values != main[axis])
+            for value in np.unique(ds[axis].values[sel & (v != default)]):
+                changed.append(f"{axis}={value}")
+        robust.append(not changed and default != "untestable")
+        flips.append("; ".join(changed))
+    return xr.Dataset(
+        {
+            "robust_share": ("claim", np.asarray(share)),
+            "robust": ("claim", np.asarray(robust, bool)),
+            "flips": ("claim", np.asarray(flips, dtype=str)),
+        },
+        coords={"claim": ds["claim"].values},
     )
 
 
-def _curve(trained, untrained, studies: dict, ev: dict, nulls: bool, progress, cache_dir):
-    """:func:`multiverse_study`'s computation: every zoo's :class:`ZooData` (``studies``:
-    the given convergence and pruning studies per zoo; ``ev``: the given evidence), the
-    curve and, with ``nulls``, its null controls."""
-    kw = dict(cache_dir=cache_dir, progress=progress)
-
-    def reference(models):  # C1's and C2's: the same models untrained
-        given = ev.get("untrained")
-        return untrained_evidence(models, **kw) if given is None else given
-
-    got = {
-        z: zoo_data(
-            zoo_mod.trained(z),
-            convergence=studies["convergence"].get(z, None if z == trained[0] else False),
-            pruning=studies["pruning"].get(z, None if z == trained[0] else False),
-            progress=progress,
-            cache_dir=cache_dir,
-            evidence=ev.get("trained"),
-            reference=reference(zoo_mod.trained(z)),
+def null_outcomes(null: Zoo, which: str) -> dict[str, Outcome | str]:
+    """The default reading on a null ensemble (``which``: one of :data:`NULL_COLUMNS`):
+    ``{claim: Outcome}``, or the registry's reason where the null does not address the
+    claim (the claims not decided from fields, the claims a shuffled text does not speak
+    to, the claims about training on the untrained models)."""
+    out: dict[str, Outcome | str] = {}
+    for c in REGISTRY.values():
+        why = (
+            "decided from head pruning or losses, not from fields"
+            if c.source != "fields"
+            else (c.no_untrained if which == "untrained" else c.no_shuffled)
         )
-        for z in trained
-    }
-    ds = assemble_study(trained, untrained, got)
-    if not nulls:
-        return ds
-    null_data = {
-        z: nl.null_zoo_data(zoo_mod.trained(z), "untrained", evidence=ev.get("untrained"), **kw)
-        for z in trained
-    }
-    main = trained[0]  # the text nulls: the main zoo at the default reading
-    text = {
-        null: {
-            main: nl.null_zoo_data(
-                zoo_mod.trained(main),
-                null,
-                axes=nl.main_axes(),
-                evidence=ev.get(null),
-                reference=null_data[main].ev,
-                **kw,
-            )
-        }
-        for null in TEXT_NULLS
-    }
-    return add_nulls(ds, got, null_data, text["shuffled"], text["words"])
+        if c.kind == "theorem" and which != "untrained":
+            why = c.no_shuffled
+        out[c.id] = why or evaluate(c.id, null, MAIN_READING)
+    return out
 
 
-def null_verdict_columns(
-    ds: xr.Dataset, untrained: dict | None, shuffled: dict | None = None, words: dict | None = None
-) -> xr.Dataset:
-    """``ds`` (:func:`assemble_study`) with the null verdicts of
-    :mod:`msapod.studies.verdict.nulls`: ``untrained_verdict(claim)`` (the default reading on the
-    untrained models of the main zoo; "not computed" without them) and
-    ``shuffled_verdict(claim)`` (the default reading on the main zoo's shuffled-snippet
-    fields, ``{zoo: ZooData}`` of :func:`~msapod.studies.verdict.nulls.null_zoo_data`, for
-    :data:`~msapod.studies.verdict.nulls.SHUFFLED_CLAIMS`; "—" for the other claims, whose
-    reasons its attr ``not_applicable`` holds; "not computed" without them) and likewise
-    ``words_verdict(claim)`` from ``words`` (the snippets' words shuffled)."""
-    zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
-    main = str(ds.attrs.get("main_zoo", "")) or zoos[0]
-    claims = ds["claim"].values
-    if untrained:
-        u = nl.null_verdicts(untrained[main]).reindex(claim=claims)
-        why = [
-            f"not applicable ({REGISTRY[c].no_untrained})"
-            if c in REGISTRY and REGISTRY[c].no_untrained
-            else "not applicable"
-            for c in claims
-        ]
-        why = xr.DataArray(why, dims="claim", coords={"claim": claims})
-        ds["untrained_verdict"] = xr.where(u == "", why, u).astype(str)
-    else:
-        ds["untrained_verdict"] = ("claim", np.full(ds.sizes["claim"], "not computed"))
-    for null, given in (("shuffled", shuffled), ("words", words)):
-        name = f"{null}_verdict"
-        if given and main in given:
-            s = nl.null_verdicts(given[main], name, nl.SHUFFLED_CLAIMS).reindex(claim=claims)
-            ds[name] = xr.where(s == "", "—", s).astype(str)
-        else:
-            ds[name] = ("claim", np.full(ds.sizes["claim"], "not computed"))
-        ds[name].attrs["not_applicable"] = json.dumps(nl.SHUFFLED_NOT_APPLICABLE)
-    return ds
-
-
-def add_nulls(
-    ds: xr.Dataset,
-    data: dict,
-    untrained: dict | None,
-    shuffled: dict | None = None,
-    words: dict | None = None,
-) -> xr.Dataset:
-    """``ds`` (:func:`assemble_study`) with the null controls of
-    :mod:`msapod.studies.verdict.nulls`: the null verdicts of :func:`null_verdict_columns` and
-    the joint test over the main zoo's specification curve
-    (:func:`~msapod.studies.verdict.nulls.joint_tests`), each of its variables ``<v>`` as
-    ``joint_<v>(claim)`` (``joint_p`` and ``joint_direction`` the summary, ``joint_p_for``,
-    ``joint_p_against``, the statistics ``joint_median_effect``, ``joint_share_for``, ...
-    with their p-values, ``joint_n_null``, ``joint_min_p``, ``joint_note``, ...)."""
-    zoos = [z for z in str(ds.attrs.get("zoos", "")).split(",") if z]
-    main = str(ds.attrs.get("main_zoo", "")) or zoos[0]
-    ds = null_verdict_columns(ds, untrained, shuffled, words)
-    jt = nl.joint_tests(data, specifications(zoos), zoo=main, untrained=untrained or None)
-    jt = jt.reindex(claim=ds["claim"].values)
-    for k, v in jt.data_vars.items():
-        ds[k if k.startswith("joint_") else f"joint_{k}"] = v
-    ds.attrs["joint_test"] = jt.attrs["test"] + f" (zoo {main}; msapod.studies.verdict.nulls)"
-    return ds
+def source_hash() -> str:
+    """sha256 of what decides the claims: the registry's facts and the verdict tier's
+    sources (a cache-key part: an edited threshold or rule is a new key)."""
+    h = hashlib.sha256(registry_hash().encode())
+    h.update(str(EVIDENCE_FORMAT).encode())
+    for name in DECIDING:
+        h.update((Path(__file__).parent / name).read_bytes())
+    return h.hexdigest()

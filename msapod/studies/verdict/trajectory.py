@@ -1,14 +1,12 @@
-"""The claims' rules at each step of the training trajectory.
+"""The claims' tests at each step of the training trajectory.
 
 :func:`step_verdicts` decides every claim that the trajectory's evidence can speak to
 (:func:`msapod.studies.measure.trajectory.trajectory_study`: one model per architecture,
-snapshots along training) with the scorecard's own rules
-(:func:`msapod.studies.verdict.multiverse.main_outcomes`), once per step, so the page on
-the structure during training says at which stage each of the paper's patterns appears
-in the very words of the scorecard; C1 and C2 read each step against step 0, the
-initialisation (the zoo's untrained reference). With one seed per architecture the rules
-that compare architectures (C7, C8, L) need two seeds each and say so ("not testable as
-stated"); the page draws those contrasts with their snapshot intervals as comparisons instead.
+snapshots along training) with the scorecard's own tests (:func:`.outcome.evaluate`), once
+per step, so the page on the structure during training says at which stage each of the
+paper's patterns appears, in the scorecard's words. With one model per architecture there
+are no seeds to replicate over: the unit of inference is the snippets (the two models as
+they are), and the architecture contrasts (C7, C8, L) compare one model with one.
 """
 
 from __future__ import annotations
@@ -16,11 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import xarray as xr
+from scipy import stats
 
 from ..measure.trajectory import default_reading
 from ..registry import REGISTRY
-from .multiverse import ZooData, main_outcomes
-from .rules import interval
+from .curve import MAIN_READING
+from .outcome import Outcome, evaluate
+from .render import word
+from .statistics import Zoo
 
 __all__ = [
     "STEP_CLAIMS",
@@ -36,37 +37,33 @@ __all__ = [
 STEP_CLAIMS = tuple(
     c.id for c in REGISTRY.values() if c.source != "pruning" and c.kind != "theorem"
 )
+#: Two-sided 95 % normal quantile (the snippet intervals of :func:`ega_contrast`).
+Z95 = float(stats.norm.ppf(0.975))
 
 
-def _step_data(traj: xr.Dataset, step: int) -> ZooData:
-    """The zoo data of the rules at one step: the evidence of every model at ``step``,
-    its whole-split validation losses as the loss claim's input, and as C1's and C2's
-    reference the snapshot at step 0 (the initialisation, ``torch.manual_seed(seed)`` on
-    the model's config: the same weights as the zoo's untrained reference)."""
-    drop = ["val_loss_split", "weights_sha256", "step"]
+def _step_zoo(traj: xr.Dataset, step: int) -> Zoo:
+    """The evidence of every model at ``step`` and its whole-split validation loss."""
     at = traj.sel(step=step)
-    ev = at.drop_vars(drop, errors="ignore")
+    ev = at.drop_vars(["val_loss_split", "weights_sha256", "step"], errors="ignore")
     ev.attrs = {**traj.attrs, "n_snapshots": int(traj.attrs["n_snapshots"])}
-    loss = (at["val_loss_split"], False)
-    ref = traj.sel(step=0).drop_vars(drop, errors="ignore") if 0 in traj["step"] else None
-    return ZooData(list(traj["model"].values), ev, None, None, loss, reference=ref)
+    return Zoo(ev, losses=at["val_loss_split"], name=f"step {step}")
 
 
-def step_outcomes(traj: xr.Dataset) -> dict[int, dict]:
-    """``{step: {claim: Outcome}}``: the scorecard's rules on the trajectory's evidence at
-    every step (:data:`STEP_CLAIMS`)."""
-    out = {}
-    for step in traj["step"].values:
-        outcomes = main_outcomes(_step_data(traj, int(step)))
-        out[int(step)] = {c: outcomes[c] for c in STEP_CLAIMS if c in outcomes}
-    return out
+def step_outcomes(traj: xr.Dataset) -> dict[int, dict[str, Outcome]]:
+    """``{step: {claim: Outcome}}``: the scorecard's tests on the trajectory's evidence at
+    every step (:data:`STEP_CLAIMS`), the snippets the unit of inference."""
+    reading = {**MAIN_READING, "unit": "snippets", "n": int(traj.attrs["n_snapshots"])}
+    return {
+        int(step): {c: evaluate(c, _step_zoo(traj, int(step)), reading) for c in STEP_CLAIMS}
+        for step in traj["step"].values
+    }
 
 
 def step_verdicts(traj: xr.Dataset) -> pd.DataFrame:
-    """The verdict words of :func:`step_outcomes`: index claim, one column per step."""
+    """The verdict codes of :func:`step_outcomes`: index claim, one column per step."""
     outcomes = step_outcomes(traj)
     table = pd.DataFrame(
-        {step: {c: o.verdict for c, o in per.items()} for step, per in outcomes.items()}
+        {step: {c: o.code for c, o in per.items()} for step, per in outcomes.items()}
     )
     table.index.name = "claim"
     table.columns.name = "step"
@@ -89,13 +86,13 @@ def ega_contrast(traj: xr.Dataset, var: str):
     se_e = d[f"{var}_se"].isel(model=int(np.flatnonzero(arch == "ega")[0]), drop=True)
     se_b = d[f"{var}_se"].isel(model=int(np.flatnonzero(arch == "baseline")[0]), drop=True)
     diff = ega - base
-    lower, upper = interval(diff, np.sqrt(se_e**2 + se_b**2))
-    return diff, lower, upper
+    half = Z95 * np.sqrt(se_e**2 + se_b**2)
+    return diff, diff - half, diff + half
 
 
 def stages_text(table: pd.DataFrame) -> str:
     """Per claim, the verdict at each stage of training, consecutive steps with the same
-    verdict merged (``table``: :func:`step_verdicts`), as Markdown bullets."""
+    verdict merged (``table``: :func:`step_verdicts`, codes), as Markdown bullets."""
     steps = [int(s) for s in table.columns]
     lines = []
     for claim, row in table.iterrows():
@@ -105,11 +102,11 @@ def stages_text(table: pd.DataFrame) -> str:
             if i == len(words) or words[i] != words[start]:
                 a, b = steps[start], steps[i - 1]
                 where = f"step {a}" if a == b else f"steps {a}–{b}"
-                runs.append(f"{words[start]} at {where}")
+                runs.append(f"{word(words[start])} at {where}")
                 start = i
         text = runs[0] if len(runs) == 1 else "; ".join(runs)
         if len(runs) == 1:
-            text = f"{words[0]} at every step"
+            text = f"{word(words[0])} at every step"
         lines.append(f"* **{claim}** ({REGISTRY[claim].paper}): {text}.")
     return "\n".join(lines)
 

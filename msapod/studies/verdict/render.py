@@ -1,0 +1,497 @@
+"""The one place a decided claim becomes words.
+
+Every verdict word, what it means, how an estimate and its interval print, a test's line,
+a claim's verdict box, the joint test's sentence and the headline are made here from the
+numbers of an :class:`~.outcome.Outcome` or of the curve (``multiverse.nc``,
+:mod:`.curve`); the rules return numbers and codes only, so changing a word never touches
+a rule. Pages, the scorecard and the report of ``msapod analyze`` read a claim only
+through these functions, so none can disagree with another.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from ..measure.evidence import FIXED_K
+from ..registry import JOINT_STATISTIC, REGISTRY, ClaimTest, qualified_id
+from .curve import CURVE_AXES, MAIN_READING, NULL_COLUMNS, claim_axes
+from .inference import ALPHA
+from .outcome import Outcome, TestResult
+
+__all__ = [
+    "AXIS_NAMES",
+    "MEANING",
+    "NULL_WORDS",
+    "RULE_PAGE",
+    "STATISTIC_WORDS",
+    "TestView",
+    "WORDS",
+    "claim_views",
+    "fmt_num",
+    "headline",
+    "joint_sentence",
+    "layer_span",
+    "main_code",
+    "outcome_rows",
+    "reading_words",
+    "robustness_sentence",
+    "rule_lines",
+    "show_verdict",
+    "spec_index",
+    "test_line",
+    "verdict_legend",
+    "verdict_markdown",
+    "word",
+]
+
+#: The verdict word of each code (the vocabulary, stated once).
+WORDS = {
+    "holds": "holds",
+    "partly": "partly",
+    "refuted": "does not hold",
+    "undecided": "not significant",
+    "untestable": "not testable as stated",
+}
+#: What each verdict word means, in one sentence.
+MEANING = {
+    "holds": "every part of the claim is beyond its smallest effect of interest in the "
+    "claimed direction by its 90 % interval (two one-sided tests at 95 %)",
+    "partly": "some named parts of the claim hold, the others do not",
+    "refuted": "the interval excludes effects of the smallest interesting size in the claimed "
+    "direction (the effect is negligible or reversed) for at least one part, and no part holds",
+    "undecided": "the interval includes the boundary of the smallest effect of interest: the "
+    "data decide neither way",
+    "untestable": "the data or the setting cannot decide the claim (the reason is given)",
+}
+#: Each null column in words (the question it answers).
+NULL_WORDS = {
+    "untrained": "the same models untrained (does training create it?)",
+    "shuffled": "snippets with their characters shuffled (does the order of the text create it?)",
+    "words": "snippets with their words shuffled (does the order of the words create it?)",
+}
+#: The joint test's statistics in words.
+STATISTIC_WORDS = {
+    "median_effect": "median effect",
+    "share_for": "share significant for",
+    "share_against": "share significant against",
+    "stouffer_z": "Stouffer's Z",
+}
+#: Each axis of the specification curve by name, in words.
+AXIS_NAMES = {
+    "zoo": "zoo",
+    "field": "field",
+    "normalisation": "scale-spectrum normalisation",
+    "scale_min": "smallest scale",
+    "scale_stat": "scale statistic",
+    "c4_window": "C4's windows",
+    "centre": "window centre",
+    "width": "window width",
+    "criterion": "H* criterion",
+    "n": "ensemble size N",
+    "fit": "T_spec fit range",
+    "unit": "unit of inference",
+    "c9_margin": "C9's smallest effect",
+}
+#: The page that states every rule (each with the label ``rule-<claim>``).
+RULE_PAGE = "paper-choices.md"
+_READING = {
+    "field": lambda v, r: f"scalogram of {v}",
+    "normalisation": lambda v, r: "E(a)/a" if v == "rectified" else "raw E(a)",
+    "scale_min": lambda v, r: f"scales from {v:g} to L/2",
+    "scale_stat": lambda v, r: {
+        "peak": "a* at the strongest interior maximum",
+        "argmax": "a* at the global maximum",
+        "centroid": "a* as the scale centroid",
+    }[v],
+    "c4_window": lambda v, r: {
+        "range": "window on the paper's lags",
+        "dominant scale": "window at the dominant scale",
+    }[v],
+    "centre": lambda v, r: {
+        "energy-max": "window centre at the energy maximum",
+        "period": "window centre at the period of a*",
+    }[v],
+    "width": lambda v, r: (
+        f"σ = {v:g} × half the range" if r.get("c4_window") == "range" else f"σ = {v:g} a*"
+    ),
+    "criterion": lambda v, r: f"{v} criterion",
+    "n": lambda v, r: f"N = {v}",
+    "fit": lambda v, r: "fit k = 1..N/2" if v == "default" else "fit k = {}..{}".format(*FIXED_K),
+    "unit": lambda v, r: {"seeds": "seeds as replicates", "snippets": "snippets only"}[v],
+    "c9_margin": lambda v, r: f"D below {1 - v:g}",
+}
+
+
+def word(code: str) -> str:
+    """The verdict word of ``code``."""
+    if code not in WORDS:
+        raise ValueError(f"code: expected one of {list(WORDS)}, got {code!r}")
+    return WORDS[code]
+
+
+def verdict_legend() -> str:
+    """The verdict vocabulary as a Markdown list, each word with what it means."""
+    return ";\n".join(f"* **{WORDS[c]}**: {m}" for c, m in MEANING.items()) + "."
+
+
+def fmt_num(x: float, digits: int = 3) -> str:
+    """``x`` to ``digits`` significant figures, an exponent only below 1e-3; a value that
+    prints as zero has no sign; ``∞`` for infinity."""
+    x = float(x)
+    if not np.isfinite(x):
+        return "—" if np.isnan(x) else ("∞" if x > 0 else "−∞")
+    if x != 0 and abs(x) < 1e-3:
+        s = f"{x:.{digits - 1}e}"
+    else:
+        s = f"{x:.{digits}g}"
+        if "e" in s:
+            s = f"{x:.0f}"
+    s = s.replace("-", "−")
+    return s.lstrip("−") if float(s.replace("−", "-")) == 0 else s
+
+
+def layer_span(layers: Sequence[int]) -> str:
+    """``"1–2"`` of consecutive layers, ``"3, 5"`` otherwise, ``"none"`` for none."""
+    layers = sorted(int(v) for v in layers)
+    if not layers:
+        return "none"
+    if layers == list(range(layers[0], layers[-1] + 1)) and len(layers) > 1:
+        return f"{layers[0]}–{layers[-1]}"
+    return ", ".join(map(str, layers))
+
+
+def reading_words(reading: Mapping, axes: Sequence[str], tags: Mapping | None = None) -> str:
+    """The reading of ``axes`` in words, each tagged "paper" or "book" where ``tags``
+    gives one."""
+    parts = []
+    for a in axes:
+        if a in reading and a in _READING:
+            tag = (tags or {}).get(a)
+            parts.append(_READING[a](reading[a], reading) + (f" ({tag})" if tag else ""))
+    return ", ".join(parts)
+
+
+@dataclass
+class TestView:
+    """One test's numbers on the statistic's own scale (a ratio as a ratio), as every
+    sentence reads them: ``estimate``, the 90 % interval ``lower``/``upper``, the
+    boundary ``low``/``high``, the code and the replicates per model."""
+
+    id: str
+    test: ClaimTest
+    code: str
+    estimate: float
+    lower: float
+    upper: float
+    low: float
+    high: float
+    n_models: int
+    values: np.ndarray
+    reason: str = ""
+
+    @classmethod
+    def of(cls, r: TestResult) -> TestView:
+        f = np.exp if r.test.log else (lambda x: x)
+        v = np.asarray(r.stat.value, float)
+        return cls(
+            r.id,
+            r.test,
+            r.code,
+            *(float(f(x)) for x in (r.estimate, r.lower, r.upper, r.low, r.high)),
+            int(np.isfinite(v).sum()),
+            f(v),
+            r.reason,
+        )
+
+
+def test_line(v: TestView, math: bool = True) -> str:
+    """One test in a line: the statistic, its estimate with the 90 % interval over the
+    replicates, what the claim needs (the boundary of the smallest effect) and its word."""
+    t = v.test
+    sym = f"${t.symbol}$" if math and t.symbol else t.words
+    name = " ".join(x for x in (t.part, t.case) if x)
+    head = f"({name}) " if name else ""
+    if v.code == "untestable":
+        point = f" = {fmt_num(v.estimate)} (point value)" if np.isfinite(v.estimate) else ""
+        return f"{head}{sym}{point}: **{word(v.code)}** ({v.reason})"
+    over = "EGA − baseline, " if t.design == "architecture" and not t.log else ""
+    est = f"{fmt_num(v.estimate)} [{fmt_num(v.lower)}, {fmt_num(v.upper)}]"
+    return (
+        f"{head}{sym} = {est} ({over}{v.n_models} models); needs {_needs(t, v)}: **{word(v.code)}**"
+    )
+
+
+def _needs(t: ClaimTest, v: TestView) -> str:
+    """What the claim needs of a test's statistic, in words (the boundary and where it
+    comes from)."""
+    s = f"{t.sesoi:.0%}" if t.relative else fmt_num(t.sesoi)
+    ref = fmt_num(t.reference)
+    if t.direction == "within":
+        return f"{fmt_num(v.low)} to {fmt_num(v.high)} ({ref} ± {s})"
+    op, b = (">", v.low) if t.direction == "greater" else ("<", v.high)
+    if t.sesoi == 0:
+        return f"{op} {fmt_num(b)}"
+    return f"{op} {fmt_num(b)} ({ref} {'+' if op == '>' else '−'} {s})"
+
+
+def rule_lines(claim: str) -> list[str]:
+    """The claim's tests as the rules page states them: the statistic, the direction and
+    the boundary with its smallest effect of interest and the reason for its size."""
+    c = REGISTRY[claim]
+    if c.kind == "theorem":
+        return [
+            f"rank-$K$ error $= \\sum_{{k > K}} \\lambda_k$ to {c.stated['gap']:g} and no "
+            "random orthonormal basis does better (an exact check)"
+        ]
+    out = []
+    for t in c.tests:
+        lo, hi = t.boundary()
+        view = TestView(
+            qualified_id(claim, t), t, "", np.nan, np.nan, np.nan, lo, hi, 0, np.array([])
+        )
+        name = " ".join(x for x in (t.part, t.case) if x)
+        over = (
+            "EGA minus standard attention (Welch)"
+            if t.design == "architecture"
+            else ("the mean over the models (Student t)")
+        )
+        out.append(
+            f"{'(' + name + ') ' if name else ''}${t.symbol}$, {t.words}, {over}: "
+            f"{_needs(t, view)}; smallest effect: {t.sesoi_reason}"
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# the curve
+
+
+def _zoo(mv: xr.Dataset, zoo: str | None) -> str:
+    zoos = [z for z in str(mv.attrs.get("zoos", "")).split(",") if z]
+    zoo = zoo or str(mv.attrs["main_zoo"])
+    if zoo not in zoos:
+        raise LookupError(f"zoo: {zoo!r} is not in this curve (zoos: {zoos})")
+    return zoo
+
+
+def spec_index(mv: xr.Dataset, claim: str, zoo: str | None = None, **axes) -> int:
+    """The index along ``spec`` of ``claim``'s reading that differs from the default only
+    in ``axes`` (e.g. ``field="u"``), on ``zoo`` (default the main zoo): the one
+    selection of a curve row."""
+    z = _zoo(mv, zoo)
+    bad = [a for a in axes if a not in CURVE_AXES]
+    if bad:
+        raise ValueError(f"axes: expected names from {list(CURVE_AXES)}, got {bad}")
+    want = {**MAIN_READING, **axes}
+    keep = mv["applicable"].sel(claim=claim).values & (mv["zoo"].values == z)
+    for a, v in want.items():
+        keep &= mv[a].values == v
+    idx = np.flatnonzero(keep)
+    if len(idx) != 1:
+        raise LookupError(f"{claim}: no single reading {axes} on zoo {z!r} ({len(idx)} match)")
+    return int(idx[0])
+
+
+def main_code(mv: xr.Dataset, claim: str, zoo: str | None = None, **axes) -> str:
+    """The code of ``claim`` under the default reading (or the one differing in ``axes``)."""
+    return str(
+        mv["verdict"].values[
+            list(mv["claim"].values).index(claim), spec_index(mv, claim, zoo, **axes)
+        ]
+    )
+
+
+def claim_views(mv: xr.Dataset, claim: str, zoo: str | None = None, **axes) -> list[TestView]:
+    """The :class:`TestView` of every test of ``claim`` under one reading of the curve."""
+    j = spec_index(mv, claim, zoo, **axes)
+    z = _zoo(mv, zoo)
+    models = mv["model_zoo"].values == z
+    out = []
+    for t in REGISTRY[claim].tests:
+        tid = qualified_id(claim, t)
+        row = mv.sel(test=tid).isel(spec=j)
+        f = np.exp if t.log else (lambda x: x)
+        vals = row["value"].values[models]
+        out.append(
+            TestView(
+                tid,
+                t,
+                str(row["code"].values),
+                *(float(f(row[k].values)) for k in ("estimate", "lower", "upper", "low", "high")),
+                int(np.isfinite(vals).sum()),
+                f(vals),
+                str(row["reason"].values),
+            )
+        )
+    return out
+
+
+def robustness_sentence(mv: xr.Dataset, claim: str) -> str:
+    """Whether the claim's verdict is robust to every axis the book varies and the share
+    of its readings that agree."""
+    share = float(mv["robust_share"].sel(claim=claim))
+    flips = str(mv["flips"].sel(claim=claim).values)
+    n = int(
+        (mv["applicable"].sel(claim=claim) & (mv["verdict"].sel(claim=claim) != "untestable")).sum()
+    )
+    if n <= 1:
+        return "one reading only"
+    head = f"{share:.0%} of its {n} decided readings agree"
+    if bool(mv["robust"].sel(claim=claim)):
+        return f"**robust**: no single choice the book varies changes it ({head})"
+    named = "; ".join(_flip_words(f) for f in flips.split("; ") if f)
+    return f"**fragile**: {named} changes it ({head})"
+
+
+def _flip_words(flip: str) -> str:
+    axis, value = flip.split("=", 1)
+    if axis == "zoo":
+        return f"the {value} zoo"
+    try:
+        v = json.loads(value)
+    except ValueError:
+        v = value
+    return _READING[axis](v, {}) if axis in _READING else f"{AXIS_NAMES[axis]} {value}"
+
+
+def joint_sentence(mv: xr.Dataset, claim: str) -> str:
+    """The joint test over the claim's curve in words: the statistic chosen in advance
+    (:data:`~msapod.studies.registry.JOINT_STATISTIC`) with its two-sided p-value and the
+    relabellings; an uninformative statistic says so."""
+    if "joint" not in mv or not str(mv["joint_null"].sel(claim=claim).values):
+        return "no joint test (" + (REGISTRY[claim].no_joint or "one reading") + ")"
+    s = JOINT_STATISTIC[0]
+    row = mv.sel(claim=claim, statistic=s)
+    B = int(mv["joint_relabellings"].sel(claim=claim))
+    null = str(mv["joint_null"].sel(claim=claim).values)
+    if not bool(row["joint_informative"]):
+        return (
+            f"joint test over the curve: {STATISTIC_WORDS[s]} is uninformative (no {null} moves it)"
+        )
+    p, value = float(row["joint_p"]), float(row["joint"])
+    way = ("for" if value > 0 else "against") if p < ALPHA else ""
+    verdict = f", {way} the claim" if way else ", neither direction"
+    return (
+        f"joint test over the curve: {STATISTIC_WORDS[s]} {fmt_num(value)}, two-sided p = "
+        f"{fmt_num(p, 2)} over {B} {null}{verdict}"
+    )
+
+
+def _null_line(mv: xr.Dataset, claim: str) -> str:
+    parts = []
+    for null in NULL_COLUMNS:
+        code = str(mv["null_verdict"].sel(claim=claim, null=null).values)
+        if code:
+            parts.append(f"{null} {word(code)}")
+    return "; ".join(parts)
+
+
+def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
+    """The claim's verdict box (a MyST admonition with the classes ``verdict`` and
+    ``claim-<id>``): the verdict of the book's default reading and what it means, each
+    test's line, the robustness, the joint test, the null columns and the reading."""
+    c = REGISTRY[claim]
+    head = f"```{{admonition}} {claim}: {c.paper}\n:class: verdict claim-{claim}\n"
+    z = _zoo(mv, zoo)
+    code = main_code(mv, claim, z)
+    j = spec_index(mv, claim, z)
+    why = str(mv["claim_reason"].sel(claim=claim).values[j]) if code == "untestable" else ""
+    first = f"**{word(code)}** on the {z} zoo (the book's default reading): {why or MEANING[code]}."
+    items = []
+    if c.kind == "theorem":
+        g = {k: float(mv[f"theorem_{k}"].values[j]) for k in ("gap", "beaten", "trials")}
+        items.append(
+            f"Measured: the rank-$K$ error equals the tail sum to a relative gap of "
+            f"{fmt_num(g['gap'])}; {int(g['beaten'])} of {int(g['trials'])} random "
+            "orthonormal bases beat POD"
+        )
+    else:
+        items += [test_line(v) for v in claim_views(mv, claim, z)]
+    items.append("Robustness: " + robustness_sentence(mv, claim))
+    items.append(joint_sentence(mv, claim)[0].upper() + joint_sentence(mv, claim)[1:])
+    nulls = _null_line(mv, claim)
+    if nulls:
+        items.append(f"Null columns: {nulls}")
+    others = [o for o in str(mv.attrs.get("zoos", "")).split(",") if o and o != z]
+    for o in others:
+        items.append(f"On the {o} zoo: {word(main_code(mv, claim, o))}")
+    tags = {a: v["tag"] for a, v in json.loads(mv.attrs.get("reading_tags", "{}")).items()}
+    reading = reading_words(MAIN_READING, [a for a in claim_axes(claim) if a != "unit"], tags)
+    if reading:
+        items.append(f"Reading: {reading}")
+    items.append(f"[The rule in full](#rule-{claim.lower()})")
+    return head + first + "\n\n" + "\n".join(f"* {x}" for x in items) + "\n```"
+
+
+def show_verdict(mv: xr.Dataset, claim: str, zoo: str | None = None):
+    """:func:`verdict_markdown` as an ``IPython.display.Markdown``."""
+    from IPython.display import Markdown
+
+    return Markdown(verdict_markdown(mv, claim, zoo))
+
+
+def _names(ids: Sequence[str]) -> str:
+    ids = list(ids)
+    return ", ".join(ids[:-1]) + " and " + ids[-1] if len(ids) > 1 else "".join(ids)
+
+
+def headline(mv: xr.Dataset, zoo: str | None = None) -> str:
+    """One sentence: which of the paper's empirical claims are reproduced, which refuted
+    and which undecided on the main zoo, with Theorem 1 and the cited loss claim apart."""
+    z = _zoo(mv, zoo)
+    codes = {c: main_code(mv, c, z) for c in REGISTRY}
+    empirical = [c for c, cl in REGISTRY.items() if cl.kind == "empirical"]
+    groups = {}
+    for c in empirical:
+        groups.setdefault(codes[c], []).append(c)
+    order = (
+        ("holds", "reproduced"),
+        ("partly", "reproduced in part"),
+        ("refuted", "refuted"),
+        ("undecided", "undecided"),
+        ("untestable", "not testable as stated"),
+    )
+    parts = [f"{label} {_names(groups[k])}" for k, label in order if k in groups]
+    n = len(empirical)
+    out = f"Of the paper's {n} empirical claims, on the {z} zoo: " + "; ".join(parts) + "."
+    theorem = [c for c, cl in REGISTRY.items() if cl.kind == "theorem"]
+    cited = [c for c, cl in REGISTRY.items() if cl.kind == "cited"]
+    for c in theorem:
+        out += f" Theorem 1 ({c}) {word(codes[c])} as an exact identity."
+    for c in cited:
+        out += f" The cited loss claim ({c}): {word(codes[c])}."
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# outcomes outside the curve (check_claims, msapod analyze)
+
+
+def outcome_rows(outcomes: Mapping[str, Outcome]) -> pd.DataFrame:
+    """``{claim: Outcome}`` as a table: index ``claim``; columns ``paper``, ``verdict``
+    (the word), ``code`` and ``measured`` (each test's line, plain text), ``reason``."""
+    rows = {}
+    for claim, out in outcomes.items():
+        if out.claim == "C10" and out.extra:
+            measured = (
+                f"rank-K error equals the tail sum to {fmt_num(out.extra['gap'])}; "
+                f"{out.extra['beaten']} of {out.extra['trials']} random bases beat POD"
+            )
+        else:
+            measured = "; ".join(
+                test_line(TestView.of(r), math=False).replace("**", "") for r in out.tests
+            )
+        rows[claim] = {
+            "paper": REGISTRY[claim].paper,
+            "verdict": word(out.code),
+            "code": out.code,
+            "measured": measured,
+            "reason": out.reason,
+        }
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("claim")
