@@ -1,42 +1,9 @@
-"""Scorecard verdict rules and the `msapod reproduce` command's argument handling."""
+"""The `msapod reproduce` command's argument handling and its steps."""
 
-import numpy as np
 import pytest
 
 from msapod.cli import main
 from msapod.studies.reproduce import STEPS, reproduce
-from msapod.studies.verdict.scorecard import classify, combine
-
-
-def test_classify_intervals_against_a_range():
-    got = classify([1.0, 6.0, 8.0, 2.0], [3.0, 8.0, 9.0, 2.0], high=7)
-    assert list(got) == ["yes", "ns", "no", "yes"]
-    got = classify([0.7, 0.8, 1.3], [0.9, 1.2, 1.4], 0.75, 1.25)
-    assert list(got) == ["ns", "yes", "no"]
-    with pytest.raises(ValueError, match="lower"):
-        classify([2.0], [1.0])
-
-
-@pytest.mark.parametrize(
-    "cells, verdict",
-    [
-        (["yes", "yes"], "holds"),
-        (["yes", "no"], "partly"),
-        (["yes", "ns"], "partly"),
-        (["no", "ns"], "does not hold"),
-        (["no", "no"], "does not hold"),
-        (["ns", "ns"], "not significant"),
-    ],
-)
-def test_combine(cells, verdict):
-    assert combine(np.array(cells)) == verdict
-
-
-def test_combine_rejects_bad_cells():
-    with pytest.raises(ValueError, match="cells"):
-        combine([])
-    with pytest.raises(ValueError, match="cells"):
-        combine(["maybe"])
 
 
 def test_reproduce_rejects_unknown_steps(tmp_path):
