@@ -74,16 +74,17 @@ ZOO_COLOURS = {
     "paper-size": OKABE_ITO["reddish purple"],
     "d64": OKABE_ITO["orange"],
 }
-#: colour, marker and bar hatch of each verdict word of the rules module: no two words
+#: colour, marker and bar hatch of each verdict code (the codes of
+#: :mod:`msapod.studies.verdict.inference`; their words are the caller's ``labels``): no two
 #: differ by colour alone (the marker and the hatch are the second cue)
 VERDICT_STYLE = {
     "holds": {"color": OKABE_ITO["blue"], "marker": "o", "hatch": ""},
     "partly": {"color": OKABE_ITO["sky blue"], "marker": "D", "hatch": "//"},
-    "not significant": {"color": "#9e9e9e", "marker": "s", "hatch": ".."},
-    "does not hold": {"color": OKABE_ITO["vermillion"], "marker": "X", "hatch": "xx"},
-    "not testable as stated": {"color": OKABE_ITO["reddish purple"], "marker": "P", "hatch": "++"},
+    "undecided": {"color": "#9e9e9e", "marker": "s", "hatch": ".."},
+    "refuted": {"color": OKABE_ITO["vermillion"], "marker": "X", "hatch": "xx"},
+    "untestable": {"color": OKABE_ITO["reddish purple"], "marker": "P", "hatch": "++"},
 }
-#: the colour of each verdict word (:data:`VERDICT_STYLE`)
+#: the colour of each verdict code (:data:`VERDICT_STYLE`)
 VERDICT_COLOURS = {w: st["color"] for w, st in VERDICT_STYLE.items()}
 #: the shading of the range a claim needs (forest plots), and the colour of its label
 BAND_COLOUR = OKABE_ITO["yellow"]
@@ -958,101 +959,23 @@ def draw_intervals(ax, x, lower, upper, *, color, lw: float = 1.2, cap: bool = T
     return cut
 
 
-def forest(
-    stat: xr.DataArray,
-    lower: xr.DataArray | None = None,
-    upper: xr.DataArray | None = None,
-    *,
-    band: tuple[float, float] | None = None,
-    ylabel: str,
-    title: str | None = None,
-    zero: bool = False,
-    clip: tuple[float | None, float | None] | None = None,
-    ax=None,
-):
-    """Forest plot of one claim: a point per model and layer with its interval, and the
-    claim's band (:func:`claim_band`).
-
-    Parameters
-    ----------
-    stat, lower, upper : xarray.DataArray
-        dims ``("layer",)`` or ``("model", "layer")``: the statistic and its interval
-        (``lower``/``upper`` may be None for point values). NaN points are skipped.
-    band : (float, float), optional
-        the range the claim needs (``-inf``/``inf`` for a one-sided claim).
-    ylabel : str
-        the statistic in the book's symbols, with its unit.
-    zero : bool
-        draw a line at 0 (differences).
-    clip : (float or None, float or None), optional
-        the statistic's own range (e.g. ``(0, None)``); the y axis never goes beyond it,
-        and an interval that reaches far beyond the points is cut with an arrow
-        (:func:`interval_limits`, :func:`draw_intervals`).
-    ax : matplotlib Axes, optional
-        draw into this panel (e.g. one of :func:`panels`); else a new figure.
-    """
-    import matplotlib.pyplot as plt
-
-    _check_dims(stat, "stat", ("layer",))
-    for name, da in (("lower", lower), ("upper", upper)):
-        if da is not None and set(da.dims) != set(stat.dims):
-            raise ValueError(f"{name}: expected dims {stat.dims}, got {da.dims}")
-    if "model" not in stat.dims:
-        stat = stat.expand_dims(model=["difference"])
-        lower = None if lower is None else lower.expand_dims(model=["difference"])
-        upper = None if upper is None else upper.expand_dims(model=["difference"])
-    dims = ("model", "layer")
-    stat = stat.transpose(*dims)
-    lower = None if lower is None else lower.transpose(*dims)
-    upper = None if upper is None else upper.transpose(*dims)
-    with style():
-        if ax is None:
-            fig, ax = plt.subplots(figsize=(WIDTH / 2, 2.8), layout="constrained")
-        ax.set_ylim(
-            *interval_limits(
-                stat.values,
-                None if lower is None else lower.values,
-                None if upper is None else upper.values,
-                clip=clip,
-            )
-        )
-        models = list(stat["model"].values)
-        for n, m in enumerate(models):
-            s = stat.sel(model=m).values.astype(float)
-            ok = np.isfinite(s)
-            x = stat["layer"].values[ok] + 0.1 * (n - (len(models) - 1) / 2)
-            st = model_style(str(m)) if len(models) > 1 else {"color": "k", "marker": "o"}
-            if lower is not None and upper is not None:
-                lo, up = lower.sel(model=m).values[ok], upper.sel(model=m).values[ok]
-                draw_intervals(ax, x, lo, up, color=st["color"])
-            ax.plot(x, s[ok], ls="none", marker=st["marker"], ms=4, color=st["color"], label=str(m))
-        if zero:
-            ax.axhline(0, color="0.4", lw=0.8)
-        ax.set_xticks(stat["layer"].values)
-        ax.set_xlabel(LABELS["layer"])
-        ax.set_ylabel(ylabel)
-        if title:
-            ax.set_title(title)
-        if band is not None:
-            claim_band(ax, *band)
-    return ax.figure
-
-
-def verdict_handles(words, *, main: bool = False) -> tuple[list, list[str]]:
-    """Legend handles and labels of the verdict words ``words`` (in the order of
-    :data:`VERDICT_STYLE`; unknown words are skipped), each its colour and marker, and a
-    black ring for the main specification when ``main``."""
+def verdict_handles(codes, *, main: bool = False, labels=None) -> tuple[list, list[str]]:
+    """Legend handles and labels of the verdict ``codes`` (in the order of
+    :data:`VERDICT_STYLE`; unknown codes are skipped), each its colour and marker, labelled
+    by ``labels[code]`` (default the code), and a black ring for the default reading when
+    ``main``."""
     from matplotlib.lines import Line2D
 
-    present = [w for w in VERDICT_STYLE if w in set(map(str, words))]
+    present = [w for w in VERDICT_STYLE if w in set(map(str, codes))]
     handles = [
         Line2D([], [], ls="none", **{k: VERDICT_STYLE[w][k] for k in ("color", "marker")})
         for w in present
     ]
+    names = [(labels or {}).get(w, w) for w in present]
     if main:
         handles.append(Line2D([], [], color="white", marker="o", mec="k", mew=1.2, ls="none"))
-        present.append("main specification")
-    return handles, present
+        names.append("default reading")
+    return handles, names
 
 
 def specification_curve(
@@ -1067,17 +990,18 @@ def specification_curve(
     clip: tuple[float | None, float | None] | None = None,
     title: str | None = None,
     ax=None,
+    labels=None,
 ):
     """A specification curve: one point per specification, sorted by its value, with
-    its interval, coloured and marked by its verdict (:data:`VERDICT_STYLE`); the main
-    specification ringed in black.
+    its interval, coloured and marked by its verdict code (:data:`VERDICT_STYLE`, legend
+    words from ``labels``); the main specification ringed in black.
 
     Parameters
     ----------
     value, lower, upper : sequences of float
         one entry per specification; NaN values are drawn as crosses at the bottom.
     verdict : sequence of str
-        the verdict word of each specification (:data:`VERDICT_STYLE`).
+        the verdict code of each specification (:data:`VERDICT_STYLE`).
     main : sequence of bool, optional
         which specification is the main one.
     band : (float, float), optional
@@ -1126,8 +1050,8 @@ def specification_curve(
             ax.set_title(title)
         if band is not None:
             claim_band(ax, *band)
-        handles, labels = verdict_handles(verdict, main=bool(main.any()))
-        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        handles, names = verdict_handles(verdict, main=bool(main.any()), labels=labels)
+        ax.legend(handles, names, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return ax.figure
 
 
@@ -1185,10 +1109,10 @@ def pruning_curve(
     return ax.figure
 
 
-def _verdict_bar(ax, y: int, row: pd.Series, main_word) -> None:
-    """One claim's stacked bar of verdict shares at ``y`` (each word its colour and
-    hatch), the main specification's verdict marked in its segment and written at the
-    right (``main_word`` None: none)."""
+def _verdict_bar(ax, y: int, row: pd.Series, main_word, labels) -> None:
+    """One claim's stacked bar of verdict shares at ``y`` (each code its colour and
+    hatch), the default verdict marked in its segment and written at the right
+    (``main_word`` None: none)."""
     left = 0.0
     for word, share in row.items():
         if share > 0:
@@ -1198,10 +1122,10 @@ def _verdict_bar(ax, y: int, row: pd.Series, main_word) -> None:
                 ax.plot(left + share / 2, y, "D", color="k", mfc="white", mew=1.5, ms=6)
         left += share
     if isinstance(main_word, str):
-        ax.text(1.02, y, main_word, va="center", color="0.15")
+        ax.text(1.02, y, labels.get(main_word, main_word), va="center", color="0.15")
 
 
-def _verdict_legend(ax, counts: pd.DataFrame, with_main: bool) -> None:
+def _verdict_legend(ax, counts: pd.DataFrame, with_main: bool, labels) -> None:
     """The figure legend: the verdict words present (colour and hatch), and the main
     specification's mark."""
     from matplotlib.patches import Patch
@@ -1211,13 +1135,13 @@ def _verdict_legend(ax, counts: pd.DataFrame, with_main: bool) -> None:
         Patch(facecolor=VERDICT_STYLE[w]["color"], hatch=VERDICT_STYLE[w]["hatch"], ec="white")
         for w in present
     ]
-    labels = list(present)
+    names = [labels.get(w, w) for w in present]
     if with_main:
         from matplotlib.lines import Line2D
 
         handles.append(Line2D([], [], color="k", marker="D", mfc="white", mew=1.5, ls="none"))
-        labels.append("main specification")
-    ax.figure.legend(handles, labels, loc="outside lower center", ncol=3)
+        names.append("default reading")
+    ax.figure.legend(handles, names, loc="outside lower center", ncol=3)
 
 
 def verdict_bars(
@@ -1226,6 +1150,7 @@ def verdict_bars(
     *,
     title: str | None = None,
     ax=None,
+    labels=None,
 ):
     """Per claim, the share of its specifications that give each verdict, as one
     stacked bar; the main specification's verdict is written at the right of the bar.
@@ -1233,13 +1158,16 @@ def verdict_bars(
     Parameters
     ----------
     shares : pandas.DataFrame
-        index: the claims (top to bottom); columns: verdict words of
+        index: the claims (top to bottom); columns: verdict codes of
         :data:`VERDICT_COLOURS` (others are not allowed); values: numbers of
         specifications (each row is normalised to shares).
     main : pandas.Series, optional
-        the main specification's verdict per claim (same index), written at the right
+        the main specification's verdict code per claim (same index), written at the right
         of each bar and marked by a black diamond in its segment.
+    labels : dict, optional
+        the word of each code (default the codes).
     """
+    labels = labels or {}
     import matplotlib.pyplot as plt
 
     if not isinstance(shares, pd.DataFrame) or shares.empty:
@@ -1258,7 +1186,7 @@ def verdict_bars(
         if ax is None:
             fig, ax = plt.subplots(figsize=(WIDTH, 0.3 * len(frac) + 1.2), layout="constrained")
         for y, (claim, row) in enumerate(frac.iterrows()):
-            _verdict_bar(ax, y, row, None if main is None else main[claim])
+            _verdict_bar(ax, y, row, None if main is None else main[claim], labels)
         ax.set_yticks(range(len(frac)), [str(c) for c in frac.index])
         ax.set_ylim(len(frac) - 0.5, -0.5)
         ax.set_xlim(0, 1)
@@ -1266,9 +1194,122 @@ def verdict_bars(
         ax.set_xlabel("share of the claim's specifications (readings of the paper)")
         ax.spines["left"].set_visible(False)
         ax.tick_params(axis="y", length=0)
-        _verdict_legend(ax, counts, main is not None)
+        _verdict_legend(ax, counts, main is not None, labels)
         if title:
             ax.set_title(title)
+    return ax.figure
+
+
+def replicates(
+    values,
+    architecture,
+    lower=None,
+    upper=None,
+    *,
+    estimate: tuple[float, float, float] | None,
+    boundary: tuple[float, float] | None,
+    direction: str,
+    ylabel: str,
+    ax=None,
+    log: bool = False,
+):
+    """The replicates behind one test: each model's value (coloured and marked by its
+    architecture, :data:`ARCH_COLOURS`; with its interval ``[lower, upper]`` where given)
+    and, at the right, the zoo-level ``estimate`` ``(value, lower, upper)`` with the side
+    of the ``boundary`` ``(low, high)`` where the test holds shaded (:func:`claim_band`),
+    for ``direction`` ``"greater"`` (above ``low``), ``"less"`` (below ``high``) or
+    ``"within"`` (between them). Without ``estimate`` (a contrast of the architectures,
+    whose estimate is not on the models' scale) each architecture's mean is drawn as a
+    line of its colour instead, and no boundary.
+
+    Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    v = np.asarray(values, float)
+    arch = [str(a) for a in architecture]
+    if len(arch) != len(v):
+        raise ValueError(f"architecture: expected {len(v)} labels, got {len(arch)}")
+    lo = np.full_like(v, np.nan) if lower is None else np.asarray(lower, float)
+    hi = np.full_like(v, np.nan) if upper is None else np.asarray(upper, float)
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(WIDTH / 2, 2.6), layout="constrained")
+        pts, los, his = v, lo, hi
+        if estimate is not None:
+            est, e_lo, e_hi = (float(x) for x in estimate)
+            pts, los, his = np.r_[v, est], np.r_[lo, e_lo], np.r_[hi, e_hi]
+        ax.set_ylim(*interval_limits(pts, los, his))
+        if log:
+            ax.set_yscale("log")
+        x = np.arange(len(v))
+        for a in dict.fromkeys(arch):
+            idx = np.flatnonzero(np.array(arch) == a)
+            st = {"color": ARCH_COLOURS.get(a, "0.3"), "marker": "o" if a != "ega" else "s"}
+            draw_intervals(ax, x[idx], lo[idx], hi[idx], color=st["color"], lw=1.0)
+            ax.plot(x[idx], v[idx], ls="none", ms=5, label=a, **st)
+            if estimate is None:
+                mean = np.exp(np.nanmean(np.log(v[idx]))) if log else np.nanmean(v[idx])
+                ax.plot([idx.min() - 0.3, idx.max() + 0.3], [mean, mean], color=st["color"])
+        ticks, names = list(x), [str(i + 1) for i in x]
+        if estimate is not None:
+            xe = len(v) + 0.6
+            draw_intervals(ax, [xe], [e_lo], [e_hi], color="k", lw=2.2)
+            ax.plot([xe], [est], "D", color="k", ms=6, label="mean (90 % interval)")
+            ticks, names = [*ticks, xe], [*names, "mean"]
+        ax.set_xticks(ticks, names)
+        ax.set_xlabel("model")
+        ax.set_ylabel(ylabel)
+        if boundary is not None:
+            low, high = (float(b) for b in boundary)
+            if direction == "greater":
+                claim_band(ax, low, np.inf, label=f"holds above {number(low)}")
+            elif direction == "less":
+                claim_band(ax, -np.inf, high, label=f"holds below {number(high)}")
+            else:
+                claim_band(ax, low, high, label=f"holds in {number(low)} to {number(high)}")
+    return ax.figure
+
+
+def test_distances(tests, distance, half_width, codes, *, labels=None, ax=None):
+    """Every test on one axis: its interval as the distance from the boundary of its
+    smallest effect in standard errors (``distance`` the estimate's, ``half_width`` the
+    interval's half width in standard errors), the claimed side to the right, coloured and
+    marked by its verdict code; a test holds when its interval lies right of zero.
+
+    Returns the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    tests = [str(t) for t in tests]
+    d = np.asarray(distance, float)
+    q = np.asarray(half_width, float)
+    codes = [str(c) for c in codes]
+    with style():
+        if ax is None:
+            fig, ax = plt.subplots(figsize=(WIDTH, 0.26 * len(tests) + 1.4), layout="constrained")
+        lo, hi = d - q, d + q
+        ends = np.r_[lo, hi][np.isfinite(np.r_[lo, hi])]
+        span = max(float(np.max(np.abs(ends))) if ends.size else 1.0, 1.0)
+        lim = min(span, 30.0) * 1.05
+        ax.set_xlim(-lim, lim)
+        for y, (a, b, c, m) in enumerate(zip(lo, hi, codes, d, strict=True)):
+            st = VERDICT_STYLE.get(c, {"color": "0.3", "marker": "o"})
+            if not np.isfinite(m):
+                ax.plot(-lim, y, "x", color=st["color"], clip_on=False)
+                continue
+            a, b = max(a, -lim), min(b, lim)
+            ax.plot([a, b], [y, y], color=st["color"], lw=2)
+            ax.plot(np.clip(m, -lim, lim), y, st["marker"], color=st["color"], ms=5)
+        ax.axvline(0, color="0.2", lw=1)
+        ax.axvspan(0, lim, color=BAND_COLOUR, alpha=BAND_ALPHA, lw=0, zorder=0)
+        ax.set_yticks(range(len(tests)), tests)
+        ax.set_ylim(len(tests) - 0.5, -0.5)
+        ax.set_xlabel(
+            "distance from the smallest effect of interest (standard errors; claimed side right)"
+        )
+        handles, names = verdict_handles(codes, labels=labels)
+        ax.figure.legend(handles, names, loc="outside lower center", ncol=3)
     return ax.figure
 
 
@@ -1317,7 +1358,8 @@ def number(v, sig: int = 3, *, na: str = MISSING, whole: bool | None = None) -> 
     if v != 0 and not 1e-4 <= abs(v) < 1e5:
         return f"{v:.{sig - 1}e}"
     digits = max(sig - 1 - math.floor(math.log10(abs(v))), 0) if v else sig - 1
-    return f"{v:.{digits}f}"
+    out = f"{v:.{digits}f}"
+    return out.lstrip("-") if float(out) == 0 else out  # a value that prints as 0 has no sign
 
 
 def below(x: float) -> str:
@@ -1500,7 +1542,7 @@ __all__ = [
     "enumeration",
     "fields",
     "format_table",
-    "forest",
+    "replicates",
     "interval_limits",
     "lag_extent",
     "layer_profile",
@@ -1521,6 +1563,7 @@ __all__ = [
     "specification_curve",
     "style",
     "table",
+    "test_distances",
     "use_style",
     "verdict_bars",
     "verdict_handles",

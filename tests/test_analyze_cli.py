@@ -200,7 +200,7 @@ def test_claims_of_one_model(tmp_path, capsys):
     assert ds.attrs["claims_models"] == "baseline-1"
     c7 = ds.sel(claim="C7")
     assert str(c7["claim_verdict"].values) == "not testable as stated"
-    assert "at least 2 models" in str(c7["claim_reason"].values)
+    assert "of each architecture" in str(c7["claim_reason"].values)
     # the verdicts are check_claims' on the same fields (one rule, everywhere)
     from msapod.models import zoo
     from msapod.models.extract import collect_attention, ensemble_ids

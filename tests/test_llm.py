@@ -196,6 +196,8 @@ def synthetic(peak_tokens, T, H, cpt=3.1, n_snap=150, n_layer=30, flat=()):
             "scale_spectrum": (("layer", "scale"), spec),
             "T_spec": (("layer", "window"), np.repeat(np.asarray(T, float)[:, None], 2, 1)),
             "H_star": (("layer", "window", "eps"), H.copy()),
+            "T_spec_se": ("layer", 0.01 * np.asarray(T, float)),
+            "H_star_se": (("layer", "eps"), 0.01 * H[:, 0, :]),
         },
         coords={"layer": layers, "window": ["plain", "scale-1"], "eps": [0.10], "scale": scale},
         attrs={"ensemble_chars_per_token": cpt, "n_snapshots": n_snap, "scalogram_field": "total"},
@@ -212,39 +214,26 @@ def test_depth_groups():
         llm.depth_groups(30, "other")
 
 
-def test_llm_verdict_rules():
-    """The scorecard's LLM rows on planted answers."""
-    from msapod.studies.verdict.scorecard import llm_rows
+def test_llm_outcomes_decide_on_the_snippets():
+    """The scorecard's tests on one LLM: its snippets are the unit of inference."""
+    from msapod.studies.verdict.scorecard import llm_outcomes
 
     layers = np.arange(1, 31)
-    # early layers: 2 tokens = 6.2 characters (<= 7); late: 8 tokens = 24.8 (>= 20)
     peak = np.where(layers <= 2, 2.0, np.where(layers > 20, 8.0, 4.0))
     T = np.where(layers <= 2, 1.0, 0.6)  # early about 1, later more concentrated
     H = np.where(layers <= 2, 140.0, 60.0)  # early layers need more modes
-    ds = synthetic(peak, T, H)
-    rows = {r["claim"]: r for r in llm_rows(ds)}
-    assert set(rows) == {"C1", "C2", "C3", "C5"}
-    text = {c: r["rule"] + r["measured"] + r["cases"] for c, r in rows.items()}
-    assert "scalogram of A" in text["C1"] and "scalogram of A" in text["C2"]
-    assert "scalogram" not in text["C3"] + text["C5"]  # the POD of u
-    for r in rows.values():
-        assert {"claim", "paper", "measured", "verdict", "rule", "page"} <= set(r)
-    assert rows["C1"]["verdict"] == "holds"
-    assert rows["C2"]["verdict"] == "holds"
-    assert rows["C3"]["verdict"] == "holds"
-    # the reversed contrasts and coarse early scales fail
-    bad = {r["claim"]: r for r in llm_rows(synthetic(peak[::-1], T[::-1], H[::-1]))}
-    assert bad["C1"]["verdict"] == "does not hold"
-    assert bad["C2"]["verdict"] == "does not hold"
-    assert bad["C3"]["verdict"] == "does not hold"
-    assert bad["C5"]["verdict"] == "does not hold"
-    # a maximum at the coarse edge of the grid is a bound, a* >= 41.5 tokens: not fine
-    edge = {r["claim"]: r for r in llm_rows(synthetic(peak, T, H, flat=(1, 2)))}
-    assert edge["C1"]["verdict"] == "does not hold" and "bound" in edge["C1"]["measured"]
-    # the depth mapping changes which layers count as early
-    prop = {r["claim"]: r for r in llm_rows(ds, "proportional")}
-    # early = layers 1-10: layers 1-2 pass (6.2 characters), 3-10 fail (12.4)
-    assert prop["C1"]["verdict"] == "partly"
+    out = llm_outcomes(synthetic(peak, T, H))
+    assert set(out) == {"C1", "C2", "C3", "C5"}
+    # the band shares have no snippet interval in the analysis: point values, not decided
+    assert out["C1"].code == "untestable" and np.isfinite(out["C1"].tests[0].estimate)
+    assert out["C3"].parts == {"size": "holds", "contrast": "holds"}
+    assert out["C5"].parts == {"early": "untestable", "size": "refuted", "contrast": "holds"}
+    assert out["C5"].code == "partly"
+    bad = llm_outcomes(synthetic(peak[::-1], T[::-1], H[::-1]))
+    assert bad["C3"].code == "refuted" and bad["C5"].parts["contrast"] == "refuted"
+    # the depth mapping changes which layers count as early: layers 1-10, T 0.6 mostly
+    prop = llm_outcomes(synthetic(peak, T, H), "proportional")
+    assert prop["C3"].parts["size"] == "refuted"
 
 
 # ----------------------------------------------------------------------------- real model

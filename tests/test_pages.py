@@ -1,5 +1,6 @@
-"""What the pages print beside a claim (msapod.studies.pages): the default reading,
-its numbers and the labelled comparisons, on small inputs and on the shipped results."""
+"""What the pages print beside a claim (msapod.studies.pages): the default reading, the
+replicates, the labelled comparisons and the scorecard's tables, on the shipped results
+and on small inputs."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import xarray as xr
 from msapod.studies import pages
 from msapod.studies.registry import REGISTRY
 from msapod.studies.store.results import load_result
-from msapod.studies.verdict import claims as cl
+from msapod.studies.verdict import render
+from msapod.studies.verdict.curve import MAIN_READING
 
 
 @pytest.fixture(scope="module")
@@ -18,229 +20,136 @@ def mv():
     return load_result("multiverse")
 
 
-def test_interval_text_bounds_and_missing():
-    assert pages.interval_text(93.67, 91.7, 95.7) == "93.7 [91.7, 95.7]"
-    assert pages.interval_text(3.0, 0.0, 3.0) == "≤ 3.00"  # a maximum at the first scale
-    assert pages.interval_text(128.0, 128.0, np.inf) == "≥ 128"  # at the last scale
-    assert pages.interval_text(np.nan, 1.0, 2.0) == "—"
-    assert pages.interval_text(0.5, 0.5, 0.5) == "0.500"  # a point value
-    assert pages.interval_text(-0.03, -0.03, -0.03) == "-0.0300"  # a point value below 0
-
-
-def test_default_reading_numbers_and_comparisons(mv):
-    main = cl.main_numbers("C1", mv)
-    sub, _ = cl._claim_specs("C1", mv, None)
-    row = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))  # the flagged main spec
-    np.testing.assert_array_equal(main["stat"], row["stat"].sel(model=main["model"]))
-    u = cl.main_numbers("C1", mv, field="u")
-    assert not np.allclose(u["stat"], main["stat"], equal_nan=True)
-    with pytest.raises(LookupError):
-        cl.main_numbers("C1", mv, field="x")
-    table = pages.interval_table("C1", mv, layers=[1, 2])
-    assert list(table.columns) == ["layer 1", "layer 2"]
-    m0 = str(main["model"].values[0])
-    s, lo, up = (float(main[k].sel(model=m0, layer=1)) for k in ("stat", "lower", "upper"))
-    assert table.loc[m0, "layer 1"] == pages.interval_text(s, lo, up)
-
-
-def test_readings_table_starts_with_the_default_reading(mv):
-    for claim in ("C1", "C5", "C9"):
-        t = pages.readings_table(claim, mv)
-        assert t.index[0] == "default reading"
-        assert t["verdict"].iloc[0] == cl.main_verdict(claim, mv)
-        assert len(t) > 1  # at least one labelled comparison
-        for label, row in t.iloc[1:].iterrows():
-            assert row["verdict"] in cl.VERDICTS, label
-    u = pages.readings_table("C1", mv).loc["scalogram of u"]
-    assert u["verdict"] == cl.spec_outcome("C1", mv, field="u")["verdict"]
-
-
-def test_reading_note_and_claim_lines(mv):
-    note = pages.reading_note(mv, ["C1", "C2"])
-    assert note.startswith("```{admonition}") and note.endswith("```")
-    assert "scalogram of A (paper)" in note and note.count("scalogram of A") == 1
-    assert "one reading" in pages.reading_note(mv, ["C10"])
-    lines = pages.claim_lines(mv, ["C1", "C2"], field="u").splitlines()
-    assert len(lines) == 2 and lines[0].startswith("* **C1**")
-    assert cl.spec_outcome("C1", mv)["cases"].rstrip(".") in lines[0]
-    assert "scalogram of u" in lines[0]
-    with pytest.raises(ValueError, match="comparison_line"):
-        pages.claim_lines(mv, ["C7"])  # decided on EGA − baseline, not on its own values
-    line = pages.comparison_line("C7", mv, field="u")
-    out = cl.spec_outcome("C7", mv, field="u")
-    assert out["measured"] in line and f"*{out['verdict']}*" in line and out["cases"] in line
-    with pytest.raises(ValueError, match="axes"):
-        pages.comparison_line("C7", mv)
-    k = pages.claim_counts("C1", mv)
-    assert k["total"] == 2 * int((mv["model_zoo"] == mv.attrs["main_zoo"]).sum())
-    assert 0 <= k["bounds"] <= k["total"] and 0 <= k["in_range"] <= k["total"]
-
-
-def test_loss_difference_is_the_whole_split_one():
-    loss, d = pages.loss_difference()
-    assert loss.attrs["long_name"] == "validation loss over the whole split"
-    ega = loss.where(loss["architecture"] == "ega", drop=True).mean()
-    base = loss.where(loss["architecture"] == "baseline", drop=True).mean()
-    assert float(d["diff"]) == pytest.approx(float(ega - base))
-    assert float(d["lower"]) < float(d["diff"]) < float(d["upper"])
-
-
-def test_layer_table_reads_the_rules_per_layer_statistic(mv):
-    t = pages.layer_table(["C8"], mv)
-    assert list(t.index) == [3, 4, 5, 6]  # the layers C8 is about
-    sub, _ = cl._claim_specs("C8", mv, None)
-    row = sub.isel(spec=int(np.flatnonzero(sub["main"].values)[0]))
-    d, lo, up = (float(row[k].sel(layer=3)) for k in ("diff", "diff_lower", "diff_upper"))
-    assert t.iloc[0, 0] == pages.interval_text(d, lo, up)
-    both = pages.layer_table(["C4", "C9"], mv)
-    assert both.shape[1] == 2 and (both == "—").any().any()  # C4 has no layer 1
-
-
 @pytest.fixture(scope="module")
 def card():
     return load_result("scorecard")
 
 
-def test_assurance_and_reasons_follow_the_scorecard(card, mv):
-    text = pages.assurance(card, mv)
-    robust = [c for c in pages._top(card, mv) if "robust" in card.loc[c, "robust_share"]]
-    assert text.startswith("Every number behind a verdict") and f"{len(robust)} of the" in text
-    # the joint test's sentence follows the curve's two-sided test, direction named
-    against = [c for c in pages._top(card, mv) if float(mv["joint_p"].sel(claim=c)) < 0.05]
-    assert all(str(mv["joint_direction"].sel(claim=c).values) == "against" for c in against)
-    assert (
-        ("significant against " + cl.names(against)) in text if against else "for no claim" in text
-    )
-    quiet_mv = mv.assign(joint_p=mv["joint_p"] * 0 + 0.5)
-    assert "significant for no claim, in either direction" in pages.joint_summary(
-        quiet_mv, pages._top(card, mv)
-    )
-    why = pages.reasons(card, mv)
-    for c in pages._top(card, mv):
-        reason = str(card.loc[c, "reason"]).strip()
-        if reason not in ("", "nan", "—"):
-            assert f"* **{c}** ({card.loc[c, 'verdict']}): {reason}" in why
-    quiet = card.assign(reason="—", paper_value_compatible="—")
-    assert pages.reasons(quiet, mv) == ""
+def test_reading_note_names_every_axis_of_its_claims(mv):
+    note = pages.reading_note(mv, ["C1", "C2"])
+    assert note.startswith("```{admonition} The reading of this page")
+    assert "scalogram of A (paper)" in note and "E(a)/a (book)" in note
+    assert "window" not in note  # C1 and C2 place no window
+    assert "replicates" in note
 
 
-def test_other_zoos_capacity_and_their_verdicts(mv):
+def test_tests_and_model_tables_read_the_curve(mv):
+    table = pages.tests_table(mv, ["C2", "C3"])
+    assert list(table.index) == ["C2:location", "C2:shift", "C3:size", "C3:contrast"]
+    views = render.claim_views(mv, "C2")
+    assert table.loc["C2:location", "verdict"] == render.word(views[0].code)
+    models = pages.model_table(mv, "C2")
+    zoo = str(mv.attrs["main_zoo"])
+    assert len(models) == int((mv["model_zoo"] == zoo).sum())
+    assert list(models.columns) == ["architecture", "location", "shift"]
+    assert float(models["location"].astype(float).mean()) == pytest.approx(
+        views[0].estimate, rel=1e-2
+    )
+
+
+def test_comparison_line_says_the_other_readings_verdict(mv):
+    line = pages.comparison_line(mv, "C1", field="u")
+    code = render.main_code(mv, "C1", field="u")
+    assert f"would read *{render.word(code)}*" in line and "scalogram of u" in line
+    with pytest.raises(ValueError, match="axes"):
+        pages.comparison_line(mv, "C1")
+
+
+def test_departures_table_starts_with_the_default_reading(mv):
+    table = pages.departures_table(mv, "C1")
+    assert table.index[0] == "default reading"
+    assert table.iloc[0]["verdict"] == render.word(render.main_code(mv, "C1"))
+    assert "scalogram of u" in table.index
+
+
+def test_forest_draws_one_panel_per_testable_test(mv):
+    fig = pages.forest(mv, ["C5"])
+    drawn = [ax for ax in fig.axes if ax.get_title()]
+    testable = [v for v in render.claim_views(mv, "C5") if np.isfinite(v.values).any()]
+    assert len(drawn) == len(testable) and all(":" in ax.get_title() for ax in drawn)
+    fig = pages.forest(mv, "C7")  # a contrast of the architectures: the ratio in the title
+    assert "EGA/baseline" in fig.axes[0].get_title()
+
+
+def test_scorecard_tables_cover_every_claim(mv, card):
+    for table in (pages.flips_table(mv), pages.null_table(mv)):
+        assert list(table.index) == list(REGISTRY)
+    joint = pages.joint_table(mv)
+    assert set(joint.index) <= set(REGISTRY) and "C10" not in joint.index
+    assert any("(read)" in c for c in joint.columns)
+    shares, main = pages.verdict_shares(mv)
+    assert list(shares.index) == list(REGISTRY) and set(main) <= set(render.WORDS)
+    md = pages.claims_markdown(card)
+    assert all(f"| {c} |" in md for c in REGISTRY)
+    md = pages.scorecard_markdown(card)
+    assert all(f"**{c}: {card.loc[c, 'verdict']}**" in md for c in REGISTRY)
+    assert "robust" in pages.assurance(mv)
+    fig = pages.tests_overview(mv)
+    assert len(fig.axes[0].get_yticklabels()) == sum(len(c.tests) for c in REGISTRY.values())
+
+
+def test_other_zoos_and_capacity(mv):
     others = pages.other_zoos(mv)
-    assert mv.attrs["main_zoo"] not in others
     table = pages.zoo_verdicts(mv)
     if not others:
-        assert table is None and "No zoo of another width" in pages.capacity(mv)
+        assert table is None
         return
-    assert table.shape[1] == len(others) + 1 + 1
-    assert table.columns[0] == "changes with capacity?"  # first: visible on a phone
-    changed = table.index[table["changes with capacity?"] == "yes"]
+    assert table.columns[0] == "differs with width?"
     text = pages.capacity(mv)
     for z in others:
-        b, e = pages.zoo_models(mv, z)
-        assert f"The {z} zoo has {b} standard-attention and {e} EGA" in text
-    assert all(f"**{c}**" in text for c in changed)
+        assert f"The {z} zoo" in text
 
 
-def test_scorecard_markdown_and_curve_values(card, mv):
-    md = pages.scorecard_markdown(card)
-    for cid, r in card.iterrows():
-        assert f"**{cid}: {r['verdict']}**" in md
-    v = pages.curve_values("C1", mv)
-    assert len(v["value"]) == len(v["verdict"]) == len(v["main"]) and v["main"].sum() == 1
-    # C1's curve is the band share's (trained - untrained), against the registry's range
-    assert v["band"] == pytest.approx(REGISTRY["C1"].range)
-    assert pages.curve_values("C3", mv)["band"] is None
+def test_axes_table_and_rules_markdown():
+    axes = pages.axes_table()
+    from msapod.studies.verdict.curve import CURVE_AXES
+
+    assert len(axes) == len(CURVE_AXES)
+    rules = pages.rules_markdown()
+    for c in REGISTRY:
+        assert f"(rule-{c.lower()})=" in rules
+    assert "smallest effect" in rules
 
 
-def test_scorecard_figures_draw_one_panel_per_claim(mv):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig = pages.forest_panels(mv, mv.attrs["main_zoo"], ["C1", "C8"])
-    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
-    assert titles == [f"{c}: {cl.main_verdict(c, mv)}" for c in ("C1", "C8")]
-    fig2 = pages.spec_curves(mv, ["C1", "C3"])
-    assert [ax.get_title() for ax in fig2.axes if ax.get_title()] == ["C1", "C3"]
-    plt.close("all")
+def test_loss_text_reads_the_curve(mv):
+    text = pages.loss_text(mv)
+    size = [v for v in render.claim_views(mv, "L") if v.test.part == "size"][0]
+    assert pages.plots.number(size.estimate) in text and "Welch" in text
 
 
-def test_loss_text_reads_the_whole_split():
-    _, d = pages.loss_difference()
-    text = pages.loss_text()
-    assert f"**{float(d['diff']):+.4f}".replace("-", "−") in text and "whole split" in text
-
-
-def test_c5_large_n_text(mv):
-    conv = load_result("convergence")
-    n = int(conv["n"].values[-1])
-    out = cl.spec_outcome("C5", mv, n=n)
-    h = conv["H_star"].sel(eps=0.10, n=n)
-    text = pages.c5_large_n_text(h, out, n)
-    assert f"The C5 rule at N = {n}" in text and f"**{out['verdict']}**" in text
-
-
-def test_rule_parts_and_c5_lines(mv):
-    parts = pages.rule_parts("C5", mv)
-    assert set(parts) >= {"core", "i", "ii"}
-    assert all(not v.endswith(".") for v in parts.values())
-    lines = pages.c5_lines(mv).splitlines()
-    assert len(lines) == 2 and parts["core"] in lines[0] and parts["ii"] in lines[1]
-    assert "about 91" in lines[1] and "±15 %" in lines[1]  # the registry's size and tolerance
-    one = pages.rule_parts("C7", mv)
-    assert list(one) == [""] and "cases" in one[""]
-
-
-def test_llm_scale_facts_and_table_read_the_llm_analysis():
-    from msapod.studies.verdict import scorecard
+def test_llm_table_reads_the_llm_outcomes():
+    from msapod.studies.verdict.scorecard import llm_outcomes
 
     ds = load_result("llm")
     facts = pages.llm_scale_facts(ds)
-    assert "not testable" not in facts and "$a \\le 7$ characters" in facts
-    rows = scorecard.llm_rows(ds)
-    table = pages.llm_table(rows)
-    assert all(f"**{r['verdict']}**" in table for r in rows)
-    assert table.count("\n") == len(rows) + 1
+    assert "$a \\le 7$ characters" in facts
+    outcomes = llm_outcomes(ds)
+    table = pages.llm_table(outcomes)
+    assert len(table) == sum(len(o.tests) for o in outcomes.values())
+    assert set(table["verdict"]) <= set(render.WORDS.values())
 
 
-def test_claims_markdown_has_every_claim_once(card):
-    md = pages.claims_markdown(card)
-    rows = md.splitlines()[2:]
-    top = [c for c in card.index if not (c[-1].isalpha() and c != "L")]
-    assert [r.split(" | ")[0].strip("| ") for r in rows] == top
-    for c in top:
-        assert f"**{card.loc[c, 'verdict']}** ({card.loc[c, 'robust_share']})" in md
-    assert "[rule C5](#rule-c5)" in md and "H\\*" in md
-
-
-def test_c3_lines_and_sign_text(mv):
-    top5 = xr.DataArray(
-        np.tile([0.2, 0.2, 0.1, 0.1, 0.3, 0.3], (2, 1)),
-        dims=("model", "layer"),
-        coords={"model": ["a", "b"], "layer": np.arange(1, 7)},
+def test_edge_text_counts_bounds_per_run_of_layers():
+    sel = {a: [MAIN_READING[a]] for a in ("field", "normalisation", "scale_min", "scale_stat")}
+    edge = np.array([[0, -1, 0, -1]], dtype=np.int8)[..., None, None, None, None]
+    ev = xr.Dataset(
+        {"scale_stat_edge": (("model", "layer", *sel), edge)},
+        coords={"model": ["m"], "layer": [1, 2, 3, 4], **sel},
     )
-    lines = pages.c3_lines(mv, top5).splitlines()
-    parts = pages.rule_parts("C3", mv)
-    assert parts["i"] in lines[0] and parts["core"] in lines[1] and "in 2 of 2 models" in lines[2]
-    text = pages.sign_text("C8", mv)
-    assert text.startswith("The differences have the paper's sign in ") and "of layers 3–6" in text
+    text = pages.edge_text(ev)
+    assert "in 2 of 4 model-layers" in text and "in the other 2" in text
+    assert "(layer 1: 0 of 1 models; layer 2: 1 of 1 models; layer 3: 0" in text
+    assert "layers 1–3" not in text
 
 
-def test_the_verdict_legend_is_the_vocabulary():
-    from msapod.studies.verdict import claims as cl
-
-    legend = cl.verdict_legend()
-    assert legend.count("\n* **") == len(cl.VERDICTS) - 1 and legend.endswith(".")
-    for word, meaning in cl.VERDICT_MEANING.items():
-        assert f"* **{word}**: {meaning}" in legend
-
-
-def test_null_groups_name_every_claim_once():
-    text = pages.null_groups()
-    for c in REGISTRY.values():
-        assert text.count(f"{c.id},") + text.count(f"{c.id})") + text.endswith(c.id) == 1, c.id
-    assert text.startswith("layer labels (C1, C2") and "none for C6, C10" in text
+def test_dominant_scale_table_writes_bounds_as_bounds():
+    ev = load_result("evidence")
+    models = list(ev["model"].values[:2])
+    table = pages.dominant_scale_table(ev, models)
+    assert table.shape == (2, ev.sizes["layer"])
+    assert any(str(x).startswith("≤") for x in table.values.ravel()) or all(
+        "[" in str(x) for x in table.values.ravel()
+    )
 
 
 def _llm(centroids, dominant):
@@ -267,23 +176,3 @@ def test_llm_scale_depth_reads_its_conclusion_from_the_numbers():
     moving = pages.llm_scale_depth(_llm([3.0, 10.0, 20.0], [3.0, 6.0, 12.0]), zoo)
     assert "no fine-to-coarse" not in moving and "spans at least the move" in moving
     assert "in 1 of 3 layers." in moving and "are finer" in moving
-
-
-def test_edge_text_counts_bounds_per_run_of_layers(mv, monkeypatch):
-    total = int((pages._bound_side(cl.main_numbers("C1", mv, scale_test="peak")) != 0).sum())
-    assert f"no interior maximum in {total} of " in pages.edge_text(mv)
-    # layers 1 and 3 located, layer 2 and 4 bounds at the first scale: runs stay apart
-    st = np.array([[9.0, 3.0, 8.0, 3.0]])
-    n = xr.Dataset(
-        {
-            "stat": (("model", "layer"), st),
-            "lower": (("model", "layer"), np.array([[8.5, 0.0, 7.5, 0.0]])),
-            "upper": (("model", "layer"), np.array([[9.5, 3.0, 8.5, 3.0]])),
-        },
-        coords={"model": ["m"], "layer": [1, 2, 3, 4]},
-    )
-    monkeypatch.setattr(cl, "main_numbers", lambda *a, **k: n)
-    text = pages.edge_text(mv)
-    assert "in 2 of 4 model-layers" in text and "in the other 2" in text
-    assert "(layer 1: 0 of 1 models; layer 2: 1 of 1 models; layer 3: 0" in text
-    assert "layers 1–3" not in text

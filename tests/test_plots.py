@@ -170,37 +170,61 @@ def test_pod_spectra_and_mode_lags():
     _check(fig, 2, r"lag $\tau$", r"\rho_k")
 
 
-def test_forest_band_in_axis_and_off_axis_arrow():
-    v = xr.DataArray(
-        [[1.0, 2.0, np.nan, 1.5, 1.2, 1.1]] * 2,
-        dims=("model", "layer"),
-        coords={"model": ["baseline-1", "ega-1"], "layer": LAYERS},
+def test_replicates_band_and_the_estimate_beside_the_models():
+    fig, axes = plots.panels(2)
+    arch = ["baseline"] * 3 + ["ega"] * 3
+    v = np.array([0.3, 0.32, 0.31, 0.29, 0.33, 0.3])
+    plots.replicates(
+        v,
+        arch,
+        v - 0.01,
+        v + 0.01,
+        estimate=(0.31, 0.3, 0.32),
+        boundary=(0.55, np.inf),
+        direction="greater",
+        ylabel="$F$",
+        ax=axes[0],
     )
-    fig, axes = plots.panels(3)
-    plots.forest(v, v - 0.2, v + 0.2, band=(0.75, 1.25), ylabel="$T_\\mathrm{spec}$", ax=axes[0])
-    plots.forest(v, v - 0.2, v + 0.2, band=(20, np.inf), ylabel="$a^*$ (characters)", ax=axes[1])
-    plots.forest(
-        v.sel(model="ega-1") - 1,
-        ylabel="EGA $-$ baseline",
-        zero=True,
-        band=(-np.inf, -5),
-        ax=axes[2],
+    plots.replicates(
+        v,
+        arch,
+        estimate=(0.31, 0.3, 0.32),
+        boundary=(0.25, 0.35),
+        direction="within",
+        ylabel="$F$",
+        ax=axes[1],
     )
-    _check(fig, 3, "layer $l$")
-    # in-axis band: a shaded patch; off-axis bands: an arrow annotation, no patch
-    assert len(axes[0].patches) == 1 and not axes[0].texts
-    assert not axes[1].patches and "↑" in axes[1].texts[0].get_text()
-    assert "↓" in axes[2].texts[0].get_text()
-    assert plots.claim_band(axes[0], 0, 10) == "in"
+    _check(fig, 2, "model", "$F$")
+    # the band above 0.55 is off the axis (an arrow); the band 0.25-0.35 is shaded
+    assert not axes[0].patches and "↑" in axes[0].texts[0].get_text()
+    assert len(axes[1].patches) == 1
+    assert axes[0].get_xticklabels()[-1].get_text() == "mean"
+    assert plots.claim_band(axes[1], 0, 10) == "in"
     with pytest.raises(ValueError, match="low, high"):
-        plots.claim_band(axes[0], 2, 1)
-    with pytest.raises(ValueError, match="lower"):
-        plots.forest(v, v.sel(model="ega-1"), v, ylabel="x")
+        plots.claim_band(axes[1], 2, 1)
+    with pytest.raises(ValueError, match="architecture"):
+        plots.replicates(
+            v, arch[:2], estimate=(0.3, 0.2, 0.4), boundary=(0, 1), direction="within", ylabel="x"
+        )
+
+
+def test_test_distances_put_holding_tests_right_of_zero():
+    fig = plots.test_distances(
+        ["C1", "C2:shift", "C5:early"],
+        [5.0, -3.0, np.nan],
+        [1.9, 1.9, np.nan],
+        ["holds", "refuted", "untestable"],
+        labels={"holds": "holds", "refuted": "does not hold"},
+    )
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["C1", "C2:shift", "C5:early"]
+    texts = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert texts[:2] == ["holds", "does not hold"]
 
 
 def test_specification_curve_sorted_and_marked_by_verdict():
     value = [3.0, 1.0, np.nan, 2.0]
-    verdict = ["holds", "does not hold", "not significant", "partly"]
+    verdict = ["holds", "refuted", "undecided", "partly"]
     fig = plots.specification_curve(
         value,
         [2.5, 0.5, np.nan, 1.5],
@@ -216,11 +240,8 @@ def test_specification_curve_sorted_and_marked_by_verdict():
     ys = [ln.get_ydata()[0] for ln in pts]
     assert ys == sorted(ys) == [1.0, 2.0, 3.0]
     # each point has its verdict's colour and marker; the main one is ringed in black
-    assert [markers[ln.get_marker()] for ln in pts] == ["does not hold", "partly", "holds"]
-    assert (
-        matplotlib.colors.to_hex(pts[0].get_color())
-        == plots.VERDICT_COLOURS["does not hold"].lower()
-    )
+    assert [markers[ln.get_marker()] for ln in pts] == ["refuted", "partly", "holds"]
+    assert matplotlib.colors.to_hex(pts[0].get_color()) == plots.VERDICT_COLOURS["refuted"].lower()
     assert pts[0].get_markeredgecolor() == "k"
     _no_legend_over_data(fig)
     with pytest.raises(ValueError, match="verdict"):
@@ -313,13 +334,14 @@ def test_verdict_bars_shares_main_and_legend():
         {
             "holds": [3, 0, 0],
             "partly": [1, 2, 0],
-            "does not hold": [0, 2, 0],
-            "not significant": [0, 0, 5],
+            "refuted": [0, 2, 0],
+            "undecided": [0, 0, 5],
         },
         index=["C1", "C2", "C10"],
     )
-    main = pd.Series({"C1": "holds", "C2": "does not hold", "C10": "not significant"})
-    fig = plots.verdict_bars(shares, main)
+    main = pd.Series({"C1": "holds", "C2": "refuted", "C10": "undecided"})
+    words = {"holds": "holds", "refuted": "does not hold", "undecided": "not significant"}
+    fig = plots.verdict_bars(shares, main, labels=words)
     _check(fig, 1, "share of the claim's specifications")
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["C1", "C2", "C10"]
@@ -330,7 +352,7 @@ def test_verdict_bars_shares_main_and_legend():
     assert all(np.isclose(w, 1.0) for w in widths.values())  # shares of each claim sum to 1
     hatches = {bar.get_hatch() or "" for bar in ax.patches}
     assert len(hatches) == 4  # four verdict words present, each its own hatch
-    assert sorted(t.get_text() for t in ax.texts) == sorted(main.values)
+    assert sorted(t.get_text() for t in ax.texts) == sorted(words[c] for c in main.values)
     diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
     assert len(diamonds) == 3 and diamonds[0].get_xdata()[0] == pytest.approx(3 / 8)
     _no_legend_over_data(fig)

@@ -161,7 +161,7 @@ def test_uncertainty_and_convergence_sentences():
     diffs = pd.DataFrame({"excludes 0 (layer alone)": [True, False, False, False, False]})
     assert prose.differences_text(diffs, "4", 6).startswith("1 of 5 layer-wise")
     assert "mostly not distinguishable" in prose.differences_text(diffs, "4", 6)
-    assert "Holm across the layers" in prose.differences_text(diffs, "4", 6)
+    assert "smallest effect of interest" in prose.differences_text(diffs, "4", 6)
     conv = load_result("convergence")
     n = int(conv["n"].values[-1])
     text = prose.convergence_text(conv)
@@ -177,9 +177,10 @@ def test_seeds_and_training_summary():
 
     n = {len(msapod.zoo.trained(architecture=a)) for a in msapod.zoo.ARCHITECTURES}
     assert prose.seeds_text() == (str(n.pop()) if len(n) == 1 else prose.seeds_text())
-    summary = prose.training_summary(10.0)
-    assert "Met by" in summary and pages.loss_text() in summary
-    assert "Met by 0 of" in prose.training_summary(0.5)
+    mv = load_result("multiverse")
+    summary = prose.training_summary(10.0, mv)
+    assert "Met by" in summary and pages.loss_text(mv) in summary
+    assert "Met by 0 of" in prose.training_summary(0.5, mv)
 
 
 def test_llm_sentences_read_the_llm_analysis():

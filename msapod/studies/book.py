@@ -632,16 +632,20 @@ __all__ = [
 
 
 def _with_interval(value: xr.DataArray, se: xr.DataArray, log: bool):
-    from .verdict.rules import interval
+    """``value`` with its 95 % normal interval over the snippets (``log``: on the log
+    scale, :func:`msapod.studies.verdict.inference.log_interval`)."""
+    from .verdict.inference import log_interval
 
-    lower, upper = interval(value, se, log=log)
-    return value, lower, upper
+    q = 1.959963984540054
+    if log:
+        return value, *log_interval(value, se, q)
+    return value, value - q * se, value + q * se
 
 
 def trajectory_panels(traj: xr.Dataset):
     """Page 16: the whole-split validation loss of each model against the training step,
     and :math:`T_\\mathrm{spec}` (default fit) of the early layers 1-2 and the late layers
-    5-6 (layer means), with the rules' 95 % intervals (``traj``: the default reading of
+    5-6 (layer means), with 95 % intervals over the snippets (``traj``: the default reading of
     :func:`msapod.studies.measure.trajectory.trajectory_study`)."""
     _need("traj", traj, ("val_loss_split", "T_spec", "T_spec_se"))
     fig, axes = plots.panels(3, height=2.8)
@@ -661,7 +665,7 @@ def trajectory_panels(traj: xr.Dataset):
 
 def trajectory_ranks(traj: xr.Dataset):
     """Page 16: :math:`H^*(0.10)` (energy criterion) of every layer against the training
-    step, one panel per model, with the rules' 95 % intervals."""
+    step, one panel per model, with 95 % intervals over the snippets."""
     _need("traj", traj, ("H_star", "H_star_se"))
     H, Hse = traj["H_star"].sel(criterion="energy"), traj["H_star_se"].sel(criterion="energy")
     models = [str(m) for m in traj["model"].values]

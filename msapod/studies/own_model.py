@@ -62,7 +62,7 @@ from .store.cache import (
     state_sha256,
     text_coords,
 )
-from .verdict.claims import REPORT_COLUMNS, ROW_COLUMNS, VERDICTS, render
+from .verdict.render import MEANING, WORDS
 
 __all__ = [
     "GGUF_ALIASES",
@@ -694,10 +694,10 @@ def analyse_field(F: xr.DataArray, params: dict, scales) -> xr.Dataset:
 
 def _with_intervals(out: xr.Dataset, sj, pj, t: float) -> xr.Dataset:
     """``out`` with the jackknife standard errors of the scalogram (``sj``) and the POD
-    (``pj``) and the 95 % intervals of the scale centroid, T_spec and H* by the rules' own
-    formula (:func:`msapod.studies.verdict.rules.interval`, on the log scale: the three
-    are positive), with the quantile ``t``."""
-    from .verdict.rules import interval
+    (``pj``) and the 95 % intervals of the scale centroid, T_spec and H* by the verdicts'
+    own formula for positive quantities (:func:`msapod.studies.verdict.inference.log_interval`),
+    with the quantile ``t``."""
+    from .verdict.inference import log_interval
 
     out["scale_centroid_se"] = xr.DataArray(float(sj["scale_centroid_se"]))
     out["energy_se"] = xr.DataArray(float(sj["energy_se"]))
@@ -710,7 +710,11 @@ def _with_intervals(out: xr.Dataset, sj, pj, t: float) -> xr.Dataset:
         ("T_spec", "T_spec_se"),
         ("H_star", "H_star_frac_se"),
     ):
-        out[f"{name}_lower"], out[f"{name}_upper"] = interval(out[name], out[se], log=True, q=t)
+        lower, upper = log_interval(out[name], out[se], t)
+        out[f"{name}_lower"], out[f"{name}_upper"] = (
+            out[name].copy(data=lower),
+            out[name].copy(data=upper),
+        )
     for name in ("scale_centroid_se", "energy_se", "T_spec_se", "H_star_se", "H_star_frac_se"):
         out[name].attrs["long_name"] = (
             f"leave-one-snapshot-out jackknife standard error of {name[:-3]}"
@@ -1044,14 +1048,22 @@ def _with_claims(out: xr.Dataset, results, cache_dir, progress: bool, log) -> xr
     out = out.merge(card)
     out.attrs["claims_models"] = card.attrs["claims_models"]
     out.attrs["claims_rules"] = (
-        "msapod.studies.check_claims: the book's default reading of "
-        "msapod.studies.verdict.rules (the scorecard's rules)"
+        "msapod.studies.check_claims: the book's default reading of the tests of "
+        "msapod.studies.verdict (the scorecard's)"
     )
     return out
 
 
 #: Columns of the claims table kept in the dataset (as ``claim_<column>(claim)``).
-CLAIM_COLUMNS = ROW_COLUMNS
+CLAIM_COLUMNS = ("paper", "verdict", "code", "measured", "reason", "unit")
+#: The cells of the report's claims table, with their headers.
+REPORT_COLUMNS = {
+    "claim": "claim",
+    "paper": "the paper says",
+    "verdict": "verdict",
+    "measured": "measured (90 % intervals)",
+    "reason": "why not testable",
+}
 
 
 def _all_layers(ds: xr.Dataset) -> bool:
@@ -1098,7 +1110,7 @@ def evaluate_claims(
     def compute() -> xr.Dataset:
         from . import check_claims
 
-        card = check_claims(_head_mean_fields(ok, progress), readings="default", progress=progress)
+        card = check_claims(_head_mean_fields(ok, progress), progress=progress)
         out = xr.Dataset(
             {
                 f"claim_{c}": ("claim", card[c].astype(str).values)
@@ -1489,19 +1501,24 @@ def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
 
 
 def _claims_html(ds: xr.Dataset) -> str:
-    """The claims section: what these models decide, by the book's rules (each row by
-    :func:`msapod.studies.verdict.claims.render`)."""
+    """The claims section: what these models decide, by the book's tests (each row's
+    words by :mod:`msapod.studies.verdict.render` through ``check_claims``)."""
     esc = html.escape
     units = {str(u) for u in ds["lag_unit"].values}
+    unit = str(ds["claim_unit"].values[0]) if "claim_unit" in ds else "seeds"
+    replicates = (
+        "the models are the replicates (an interval over them)"
+        if unit == "seeds"
+        else "one model per architecture has no replicates: the intervals hold the snippet "
+        "uncertainty of these models only"
+    )
+    legend = "; ".join(f"<b>{esc(WORDS[c])}</b>: {esc(m)}" for c, m in MEANING.items())
     out = [
         "<p>Decided on "
-        f"{esc(str(ds.attrs.get('claims_models', '')))} by the book's rules (the default "
-        "reading of <code>msapod.studies.verdict.rules</code>, the same code as the book's "
-        "scorecard, through <code>msapod.studies.check_claims</code>). What a single model "
-        "can decide is decided; claims that compare architectures (C7, C8) need at least "
-        "two models of each architecture and say so. Verdicts: "
-        + esc(", ".join(VERDICTS))
-        + ".</p>"
+        f"{esc(str(ds.attrs.get('claims_models', '')))} by the book's tests (the default "
+        "reading of <code>msapod.studies.verdict</code>, the same code as the book's "
+        f"scorecard, through <code>msapod.studies.check_claims</code>); {esc(replicates)}. "
+        f"Verdicts: {legend}.</p>"
     ]
     if units != {"character"}:
         out.append(
@@ -1510,14 +1527,7 @@ def _claims_html(ds: xr.Dataset) -> str:
             "models.</p>"
         )
     rows = [
-        render(
-            str(c),
-            {
-                k: str(ds[f"claim_{k}"].sel(claim=c).values)
-                for k in CLAIM_COLUMNS
-                if f"claim_{k}" in ds
-            },
-        )["cells"]
+        [str(c)] + [str(ds[f"claim_{k}"].sel(claim=c).values) for k in list(REPORT_COLUMNS)[1:]]
         for c in ds["claim"].values
     ]
     out.append(_table(list(REPORT_COLUMNS.values()), rows))

@@ -7,8 +7,8 @@ page cell holds a single call; a few return the numbers such a sentence reads
 (:func:`coherency_of`, :func:`line_lengths`,
 :func:`sink_layers`). None decides a claim: a claim's numbers and verdicts come from
 the curve and the renderer (:mod:`msapod.studies.pages`,
-:mod:`msapod.studies.verdict.claims`), and the training summary quotes claim L's
-sentence from there (:func:`msapod.studies.pages.loss_text`).
+:mod:`msapod.studies.verdict.render`), and the training summary quotes claim L's
+sentence from the curve (:func:`msapod.studies.pages.loss_text`).
 """
 
 from __future__ import annotations
@@ -551,10 +551,11 @@ def sign_pattern_lines(values: xr.DataArray, first: str, others, signs: dict) ->
     return "\n".join(rows)
 
 
-def training_summary(target: float, models=None) -> str:
+def training_summary(target: float, mv, models=None) -> str:
     """The zoo's training outcome as a Markdown list: how many models reach the
     ``target`` validation loss over the whole split, the loss per architecture (mean ±
-    half-range over seeds) and claim L's numbers (:func:`loss_text`)."""
+    half-range over seeds) and claim L's numbers from the curve ``mv``
+    (:func:`~msapod.studies.pages.loss_text`)."""
     table = loss_table(models)
     whole = table["val loss, whole split (L)"]
     meets = whole <= target
@@ -572,7 +573,7 @@ def training_summary(target: float, models=None) -> str:
             for a in mean.index
         )
         + ".",
-        f"* {loss_text(models)} The verdict on the EGA paper's claim is drawn on the "
+        f"* {loss_text(mv)} The verdict on the EGA paper's claim is drawn on the "
         "[EGA page](09-energy-gated-attention.md).",
     ]
     if len(unfinished):
@@ -617,8 +618,8 @@ def jackknife_text(unc: xr.Dataset) -> str:
 def differences_text(diffs: pd.DataFrame, n_seeds: str, df: int) -> str:
     """How many layer-wise architecture differences (``diffs``, a boolean column
     ``"excludes 0 (layer alone)"``) exclude zero, each layer on its own, with
-    ``n_seeds`` seeds per architecture and ``df`` degrees of freedom; and that the
-    verdicts read family-wise intervals."""
+    ``n_seeds`` seeds per architecture and ``df`` degrees of freedom; and what the
+    verdicts read instead."""
     k, n = int(diffs["excludes 0 (layer alone)"].sum()), len(diffs)
     how = "mostly not" if k < n / 4 else "partly"
     return (
@@ -626,10 +627,10 @@ def differences_text(diffs: pd.DataFrame, n_seeds: str, df: int) -> str:
         f"zero, each layer taken alone. With {n_seeds} seeds per architecture ({df} degrees "
         "of freedom) the t-interval is wide; the differences the paper reads from one model "
         f"pair (C7, C8) are, with these data, {how} distinguishable from seed-to-seed "
-        "variation. The verdicts of C7 and C8 test several layers at once, so they read wider "
-        "intervals (Holm across the layers each claim names, 95 % family-wise): a layer whose "
-        "interval here just excludes zero can still be inconclusive there. The pages of the "
-        "claims and the scorecard print those."
+        "variation. The verdicts of C7 and C8 ask more than a difference from zero: a ratio "
+        "beyond their smallest effect of interest (10 % and 5 %) by its 90 % Welch interval "
+        "over the seeds, in every layer C7 names. The pages of the claims and the scorecard "
+        "print those."
     )
 
 

@@ -14,6 +14,7 @@ the scorecard as CSV, with a ``manifest.json`` of sha256 sums::
       uncertainty.nc       jackknife standard errors (scale centroid, energy, T_spec, H*)
       convergence.nc       H*(eps) and T_spec against the ensemble size N
       pruning.nc           head-pruning study (test of C6)
+      depth_pruning.nc     C6's depth test: heads removed inside early and late layers
       trajectory.nc        the claims' statistics at snapshots along training (the
                            d = 128 zoo's first seed of each architecture)
       llm.nc               SmolLM2-135M analysis (optional ``llm`` extra)
@@ -50,13 +51,13 @@ from .measure.convergence import convergence_study
 from .measure.fieldstats import zoo_field_statistics
 from .measure.llm import smollm2_analysis, token_layout
 from .measure.modestats import zoo_mode_statistics
-from .measure.prune import pruning_study
+from .measure.prune import depth_study, pruning_study
 from .measure.trajectory import trajectory_study
 from .measure.uncertainty import zoo_uncertainty
 from .store.cache import netcdf_safe, zoo_analysis
 from .store.results import check_results, load_result, manifest, read_manifest, results_dir
-from .verdict.curve import EVIDENCE_KINDS, multiverse_study, zoo_evidence
-from .verdict.scorecard import zoo_scorecard
+from .verdict.scorecard import scorecard
+from .verdict.study import EVIDENCE_KINDS, multiverse_study, trained_zoos, zoo_evidence
 
 __all__ = [
     "BOOK_ANALYSES",
@@ -77,6 +78,7 @@ STEPS = (
     "uncertainty",
     "convergence",
     "pruning",
+    "depth_pruning",
     "trajectory",
     "llm",
     "evidence",
@@ -124,6 +126,7 @@ _STUDIES = {
     "uncertainty": zoo_uncertainty,
     "convergence": convergence_study,
     "pruning": pruning_study,
+    "depth_pruning": depth_study,
     "trajectory": lambda models, progress: trajectory_study(progress=progress),
     "llm": _llm_study,
 }
@@ -152,19 +155,18 @@ def _evidence_step(out: Path, models, progress: bool, done: dict, manifest: dict
 
 
 def _multiverse(progress: bool, done: dict) -> xr.Dataset:
-    """The specification curve, given the evidence, convergence and pruning studies of
-    this run."""
+    """The specification curve, given the evidence and the main zoo's studies of this run
+    (computed or verified in it)."""
     from ..models import zoo
 
-    given = {}
-    for step in ("convergence", "pruning"):
-        if step in done:  # the same study, already computed (or verified) in this run
-            ds = done[step]
-            given[step] = {
-                z: ds.sel(model=list(zoo.trained(z)))
-                for z in zoo.ZOOS
-                if zoo.trained(z) and set(zoo.trained(z)) <= set(ds["model"].values.tolist())
-            }
+    main = list(zoo.trained(zoo.MAIN))
+    given = {
+        step: done[step].sel(model=main)
+        for step in ("convergence", "pruning", "depth_pruning")
+        if step in done and set(main) <= set(done[step]["model"].values.tolist())
+    }
+    if "depth_pruning" in given:
+        given["depth"] = given.pop("depth_pruning")
     return multiverse_study(progress=progress, evidence=done.get("evidence"), **given)
 
 
@@ -257,16 +259,10 @@ def _run_step(step: str, out: Path, plan: dict, progress: bool, done, manifest) 
     if step == "evidence":
         return _evidence_step(out, plan["evidence_models"], progress, done, manifest)
     if step == "scorecard":
-        card = zoo_scorecard(
-            models,
-            convergence=done.get("convergence"),
-            pruning=done.get("pruning"),
-            llm=done.get("llm", None if llm else False),
-            multiverse=done.get("multiverse"),
-            evidence=done.get("evidence", {}).get("trained"),
-            reference=done.get("evidence", {}).get("untrained"),
-            progress=progress,
-        )
+        mv = done.get("multiverse")
+        if mv is None:
+            mv = done["multiverse"] = _multiverse(progress, done)
+        card = scorecard(mv, done.get("llm") if llm else None)
         path = out / "scorecard.csv"
         with atomic_path(path) as tmp:
             card.to_csv(tmp)
@@ -346,7 +342,6 @@ def _other_zoos_models(models: Sequence[str]) -> list[str]:
     """The trained models of every trained zoo (:func:`~.verdict.multiverse.trained_zoos`)
     that are not in ``models``."""
     from ..models import zoo
-    from .verdict.multiverse import trained_zoos
 
     return [m for z in trained_zoos()[0] for m in zoo.trained(z) if m not in models]
 
@@ -370,7 +365,15 @@ def _provenance(models: Sequence[str]) -> dict:
 
 
 #: Steps whose results hold one independent computation per model (``model`` dim).
-PER_MODEL_STEPS = ("zoo", "fieldstats", "modestats", "uncertainty", "convergence", "pruning")
+PER_MODEL_STEPS = (
+    "zoo",
+    "fieldstats",
+    "modestats",
+    "uncertainty",
+    "convergence",
+    "pruning",
+    "depth_pruning",
+)
 
 
 #: Steps that only the full check recomputes (the default check reads them verified).
@@ -379,10 +382,10 @@ FULL_CHECK_ONLY = ("trajectory",)
 #: Per-model steps the default check recomputes for the first of :func:`check_models`
 #: only (the first model of the main zoo): head pruning costs about 140 s per paper-size
 #: model on 2 cores, most of the check's time; its other models by ``--check --all``.
-CHECK_FIRST_ONLY = ("pruning",)
+CHECK_FIRST_ONLY = ("pruning", "depth_pruning")
 
 #: The shipped studies the specification curve and the scorecard read.
-DECISION_INPUTS = ("uncertainty", "convergence", "pruning")
+DECISION_INPUTS = ("uncertainty", "convergence", "pruning", "depth_pruning")
 #: The steps that only decide: they read the evidence and the studies above.
 DECIDING_STEPS = ("multiverse", "scorecard")
 

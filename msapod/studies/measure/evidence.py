@@ -43,6 +43,7 @@ __all__ = [
     "COARSE_MIN",
     "FINE_MAX",
     "SLOPE_RANGE",
+    "STATED",
     "WINDOW_SE_VARS",
     "band_evidence",
     "band_shares",
@@ -74,6 +75,15 @@ SLOPE_RANGE = tuple(REGISTRY["C2"].stated["slope_range"])
 #: The band statistics of the scale spectrum (C1, C2), each with its ``<name>_se``.
 BAND_VARS = ("fine_share", "coarse_share", "scale_slope")
 
+#: The numbers of the registry the evidence measures against (part of its cache key: an
+#: edited claim scale or lag range is a new key).
+STATED = {
+    "fine_max": FINE_MAX,
+    "coarse_min": COARSE_MIN,
+    "slope_range": list(SLOPE_RANGE),
+    "paper_lags": {str(k): list(v) for k, v in PAPER_LAGS.items()},
+}
+
 #: Version of :func:`model_evidence`'s output; part of its cache key.
 EVIDENCE_FORMAT = 3
 #: Groups of the delete-group jackknife of C4's shares and C9's ratios (15 snapshots
@@ -92,7 +102,6 @@ AXES: dict[str, tuple] = {
     "normalisation": ("rectified", "raw"),
     "scale_min": (3, 2, 4),
     "scale_stat": ("peak", "argmax", "centroid"),
-    "scale_test": ("share", "peak"),
     "c4_window": ("range", "dominant scale"),
     "centre": ("energy-max", "period"),
     "width": (1.0, 0.5, 2.0),
@@ -1018,6 +1027,7 @@ def model_evidence(
         "fixed_k": list(FIXED_K),
         "theorem1_layer": theorem1_layer,
         "format": EVIDENCE_FORMAT,
+        "stated": STATED,
         **({"window_se": True} if window_se else {}),
     }
 

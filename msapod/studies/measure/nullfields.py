@@ -229,6 +229,7 @@ def null_evidence(
         "fixed_k": list(mv.FIXED_K),
         "theorem1_layer": theorem1_layer,
         "format": mv.EVIDENCE_FORMAT,
+        "stated": mv.STATED,
         "null_format": NULL_FORMAT,
         **({"window_se": True} if window_se else {}),
     }

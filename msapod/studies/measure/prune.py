@@ -80,6 +80,7 @@ __all__ = [
     "ablation_losses",
     "budget_contrasts",
     "depth_masks",
+    "depth_study",
     "head_importance",
     "head_ranks",
     "head_spectra",
@@ -1069,7 +1070,6 @@ def pruning_study(
     models: Sequence[str] | None = None,
     config: PruneConfig | None = None,
     *,
-    depth_config: DepthConfig | None = None,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
     **params,
@@ -1088,9 +1088,6 @@ def pruning_study(
     config
         The experiment's parameters (default :class:`PruneConfig`; ``n_random`` at least
         2, for a spread), any field overridden by ``params`` (e.g. ``budgets=(8, 16)``).
-    depth_config
-        The parameters of C6's depth test (default :class:`DepthConfig`), cached apart
-        under ``<cache>/depth-pruning``.
     cache_dir
         Cache root; default :func:`msapod.studies.store.cache.cache_dir`.
     progress
@@ -1099,8 +1096,8 @@ def pruning_study(
     Returns
     -------
     xarray.Dataset
-        The :func:`model_pruning` and :func:`model_depth_ablation` variables stacked
-        along ``model``, with coords ``architecture`` and ``train_seed``.
+        The :func:`model_pruning` variables stacked along ``model``, with coords
+        ``architecture`` and ``train_seed``.
     """
     from ...models.zoo import MODELS, ZOO_CONFIGS
 
@@ -1112,9 +1109,7 @@ def pruning_study(
     corpus = load_corpus()
 
     def one(name: str) -> xr.Dataset:
-        study = _cached_model_pruning(name, cfg, corpus, cache_dir, progress)
-        depth = _cached_depth_ablation(name, depth_config, corpus, cache_dir, progress)
-        return xr.merge([study, depth], combine_attrs="drop_conflicts")
+        return _cached_model_pruning(name, cfg, corpus, cache_dir, progress)
 
     return stack_zoo(one, models).assign_coords(
         train_seed=("model", [ZOO_CONFIGS[m].seed for m in models])
@@ -1148,6 +1143,28 @@ def _cached_model_pruning(name: str, cfg: PruneConfig, corpus, cache_dir, progre
         ),
         attrs={"model": name},
         keyed_by_fields=False,
+    )
+
+
+def depth_study(
+    models: Sequence[str] | None = None,
+    config: DepthConfig | None = None,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> xr.Dataset:
+    """C6's depth test (:func:`model_depth_ablation`) on zoo models (default the main
+    zoo's trained models), each cached under ``<cache>/depth-pruning`` keyed by the
+    weights' and the data's sha256 and every parameter; stacked along ``model`` with the
+    ``architecture`` coordinate."""
+    from ...models.zoo import MODELS
+
+    models = zoo_models(models)
+    if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
+        raise ValueError(f"models: expected distinct names from {MODELS}, got {models!r}")
+    corpus = load_corpus()
+    return stack_zoo(
+        lambda name: _cached_depth_ablation(name, config, corpus, cache_dir, progress), models
     )
 
 

@@ -31,7 +31,7 @@ from ...models import zoo as zoo_mod
 from ...models.data import load_corpus
 from ...models.train import CONFIG, load_checkpoint, read_config, snapshot_path, validation_loss
 from ..store.cache import cached_dataset, cached_fields
-from .evidence import AXES, EVIDENCE_FORMAT, FIXED_K, NUM_SCALES, fields_evidence
+from .evidence import AXES, EVIDENCE_FORMAT, FIXED_K, NUM_SCALES, STATED, fields_evidence
 
 __all__ = [
     "STEPS",
@@ -101,6 +101,7 @@ def _snapshot_evidence(name: str, step: int, corpus, cache_dir, progress: bool) 
         "num_scales": NUM_SCALES,
         "fixed_k": list(FIXED_K),
         "format": [EVIDENCE_FORMAT, TRAJECTORY_FORMAT],
+        "stated": STATED,
         "data_sha256": corpus.sha256,
     }
 

@@ -275,6 +275,7 @@ def _dataset(cells: _Cells, specs, applicable, zoos: Mapping[str, Zoo]) -> xr.Da
             "model_zoo": ("model", [z for z in names for _ in zoos[z].models]),
         },
     )
+    ds["theorem_gap"].attrs["roundoff_bound"] = REGISTRY["C10"].stated["gap"]
     theorem = next((z for z in names if "t1_gap" in zoos[z].evidence), None)
     ds.attrs = {
         "title": "specification curve of the paper's claims",

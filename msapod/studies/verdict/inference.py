@@ -29,9 +29,10 @@ one-sided tests at 95 % read the 90 % interval ``[lower, upper]``:
 **Cases and parts.** A part with several cases (C7's six layers, C6's budgets) holds
 when every case holds (an intersection-union test: no correction needed) and is refuted
 when some case is refuted at the Bonferroni level ``alpha / k`` over its ``k`` cases. A
-claim holds when every part holds, is refuted when at least one part is refuted and none
-holds, and is ``"partly"`` when some parts hold and others are refuted; otherwise it is
-undecided. The words of the codes are the renderer's (:mod:`.render`).
+claim holds when every part holds; with ``h`` parts holding and ``r`` refuted it is
+refuted when ``r > h`` and ``"partly"`` when ``h >= r >= 1`` (so "partly" never stands
+for a claim of which more is refuted than holds); otherwise it is undecided. The words of
+the codes are the renderer's (:mod:`.render`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ __all__ = [
     "combine_parts",
     "decide",
     "fixed_effect",
+    "log_interval",
     "one_sample",
     "welch",
 ]
@@ -97,6 +99,20 @@ def _sf(iv: Interval, value, below: bool = False) -> np.ndarray:
     df = np.where(iv.df >= 1, iv.df, np.nan)
     p = stats.t.sf(z, df)
     return np.where(np.isfinite(iv.estimate) & ~np.isnan(df) & ~np.isnan(iv.se), p, np.nan)
+
+
+def log_interval(value, se, q: float):
+    """``(lower, upper)`` of a positive quantity: ``value exp(-+ q se / value)`` (the
+    interval of its log by the delta method, ``se / value`` the log's standard error:
+    how every positive statistic is decided, so it never reaches zero). Arrays or
+    DataArrays (aligned by their dims); a missing ``se`` is a point value."""
+    if hasattr(se, "fillna"):
+        se = se.fillna(0.0)
+    else:
+        se = np.nan_to_num(np.asarray(se, dtype=np.float64))
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        f = np.exp(q * se / value)
+    return value / f, value * f
 
 
 def one_sample(values: np.ndarray) -> Interval:
@@ -210,13 +226,15 @@ def combine_cases(codes, p_refuted) -> np.ndarray:
 
 
 def combine_parts(codes) -> np.ndarray:
-    """A claim's code from its parts' (last axis): every testable part holds ->
-    ``holds``; some hold and some are refuted -> ``partly``; some refuted and none holds
-    -> ``refuted``; none testable -> ``untestable``; else ``undecided``."""
+    """A claim's code from its parts' (last axis).
+
+    With ``h`` parts holding and ``r`` refuted: ``r > h`` -> ``refuted`` (more of the claim
+    is refuted than holds, so it does not hold); ``h >= r >= 1`` -> ``partly``; ``r = 0``
+    and every testable part holds -> ``holds``; otherwise ``undecided``."""
     c = np.asarray(codes)
     testable = c != "untestable"
-    any_holds = (c == "holds").any(-1)
-    any_refuted = (c == "refuted").any(-1)
+    h = (c == "holds").sum(-1)
+    r = (c == "refuted").sum(-1)
     all_hold = testable.any(-1) & np.where(testable, c == "holds", True).all(-1)
     return np.where(
         ~testable.any(-1),
@@ -224,10 +242,6 @@ def combine_parts(codes) -> np.ndarray:
         np.where(
             all_hold,
             "holds",
-            np.where(
-                any_holds & any_refuted,
-                "partly",
-                np.where(any_refuted & ~any_holds, "refuted", "undecided"),
-            ),
+            np.where(r > h, "refuted", np.where((r >= 1) & (h >= r), "partly", "undecided")),
         ),
     )

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import xarray as xr
@@ -98,7 +99,8 @@ def curve_statistics(estimate, se, df, sign) -> dict[str, np.ndarray]:
         p_against = stats.t.cdf(t, d)
         k = ok.sum(-1)
         z = stats.norm.isf(np.clip(p_for, 1e-300, 1 - 1e-16))
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a curve without a finite effect
         return {
             "median_effect": np.nanmedian(np.where(ok, e, np.nan), -1),
             "share_for": np.where(ok, p_for < ALPHA, False).sum(-1) / np.maximum(k, 1),

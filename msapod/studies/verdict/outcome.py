@@ -100,14 +100,23 @@ def _scale(test: ClaimTest, low: float, high: float) -> tuple[float, float]:
         return float(np.log(low)) if low > 0 else -np.inf, float(np.log(high))
 
 
-def _why(stat: Stat, iv: Interval, unit: str, zoo: Zoo, test: ClaimTest) -> str:
+def _why(stat: Stat, unit: str, zoo: Zoo, test: ClaimTest) -> str:
+    """Why a test could not be decided, in words."""
     if stat.reason:
         return stat.reason
-    if unit == "snippets":
-        return "no snippet standard error of this statistic"
     if test.design == "architecture":
-        return "an architecture contrast needs at least 2 models of each architecture"
-    return "an interval over the models needs at least 2 models"
+        t = zoo.treated()
+        n1, n0 = int(t.sum()), int((~t).sum())
+        need = 2 if unit == "seeds" else 1
+        if min(n1, n0) < need:
+            which = "at least 2 models of each" if need == 2 else "a model of each"
+            return (
+                f"an architecture contrast needs {which} architecture ({zoo.treatment}: "
+                f"{n1}, {zoo.control}: {n0})"
+            )
+    elif unit == "seeds" and np.isfinite(stat.value).sum() < 2:
+        return "an interval over the models needs at least 2 models"
+    return "no snippet standard error of this statistic"
 
 
 def evaluate_test(zoo: Zoo, reading: Mapping, test: ClaimTest, claim_id: str) -> TestResult:
@@ -126,7 +135,7 @@ def evaluate_test(zoo: Zoo, reading: Mapping, test: ClaimTest, claim_id: str) ->
     res.lower, res.upper = float(d["lower"]), float(d["upper"])
     res.p_holds, res.p_refuted = float(d["p_holds"]), float(d["p_refuted"])
     if res.code == "untestable":
-        res.reason = _why(stat, iv, unit, zoo, test)
+        res.reason = _why(stat, unit, zoo, test)
     return res
 
 

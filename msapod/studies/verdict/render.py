@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ... import plots
 from ..measure.evidence import FIXED_K
 from ..registry import JOINT_STATISTIC, REGISTRY, ClaimTest, qualified_id
 from .curve import CURVE_AXES, MAIN_READING, NULL_COLUMNS, claim_axes
@@ -33,11 +34,14 @@ __all__ = [
     "TestView",
     "WORDS",
     "claim_views",
+    "flip_words",
     "fmt_num",
     "headline",
     "joint_sentence",
     "layer_span",
     "main_code",
+    "names",
+    "needs_text",
     "outcome_rows",
     "reading_words",
     "robustness_sentence",
@@ -45,6 +49,7 @@ __all__ = [
     "show_verdict",
     "spec_index",
     "test_line",
+    "theorem_text",
     "verdict_legend",
     "verdict_markdown",
     "word",
@@ -62,9 +67,9 @@ WORDS = {
 MEANING = {
     "holds": "every part of the claim is beyond its smallest effect of interest in the "
     "claimed direction by its 90 % interval (two one-sided tests at 95 %)",
-    "partly": "some named parts of the claim hold, the others do not",
+    "partly": "some named parts of the claim hold and at least as many as are refuted",
     "refuted": "the interval excludes effects of the smallest interesting size in the claimed "
-    "direction (the effect is negligible or reversed) for at least one part, and no part holds",
+    "direction (the effect is negligible or reversed) for more parts than hold",
     "undecided": "the interval includes the boundary of the smallest effect of interest: the "
     "data decide neither way",
     "untestable": "the data or the setting cannot decide the claim (the reason is given)",
@@ -140,20 +145,9 @@ def verdict_legend() -> str:
     return ";\n".join(f"* **{WORDS[c]}**: {m}" for c, m in MEANING.items()) + "."
 
 
-def fmt_num(x: float, digits: int = 3) -> str:
-    """``x`` to ``digits`` significant figures, an exponent only below 1e-3; a value that
-    prints as zero has no sign; ``∞`` for infinity."""
-    x = float(x)
-    if not np.isfinite(x):
-        return "—" if np.isnan(x) else ("∞" if x > 0 else "−∞")
-    if x != 0 and abs(x) < 1e-3:
-        s = f"{x:.{digits - 1}e}"
-    else:
-        s = f"{x:.{digits}g}"
-        if "e" in s:
-            s = f"{x:.0f}"
-    s = s.replace("-", "−")
-    return s.lstrip("−") if float(s.replace("−", "-")) == 0 else s
+def fmt_num(x: float, sig: int = 3) -> str:
+    """``x`` as every page prints a number (:func:`msapod.plots.number`)."""
+    return plots.number(float(x), sig)
 
 
 def layer_span(layers: Sequence[int]) -> str:
@@ -222,22 +216,43 @@ def test_line(v: TestView, math: bool = True) -> str:
         return f"{head}{sym}{point}: **{word(v.code)}** ({v.reason})"
     over = "EGA − baseline, " if t.design == "architecture" and not t.log else ""
     est = f"{fmt_num(v.estimate)} [{fmt_num(v.lower)}, {fmt_num(v.upper)}]"
-    return (
-        f"{head}{sym} = {est} ({over}{v.n_models} models); needs {_needs(t, v)}: **{word(v.code)}**"
-    )
+    needs = needs_text(t, v)
+    return f"{head}{sym} = {est} ({over}{v.n_models} models); needs {needs}: **{word(v.code)}**"
 
 
-def _needs(t: ClaimTest, v: TestView) -> str:
-    """What the claim needs of a test's statistic, in words (the boundary and where it
-    comes from)."""
-    s = f"{t.sesoi:.0%}" if t.relative else fmt_num(t.sesoi)
-    ref = fmt_num(t.reference)
+def _stated(x: float) -> str:
+    """A number the registry states (a boundary, a reference, a smallest effect), in
+    its shortest form ("0.55", "−0.125", "1.1")."""
+    return f"{float(x):.3g}"
+
+
+def needs_text(t: ClaimTest, v: TestView) -> str:
+    """What the claim needs of a test's statistic, in words: the boundary of its smallest
+    effect of interest and where it comes from."""
+    s = f"{100 * t.sesoi:g} %" if t.relative else _stated(t.sesoi)
+    ref = _stated(t.reference)
     if t.direction == "within":
-        return f"{fmt_num(v.low)} to {fmt_num(v.high)} ({ref} ± {s})"
+        return f"{_stated(v.low)} to {_stated(v.high)} ({ref} ± {s})"
     op, b = (">", v.low) if t.direction == "greater" else ("<", v.high)
     if t.sesoi == 0:
-        return f"{op} {fmt_num(b)}"
-    return f"{op} {fmt_num(b)} ({ref} {'+' if op == '>' else '−'} {s})"
+        return f"{op} {_stated(b)}"
+    return f"{op} {_stated(b)} ({ref} {'+' if op == '>' else '−'} {s})"
+
+
+#: A relative gap of float64 round-off for Theorem 1's sums: any gap below it prints as
+#: this bound, so the words are the same on any machine.
+ROUNDOFF = 1e-14
+
+
+def theorem_text(gap: float, beaten: int, trials: int) -> str:
+    """Theorem 1's exact check in words: the relative gap between the rank-K error and the
+    eigenvalue tail as the round-off bound it shows (:data:`ROUNDOFF`), and how many random
+    orthonormal bases beat POD."""
+    bound = plots.below(max(float(gap), ROUNDOFF / 2)) if np.isfinite(gap) else "not finite"
+    return (
+        f"Measured: the rank-$K$ error equals the tail sum to a relative gap {bound}; "
+        f"{int(beaten)} of {int(trials)} random orthonormal bases beat POD"
+    )
 
 
 def rule_lines(claim: str) -> list[str]:
@@ -256,14 +271,21 @@ def rule_lines(claim: str) -> list[str]:
             qualified_id(claim, t), t, "", np.nan, np.nan, np.nan, lo, hi, 0, np.array([])
         )
         name = " ".join(x for x in (t.part, t.case) if x)
-        over = (
-            "EGA minus standard attention (Welch)"
-            if t.design == "architecture"
-            else ("the mean over the models (Student t)")
-        )
+        if t.design == "architecture":
+            over = (
+                "EGA over standard attention (Welch, log scale)"
+                if t.log
+                else ("EGA minus standard attention (Welch)")
+            )
+        else:
+            over = (
+                "geometric mean over the models (Student t, log scale)"
+                if t.log
+                else ("mean over the models (Student t)")
+            )
         out.append(
             f"{'(' + name + ') ' if name else ''}${t.symbol}$, {t.words}, {over}: "
-            f"{_needs(t, view)}; smallest effect: {t.sesoi_reason}"
+            f"{needs_text(t, view)}; smallest effect: {t.sesoi_reason}"
         )
     return out
 
@@ -345,11 +367,11 @@ def robustness_sentence(mv: xr.Dataset, claim: str) -> str:
     head = f"{share:.0%} of its {n} decided readings agree"
     if bool(mv["robust"].sel(claim=claim)):
         return f"**robust**: no single choice the book varies changes it ({head})"
-    named = "; ".join(_flip_words(f) for f in flips.split("; ") if f)
+    named = "; ".join(flip_words(f) for f in flips.split("; ") if f)
     return f"**fragile**: {named} changes it ({head})"
 
 
-def _flip_words(flip: str) -> str:
+def flip_words(flip: str) -> str:
     axis, value = flip.split("=", 1)
     if axis == "zoo":
         return f"the {value} zoo"
@@ -375,8 +397,13 @@ def joint_sentence(mv: xr.Dataset, claim: str) -> str:
             f"joint test over the curve: {STATISTIC_WORDS[s]} is uninformative (no {null} moves it)"
         )
     p, value = float(row["joint_p"]), float(row["joint"])
-    way = ("for" if value > 0 else "against") if p < ALPHA else ""
-    verdict = f", {way} the claim" if way else ", neither direction"
+    way = ("towards" if value > 0 else "away from") if p < ALPHA else ""
+    verdict = (
+        f": the curve leans {way} the claimed direction beyond chance (against no effect, "
+        "not against the smallest effect of interest)"
+        if way
+        else ", neither direction"
+    )
     return (
         f"joint test over the curve: {STATISTIC_WORDS[s]} {fmt_num(value)}, two-sided p = "
         f"{fmt_num(p, 2)} over {B} {null}{verdict}"
@@ -406,11 +433,7 @@ def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
     items = []
     if c.kind == "theorem":
         g = {k: float(mv[f"theorem_{k}"].values[j]) for k in ("gap", "beaten", "trials")}
-        items.append(
-            f"Measured: the rank-$K$ error equals the tail sum to a relative gap of "
-            f"{fmt_num(g['gap'])}; {int(g['beaten'])} of {int(g['trials'])} random "
-            "orthonormal bases beat POD"
-        )
+        items.append(theorem_text(g["gap"], g["beaten"], g["trials"]))
     else:
         items += [test_line(v) for v in claim_views(mv, claim, z)]
     items.append("Robustness: " + robustness_sentence(mv, claim))
@@ -436,7 +459,7 @@ def show_verdict(mv: xr.Dataset, claim: str, zoo: str | None = None):
     return Markdown(verdict_markdown(mv, claim, zoo))
 
 
-def _names(ids: Sequence[str]) -> str:
+def names(ids: Sequence[str]) -> str:
     ids = list(ids)
     return ", ".join(ids[:-1]) + " and " + ids[-1] if len(ids) > 1 else "".join(ids)
 
@@ -457,7 +480,7 @@ def headline(mv: xr.Dataset, zoo: str | None = None) -> str:
         ("undecided", "undecided"),
         ("untestable", "not testable as stated"),
     )
-    parts = [f"{label} {_names(groups[k])}" for k, label in order if k in groups]
+    parts = [f"{label} {names(groups[k])}" for k, label in order if k in groups]
     n = len(empirical)
     out = f"Of the paper's {n} empirical claims, on the {z} zoo: " + "; ".join(parts) + "."
     theorem = [c for c, cl in REGISTRY.items() if cl.kind == "theorem"]
@@ -479,10 +502,8 @@ def outcome_rows(outcomes: Mapping[str, Outcome]) -> pd.DataFrame:
     rows = {}
     for claim, out in outcomes.items():
         if out.claim == "C10" and out.extra:
-            measured = (
-                f"rank-K error equals the tail sum to {fmt_num(out.extra['gap'])}; "
-                f"{out.extra['beaten']} of {out.extra['trials']} random bases beat POD"
-            )
+            e = out.extra
+            measured = theorem_text(e["gap"], e["beaten"], e["trials"]).replace("$", "")
         else:
             measured = "; ".join(
                 test_line(TestView.of(r), math=False).replace("**", "") for r in out.tests

@@ -27,6 +27,7 @@ from .render import (
     main_code,
     robustness_sentence,
     test_line,
+    theorem_text,
     word,
 )
 from .statistics import Zoo
@@ -62,11 +63,8 @@ def scorecard(mv: xr.Dataset, llm: xr.Dataset | None = None) -> pd.DataFrame:
         code = main_code(mv, c)
         if REGISTRY[c].kind == "theorem":
             j = int(np.flatnonzero(mv["main"].values)[0])
-            measured = (
-                f"relative gap {float(mv['theorem_gap'].values[j]):.1e}; "
-                f"{int(mv['theorem_beaten'].values[j])} of "
-                f"{int(mv['theorem_trials'].values[j])} random bases beat POD"
-            )
+            g = [mv[f"theorem_{k}"].values[j] for k in ("gap", "beaten", "trials")]
+            measured = theorem_text(*g).removeprefix("Measured: ").replace("$", "")
         else:
             measured = "; ".join(_plain(test_line(v, math=False)) for v in claim_views(mv, c))
         row = {

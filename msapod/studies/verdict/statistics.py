@@ -353,5 +353,8 @@ def per_model(zoo: Zoo, reading: Mapping, t: ClaimTest) -> Stat:
         repr(sorted(reading.items())),
     )
     if key not in zoo._memo:
-        zoo._memo[key] = STATISTICS[t.statistic](zoo, reading, t)
+        try:
+            zoo._memo[key] = STATISTICS[t.statistic](zoo, reading, t)
+        except KeyError as err:  # evidence made without this statistic's measurement
+            zoo._memo[key] = _none(zoo, f"the evidence has no {err.args[0]}")
     return zoo._memo[key]

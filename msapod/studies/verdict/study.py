@@ -179,6 +179,7 @@ def multiverse_study(
     evidence: Mapping[str, xr.Dataset] | None = None,
     convergence: xr.Dataset | None = None,
     pruning: xr.Dataset | None = None,
+    depth: xr.Dataset | None = None,
     progress: bool = False,
     cache_dir=None,
 ) -> xr.Dataset:
@@ -193,15 +194,15 @@ def multiverse_study(
     evidence
         ``{kind: stacked evidence}`` of :data:`EVIDENCE_KINDS` (e.g. the shipped, verified
         ``results/evidence*.nc``); None computes it or reads it from the cache.
-    convergence, pruning
-        The main zoo's convergence and pruning studies (None: computed or read from the
-        cache); another zoo has neither, so its N = 400 readings and C6 are untestable and
-        say so.
+    convergence, pruning, depth
+        The main zoo's convergence study, pruning study and C6's depth test (None:
+        computed or read from the cache); another zoo has none, so its N = 400 readings and
+        C6 are untestable and say so.
     progress, cache_dir
         Progress bars; the cache root.
     """
     from ..measure.convergence import convergence_study
-    from ..measure.prune import pruning_study
+    from ..measure.prune import depth_study, pruning_study
 
     trained, untrained = trained_zoos(zoos)
     main_models = list(zoo_mod.trained(trained[0]))
@@ -209,12 +210,14 @@ def multiverse_study(
     ev = dict(evidence) if evidence is not None else zoo_evidence(**kw)
     conv = convergence if convergence is not None else convergence_study(main_models, **kw)
     prune = pruning if pruning is not None else pruning_study(main_models, **kw)
+    deep = depth if depth is not None else depth_study(main_models, **kw)
 
     def compute() -> xr.Dataset:
         zoos_ = {}
         for z in trained:
             models = list(zoo_mod.trained(z))
-            studies = dict(convergence=conv, pruning=prune) if z == trained[0] else {}
+            both = xr.merge([prune, deep], compat="override", combine_attrs="drop_conflicts")
+            studies = dict(convergence=conv, pruning=both) if z == trained[0] else {}
             zoos_[z] = zoo_of(ev["trained"], models, losses=zoo_losses(models), name=z, **studies)
         nulls = {
             null: zoo_of(ev[kind], main_models, name=null)
@@ -230,7 +233,7 @@ def multiverse_study(
         "source": source_hash(),
         "zoos": trained,
         "weights_sha256": weights,
-        "inputs": input_digest(*ev.values(), conv, prune),
+        "inputs": input_digest(*ev.values(), conv, prune, deep),
     }
     label = "study-" + "+".join(trained)
     return cached_dataset("multiverse", label, parts, compute, cache_dir=cache_dir)
