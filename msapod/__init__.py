@@ -43,7 +43,7 @@ _LAZY_MODULES = {
     "convergence": "studies.measure.convergence",
     "prune": "studies.measure.prune",
     "llm": "studies.measure.llm",
-    "claims": "studies.verdict.claims",
+    "render": "studies.verdict.render",
     "scorecard": "studies.verdict.scorecard",
     "reproduce": "studies.reproduce",
     "plots": "plots",

@@ -1260,22 +1260,26 @@ def replicates(
         ax.set_xticks(ticks, names)
         ax.set_xlabel("model")
         ax.set_ylabel(ylabel)
+        if log:
+            log_ticks(ax, "y")
         if boundary is not None:
             low, high = (float(b) for b in boundary)
             if direction == "greater":
-                claim_band(ax, low, np.inf, label=f"holds above {number(low)}")
+                claim_band(ax, low, np.inf, label=f"holds above {low:.3g}")
             elif direction == "less":
-                claim_band(ax, -np.inf, high, label=f"holds below {number(high)}")
+                claim_band(ax, -np.inf, high, label=f"holds below {high:.3g}")
             else:
-                claim_band(ax, low, high, label=f"holds in {number(low)} to {number(high)}")
+                claim_band(ax, low, high, label=f"holds in {low:.3g} to {high:.3g}")
     return ax.figure
 
 
 def test_distances(tests, distance, half_width, codes, *, labels=None, ax=None):
     """Every test on one axis: its interval as the distance from the boundary of its
     smallest effect in standard errors (``distance`` the estimate's, ``half_width`` the
-    interval's half width in standard errors), the claimed side to the right, coloured and
-    marked by its verdict code; a test holds when its interval lies right of zero.
+    interval's half width in standard errors), the claimed side to the right (shaded),
+    coloured and marked by its verdict code; a test holds when its interval lies right of
+    zero. The axis is linear within two standard errors of the boundary and logarithmic
+    beyond (a test tens of standard errors away stays on it).
 
     Returns the figure.
     """
@@ -1290,24 +1294,21 @@ def test_distances(tests, distance, half_width, codes, *, labels=None, ax=None):
             fig, ax = plt.subplots(figsize=(WIDTH, 0.26 * len(tests) + 1.4), layout="constrained")
         lo, hi = d - q, d + q
         ends = np.r_[lo, hi][np.isfinite(np.r_[lo, hi])]
-        span = max(float(np.max(np.abs(ends))) if ends.size else 1.0, 1.0)
-        lim = min(span, 30.0) * 1.05
+        lim = 1.3 * max(float(np.max(np.abs(ends))) if ends.size else 1.0, 3.0)
+        ax.set_xscale("symlog", linthresh=2.0)
         ax.set_xlim(-lim, lim)
         for y, (a, b, c, m) in enumerate(zip(lo, hi, codes, d, strict=True)):
             st = VERDICT_STYLE.get(c, {"color": "0.3", "marker": "o"})
             if not np.isfinite(m):
-                ax.plot(-lim, y, "x", color=st["color"], clip_on=False)
+                ax.plot(0, y, "x", color=st["color"])
                 continue
-            a, b = max(a, -lim), min(b, lim)
             ax.plot([a, b], [y, y], color=st["color"], lw=2)
-            ax.plot(np.clip(m, -lim, lim), y, st["marker"], color=st["color"], ms=5)
+            ax.plot(m, y, st["marker"], color=st["color"], ms=5)
         ax.axvline(0, color="0.2", lw=1)
         ax.axvspan(0, lim, color=BAND_COLOUR, alpha=BAND_ALPHA, lw=0, zorder=0)
         ax.set_yticks(range(len(tests)), tests)
         ax.set_ylim(len(tests) - 0.5, -0.5)
-        ax.set_xlabel(
-            "distance from the smallest effect of interest (standard errors; claimed side right)"
-        )
+        ax.set_xlabel("estimate − boundary (standard errors; claimed side right)")
         handles, names = verdict_handles(codes, labels=labels)
         ax.figure.legend(handles, names, loc="outside lower center", ncol=3)
     return ax.figure

@@ -465,3 +465,23 @@ def test_fmt_num_is_the_books_number():
     assert render.fmt_num(-0.0) == "0.00"
     assert render.fmt_num(0.12345) == "0.123"
     assert render.fmt_num(np.inf) == "∞"
+
+
+def test_the_shipped_curve_never_reads_partly_where_more_is_refuted_than_holds():
+    from msapod.studies.store.results import load_result
+
+    mv = load_result("multiverse")
+    for c in mv["claim"].values:
+        parts = mv["part_code"].values[mv["part_claim"].values == c]  # (parts, spec)
+        v = mv["verdict"].sel(claim=c).values
+        partly = v == "partly"
+        h, r = (parts == "holds").sum(0), (parts == "refuted").sum(0)
+        assert ((h >= r) & (r >= 1))[partly].all(), c
+        refuted = v == "refuted"
+        assert (r > h)[refuted].all() or not refuted.any(), c
+    # every joint-test statistic carries its own p-value (or is marked uninformative)
+    tested = mv["joint_null"].values != ""
+    p = mv["joint_p"].values[tested]
+    informative = mv["joint_informative"].values[tested]
+    assert np.isfinite(p[informative]).all()
+    assert set(mv["statistic"].values) == set(joint.STATISTICS)

@@ -1077,7 +1077,7 @@ def evaluate_claims(
     """The paper's field-based claims on the analysed models, by the book's rules.
 
     :func:`msapod.studies.check_claims` (the default reading of
-    :mod:`msapod.studies.verdict.rules`, as the scorecard) on the head-averaged fields of every
+    :mod:`msapod.studies.verdict`, as the scorecard) on the head-averaged fields of every
     model that is causal and analysed at all its layers, all such models together (so
     that the claims comparing architectures are decided where there are at least two
     models of each; otherwise they say they need more models). Cached by the fields' keys.

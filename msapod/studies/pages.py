@@ -27,6 +27,7 @@ __all__ = [
     "assurance",
     "axes_table",
     "capacity",
+    "claimed_signs",
     "claims_markdown",
     "comparison_line",
     "departures_table",
@@ -151,7 +152,8 @@ def forest(mv, claims, zoo: str | None = None, **axes):
     keep = mv["model_zoo"].values == z
     arch = [str(a) for a in mv["architecture"].values[keep]]
     q = 1.6448536269514722  # the 90 % normal quantile of a snippet interval
-    fig, axs = plots.panels(len(views), height=2.3, ncols=min(3, len(views)))
+    wide = any(v.test.design == "architecture" for _, v in views)  # a third title line
+    fig, axs = plots.panels(len(views), height=2.3, ncols=min(2 if wide else 3, len(views)))
     for ax, (c, v) in zip(axs, views, strict=False):
         j = render.spec_index(mv, c, z, **axes)
         raw = mv["value"].sel(test=v.id).isel(spec=j).values[keep]
@@ -172,16 +174,15 @@ def forest(mv, claims, zoo: str | None = None, **axes):
             ax=ax,
             log=v.test.log,
         )
-        title = f"{v.id}: {render.word(v.code)}"
+        name = " ".join(x for x in (v.test.part, v.test.case) if x)
+        title = f"{name if len(claims) == 1 and name else v.id}\n{render.word(v.code)}"
         if contrast and v.code != "untestable":  # the estimate is EGA against baseline
+            op = "/" if v.test.log else "−"
             title += (
-                f"\nEGA/baseline {plots.number(v.estimate)} [{plots.number(v.lower)}, "
-                f"{plots.number(v.upper)}]"
-                if v.test.log
-                else f"\nEGA − baseline {plots.number(v.estimate)} [{plots.number(v.lower)}, "
-                f"{plots.number(v.upper)}]"
+                f"\nEGA {op} base {plots.number(v.estimate)} "
+                f"[{plots.number(v.lower)}, {plots.number(v.upper)}]"
             )
-        ax.set_title(title)
+        ax.set_title(title, fontsize="medium")
     plots.legend_below(fig, axs[:1])
     return fig
 
@@ -630,6 +631,16 @@ def loss_difference(models=None) -> tuple[xr.DataArray, xr.Dataset]:
     return loss, arch_difference(loss)
 
 
+def claimed_signs(claim: str) -> dict[int, int]:
+    """The sign of EGA − baseline each layer is claimed to have (from the registry's tests:
+    ``{layer: +1 or -1}``), for an architecture claim such as C8."""
+    out = {}
+    for t in REGISTRY[claim].tests:
+        for layer in t.args.get("layers", ()):
+            out[int(layer)] = 1 if t.direction == "greater" else -1
+    return out
+
+
 def loss_text(mv) -> str:
     """Claim L's numbers in one sentence, from the curve: EGA − baseline of the
     whole-split validation loss with its 90 % Welch interval over the seeds, against the
@@ -737,7 +748,7 @@ def llm_table(outcomes: dict) -> pd.DataFrame:
             rows.append(
                 {
                     "test": r.id,
-                    "verdict": render.word(out.parts[r.test.part])
+                    "SmolLM2 verdict": render.word(out.parts[r.test.part])
                     if r.test.part
                     else render.word(out.code),
                     "statistic": r.test.words,

@@ -228,6 +228,14 @@ class Claim:
         """The named parts, in order ("" for a claim without parts)."""
         return tuple(dict.fromkeys(t.part for t in self.tests))
 
+    def test(self, part: str, case: str = "") -> ClaimTest:
+        """The test of ``part`` (and ``case``); a clear error for an unknown one."""
+        for t in self.tests:
+            if (t.part, t.case) == (part, case):
+                return t
+        have = [(t.part, t.case) for t in self.tests]
+        raise ValueError(f"{self.id}: expected a part and case of {have}, got {(part, case)}")
+
     @property
     def design(self) -> str:
         """``"models"`` or ``"architecture"`` (every test of a claim has the same)."""

@@ -339,7 +339,7 @@ def reproduce(
 
 
 def _other_zoos_models(models: Sequence[str]) -> list[str]:
-    """The trained models of every trained zoo (:func:`~.verdict.multiverse.trained_zoos`)
+    """The trained models of every trained zoo (:func:`~.verdict.study.trained_zoos`)
     that are not in ``models``."""
     from ..models import zoo
 

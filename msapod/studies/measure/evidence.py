@@ -1041,17 +1041,19 @@ def model_evidence(
 
 
 def two_seeds_each(architectures: Sequence[str]) -> bool:
-    """The one rule for where C4's and C9's intervals come from: whether every
-    architecture among ``architectures`` (one label per model) has at least two models.
-    Then those intervals are over seeds; otherwise over the snapshots of each model."""
+    """Whether every architecture among ``architectures`` (one label per model) has at
+    least two models: then the seeds are the replicates of every claim, architecture
+    contrasts included, and C4's and C9's snippet jackknife is not measured
+    (:func:`needs_window_se`)."""
     labels = [str(a) for a in np.asarray(architectures).ravel()]
     return bool(labels) and min(labels.count(a) for a in set(labels)) >= 2
 
 
 def needs_window_se(models: Sequence[str]) -> bool:
-    """Whether a zoo of these models needs C4's and C9's jackknife over snapshots: not
-    :func:`two_seeds_each` of their architectures (the rule :meth:`ZooData.over_seeds`
-    applies to the evidence)."""
+    """Whether a zoo of these models measures C4's and C9's jackknife over snapshots: not
+    :func:`two_seeds_each` of their architectures (with the seeds as replicates a zoo
+    needs no snippet interval of the windows' modes; with fewer seeds it decides on the
+    snippets)."""
     from ...models.zoo import architecture
 
     return not two_seeds_each([architecture(m) for m in models])

@@ -12,7 +12,7 @@
 (:func:`msapod.studies.store.cache.field_store`), :func:`null_evidence` measures every
 claim's evidence on them (:func:`msapod.studies.measure.evidence.fields_evidence`,
 cached), :func:`untrained_evidence` stacks the untrained copies of a zoo. What the nulls
-decide is :mod:`msapod.studies.verdict.nulls`.
+decide is :mod:`msapod.studies.verdict` (the null columns of the curve).
 """
 
 from __future__ import annotations
@@ -200,13 +200,13 @@ def null_evidence(
     axes: dict | None = None,
     window_se: bool = False,
 ) -> xr.Dataset:
-    """:func:`~msapod.studies.verdict.multiverse.fields_evidence` of :func:`null_fields` (cached).
+    """:func:`~msapod.studies.measure.evidence.fields_evidence` of :func:`null_fields` (cached).
 
-    The same Dataset :func:`~msapod.studies.verdict.multiverse.model_evidence` returns for the
+    The same Dataset :func:`~msapod.studies.measure.evidence.model_evidence` returns for the
     trained model, keyed like it (the null fields' key, the multiverse axes and format)
     under ``<cache>/multiverse-evidence/<null>-<name>-*.nc``. ``fields``: use these null
     fields instead of :func:`null_fields` (tests). ``axes``: the readings to compute
-    (default every one of :data:`~msapod.studies.verdict.multiverse.AXES`; :data:`MAIN_AXES`:
+    (default every one of :data:`~msapod.studies.measure.evidence.AXES`; :data:`MAIN_AXES`:
     the default reading only). ``window_se``: C4's and C9's jackknife
     (:func:`~msapod.studies.measure.evidence.needs_window_se`).
     """

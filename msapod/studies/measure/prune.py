@@ -1237,7 +1237,7 @@ def _budget_row(study: xr.Dataset, inc: xr.DataArray, b) -> dict:
 def budget_contrasts(study: xr.Dataset) -> dict:
     """Low-H* pruning against random pruning, budget by budget, from a
     :func:`pruning_study` result (numbers only; the verdict on C6 is
-    :func:`msapod.studies.verdict.rules.rule_c6`'s).
+    :mod:`msapod.studies.verdict`'s).
 
     For every budget ``b`` and model ``m``: ``D_m = Delta_low-H*(m, b) - mean over draws
     of Delta_random(m, b, d)`` (loss increases). ``D = mean_m D_m`` with standard error

@@ -11,7 +11,7 @@ checks them all, and the coordinates, and a stale, mismatched, tampered or unrea
 file is reported with a :class:`CacheWarning` and rebuilt.
 
 :func:`field_store` is the one field cache of the zoo models (:func:`cached_fields` and
-the null ensembles of :mod:`msapod.studies.verdict.nulls` call it); a :class:`FieldFile`
+the null ensembles of :mod:`msapod.studies.measure.nullfields` call it); a :class:`FieldFile`
 also holds the fields of the studies that draw their own ensemble
 (:class:`TokenEnsemble`): SmolLM2 in :mod:`msapod.studies.measure.llm` and
 ``msapod analyze`` in :mod:`msapod.studies.own_model`; :func:`state_sha256` hashes a model
