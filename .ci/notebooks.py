@@ -17,8 +17,9 @@ runs every notebook top to bottom with nbclient, as Binder runs it.
   beside its source (``check --html _build/html`` checks the built links); ``_config.yml``
   excludes the ``.ipynb`` files from the build, so each page is built (and executed) once,
   from its ``.md``, its one source. ``check`` finds a notebook written from an older page
-  (its recorded digest, without a build), one that differs from the build (``--html``),
-  and Markdown that Jupyter would show as MyST syntax (:func:`myst_problems`).
+  (its recorded digest, without a build), one that differs from the build (``--html``;
+  a number computed live may differ in its last digit, :func:`same_text`), and Markdown
+  that Jupyter would show as MyST syntax (:func:`myst_problems`).
 * **Reading times.** Each page's "*About N minutes to read; the page runs in about S s.*"
   line: N is the words a reader of the site reads on the page (counted by the build,
   ``reading_words`` of the extension) at :data:`WORDS_PER_MINUTE`, rounded up to
@@ -234,6 +235,49 @@ def _cells(nb: dict) -> list[dict]:
         {k: ("".join(v) if k == "source" and isinstance(v, list) else v) for k, v in c.items()}
         for c in nb.get("cells", [])
     ]
+
+
+#: a number as a page prints it (whole, with a fraction, with an exponent)
+NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+def _last_digit(number: str) -> float:
+    """The place value of the last digit of a printed number (``8.0e-05``: ``1e-06``)."""
+    mantissa, _, exponent = number.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def same_text(a: str, b: str) -> bool:
+    """Whether two Markdown texts are the same, but for a number printed with a fraction or
+    an exponent that differs by at most one unit in its last digit (a value computed
+    live, rounded on another CPU); whole numbers must be equal."""
+    if NUMBER.split(a) != NUMBER.split(b):
+        return False
+    for x, y in zip(NUMBER.findall(a), NUMBER.findall(b), strict=True):
+        if x == y:
+            continue
+        if not re.search(r"[.eE]", x + y):
+            return False
+        if abs(float(x) - float(y)) > max(_last_digit(x), _last_digit(y)) * (1 + 1e-9):
+            return False
+    return True
+
+
+def same_notebook(want: dict, have: dict) -> bool:
+    """Whether the notebook ``have`` is the notebook ``want``: the same metadata and cells,
+    code to the letter, Markdown by :func:`same_text` (cell ids follow the text)."""
+    a, b = _cells(want), _cells(have)
+    if want.get("metadata") != have.get("metadata") or len(a) != len(b):
+        return False
+    for x, y in zip(a, b, strict=True):
+        rest = ("cell_type", "metadata", "outputs", "execution_count")
+        if any(x.get(k) != y.get(k) for k in rest):
+            return False
+        same = same_text if x["cell_type"] == "markdown" else str.__eq__
+        if not same(x["source"], y["source"]):
+            return False
+    return True
 
 
 def myst_problems(nb: dict, where: str) -> list[str]:
@@ -528,7 +572,7 @@ def drift(root: Path = ROOT, html: Path | None = None) -> list[str]:
             problems.append(f"{nb_rel}: its reading time is not the page's (sync)")
         if html is not None:
             want = notebook_for(built_notebook(html, path), text, path)
-            if _cells(want) != _cells(have) or want["metadata"] != have.get("metadata"):
+            if not same_notebook(want, have):
                 problems.append(f"{nb_rel}: differs from the build of {rel} (sync)")
         problems += myst_problems(have, str(nb_rel))
     teaching = root / "book" / "teaching.md"
