@@ -56,8 +56,9 @@ TIME_LINE = re.compile(
 #: the notebook format written
 NBFORMAT = (4, 5)
 
-#: characters escaped in Markdown text (``_`` only where it could start emphasis)
-_ESCAPE = re.compile(r"([\\`*\[\]<>$|~])")
+#: characters escaped in Markdown text (``_`` only where it could start emphasis; ``|``
+#: only in a table's cell, :meth:`Page.cell`)
+_ESCAPE = re.compile(r"([\\`*\[\]<>$~])")
 _UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
 #: text at the start of a line that Markdown reads as a block (heading, list, quote, ...)
 _BLOCK_START = re.compile(r"^(#{1,6}(?:\s|$)|[-+*](?:\s|$)|\d{1,9}[.)](?:\s|$)|=+\s*$|-{3,}\s*$)")
@@ -105,6 +106,7 @@ class Page:
             if cell.cell_type == "code" and cell.source.strip()
         ]
         self.emitted: set[int] = set()
+        self.in_table = False  # in a table's cell: a "|" would end the cell
         self.figures = self.env.toc_fignumbers.get(docname, {})
         self.secnumbers = self.env.toc_secnumbers.get(docname, {})
 
@@ -297,7 +299,8 @@ class Page:
 
     def inline(self, node) -> str:
         if isinstance(node, nodes.Text):
-            return escape(str(node))
+            text = escape(str(node))
+            return text.replace("|", "\\|") if self.in_table else text
         kind = type(node).__name__
         inner = lambda: "".join(self.inline(c) for c in node.children)  # noqa: E731
         if isinstance(node, nodes.emphasis):
@@ -307,7 +310,8 @@ class Page:
         if isinstance(node, nodes.literal):
             return _code_span(node.astext())
         if isinstance(node, nodes.math):
-            return f"${node.astext().strip()}$"
+            tex = node.astext().strip()
+            return f"${tex.replace('|', chr(92) + 'vert ') if self.in_table else tex}$"
         if isinstance(node, nodes.reference) or kind in ("download_reference", "number_reference"):
             return f"[{inner()}]({self.url(node)})"
         if isinstance(node, nodes.subscript):
@@ -458,13 +462,20 @@ class Page:
         return "\n".join(lines)
 
     def cell(self, entry) -> str:
+        """A table cell on one line: a "|" of its text escaped, one of its math written
+        ``\\vert`` (a renderer that reads the table before the math would end the cell
+        there)."""
         parts = []
-        for child in entry.children:
-            if isinstance(child, nodes.paragraph):
-                parts.append(self.inline_children(child))
-            else:
-                parts.append(self.block(child).replace("\n", "<br>"))
-        return "<br>".join(parts).replace("|", "\\|")
+        self.in_table = True
+        try:
+            for child in entry.children:
+                if isinstance(child, nodes.paragraph):
+                    parts.append(self.inline_children(child))
+                else:
+                    parts.append(self.block(child).replace("\n", "<br>"))
+        finally:
+            self.in_table = False
+        return "<br>".join(parts)
 
 
 def _wrap(mark: str, text: str) -> str:

@@ -277,12 +277,18 @@ def test_a_missing_site_address_is_refused():
     [
         ("a_b_c", "a_b_c"),  # inside a word: no emphasis, no escape
         ("_x_ and *y*", r"\_x\_ and \*y\*"),
-        ("costs $5 [see] <b> `q` | ~", r"costs \$5 \[see\] \<b\> \`q\` \| \~"),
+        ("costs $5 [see] <b> `q` ~", r"costs \$5 \[see\] \<b\> \`q\` \~"),
         ("two\nlines", "two lines"),
     ],
 )
 def test_text_renders_as_itself(text, markdown):
     assert writer.escape(text) == markdown
+
+
+def test_a_table_cell_keeps_its_pipes_inside_the_cell():
+    entry = nodes.entry("", nodes.paragraph("", "", nodes.Text("a | b "), nodes.math(text="|x|")))
+    assert _page().cell(entry) == r"a \| b $\vert x\vert $"
+    assert _page().inline(nodes.Text("a | b")) == "a | b"  # outside a table: as it is
 
 
 def test_a_paragraph_that_starts_like_a_block_is_escaped():
