@@ -15,8 +15,10 @@ pixels; the narrow one as a phone, ``mobile`` viewport):
   width, rule and element (its CSS selector and the start of its HTML). The rules of
   :data:`EXCLUDED` are not run, each for the reason written beside it;
 * **layout**: the page does not scroll sideways (an element wider than the screen and not
-  inside a box that scrolls is named), and no table is cut off by a box that hides its
-  overflow (a table wider than its column must scroll inside its box);
+  inside a box that scrolls is named); no figure (an image of the page's content) needs a
+  sideways scroll, of the page or of a box (figures scale to the column:
+  ``_static/msapod.css``); and no table is cut off by a box that hides its overflow (a
+  table wider than its column must scroll inside its box);
 * **script errors**: an uncaught exception in the page's scripts is a problem.
 
 The browser is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``:
@@ -99,8 +101,20 @@ LAYOUT_JS = r"""(() => {
     }
     return true;
   };
-  const out = {sideways: [], cut: [], width: vw,
+  const out = {sideways: [], cut: [], figures: 0, wide_figures: [], width: vw,
                scrollWidth: document.documentElement.scrollWidth};
+  for (const img of document.querySelectorAll('main img, article img')) {
+    const r = img.getBoundingClientRect();
+    if (r.width === 0 || !shown(img)) continue;
+    out.figures += 1;
+    const [box] = scrollBox(img);
+    const room = box ? box.clientWidth : vw;
+    if (r.width > room + 1 || r.right > vw + 1) {
+      const alt = (img.getAttribute('alt') || img.getAttribute('src') || '').slice(0, 50);
+      out.wide_figures.push(`img ("${alt}") is ${Math.round(r.width)} px wide in ` +
+                            `${Math.round(Math.min(room, vw))} px`);
+    }
+  }
   if (out.scrollWidth > vw + 1) {
     for (const el of document.body.querySelectorAll('*')) {
       const r = el.getBoundingClientRect();
@@ -392,6 +406,8 @@ def check_page(browser: Browser, tab: str, url: str, name: str, axe: str, shots:
             problems.append(f"{where}: the page scrolls sideways: {what}")
         for what in layout["cut"]:
             problems.append(f"{where}: a table is cut off: {what}")
+        for what in layout["wide_figures"]:
+            problems.append(f"{where}: a figure needs a sideways scroll: {what}")
         browser.evaluate(tab, axe)
         violations = json.loads(browser.evaluate(tab, AXE_JS % rules, timeout=180))
         seen["axe"] = violations
@@ -514,6 +530,13 @@ def main(argv: list[str]) -> int:
     for rule, why in EXCLUDED.items():
         print(f"  rule {rule} not run: {why}")
     n_shots = sum("screenshot" in s for f in findings for s in f["widths"].values())
+    for width, *_ in WIDTHS:
+        seen = [f["widths"].get(str(width), {}).get("layout", {}) for f in findings]
+        wide = sum(len(s.get("wide_figures", [])) for s in seen)
+        print(
+            f"  at {width} px: {sum(s.get('figures', 0) for s in seen)} figures, {wide} wider "
+            "than their column"
+        )
     print(
         f"browser check: {len(findings)} pages at {' and '.join(str(w[0]) for w in WIDTHS)} px, "
         f"{n_shots} screenshots, {len(problems)} problem(s)"

@@ -4,7 +4,7 @@
 (function () {
   "use strict";
 
-  /* A box that scrolls sideways (a wide table, a figure on a phone) must be reachable
+  /* A box that scrolls sideways (a wide table, a long printed line) must be reachable
      with the keyboard: while it overflows it is a focusable, named region (checked again
      whenever the box changes size: fonts, images, a rotated phone). */
   const SCROLL_BOXES =
@@ -79,10 +79,29 @@
     }
   }
 
+  /* A figure shown smaller than it was drawn (a narrow column, a phone) opens at full size
+     when clicked or tapped: it becomes a link to its image. */
+  function zoomableFigures() {
+    const link = img => {
+      if (img.closest("a") || img.naturalWidth <= img.clientWidth + 1) return;
+      const a = document.createElement("a");
+      a.href = img.currentSrc || img.src;
+      a.className = "msapod-zoom";
+      a.title = "Open the figure at full size";
+      img.replaceWith(a);
+      a.append(img);
+    };
+    for (const img of document.querySelectorAll("div.cell_output img")) {
+      if (img.complete) link(img);
+      else img.addEventListener("load", () => link(img), {once: true});
+    }
+  }
+
   function run() {
     labelsInName();
     bibliography();
     scrollableRegions();
+    zoomableFigures();
   }
 
   if (document.readyState === "loading") {

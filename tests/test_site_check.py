@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-bs4 = pytest.importorskip("bs4")
+bs4 = pytest.importorskip("bs4", reason="beautifulsoup4 is not installed (the book extra)")
 
 SPEC = importlib.util.spec_from_file_location(
     "site_check", Path(__file__).resolve().parents[1] / ".ci" / "site_check.py"

@@ -18,6 +18,13 @@ import xarray as xr
 from msapod import plots
 
 
+def _colour(k: int) -> str:
+    """The ``k``-th colour of the book's palette (:data:`msapod.plots.CATEGORY_COLOURS`),
+    as a colour, not a ``"Ck"`` name: matplotlib resolves a name when the figure is drawn,
+    from the colour cycle in force then, which need not be the book's."""
+    return plots.CATEGORY_COLOURS[k % len(plots.CATEGORY_COLOURS)]
+
+
 def _need(name: str, data, keys: Sequence[str]) -> None:
     missing = [k for k in keys if k not in data]
     if missing:
@@ -50,11 +57,11 @@ def window_panels(ds: xr.Dataset, lags: np.ndarray, *, min_reach: float = 24.0):
                     continue
                 e = ds["energy"].sel(layer=layer).sel(scale=a, method="nearest")
                 label = f"$m = {k + 1}$"
-                ax.plot(lags, e / e.max(), color=f"C{k}", label=f"{label}: $E(a^*_m, b)$")
+                ax.plot(lags, e / e.max(), color=_colour(k), label=f"{label}: $E(a^*_m, b)$")
                 ax.plot(
                     lags,
                     lag_window(lags, c, sigma),
-                    color=f"C{k}",
+                    color=_colour(k),
                     ls="--",
                     label=f"{label}: $w_m(b)$",
                 )
@@ -120,10 +127,12 @@ def theorem1_panels(
         k_test,
         np.asarray(half_err) / total,
         "s-",
-        color="C1",
+        color=_colour(1),
         label=f"POD modes of snapshots {n // 2}-{n - 1}",
     )
-    ax.plot(k_test, np.asarray(pod_err) / total, "o-", color="C0", label="POD modes (optimal)")
+    ax.plot(
+        k_test, np.asarray(pod_err) / total, "o-", color=_colour(0), label="POD modes (optimal)"
+    )
     ax.set(
         xscale="log",
         xlabel="rank $K$ (modes kept)",
@@ -156,7 +165,7 @@ def mode_lag_panels(
                     prof = modes.sel(layer=layer, window=w, mode=k).mean("query")
                     if float(abs(prof).max()) == 0:
                         continue
-                    colour = "k" if w == "plain" else f"C{n - 1}"
+                    colour = "k" if w == "plain" else _colour(n - 1)
                     ax.plot(
                         prof["lag"], prof, ls=ls, color=colour, lw=1.2, label=f"{w} $\\phi_{k}$"
                     )
@@ -233,7 +242,7 @@ def coherency_panels(curves: Mapping[int, Mapping], fixed: Sequence[float]):
     scales ``fixed`` (dashed) and at the layer's dominant scales (solid), with each
     scale's null level (dotted). ``curves``: layer -> {``"curve"``: over ``scale`` and
     ``separation``, ``"null"``: per scale}."""
-    fixed_colours = dict(zip(fixed, ("C0", "C3"), strict=False))
+    fixed_colours = dict(zip(fixed, (_colour(0), _colour(3)), strict=False))
     fig, axes = plots.panels(len(curves), height=2.1, sharex=True, sharey=True)
     with plots.style():
         for ax, (layer, c) in zip(axes, curves.items(), strict=False):
@@ -242,12 +251,12 @@ def coherency_panels(curves: Mapping[int, Mapping], fixed: Sequence[float]):
             dominant = [a for a in scales if not np.isclose(a, fixed).any()]
             for a in scales:
                 if np.isclose(a, fixed).any():
-                    col = fixed_colours.get(float(a), "C0")
+                    col = fixed_colours.get(float(a), _colour(0))
                     ls, label = "--", f"$a = {a:g}$ (fixed)"
                 else:
                     m = dominant.index(a)  # by scale, finest first (the title gives them)
                     rank = ("finest", "second finest", "third finest")[m % 3]
-                    col, ls, label = ("C1", "C2", "C4")[m % 3], "-", f"dominant $a^*$, {rank}"
+                    col, ls, label = _colour((1, 2, 4)[m % 3]), "-", f"dominant $a^*$, {rank}"
                 curve = c["curve"].sel(scale=a)
                 ax.plot(c["curve"]["separation"], curve, color=col, ls=ls, label=label)
                 ax.axhline(c["null"].loc[a], color=col, ls=":", lw=1)
