@@ -420,11 +420,14 @@ def _null_line(mv: xr.Dataset, claim: str) -> str:
 
 
 def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
-    """The claim's verdict box (a MyST admonition with the classes ``verdict`` and
-    ``claim-<id>``): the verdict of the book's default reading and what it means, each
-    test's line, the robustness, the joint test, the null columns and the reading."""
+    """The claim's verdict box: the verdict of the book's default reading and what it
+    means, each test's line, the robustness, the joint test, the null columns and the
+    reading. Written as CommonMark inside an HTML ``<div class="admonition verdict
+    claim-<id>">`` (with its title as ``admonition-title``), so that it renders as the same
+    box on the site (MyST) and in a notebook run in Jupyter or Colab (CommonMark)."""
+    import html
+
     c = REGISTRY[claim]
-    head = f"```{{admonition}} {claim}: {c.paper}\n:class: verdict claim-{claim}\n"
     z = _zoo(mv, zoo)
     code = main_code(mv, claim, z)
     j = spec_index(mv, claim, z)
@@ -437,7 +440,8 @@ def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
     else:
         items += [test_line(v) for v in claim_views(mv, claim, z)]
     items.append("Robustness: " + robustness_sentence(mv, claim))
-    items.append(joint_sentence(mv, claim)[0].upper() + joint_sentence(mv, claim)[1:])
+    joint = joint_sentence(mv, claim)
+    items.append(joint[0].upper() + joint[1:])
     nulls = _null_line(mv, claim)
     if nulls:
         items.append(f"Null columns: {nulls}")
@@ -449,7 +453,15 @@ def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
     if reading:
         items.append(f"Reading: {reading}")
     items.append(f"[The rule in full](#rule-{claim.lower()})")
-    return head + first + "\n\n" + "\n".join(f"* {x}" for x in items) + "\n```"
+    title = html.escape(f"{claim}: {c.paper}")
+    return (
+        f'<div class="admonition verdict claim-{claim}">\n'
+        f'<p class="admonition-title">{title}</p>\n\n'
+        + first
+        + "\n\n"
+        + "\n".join(f"* {x}" for x in items)
+        + "\n\n</div>"
+    )
 
 
 def show_verdict(mv: xr.Dataset, claim: str, zoo: str | None = None):
