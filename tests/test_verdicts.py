@@ -452,7 +452,7 @@ def test_decided_curve_holds_codes_numbers_and_nulls(tiny_curve):
 
 def test_verdict_box_and_headline_come_from_the_numbers(tiny_curve):
     box = render.verdict_markdown(tiny_curve, "C1")
-    assert box.startswith('<div class="admonition verdict claim-C1">')
+    assert box.startswith('<div class="admonition verdict claim-c1">')
     assert "**holds** on the main zoo" in box and box.endswith("</div>")
     v = render.claim_views(tiny_curve, "C1")[0]
     assert render.fmt_num(v.estimate) in box and "needs > 0.55" in box

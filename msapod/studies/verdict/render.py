@@ -423,7 +423,7 @@ def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
     """The claim's verdict box: the verdict of the book's default reading and what it
     means, each test's line, the robustness, the joint test, the null columns and the
     reading. Written as CommonMark inside an HTML ``<div class="admonition verdict
-    claim-<id>">`` (with its title as ``admonition-title``), so that it renders as the same
+    claim-<id>">`` (the id in lower case, as docutils writes a class) (with its title as ``admonition-title``), so that it renders as the same
     box on the site (MyST) and in a notebook run in Jupyter or Colab (CommonMark)."""
     import html
 
@@ -455,7 +455,7 @@ def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
     items.append(f"[The rule in full](#rule-{claim.lower()})")
     title = html.escape(f"{claim}: {c.paper}")
     return (
-        f'<div class="admonition verdict claim-{claim}">\n'
+        f'<div class="admonition verdict claim-{claim.lower()}">\n'
         f'<p class="admonition-title">{title}</p>\n\n'
         + first
         + "\n\n"
