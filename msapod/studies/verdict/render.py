@@ -423,8 +423,9 @@ def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
     """The claim's verdict box: the verdict of the book's default reading and what it
     means, each test's line, the robustness, the joint test, the null columns and the
     reading. Written as CommonMark inside an HTML ``<div class="admonition verdict
-    claim-<id>">`` (the id in lower case, as docutils writes a class) (with its title as ``admonition-title``), so that it renders as the same
-    box on the site (MyST) and in a notebook run in Jupyter or Colab (CommonMark)."""
+    claim-<id>">`` (the id in lower case, as docutils writes a class; the title as
+    ``admonition-title``), so that it renders as the same box on the site (MyST) and in a
+    notebook run in Jupyter or Colab (CommonMark)."""
     import html
 
     c = REGISTRY[claim]
