@@ -36,10 +36,10 @@ and on top, using all three:
 
 * :mod:`.reproduce` -- every cached study in one command, and ``--check``,
 * :mod:`.own_model` -- ``msapod analyze``: any model and text to a dataset with intervals
-  and a self-contained HTML report,
-* :mod:`.pages`, :mod:`.prose`, :mod:`.book` -- what the book's pages print: a claim's
-  numbers and tables beside its verdict (read from the curve), the method pages'
-  sentences, and their longer figures. None decides a claim.
+  and a self-contained HTML report;
+
+and the book's kit beside the package (``msapod_book``: what the pages print and draw),
+which imports msapod and is never imported by it.
 """
 
 __all__ = ["check_claims"]

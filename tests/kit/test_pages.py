@@ -1,4 +1,4 @@
-"""What the pages print beside a claim (msapod.studies.pages): the default reading, the
+"""What the pages print beside a claim (msapod_book.pages): the default reading, the
 replicates, the labelled comparisons and the scorecard's tables, on the shipped results
 and on small inputs."""
 
@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from msapod.studies import pages
 from msapod.studies.registry import REGISTRY
 from msapod.studies.store.results import load_result
 from msapod.studies.verdict import render
 from msapod.studies.verdict.curve import MAIN_READING
+from msapod_book import pages
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The method pages' sentences and tables (msapod.studies.prose), on small and shipped data."""
+"""The method pages' sentences and tables (msapod_book.prose), on small and shipped data."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ import pytest
 import xarray as xr
 
 import msapod
-from msapod import plots
-from msapod.studies import pages, prose
 from msapod.studies.store.results import load_result
+from msapod_book import pages, plots, prose
 
 
 def test_theorem1_text_counts_competitors_that_do_as_well():

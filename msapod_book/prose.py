@@ -6,9 +6,9 @@ of ``results/``, the trained zoo) and returns Markdown, a sentence or a table, s
 page cell holds a single call; a few return the numbers such a sentence reads
 (:func:`coherency_of`, :func:`line_lengths`,
 :func:`sink_layers`). None decides a claim: a claim's numbers and verdicts come from
-the curve and the renderer (:mod:`msapod.studies.pages`,
+the curve and the renderer (:mod:`msapod_book.pages`,
 :mod:`msapod.studies.verdict.render`), and the training summary quotes claim L's
-sentence from the curve (:func:`msapod.studies.pages.loss_text`).
+sentence from the curve (:func:`msapod_book.pages.loss_text`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .. import plots
+from . import plots
 from .pages import loss_difference, loss_text
 
 __all__ = [
@@ -416,7 +416,7 @@ def loss_table(models=None) -> pd.DataFrame:
     training steps done and planned, the validation loss over the whole split (the one
     claim L is decided on, ``val_loss_split``) and the last 20-batch estimate of the
     training curve (``log.json``, a diagnostic)."""
-    from ..models import zoo
+    from msapod.models import zoo
 
     loss, _ = loss_difference(models)
     rows = {}
@@ -555,7 +555,7 @@ def training_summary(target: float, mv, models=None) -> str:
     """The zoo's training outcome as a Markdown list: how many models reach the
     ``target`` validation loss over the whole split, the loss per architecture (mean ±
     half-range over seeds) and claim L's numbers from the curve ``mv``
-    (:func:`~msapod.studies.pages.loss_text`)."""
+    (:func:`~msapod_book.pages.loss_text`)."""
     table = loss_table(models)
     whole = table["val loss, whole split (L)"]
     meets = whole <= target
@@ -711,7 +711,7 @@ def tspec_n_text(conv: xr.Dataset) -> str:
 def seeds_text(zoo_name: str | None = None) -> str:
     """The trained seeds per architecture of a zoo (default: the main one), from
     :func:`msapod.zoo.trained`: ``"4"``, or ``"2–4"`` when the architectures differ."""
-    from ..models import zoo
+    from msapod.models import zoo
 
     kw = {} if zoo_name is None else {"zoo": zoo_name}
     n = [len(zoo.trained(architecture=a, **kw)) for a in zoo.ARCHITECTURES]
@@ -1046,7 +1046,7 @@ def retraining_text(
     holds the first model). Returns a Markdown list and a one-sentence takeaway."""
     models = list(final.index)
     if losses is None:
-        from ..models import zoo
+        from msapod.models import zoo
 
         name = next(z for z, members in zoo.ZOOS.items() if models[0] in members)
         losses = loss_table(zoo.trained(zoo=name))

@@ -16,11 +16,18 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from .. import plots
-from .registry import JOINT_STATISTIC, REGISTRY, qualified_id
-from .verdict import render
-from .verdict.curve import CURVE_AXES, MAIN_READING, NULL_COLUMNS, READING_TAGS, claim_axes
-from .verdict.joint import STATISTICS
+from msapod.studies.registry import JOINT_STATISTIC, REGISTRY, qualified_id
+from msapod.studies.verdict import render
+from msapod.studies.verdict.curve import (
+    CURVE_AXES,
+    MAIN_READING,
+    NULL_COLUMNS,
+    READING_TAGS,
+    claim_axes,
+)
+from msapod.studies.verdict.joint import STATISTICS
+
+from . import plots
 
 __all__ = [
     "PAGE_NAMES",
@@ -296,7 +303,7 @@ def dominant_scale_table(ev: xr.Dataset, models) -> pd.DataFrame:
     evidence), one row per model of ``models``, one column per layer: located values with
     their 95 % jackknife interval over snippets (log scale), a maximum at the grid's edge
     as the bound it is (``≤ 3.00``, ``≥ 128``)."""
-    from .verdict.inference import log_interval
+    from msapod.studies.verdict.inference import log_interval
 
     sel = {a: MAIN_READING[a] for a in ("field", "normalisation", "scale_min", "scale_stat")}
     d = (
@@ -440,7 +447,7 @@ def zoo_models(mv, zoo: str) -> tuple[int, int]:
 
 def zoo_width(mv, zoo: str) -> int:
     """:math:`d_\\mathrm{model}` of ``zoo``'s models (from their training configs)."""
-    from ..models.zoo import ZOO_CONFIGS
+    from msapod.models.zoo import ZOO_CONFIGS
 
     first = str(mv["model"].values[mv["model_zoo"].values == zoo][0])
     return int(ZOO_CONFIGS[first].model.n_embd)
@@ -622,9 +629,9 @@ def loss_difference(models=None) -> tuple[xr.DataArray, xr.Dataset]:
     """The whole-split validation losses of ``models`` (default the main zoo's trained
     models) and EGA − baseline with its 95 % Student-t interval over seeds
     (:func:`~msapod.studies.measure.uncertainty.arch_difference`)."""
-    from ..models import zoo
-    from .measure.uncertainty import arch_difference
-    from .verdict.study import zoo_losses
+    from msapod.models import zoo
+    from msapod.studies.measure.uncertainty import arch_difference
+    from msapod.studies.verdict.study import zoo_losses
 
     models = list(zoo.trained()) if models is None else list(models)
     loss = zoo_losses(models)
@@ -686,7 +693,7 @@ def llm_scale_depth(ds: xr.Dataset, zoo_centroid: xr.DataArray) -> str:
     """The LLM's scales across depth: the spread of its scale centroid (characters) and
     its rank correlation with depth, in how many layers the dominant scale is the finest
     one, against the zoo's centroids (``zoo_centroid``, characters)."""
-    from ..pipeline import FIELD_SYMBOLS
+    from msapod.pipeline import FIELD_SYMBOLS
 
     sym = FIELD_SYMBOLS[ds.attrs["scalogram_field"]]
     cpt, n = _cpt(ds), ds.sizes["layer"]

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import xarray as xr
 
-from msapod import plots
+from msapod_book import plots
 
 
 def _colour(k: int) -> str:
@@ -540,7 +540,7 @@ def llm_scale_panels(
     layer's energy (scale in characters). Right: its scale centroid across relative depth
     beside the zoo's (``zoo_centroid`` over ``model`` and ``layer``), with C1's band
     (``a <= c1``), C2's threshold ``c2`` and the LLM's finest scale."""
-    from ..pipeline import FIELD_SYMBOLS
+    from msapod.pipeline import FIELD_SYMBOLS
 
     _need("ds", ds, ("scale_spectrum", "scale_centroid"))
     sym = FIELD_SYMBOLS[ds.attrs["scalogram_field"]]
@@ -643,7 +643,7 @@ __all__ = [
 def _with_interval(value: xr.DataArray, se: xr.DataArray, log: bool):
     """``value`` with its 95 % normal interval over the snippets (``log``: on the log
     scale, :func:`msapod.studies.verdict.inference.log_interval`)."""
-    from .verdict.inference import log_interval
+    from msapod.studies.verdict.inference import log_interval
 
     q = 1.959963984540054
     if log:
@@ -695,7 +695,7 @@ def trajectory_contrasts(traj: xr.Dataset):
     scalogram energy (C7) and :math:`T_\\mathrm{spec}` (C8), with the 95 % interval of
     the difference over the snippets
     (:func:`msapod.studies.verdict.trajectory.ega_contrast`)."""
-    from .verdict.trajectory import ega_contrast
+    from msapod.studies.verdict.trajectory import ega_contrast
 
     fig, axes = plots.panels(2, height=2.8)
     with plots.style():
