@@ -133,7 +133,7 @@ def comparison_line(mv, claim: str, zoo: str | None = None, **axes) -> str:
         raise ValueError("axes: expected the reading to compare with (e.g. field='u')")
     code = render.main_code(mv, claim, zoo, **axes)
     lines = "; ".join(render.test_line(v) for v in render.claim_views(mv, claim, zoo, **axes))
-    label = render.reading_words({**MAIN_READING, **axes}, list(axes))
+    label = render.reading_words({**MAIN_READING, **axes}, list(axes), claim=claim)
     return (
         f"For comparison, with the {label}, {claim} would read *{render.word(code)}*: "
         f"{lines}. The verdict above is the default reading's."
@@ -285,7 +285,9 @@ def departures_table(mv, claim: str, zoo: str | None = None) -> pd.DataFrame:
             views = render.claim_views(mv, claim, zoo, **ax)
         except LookupError:  # outside the claim's sub-grid (e.g. C4's windows on the lags)
             continue
-        label = render.reading_words({**MAIN_READING, **ax}, list(ax)) or "default reading"
+        label = (
+            render.reading_words({**MAIN_READING, **ax}, list(ax), claim=claim) or "default reading"
+        )
         row = {"verdict": render.word(render.main_code(mv, claim, zoo, **ax))}
         for v in views:
             name = " ".join(x for x in (v.test.part, v.test.case) if x) or "estimate"
@@ -340,7 +342,8 @@ def flips_table(mv) -> pd.DataFrame:
             "robust?": "yes" if bool(mv["robust"].sel(claim=c)) else "no",
             "readings that agree": plots.number(100 * float(mv["robust_share"].sel(claim=c)), 2)
             + " %",
-            "changed by": "; ".join(render.flip_words(f) for f in flips.split("; ") if f) or "—",
+            "changed by": "; ".join(render.flip_words(f, str(c)) for f in flips.split("; ") if f)
+            or "—",
         }
     return pd.DataFrame(rows).T.rename_axis("claim")
 

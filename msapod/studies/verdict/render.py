@@ -160,9 +160,16 @@ def layer_span(layers: Sequence[int]) -> str:
     return ", ".join(map(str, layers))
 
 
-def reading_words(reading: Mapping, axes: Sequence[str], tags: Mapping | None = None) -> str:
+def reading_words(
+    reading: Mapping, axes: Sequence[str], tags: Mapping | None = None, *, claim: str = ""
+) -> str:
     """The reading of ``axes`` in words, each tagged "paper" or "book" where ``tags``
-    gives one."""
+    gives one. Windows sit on the paper's lags only for a claim that has the axis
+    ``c4_window`` (``claim``, or ``axes`` holding it); elsewhere they sit at a*, and their
+    width reads in units of a*."""
+    on_lags = "c4_window" in (claim_axes(claim) if claim else axes)
+    if not on_lags:
+        reading = {**reading, "c4_window": "dominant scale"}
     parts = []
     for a in axes:
         if a in reading and a in _READING:
@@ -367,11 +374,13 @@ def robustness_sentence(mv: xr.Dataset, claim: str) -> str:
     head = f"{share:.0%} of its {n} decided readings agree"
     if bool(mv["robust"].sel(claim=claim)):
         return f"**robust**: no single choice the book varies changes it ({head})"
-    named = "; ".join(flip_words(f) for f in flips.split("; ") if f)
+    named = "; ".join(flip_words(f, claim) for f in flips.split("; ") if f)
     return f"**fragile**: {named} changes it ({head})"
 
 
-def flip_words(flip: str) -> str:
+def flip_words(flip: str, claim: str = "") -> str:
+    """One departure from the default reading (``"axis=value"`` of the curve's ``flips``)
+    in words, for ``claim``'s reading."""
     axis, value = flip.split("=", 1)
     if axis == "zoo":
         return f"the {value} zoo"
@@ -379,7 +388,9 @@ def flip_words(flip: str) -> str:
         v = json.loads(value)
     except ValueError:
         v = value
-    return _READING[axis](v, {}) if axis in _READING else f"{AXIS_NAMES[axis]} {value}"
+    if axis not in _READING:
+        return f"{AXIS_NAMES[axis]} {value}"
+    return reading_words({**MAIN_READING, axis: v}, [axis], claim=claim)
 
 
 def joint_sentence(mv: xr.Dataset, claim: str) -> str:
