@@ -254,3 +254,26 @@ def test_machine_precision_results_are_bounds():
     # two machines' round-off (1.5e-15 and 6.0e-16) print the same bound
     assert theorem_text(1.5e-15, 0, 30) == theorem_text(6.0e-16, 0, 30)
     assert "below 1e-14" in theorem_text(1.5e-15, 0, 30)
+
+
+def test_vectors_defined_up_to_sign_compare_after_matching_it(tmp_path):
+    from msapod.studies.store.results import _compare_netcdf
+
+    rng = np.random.default_rng(0)
+    modes = rng.standard_normal((3, 2, 10))  # (layer, mode, lag)
+    flipped = modes.copy()
+    flipped[1, 0] *= -1  # one mode returned with the other sign
+    changed = flipped.copy()
+    changed[2, 1, 4] += 0.5  # and a real change elsewhere
+
+    def write(name, values, signed=True):
+        attrs = {"sign_dims": "lag"} if signed else {}
+        ds = xr.Dataset({"mode_lag": (("layer", "mode", "lag"), values, attrs)})
+        ds.to_netcdf(tmp_path / name, engine="h5netcdf")
+        return tmp_path / name
+
+    old = write("old.nc", modes)
+    assert _compare_netcdf(write("flip.nc", flipped), old) == []
+    assert _compare_netcdf(write("real.nc", changed), old)
+    bare = write("bare_old.nc", modes, signed=False)
+    assert _compare_netcdf(write("bare_flip.nc", flipped, signed=False), bare)

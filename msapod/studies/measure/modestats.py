@@ -249,6 +249,7 @@ def summarise_modes(analyses: dict[str, xr.Dataset]) -> xr.Dataset:
     }
     for k, v in attrs.items():
         out[k].attrs["description"] = v
+    out["mode_lag"].attrs["sign_dims"] = "query lag_shown"  # a POD mode is defined up to sign
     return out
 
 

@@ -32,7 +32,10 @@ with ``max|y|`` over the variable's finite values (its scale), :data:`RTOL` = 1e
 must match in place (and sign). A variable whose attrs carry ``roundoff_bound`` measures
 round-off itself (a row-sum deviation): it agrees when both values are at or below that
 bound (the recomputation's attrs, which say what the code measures today, take
-precedence over the shipped file's). Integers, booleans, words and coordinates are
+precedence over the shipped file's). A variable whose attrs carry ``sign_dims`` holds
+vectors defined up to their sign (POD modes: an eigensolver on another CPU may return
+``-phi``): each vector, over those dims, is compared after taking the sign that matches
+the shipped one. Integers, booleans, words and coordinates are
 compared exactly (float coordinates to 1e-12 relative, the last bit a libm may round
 differently). On failure the report says, per variable, the largest difference relative
 to the variable's scale.
@@ -386,6 +389,13 @@ def _compare_numbers(name: str, x: np.ndarray, y: np.ndarray, attrs: dict) -> li
     ]
 
 
+def _matched_sign(x: xr.DataArray, y: xr.DataArray, dims: list[str]) -> np.ndarray:
+    """``x`` with each vector over ``dims`` multiplied by the sign that makes it agree
+    with ``y``'s (the sign of their inner product; NaN entries left out)."""
+    dot = (x.fillna(0.0) * y.fillna(0.0)).sum(dims)
+    return (x * xr.where(dot < 0, -1.0, 1.0)).transpose(*y.dims).values
+
+
 def _compare_netcdf(new: Path, old: Path, models: list[str] | None = None) -> list[str]:
     with xr.open_dataset(new, engine="h5netcdf") as a, xr.open_dataset(old, engine="h5netcdf") as b:
         a, b = a.load(), b.load()
@@ -409,7 +419,10 @@ def _compare_netcdf(new: Path, old: Path, models: list[str] | None = None) -> li
                 problems.append(f"{v}: coordinate differs ({int((~same).sum())} values)")
         else:
             # the recomputation's attrs say what the code measures today
-            problems += _compare_numbers(v, x, y, {**b[v].attrs, **a[v].attrs})
+            attrs = {**b[v].attrs, **a[v].attrs}
+            if "sign_dims" in attrs:
+                x = _matched_sign(a[v], b[v], str(attrs["sign_dims"]).split())
+            problems += _compare_numbers(v, x, y, attrs)
     return problems
 
 
