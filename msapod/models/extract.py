@@ -181,7 +181,7 @@ def _gpt_layers(
         for s in range(0, len(ids), batch_size)
     ]
     for b in batches:
-        model._check_idx(b)
+        model.check_idx(b)
     T = ids.shape[1]
     pos = torch.arange(T, device=device)
     hidden = [model.wte(b) + model.wpe(pos) for b in batches]

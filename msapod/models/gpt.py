@@ -242,7 +242,7 @@ class GPT(nn.Module):
     def num_params(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def _check_idx(self, idx: torch.Tensor) -> None:
+    def check_idx(self, idx: torch.Tensor) -> None:
         if idx.ndim != 2:
             raise ValueError(f"idx: expected (batch, time) token ids, got shape {tuple(idx.shape)}")
         if idx.shape[1] > self.config.block_size:
@@ -251,7 +251,7 @@ class GPT(nn.Module):
             )
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
-        self._check_idx(idx)
+        self.check_idx(idx)
         T = idx.shape[1]
         pos = torch.arange(T, device=idx.device)
         x = self.drop(self.wte(idx) + self.wpe(pos))
@@ -267,7 +267,7 @@ class GPT(nn.Module):
     def attention(self, idx: torch.Tensor, layers=None):
         """Yield ``(layer, probs)`` with exact float64 probabilities (B, H, T, T), one layer
         at a time, stopping after the last requested layer."""
-        self._check_idx(idx)
+        self.check_idx(idx)
         wanted = set(range(self.config.n_layer) if layers is None else layers)
         T = idx.shape[1]
         x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
