@@ -243,8 +243,8 @@ class GPT(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     def check_idx(self, idx: torch.Tensor) -> None:
-        """A clear error unless ``idx`` is ``(batch, time)`` token ids the model takes
-        (at most ``block_size`` long, inside the vocabulary)."""
+        """A clear error unless ``idx`` is ``(batch, time)`` token ids the model takes,
+        at most ``block_size`` long)."""
         if idx.ndim != 2:
             raise ValueError(f"idx: expected (batch, time) token ids, got shape {tuple(idx.shape)}")
         if idx.shape[1] > self.config.block_size:
