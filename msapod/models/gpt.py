@@ -244,7 +244,7 @@ class GPT(nn.Module):
 
     def check_idx(self, idx: torch.Tensor) -> None:
         """A clear error unless ``idx`` is ``(batch, time)`` token ids the model takes,
-        at most ``block_size`` long)."""
+        at most ``block_size`` long."""
         if idx.ndim != 2:
             raise ValueError(f"idx: expected (batch, time) token ids, got shape {tuple(idx.shape)}")
         if idx.shape[1] > self.config.block_size:
