@@ -24,13 +24,11 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from msapod.plots import (  # msapod's style, re-exported: a page imports one module
+from msapod.plots import (  # noqa: F401  (msapod's style, re-exported: a page imports one module)
     ARCH_COLOURS,
     BAND_ALPHA,
     BAND_COLOUR,
     CATEGORY_COLOURS,
-    CATEGORY_MARKERS,
-    DPI,
     LABELS,
     MAX_COLS,
     MIN_FONT_SIZE,
@@ -63,42 +61,8 @@ from msapod.plots import (  # msapod's style, re-exported: a page imports one mo
     use_style,
 )
 
+#: The kit's own figures and tables (msapod's style functions are re-exported above).
 __all__ = [
-    "ARCH_COLOURS",
-    "BAND_ALPHA",
-    "BAND_COLOUR",
-    "CATEGORY_COLOURS",
-    "CATEGORY_MARKERS",
-    "DPI",
-    "LABELS",
-    "MAX_COLS",
-    "MIN_FONT_SIZE",
-    "MISSING",
-    "OKABE_ITO",
-    "STYLE",
-    "WIDTH",
-    "ZOO_COLOURS",
-    "architecture",
-    "below",
-    "category_style",
-    "check_dims",
-    "colour",
-    "lag_extent",
-    "layer_profile",
-    "legend_below",
-    "log_ticks",
-    "mode_lags",
-    "model_style",
-    "number",
-    "outer_labels",
-    "panel_select",
-    "panel_title",
-    "panel_values",
-    "panels",
-    "scale_spectrum",
-    "scalogram",
-    "style",
-    "use_style",
     "BAND_TEXT",
     "REACH",
     "Table",
@@ -689,7 +653,7 @@ def verdict_bars(
 
 def replicates(
     values,
-    architecture,
+    architectures,
     lower=None,
     upper=None,
     *,
@@ -701,8 +665,8 @@ def replicates(
     log: bool = False,
 ):
     """The replicates behind one test: each model's value (coloured and marked by its
-    architecture, :data:`ARCH_COLOURS`; with its interval ``[lower, upper]`` where given)
-    and, at the right, the zoo-level ``estimate`` ``(value, lower, upper)`` with the side
+    entry of ``architectures``, :data:`ARCH_COLOURS`; with its interval ``[lower,
+    upper]`` where given) and, at the right, the zoo-level ``estimate`` ``(value, lower, upper)`` with the side
     of the ``boundary`` ``(low, high)`` where the test holds shaded (:func:`claim_band`),
     for ``direction`` ``"greater"`` (above ``low``), ``"less"`` (below ``high``) or
     ``"within"`` (between them). Without ``estimate`` (a contrast of the architectures,
@@ -714,9 +678,9 @@ def replicates(
     import matplotlib.pyplot as plt
 
     v = np.asarray(values, float)
-    arch = [str(a) for a in architecture]
+    arch = [str(a) for a in architectures]
     if len(arch) != len(v):
-        raise ValueError(f"architecture: expected {len(v)} labels, got {len(arch)}")
+        raise ValueError(f"architectures: expected {len(v)} labels, got {len(arch)}")
     lo = np.full_like(v, np.nan) if lower is None else np.asarray(lower, float)
     hi = np.full_like(v, np.nan) if upper is None else np.asarray(upper, float)
     with style():
