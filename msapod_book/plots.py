@@ -665,13 +665,13 @@ def replicates(
     log: bool = False,
 ):
     """The replicates behind one test: each model's value (coloured and marked by its
-    entry of ``architectures``, :data:`ARCH_COLOURS`; with its interval ``[lower,
-    upper]`` where given) and, at the right, the zoo-level ``estimate`` ``(value, lower, upper)`` with the side
-    of the ``boundary`` ``(low, high)`` where the test holds shaded (:func:`claim_band`),
-    for ``direction`` ``"greater"`` (above ``low``), ``"less"`` (below ``high``) or
-    ``"within"`` (between them). Without ``estimate`` (a contrast of the architectures,
-    whose estimate is not on the models' scale) each architecture's mean is drawn as a
-    line of its colour instead, and no boundary.
+    entry of ``architectures``, :data:`ARCH_COLOURS`; with its interval ``[lower, upper]``
+    where given) and, at the right, the zoo-level ``estimate`` ``(value, lower, upper)``
+    with the side of the ``boundary`` ``(low, high)`` where the test holds shaded
+    (:func:`claim_band`), for ``direction`` ``"greater"`` (above ``low``), ``"less"``
+    (below ``high``) or ``"within"`` (between them). Without ``estimate`` (a contrast of
+    the architectures, whose estimate is not on the models' scale) each architecture's
+    mean is drawn as a line of its colour instead, and no boundary.
 
     Returns the figure.
     """
