@@ -32,7 +32,7 @@ from . import plots
 __all__ = [
     "PAGE_NAMES",
     "assurance",
-    "axes_table",
+    "axes_markdown",
     "capacity",
     "claimed_signs",
     "claims_markdown",
@@ -384,20 +384,22 @@ def null_table(mv) -> pd.DataFrame:
     return pd.DataFrame(rows).T.rename_axis("claim")
 
 
-def axes_table() -> pd.DataFrame:
-    """The axes of the specification curve, one row each: its readings in words (the
-    default first, tagged *paper* or *book*), why the default, and the claims it can
-    change."""
-    rows = {}
+def axes_markdown() -> str:
+    """The axes of the specification curve as a Markdown definition list (it reads on a
+    phone): per axis its readings in words (the default first, tagged *paper* or *book*),
+    why the default, and the claims it can change."""
+    out = []
     for a, values in CURVE_AXES.items():
         tag, why = READING_TAGS[a]
         words = [render.reading_words({**MAIN_READING, a: v}, [a]) for v in values]
-        rows[render.AXIS_NAMES[a]] = {
-            "readings (default first)": f"{words[0]} (default, {tag}); " + "; ".join(words[1:]),
-            "why the default": why,
-            "claims": ", ".join(c for c in REGISTRY if a in claim_axes(c)),
-        }
-    return pd.DataFrame(rows).T.rename_axis("axis")
+        claims = ", ".join(c for c in REGISTRY if a in claim_axes(c))
+        out += [
+            f"**{render.AXIS_NAMES[a]}** ({claims})",
+            f": *{words[0]}* (default, {tag}); " + "; ".join(words[1:]),
+            f": {why}",
+            "",
+        ]
+    return "\n".join(out)
 
 
 def rules_markdown() -> str:

@@ -101,11 +101,12 @@ def test_other_zoos_and_capacity(mv):
         assert f"The {z} zoo" in text
 
 
-def test_axes_table_and_rules_markdown():
-    axes = pages.axes_table()
+def test_axes_markdown_and_rules_markdown():
     from msapod.studies.verdict.curve import CURVE_AXES
 
+    axes = [b for b in pages.axes_markdown().split("\n\n") if b]
     assert len(axes) == len(CURVE_AXES)
+    assert all(b.startswith("**") and "\n: *" in b for b in axes)
     rules = pages.rules_markdown()
     for c in REGISTRY:
         assert f"(rule-{c.lower()})=" in rules
