@@ -139,15 +139,24 @@ def check_count(A: xr.DataArray, name: str, min_snapshots: int, snapshot_dim: st
         )
 
 
-def raise_values(name: str, res: dict, stochastic: bool, atol: float) -> None:
+def raise_values(name: str, res: dict, stochastic: bool, atol: float, band: bool = False) -> None:
     """The value checks' messages from counts: ``bad`` (NaN/inf entries), ``neg`` (any entry
     below ``-atol``) and ``worst`` (the least and the largest row sum - 1), the last two
-    if present; the message names the row sum that deviates most."""
+    if present; the message names the row sum that deviates most. The rows of a lag band
+    (``band``) hold part of the keys: they sum to at most one."""
     if int(res["bad"]):
         raise ValueError(f"{name}: expected finite values, found {int(res['bad'])} NaN/inf entries")
     if stochastic and "neg" in res:
         if bool(res["neg"]):
             raise ValueError(f"{name}: expected attention probabilities >= 0, found negatives")
+        if band:
+            dev = float(np.max(res["worst"]))
+            if dev > atol:
+                raise ValueError(
+                    f"{name}: expected the rows of a lag band to sum to at most 1 (attention "
+                    f"probabilities), worst row sums to {1.0 + dev:.6g} (> 1 + atol {atol})"
+                )
+            return
         dev = max(np.ravel(res["worst"]).astype(float), key=abs)
         if abs(dev) > atol:
             raise ValueError(
