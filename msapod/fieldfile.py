@@ -270,7 +270,7 @@ class FieldFile:
         chunk
             Snapshots per chunk (default: the largest batch, at most 16).
         progress, desc
-            A tqdm bar over the batches, and its label.
+            A tqdm bar over the layers of the batches, and its label.
         """
         shape = tuple(int(s) for s in shape)
         dims = tuple(dims) if dims is not None else default_dims(len(shape))
@@ -366,11 +366,11 @@ class FieldFile:
         arrays = _ensemble_of(f, attrs=False)
         flags = done[...]
         todo = [i for i in range(len(plan)) if not flags[i]]
-        bar = tqdm(
-            total=len(plan),
-            initial=len(plan) - len(todo),
+        bar = tqdm(  # a step per layer of a batch: a pass's progress shows as it runs
+            total=len(plan) * shape[0],
+            initial=(len(plan) - len(todo)) * shape[0],
             desc=desc,
-            unit="batch",
+            unit="layer",
             disable=not progress,
             mininterval=1,
         )
@@ -390,6 +390,7 @@ class FieldFile:
                     where = (k,) + (slice(None),) * (axis - 1) + (slice(a, b),)
                     var[where] = np.asarray(values).astype("<f4", copy=False)
                     written.add(k)
+                    bar.update(1)
 
                 record(a, b, arrays, write)
                 if len(written) != shape[0]:
@@ -400,7 +401,6 @@ class FieldFile:
                 f.flush()
                 done[i] = 1
                 f.flush()
-                bar.update(1)
 
 
 def _layer_sha256(var, k: int, step: int = 16) -> str:

@@ -139,7 +139,7 @@ STUDY_TIERS = ("registry", "store", "measure", "verdict")
 def _study_tier(module: str) -> int | None:
     """0 the claim registry (facts every tier reads), 1 store, 2 measure, 3 verdict, 4 the
     commands and the pages' figures, sentences and claim tables on top (``reproduce``,
-    ``own_model``, ``book``, ``prose``, ``pages``)."""
+    ``own_model``, ``report``, ``book``, ``prose``, ``pages``)."""
     parts = module.split(".")
     if parts[:2] != ["msapod", "studies"] or len(parts) < 3:
         return None
@@ -165,6 +165,7 @@ def test_every_study_module_is_in_a_tier():
         "registry.py",
         "reproduce.py",
         "own_model.py",
+        "report.py",
         "book.py",
         "prose.py",
         "pages.py",
