@@ -100,9 +100,10 @@ def analyze(
         Also compute gamma(peak, query_i, query_j) at the dominant scales (slower).
     tau_max
         Analyse only the lags ``tau = query - key`` in ``0..tau_max`` of causal fields
-        (default None: every lag; a lag band ``A``: all of its lags). The lag form, the
-        Gram tensor and the modes then hold ``N L (tau_max + 1)`` values instead of
-        ``N L^2``, and every statistic is that of the band: at each of its lags the mean
+        (default None: every lag; a lag band ``A``: all of its lags). The lag form then
+        holds ``N L (tau_max + 1)`` values instead of ``N L^2``, the per-lag Gram tensor
+        ``(tau_max + 1) N^2`` instead of ``L N^2`` and a mode ``L (tau_max + 1)`` instead
+        of ``L^2``, and every statistic is that of the band: at each of its lags the mean
         field, the lag moments ``C(tau, tau')`` and the per-lag Grams ``G(tau)`` are the
         full computation's; the scalogram, the windows and the POD are those of the band
         (equal to the full analysis where the fields have no weight beyond
@@ -440,10 +441,8 @@ def _lag_statistics(A: xr.DataArray, kern, p: dict):
         check_tau_max(tau_max, len(lags))
         A = A.isel(lag=slice(0, tau_max + 1))
     R = A.transpose(dim, "query", "lag").data
-    stats = kern.LagStats.of_band(
-        R, A["lag"].values if "lag" in A.coords else np.arange(A.sizes["lag"]), q, k,
-        name="A", stochastic=p["check_stochastic"],
-    )  # fmt: skip
+    lags = np.arange(A.sizes["lag"])
+    stats = kern.LagStats.of_band(R, lags, q, k, name="A", stochastic=p["check_stochastic"])
     return stats, q, k
 
 

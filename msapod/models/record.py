@@ -277,10 +277,19 @@ def _record_mask(*args, **kwargs):
     """The mask the configured implementation builds (None where it builds none)."""
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS
 
-    session = _SESSION.get()
-    kernel = session.kernel(kwargs["config"]) if session is not None else "sdpa"
-    build = ALL_MASK_ATTENTION_FUNCTIONS._global_mapping.get(kernel)
+    build = ALL_MASK_ATTENTION_FUNCTIONS._global_mapping.get(_active().kernel(kwargs["config"]))
     return None if build is None else build(*args, **kwargs)
+
+
+def _active() -> _Session:
+    """The recorded pass under way."""
+    session = _SESSION.get()
+    if session is None:
+        raise RuntimeError(
+            f"model: attention implementation {ATTENTION_NAME!r} is active outside a "
+            "recorded pass; set the model's attn_implementation back"
+        )
+    return session
 
 
 def _configured_function(module, kernel: str):
@@ -303,12 +312,7 @@ def _configured_function(module, kernel: str):
 def _record_attention(module, query, key, value, attention_mask, *args, **kwargs):
     """The registered attention function (see the module docstring): the configured
     kernel's result, after handing a requested layer's probabilities to the sink."""
-    session = _SESSION.get()
-    if session is None:
-        raise RuntimeError(
-            f"model: attention implementation {ATTENTION_NAME!r} is active outside a "
-            "recorded pass; set the model's attn_implementation back"
-        )
+    session = _active()
     layer = session.seen.setdefault(id(module), len(session.seen) + 1)
     kernel = session.kernel(module)
     result = _configured_function(module, kernel)(

@@ -41,6 +41,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -332,7 +333,7 @@ def _gguf_source(spec: str, label: str | None) -> Source:
 
     try:
         path = Path(spec).expanduser() if spec.endswith(".gguf") else None
-        return llm.smollm2_source(label, path)
+        return replace(llm.smollm2_source(label, path), spec=spec)
     except (FileNotFoundError, ImportError, ValueError) as err:
         raise UsageError(f"SOURCE {spec!r}: {err}") from None
 

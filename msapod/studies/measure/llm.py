@@ -425,7 +425,7 @@ def smollm2_analysis(
     :data:`~msapod.studies.measure.model_analysis.BATCH_BUDGET` bytes), then analyses
     one layer at a time; both stages resume after an interruption. Later calls
     read the verified cache file. Measured for the default ensemble on two busy CPU
-    cores: about 5 minutes in all, peak resident memory 1.65 GB.
+    cores: about 3 minutes in all (one forward pass), peak resident memory 1.7 GiB.
     """
     n = check_int(n, "n", 2)
     length = check_int(length, "length", 2)
