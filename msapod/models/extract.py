@@ -618,8 +618,8 @@ def write_attention(
         store.partial.unlink(missing_ok=True)
     record_fields(
         store, model, ids, layer_list, _batches(n, batch_size),
-        average_heads=layout.average_heads, tau_max=layout.tau_max, dims=dims,
-        coords=coords, attrs=attrs, offsets=offsets, chunk=min(chunk, n), progress=progress,
+        average_heads=layout.average_heads, tau_max=layout.tau_max, coords=coords,
+        attrs=attrs, offsets=offsets, chunk=min(chunk, n), progress=progress,
     )  # fmt: skip
     try:
         return store.open(chunks, shape=shape, coords=coords)
@@ -643,13 +643,14 @@ def record_fields(
     ``store``: one forward pass per batch of ``plan`` (``[start, stop)`` ranges), each
     layer written as soon as it is computed (float32; heads averaged or kept, in the key
     layout or the lag band ``0..tau_max``); an interrupted file resumes at its next
-    batch. ``build``: the other arguments of :meth:`msapod.fieldfile.FieldFile.build`
-    (``dims``, ``coords``, ``attrs``, ``offsets``, ``ensemble``, ``chunk``,
-    ``progress``)."""
+    batch. The file's dims are ``(layer, [head,] snapshot, query, key)``, ``lag`` for
+    ``key`` in a band. ``build``: the other arguments of
+    :meth:`msapod.fieldfile.FieldFile.build` (``coords``, ``attrs``, ``offsets``,
+    ``ensemble``, ``chunk``, ``progress``)."""
     info = _model_info(model)
     n, length = ids.shape
     layout = _layout(average_heads, tau_max, np.float32, length)
-    _, shape, _ = _field_dims(info, layout, n, length)
+    dims, shape, _ = _field_dims(info, layout, n, length)
     index = {layer: k for k, layer in enumerate(layers)}
     device = _model_device(model)
 
@@ -661,7 +662,12 @@ def record_fields(
 
     with inference(model):
         store.build(
-            plan, (len(layers), *shape), record, desc=f"{desc} ({recording_path(model)})", **build
+            plan,
+            (len(layers), *shape),
+            record,
+            dims=("layer", *dims),
+            desc=f"{desc} ({recording_path(model)})",
+            **build,
         )
 
 

@@ -52,7 +52,6 @@ __all__ = [
     "batch_plan",
     "draw_ensemble",
     "ensemble_record",
-    "field_shape",
     "layer_analyses",
     "record_ensemble",
     "snippet_bytes",
@@ -229,18 +228,6 @@ def snippet_bytes(n_head: int, length: int, tau_max: int | None = None) -> int:
     return n_head * length * (length if tau_max is None else tau_max + 1) * 4
 
 
-def field_shape(
-    n_layers: int, n_head: int, n: int, length: int, average_heads: bool, tau_max: int | None
-) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    """``(dims, shape)`` of a field file: ``(layer, [head,] snapshot, query, key)``, or
-    ``lag`` (``0..tau_max``) for ``key``."""
-    last, width = ("key", length) if tau_max is None else ("lag", tau_max + 1)
-    dims, shape = ("layer", "snapshot", "query", last), (n_layers, n, length, width)
-    if not average_heads:
-        dims, shape = ("layer", "head", *dims[1:]), (n_layers, n_head, *shape[1:])
-    return dims, shape
-
-
 def record_ensemble(
     store: FieldFile,
     source: Source,
@@ -258,7 +245,6 @@ def record_ensemble(
     as it is computed, the ensemble (:func:`ensemble_record`) stored with the fields."""
     n, length = ens.ids.shape
     layers = [int(x) for x in layers]
-    dims, _ = field_shape(len(layers), source.n_head, n, length, average_heads, tau_max)
     record_fields(
         store,
         source.model,
@@ -267,7 +253,6 @@ def record_ensemble(
         batch_plan(n, snippet_bytes(source.n_head, length, tau_max), batch_size),
         average_heads=average_heads,
         tau_max=tau_max,
-        dims=dims,
         coords={"layer": np.asarray(layers, dtype=np.int64)},
         ensemble=lambda: ensemble_record(ens),
         progress=progress,

@@ -319,7 +319,6 @@ def field_store(
         layers,
         [(a, min(a + batch_size, n)) for a in range(0, n, batch_size)],
         average_heads=True,
-        dims=DIMS,
         coords=coords,
         attrs=attrs,
         offsets=offsets,
