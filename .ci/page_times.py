@@ -45,8 +45,10 @@ def main(argv=None) -> int:
             over.append(uri)
         print(f"{secs:8.1f} s  {uri}{flag}")
     total = sum(s for s, _ in latest.values())
-    print(f"{total:8.1f} s  all {len(latest)} pages" + ("" if total <= args.total else
-          f"  <- over {args.total:.0f} s"))
+    print(
+        f"{total:8.1f} s  all {len(latest)} pages"
+        + ("" if total <= args.total else f"  <- over {args.total:.0f} s")
+    )
     bad = bool(over) or total > args.total
     return 1 if (bad and args.strict) else 0
 

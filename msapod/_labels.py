@@ -98,6 +98,21 @@ def check_atol(atol, name: str = "atol") -> float:
     return float(atol)
 
 
+def check_tau_max(tau_max, n_lags: int | None = None, name: str = "tau_max") -> int | None:
+    """The largest lag of a lag band: None (no band) or an integer >= 1, below ``n_lags``
+    (the lags of the field) where known."""
+    if tau_max is None:
+        return None
+    if isinstance(tau_max, bool) or not isinstance(tau_max, int | np.integer) or tau_max < 1:
+        raise ValueError(f"{name}: expected None or an integer >= 1 (a lag), got {tau_max!r}")
+    if n_lags is not None and tau_max >= n_lags:
+        raise ValueError(
+            f"{name}: expected a lag below the field's {n_lags} lags (0..{n_lags - 1}), "
+            f"got {int(tau_max)}"
+        )
+    return int(tau_max)
+
+
 def check_scale_values(scale, name: str = "scale") -> np.ndarray:
     """Morlet scales (lags) as a float array: each > 0 and finite, or NaN (none)."""
     a = np.asarray(scale, dtype=np.float64)
@@ -124,15 +139,24 @@ def check_count(A: xr.DataArray, name: str, min_snapshots: int, snapshot_dim: st
         )
 
 
-def raise_values(name: str, res: dict, stochastic: bool, atol: float) -> None:
+def raise_values(name: str, res: dict, stochastic: bool, atol: float, band: bool = False) -> None:
     """The value checks' messages from counts: ``bad`` (NaN/inf entries), ``neg`` (any entry
     below ``-atol``) and ``worst`` (the least and the largest row sum - 1), the last two
-    if present; the message names the row sum that deviates most."""
+    if present; the message names the row sum that deviates most. The rows of a lag band
+    (``band``) hold part of the keys: they sum to at most one."""
     if int(res["bad"]):
         raise ValueError(f"{name}: expected finite values, found {int(res['bad'])} NaN/inf entries")
     if stochastic and "neg" in res:
         if bool(res["neg"]):
             raise ValueError(f"{name}: expected attention probabilities >= 0, found negatives")
+        if band:
+            dev = float(np.max(res["worst"]))
+            if dev > atol:
+                raise ValueError(
+                    f"{name}: expected the rows of a lag band to sum to at most 1 (attention "
+                    f"probabilities), worst row sums to {1.0 + dev:.6g} (> 1 + atol {atol})"
+                )
+            return
         dev = max(np.ravel(res["worst"]).astype(float), key=abs)
         if abs(dev) > atol:
             raise ValueError(

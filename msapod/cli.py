@@ -285,7 +285,8 @@ def _cmd_reproduce(args) -> int:
 
 def _cmd_analyze(args) -> int:
     """``msapod analyze``: exit 2 for a bad input, 1 for a failure, 0 when written."""
-    from .studies.own_model import UsageError, save_dataset, write_report
+    from .studies.own_model import UsageError, save_dataset
+    from .studies.report import write_report
 
     notes: list[str] = []
 
@@ -346,6 +347,7 @@ def _analyze(args, log):
         seed=args.seed,
         layers=args.layers,
         average_heads=args.heads == "average",
+        tau_max=args.tau_max,
         batch_size=args.batch_size,
         cache_dir=args.cache_dir,
         progress=not args.quiet,
@@ -499,9 +501,10 @@ def _add_analyze(sub) -> None:
         description="Multiscale POD of the attention of one or several models over an "
         "ensemble of text snippets: DIR/analysis.nc (per layer, with jackknife intervals) "
         "and DIR/report.html (self-contained). SOURCE: a zoo model name, a checkpoint "
-        "folder, a Hugging Face model folder or id (eager attention; the hf extra), or "
-        "'smollm2' (the SmolLM2-135M GGUF of the llm extra). Fields and per-layer "
-        "analyses are cached by the source's hash: an interrupted run resumes.",
+        "folder, a Hugging Face model folder or id (any attention implementation, recorded "
+        "in one forward pass per batch; the hf extra), or 'smollm2' (the SmolLM2-135M GGUF "
+        "of the llm extra). Fields and per-layer analyses are cached by the source's hash: "
+        "an interrupted run resumes.",
     )
     a.add_argument("sources", nargs="+", metavar="SOURCE", help="model(s) to analyse")
     a.add_argument("--out", required=True, metavar="DIR", help="output folder")
@@ -532,6 +535,13 @@ def _add_analyze(sub) -> None:
         choices=("average", "keep"),
         default="average",
         help="analyse the head mean (default) or every head",
+    )
+    a.add_argument(
+        "--tau-max",
+        type=int,
+        metavar="LAG",
+        help="keep only the lags 0..LAG (query - key) of causal attention: memory grows as "
+        "N L LAG instead of N L^2 (default: every lag)",
     )
     a.add_argument(
         "--scale-min", type=float, help=f"smallest scale (default {DEFAULT_MIN_SCALE:g})"

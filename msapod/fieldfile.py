@@ -9,7 +9,7 @@ ensembles that ``msapod analyze`` and the SmolLM2 study draw
 Why netCDF-4 (HDF5, written with ``h5netcdf``):
 
 * **streaming**: any block of the array is written in place as soon as it is computed, so
-  memory holds one batch, never the ensemble; a flag per batch (``done``) makes an
+  memory holds one layer of one batch, never the ensemble; a flag per batch (``done``) makes an
   interrupted write resume where it stopped;
 * **chunking**: the array is stored in chunks of one layer, one head and ``chunk``
   snapshots, gzip-compressed with the byte shuffle (the causal zeros above the diagonal
@@ -27,7 +27,8 @@ Why netCDF-4 (HDF5, written with ``h5netcdf``):
   netCDF ensemble of one's own is still an input: ``msapod.analyze(xarray.open_zarr(...)
   ["attention"])``.
 
-Layout: the variable ``attention(layer, [head,] snapshot, query, key)`` float32 with its
+Layout: the variable ``attention(layer, [head,] snapshot, query, key)`` float32 (a lag band:
+``lag`` in place of ``key``, see :func:`msapod.collect_attention`'s ``tau_max``) with its
 descriptive attrs, coordinate variables for its dims (and ``offset(snapshot)`` when
 given), ``done(batch)``, the arrays that describe the ensemble (e.g. token ids, dims
 ``<name>_<axis>``) and, as root attrs, ``key``, ``layer_sha256`` (when complete),
@@ -231,7 +232,7 @@ class FieldFile:
         self,
         plan: Sequence[tuple[int, int]],
         shape: Sequence[int],
-        extract: Callable[[int, int, Mapping[str, np.ndarray]], np.ndarray],
+        record: Callable[[int, int, Mapping[str, np.ndarray], Callable], None],
         *,
         dims: Sequence[str] | None = None,
         coords: Mapping[str, np.ndarray] | None = None,
@@ -252,10 +253,13 @@ class FieldFile:
             ``[start, stop)`` snapshot ranges of the batches.
         shape
             ``(layer, [head,] snapshot, query, key)`` of the whole field array.
-        extract
-            ``extract(start, stop, arrays)``: the fields of snapshots ``start..stop`` laid
-            out as ``shape`` with ``stop - start`` snapshots; ``arrays`` are the
-            ensemble's arrays stored in the file.
+        record
+            ``record(start, stop, arrays, write)``: computes the fields of snapshots
+            ``start..stop`` and calls ``write(k, values)`` for every layer index ``k`` as
+            soon as that layer is computed, ``values`` laid out as ``shape`` without its
+            layer axis and with ``stop - start`` snapshots (so memory holds one layer of
+            one batch); ``arrays`` are the ensemble's arrays stored in the file. A batch
+            counts as done once every layer is written.
         dims, coords, attrs, offsets
             The array's dims (default :func:`default_dims`), coordinates (default
             :func:`default_coords`), descriptive attrs and per-snapshot ``offset``
@@ -266,7 +270,7 @@ class FieldFile:
         chunk
             Snapshots per chunk (default: the largest batch, at most 16).
         progress, desc
-            A tqdm bar over the batches, and its label.
+            A tqdm bar over the layers of the batches, and its label.
         """
         shape = tuple(int(s) for s in shape)
         dims = tuple(dims) if dims is not None else default_dims(len(shape))
@@ -279,7 +283,7 @@ class FieldFile:
             layout = (dims, shape, coords, attrs or {}, offsets, min(chunk, n))
             f = self._start(len(plan), layout, arrays, ens_attrs)
         try:
-            self._extract(f, plan, extract, progress, desc)
+            self._record(f, plan, record, progress, desc)
             var = f.variables[VAR]
             f.attrs["layer_sha256"] = [_layer_sha256(var, k) for k in range(shape[0])]
         finally:
@@ -353,38 +357,50 @@ class FieldFile:
         f.flush()
         return f
 
-    def _extract(self, f, plan, extract, progress: bool, desc: str) -> None:
-        """Run the batches not done yet, flagging each once written."""
+    def _record(self, f, plan, record, progress: bool, desc: str) -> None:
+        """Run the batches not done yet, each layer written as it comes, flagging each
+        batch once all its layers are written."""
         var, done = f.variables[VAR], f.variables["done"]
         shape = var.shape
         axis = var.dimensions.index("snapshot")
         arrays = _ensemble_of(f, attrs=False)
         flags = done[...]
         todo = [i for i in range(len(plan)) if not flags[i]]
-        bar = tqdm(
-            total=len(plan),
-            initial=len(plan) - len(todo),
+        bar = tqdm(  # a step per layer of a batch: a pass's progress shows as it runs
+            total=len(plan) * shape[0],
+            initial=(len(plan) - len(todo)) * shape[0],
             desc=desc,
-            unit="batch",
+            unit="layer",
             disable=not progress,
             mininterval=1,
         )
         with bar:
             for i in todo:
                 a, b = plan[i]
-                part = np.asarray(extract(a, b, arrays))
-                want = (*shape[:axis], b - a, *shape[axis + 1 :])
-                if part.shape != want:
+                written = set()
+
+                def write(k: int, values: np.ndarray, a=a, b=b, written=written) -> None:
+                    want = (*shape[1:axis], b - a, *shape[axis + 1 :])
+                    if not 0 <= k < shape[0] or np.shape(values) != want:
+                        raise ValueError(
+                            f"fields file {self.partial}: batch {a}:{b} layer index {k} has "
+                            f"shape {np.shape(values)}, expected {want} for one of "
+                            f"{shape[0]} layers"
+                        )
+                    where = (k,) + (slice(None),) * (axis - 1) + (slice(a, b),)
+                    var[where] = np.asarray(values).astype("<f4", copy=False)
+                    written.add(k)
+                    bar.update(1)
+
+                record(a, b, arrays, write)
+                if len(written) != shape[0]:
                     raise ValueError(
-                        f"fields file {self.partial}: batch {a}:{b} has shape {part.shape}, "
-                        f"expected {want}"
+                        f"fields file {self.partial}: batch {a}:{b} wrote layer indices "
+                        f"{sorted(written)}, expected all {shape[0]}"
                     )
-                var[(slice(None),) * axis + (slice(a, b),)] = part.astype("<f4", copy=False)
-                del part
                 f.flush()
                 done[i] = 1
                 f.flush()
-                bar.update(1)
 
 
 def _layer_sha256(var, k: int, step: int = 16) -> str:

@@ -116,11 +116,19 @@ def check_with(
     kern = kernels(A) if kern is None else kern
     if lazy and kern.CHECKS_IN_PASS:
         return A
-    if stochastic:
+    band = is_band(A)
+    if stochastic and not band:
         require_key(A, name)
-    x = A.transpose(..., "key").data if stochastic else A.data  # rows sum over the last axis
-    kern.check_values(x, name, stochastic=stochastic, atol=atol)
+    last = "lag" if band else "key"
+    x = A.transpose(..., last).data if stochastic else A.data  # rows sum over the last axis
+    kern.check_values(x, name, stochastic=stochastic, atol=atol, band=band)
     return A
+
+
+def is_band(A: xr.DataArray) -> bool:
+    """Whether ``A`` is a field in the lag layout (a ``lag`` dim and no ``key`` dim): the
+    lag band of :func:`msapod.collect_attention`'s ``tau_max`` or :func:`to_lag`."""
+    return "lag" in A.dims and "key" not in A.dims
 
 
 def is_causal(A: xr.DataArray, atol: float = 0.0) -> bool:

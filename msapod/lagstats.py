@@ -34,6 +34,7 @@ from ._labels import lag_layout, lookup
 
 __all__ = [
     "LagStats",
+    "band_layout",
     "eig_desc",
     "from_upper",
     "gather_last",
@@ -41,6 +42,7 @@ __all__ = [
     "lag_gram_tensor",
     "mode_lag_energy",
     "one_blas_thread",
+    "require_causal",
     "row_bands",
     "snapshot_moments",
     "upper_operator",
@@ -71,9 +73,10 @@ class LagStats:
     reads it); :meth:`window_grams` alone forms it and drops it (8 L N^2 bytes).
 
     Build one with :meth:`of_ensemble` (fields ``A``: the Reynolds split ``u = A - mean``
-    is taken), :meth:`of_fluctuation` (a fluctuation ``u`` in key form) or
-    :meth:`of_lag_form` (a lag form ``(N, query, lag)``); all arrays bare, the positions
-    of the queries and keys given.
+    is taken; with ``tau_max`` only the lag band ``0..tau_max``), :meth:`of_band` (fields
+    given as a lag band ``(N, query, lag)``, the split taken there), :meth:`of_fluctuation`
+    (a fluctuation ``u`` in key form) or :meth:`of_lag_form` (a lag form ``(N, query,
+    lag)``); all arrays bare, the positions of the queries and keys given.
 
     Attributes
     ----------
@@ -88,7 +91,11 @@ class LagStats:
         ``(lag, 2)``: the band ``[lo, hi)`` of query rows that can hold an entry at each
         lag (a causal square field: ``[tau, Q)``); products skip the rows outside it.
     mean : numpy.ndarray or None
-        The mean field ``(query, key)`` removed (:meth:`of_ensemble`), else None.
+        The mean field removed (:meth:`of_ensemble`, :meth:`of_band`), else None:
+        ``(query, key)``, or ``(query, lag)`` for a lag band.
+    band : bool
+        Whether the statistics are of a lag band: the mean field and the modes are then
+        given in the lag layout ``(query, lag)``.
     causal : bool or None
         Whether the decomposed field is zero above the diagonal (its lags start at 0).
     causal_total : bool or None
@@ -129,9 +136,11 @@ class LagStats:
         self.kpos = np.asarray(kpos)
         self.rows = rows
         self.mean = None
+        self.band = False
         self.causal = None
         self.causal_total = None
         self._fields = None
+        self._mean_lag = None  # a band's mean field in the lag form (lag, query)
         self._G = None
 
     # ------------------------------------------------------------------ construction
@@ -146,17 +155,63 @@ class LagStats:
         name: str = "A",
         stochastic: bool = False,
         atol: float = 1e-3,
+        tau_max: int | None = None,
     ) -> LagStats:
         """The lag statistics of the fluctuation ``u = A - mean`` of fields ``A (N,
         query, key)``: the mean over the snapshots (float64), both causality flags and
         the lag form of u. The values are taken as checked (in memory the field check
         reads them first; ``name``, ``stochastic`` and ``atol`` are for the chunked twin,
-        which checks them in its pass)."""
+        which checks them in its pass). ``tau_max``: only the lags ``0..tau_max`` (see
+        :meth:`of_band`; the fields must be causal)."""
         mean = A.mean(0, dtype=np.float64)
         causal_A, causal_u = _causality(A, mean, qpos, kpos)
+        if tau_max is not None:
+            require_causal(causal_A, name)
+            stats = cls._gathered(A, mean, qpos, kpos, True, tau_max)
+            return stats.as_band(stats.gather_band(mean, qpos, kpos, tau_max))
         stats = cls._gathered(A, mean, qpos, kpos, causal_u)
         stats.mean, stats.causal_total, stats._fields = mean, causal_A, A
         return stats
+
+    @classmethod
+    def of_band(
+        cls,
+        R: np.ndarray,
+        lags: np.ndarray,
+        qpos: np.ndarray,
+        kpos: np.ndarray,
+        *,
+        name: str = "A",
+        stochastic: bool = False,
+        atol: float = 1e-3,
+    ) -> LagStats:
+        """The lag statistics of fields given as a lag band ``R (N, query, lag)``,
+        ``R_s(i, tau) = A_s(i, i - tau)`` for the lags ``0..tau_max``: the mean over the
+        snapshots and the lag form of ``u = R - mean``, at every lag of the band the
+        numbers the whole field gives there (``name``, ``stochastic`` and ``atol``: as
+        in :meth:`of_ensemble`)."""
+        n, n_q, n_lag = R.shape
+        mean = R.mean(0, dtype=np.float64)
+        X = np.empty((n, n_lag, n_q))
+        X[...] = np.asarray(R).transpose(0, 2, 1)
+        X -= mean.T
+        _, _, valid = band_layout(qpos, kpos, n_lag - 1)
+        return cls(X, lags, qpos, kpos, row_bands(valid.T)).as_band(mean)
+
+    @staticmethod
+    def gather_band(F: np.ndarray, qpos, kpos, tau_max: int) -> np.ndarray:
+        """The lag band ``(..., query, lag)``, lags ``0..tau_max``, of fields ``F (...,
+        query, key)``."""
+        lags, idx, valid = band_layout(qpos, kpos, tau_max)
+        return gather_last(np.asarray(F, dtype=np.float64), idx, valid)
+
+    def as_band(self, mean: np.ndarray) -> LagStats:
+        """These statistics marked as a causal lag band with the mean field ``mean (query,
+        lag)``."""
+        self.mean, self.band = mean, True
+        self.causal = self.causal_total = True
+        self._mean_lag = np.ascontiguousarray(mean.T)[None]
+        return self
 
     @classmethod
     def of_fluctuation(
@@ -176,9 +231,13 @@ class LagStats:
         return cls(X, lags, qpos, kpos, row_bands((X != 0).any(axis=0)))
 
     @classmethod
-    def _gathered(cls, F, mean, qpos, kpos, causal) -> LagStats:
-        """The lag statistics of ``F - mean`` (``mean`` None: ``F``), lags by ``causal``."""
-        lags, idx, valid = lag_layout(qpos, kpos, causal)
+    def _gathered(cls, F, mean, qpos, kpos, causal, tau_max=None) -> LagStats:
+        """The lag statistics of ``F - mean`` (``mean`` None: ``F``), lags by ``causal``
+        (``tau_max``: the causal lags ``0..tau_max`` only)."""
+        if tau_max is None:
+            lags, idx, valid = lag_layout(qpos, kpos, causal)
+        else:
+            lags, idx, valid = band_layout(qpos, kpos, tau_max)
         X = _lag_ensemble(F, mean, qpos, kpos, lags, idx, valid, causal)
         stats = cls(X, lags, qpos, kpos, row_bands(valid.T))
         stats.causal = bool(causal)
@@ -202,6 +261,8 @@ class LagStats:
         (a causal fluctuation of fields that are not), the fields are gathered instead."""
         if field == "fluctuation":
             return self.lags, _moments(self.X, self.rows)
+        if self._mean_lag is not None:  # a lag band: the mean field's lag form is kept
+            return self.lags, _moments(self.X, self.rows) + _moments(self._mean_lag, self.rows)
         if self._fields is None:
             raise ValueError("field: 'total' needs the fields (LagStats.of_ensemble)")
         if self.causal_total == self.causal:
@@ -280,9 +341,10 @@ class LagStats:
         dict
             ``spectrum (window, N)`` (every eigenvalue), ``gram (window, N, N)``,
             ``eigenvalues (window, n_modes)``, ``modes (window, n_modes, query, key)``
-            (orthonormal, sign fixed: the largest-magnitude entry positive; NaN beyond
-            the numerical rank ``rtol``) and ``coefficients (window, N, n_modes)``. A
-            window that is zero everywhere has a zero spectrum and no modes.
+            (``(..., query, lag)`` for a lag band; orthonormal, sign fixed: the
+            largest-magnitude entry positive; NaN beyond the numerical rank ``rtol``) and
+            ``coefficients (window, N, n_modes)``. A window that is zero everywhere has a
+            zero spectrum and no modes.
 
         Raises
         ------
@@ -303,8 +365,12 @@ class LagStats:
                     continue
                 spectrum[w], V[w] = self.eigensolve(K[w], n_modes)
         P = self.project(V, W)
-        kidx, kvalid = lookup(self.lags, self.qpos[:, None] - self.kpos[None, :])
-        modes = np.empty((n_w, n_modes, len(self.qpos), len(self.kpos)))
+        if self.band:  # the modes in the lag layout: entry (i, tau) from lag tau
+            _, _, kvalid = band_layout(self.qpos, self.kpos, int(self.lags[-1]))
+            kidx = np.broadcast_to(np.arange(len(self.lags)), kvalid.shape)
+        else:
+            kidx, kvalid = lookup(self.lags, self.qpos[:, None] - self.kpos[None, :])
+        modes = np.empty((n_w, n_modes, *kidx.shape))
         coef = np.empty((n_w, n, n_modes))
         for w in range(n_w):
             modes[w], coef[w] = _finish_modes(P[w], V[w], spectrum[w], n, rtol, kidx, kvalid)
@@ -386,8 +452,9 @@ def _lag_ensemble(F, mean, q, k, lags, idx, valid, causal) -> np.ndarray:
     """The snapshot-major lag form ``X (N, lag, query)`` of ``F - mean`` (``mean`` None:
     ``F`` as is), float64, gathered a few snapshots at a time."""
     n, Q, Kk = F.shape
-    if causal and len(lags) == Q == Kk and np.array_equal(q, lags) and np.array_equal(k, lags):
-        return _lag_ensemble_causal(F, mean)
+    square = Q == Kk and np.array_equal(q, np.arange(Q)) and np.array_equal(k, q)
+    if causal and square and np.array_equal(lags, np.arange(len(lags))) and len(lags) <= Q:
+        return _lag_ensemble_causal(F, mean, len(lags))
     flat = (np.arange(len(q))[None, :] * Kk + idx.T).ravel()  # (lag, query) -> entry
     keep = valid.T.ravel()
     m = None if mean is None else mean.ravel()[flat]
@@ -405,16 +472,16 @@ def _lag_ensemble(F, mean, q, k, lags, idx, valid, causal) -> np.ndarray:
     return X.reshape(n, len(lags), len(q))
 
 
-def _lag_ensemble_causal(F, mean) -> np.ndarray:
+def _lag_ensemble_causal(F, mean, n_lag: int) -> np.ndarray:
     """:func:`_lag_ensemble` of a causal square field (queries and keys ``0..L-1``, zero
-    above the diagonal): ``X[s, tau, i] = u_s[i, i - tau]`` is a strided view of the
-    flattened snapshot after ``L`` zeros (stride ``L + 1`` along the query, ``-1`` along the
-    lag), whose entries for ``i < tau`` fall on the zeros above the diagonal or the
-    padding."""
+    above the diagonal) at the lags ``0..n_lag - 1``: ``X[s, tau, i] = u_s[i, i - tau]``
+    is a strided view of the flattened snapshot after ``L`` zeros (stride ``L + 1`` along
+    the query, ``-1`` along the lag), whose entries for ``i < tau`` fall on the zeros
+    above the diagonal or the padding."""
     n, L, _ = F.shape
     step = max(1, GATHER // (L * L))
     buf = np.zeros((min(step, n), L + L * L))
-    X = np.empty((n, L, L))
+    X = np.empty((n, n_lag, L))
     m = None if mean is None else mean.ravel()
     for lo in range(0, n, step):
         b = min(step, n - lo)
@@ -424,7 +491,7 @@ def _lag_ensemble_causal(F, mean) -> np.ndarray:
             np.subtract(F[lo : lo + b].reshape(b, -1), m, out=buf[:b, L:])
         row, item = buf.strides
         X[lo : lo + b] = as_strided(
-            buf[:b, L:], shape=(b, L, L), strides=(row, -item, (L + 1) * item), writeable=False
+            buf[:b, L:], shape=(b, n_lag, L), strides=(row, -item, (L + 1) * item), writeable=False
         )
     return X
 
@@ -440,6 +507,23 @@ def _causality(F, mean, q, k) -> tuple[bool, bool]:
     causal_F = bool(((hi == 0) & (lo == 0)).all())
     causal_u = bool(((hi - m == 0) & (lo - m == 0)).all())
     return causal_F, causal_u
+
+
+def band_layout(qpos: np.ndarray, kpos: np.ndarray, tau_max: int):
+    """The lags ``0..tau_max`` of a lag band and, per (query, lag), the key index and a
+    found-mask (:func:`msapod._labels.lag_layout` restricted to the band)."""
+    lags = np.arange(int(tau_max) + 1)
+    idx, valid = lookup(kpos, qpos[:, None] - lags[None, :])
+    return lags, idx, valid
+
+
+def require_causal(causal: bool, name: str) -> None:
+    """A lag band keeps the lags ``>= 0``: the fields must be zero above the diagonal."""
+    if not causal:
+        raise ValueError(
+            f"tau_max: the lag band keeps lags 0..tau_max of causal attention; {name} has "
+            "non-zero entries with key after query"
+        )
 
 
 def row_bands(mask: np.ndarray) -> np.ndarray:

@@ -26,10 +26,10 @@ import pandas as pd
 import xarray as xr
 
 from ._io import check_int
-from ._labels import check_eps, check_flag, check_omega0, positions
+from ._labels import check_eps, check_flag, check_omega0, check_tau_max, positions
 from .backends import kernels
 from .decomposition import NORMALISATION, check_n_modes
-from .fields import check_with
+from .fields import check_with, is_band
 from .lagstats import RTOL, gaussian_windows
 from .spectra import CRITERIA, spectral_concentration, tail_fraction, tail_rank
 from .wavelets import (
@@ -65,13 +65,18 @@ def analyze(
     k_max: int | None = None,
     coherency: bool = False,
     check_stochastic: bool = True,
+    tau_max: int | None = None,
 ) -> xr.Dataset:
     """Multiscale POD of attention fields.
 
     Parameters
     ----------
     A
-        Attention fields ``(..., dim, "query", "key")``, rows summing to one.
+        Attention fields ``(..., dim, "query", "key")``, rows summing to one; or a lag
+        band ``(..., dim, "query", "lag")``, ``R(i, tau) = A(i, i - tau)`` at the lags
+        ``tau = 0..tau_max`` (``collect_attention(..., tau_max=...)``, or
+        :func:`msapod.to_lag` of a causal field cut at a lag), rows summing to at most
+        one.
     scales, omega0
         Scales (lags) and Morlet centre frequency of the scalogram (see
         :func:`msapod.scalogram`).
@@ -93,6 +98,16 @@ def analyze(
         Fit range of T_spec (see :func:`msapod.spectral_concentration`).
     coherency
         Also compute gamma(peak, query_i, query_j) at the dominant scales (slower).
+    tau_max
+        Analyse only the lags ``tau = query - key`` in ``0..tau_max`` of causal fields
+        (default None: every lag; a lag band ``A``: all of its lags). The lag form then
+        holds ``N L (tau_max + 1)`` values instead of ``N L^2``, the per-lag Gram tensor
+        ``(tau_max + 1) N^2`` instead of ``L N^2`` and a mode ``L (tau_max + 1)`` instead
+        of ``L^2``, and every statistic is that of the band: at each of its lags the mean
+        field, the lag moments ``C(tau, tau')`` and the per-lag Grams ``G(tau)`` are the
+        full computation's; the scalogram, the windows and the POD are those of the band
+        (equal to the full analysis where the fields have no weight beyond
+        ``tau_max``, e.g. a sliding window of ``tau_max + 1`` keys).
 
     Returns
     -------
@@ -104,7 +119,9 @@ def analyze(
         ``modes(mode, query, key)``, ``coefficients(dim, mode)``, ``gram(dim, dim_)``,
         ``total_energy``, ``beta``, ``T_spec``, ``r2``, ``beta_stderr``, ``H_star(eps)``
         and ``at_rank_limit(eps)``; optionally ``coherency``. Windows of missing
-        peaks (fewer maxima than ``max_peaks``) are NaN.
+        peaks (fewer maxima than ``max_peaks``) are NaN. For a lag band, ``mean`` and
+        ``modes`` are in the lag layout (``lag`` for ``key``) and attr ``tau_max`` says
+        the band.
 
     Notes
     -----
@@ -135,12 +152,14 @@ def analyze(
         k_max=k_max,
         coherency=coherency,
         check_stochastic=check_stochastic,
+        tau_max=tau_max,
     )
     kern = kernels(A)
-    check_with(kern, A, dims=(dim, "query", "key"), stochastic=check_stochastic, snapshot_dim=dim)
+    last = "lag" if isinstance(A, xr.DataArray) and is_band(A) else "key"
+    check_with(kern, A, dims=(dim, "query", last), stochastic=check_stochastic, snapshot_dim=dim)
     if params["n_modes"] is None:
         params["n_modes"] = min(DEFAULT_N_MODES, A.sizes[dim])
-    lead = [d for d in A.dims if d not in (dim, "query", "key")]
+    lead = [d for d in A.dims if d not in (dim, "query", last)]
     if lead:
         return _analyze_sets(A, lead, kern, params)
     return _analyze_one(A, kern, params)
@@ -221,6 +240,7 @@ def check_options(n_snapshots: int | None = None, **options) -> dict:
     o["k_min"] = check_int(o["k_min"], "k_min", 1)
     if o["k_max"] is not None:
         o["k_max"] = check_int(o["k_max"], "k_max", 2)
+    o["tau_max"] = check_tau_max(o["tau_max"])
     return o
 
 
@@ -287,9 +307,7 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
     fluctuation (:class:`msapod.lagstats.LagStats` or its chunked twin, the kernels
     ``kern`` picked), the steps on their bare arrays, then one Dataset."""
     dim, max_peaks, omega0 = p["dim"], p["max_peaks"], p["omega0"]
-    q, k = positions(A, "query", "A"), positions(A, "key", "A")
-    F = A.transpose(dim, "query", "key").data
-    stats = kern.LagStats.of_ensemble(F, q, k, name="A", stochastic=p["check_stochastic"])
+    stats, q, k = _lag_statistics(A, kern, p)
     # the scalogram of the lag moments and its dominant scales (steps 3-4)
     lags_t, C = stats.moments(p["field"])
     s = p["scales"] if p["scales"] is not None else default_scales(len(lags_t))
@@ -310,7 +328,8 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
     W[1:][found] = gaussian_windows(stats.lags, centre[found], sigma[found])
     # plain and scale-selective POD of every window (steps 6-8), T_spec and H* (9-10)
     pod = stats.pod(W, p["n_modes"], RTOL)
-    n, mean, lags = stats.n, stats.mean, stats.lags
+    n, mean, lags, band = stats.n, stats.mean, stats.lags, stats.band
+    last = "lag" if band else "key"
     R = stats.lag_form() if p["coherency"] else None
     del stats  # the lag form (8 N L^2 bytes) is not needed for the Dataset
     labels = _labels(max_peaks)
@@ -335,8 +354,8 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
     edge[: len(idx)] = (idx == 0) | (idx == len(s) - 1)
     centroid = scale_centroid(xr.DataArray(spec, dims="scale", coords={"scale": s}))
     v = {
-        "mean": (("query", "key"), mean, {"long_name": "mean field Abar(i, j)",
-                                                "averaged_over": dim}),
+        "mean": (("query", last), mean, {"long_name": "mean field Abar(i, j)",
+                                             "averaged_over": dim}),
         "energy": (("scale", "lag"), E, {"long_name": "scalogram E(a, b) = <|W(a, b)|^2>",
                                          "omega0": omega0}),
         "scale_spectrum": ("scale", spec, {"long_name": "scale spectrum E(a) = sum_b E(a, b) / a",
@@ -349,7 +368,7 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
                      {"long_name": "POD eigenvalues lambda_k, all N"}),
         "eigenvalues": (("window", "mode"), per_window(pod["eigenvalues"]),
                         {"long_name": "POD eigenvalues lambda_k (leading modes)"}),
-        "modes": (("window", "mode", "query", "key"), per_window(pod["modes"].astype(np.float32)),
+        "modes": (("window", "mode", "query", last), per_window(pod["modes"].astype(np.float32)),
                   {"long_name": "orthonormal POD modes phi_k(i, j)"}),
         "coefficients": (("window", dim, "mode"), per_window(pod["coefficients"]),
                          {"long_name": "temporal coefficients xi_k(s)"}),
@@ -368,11 +387,13 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
         "scale_centroid": ((), centroid.values, dict(centroid.attrs)),
     }  # fmt: skip
     coords = {c: A.coords[c].variable for c in A.coords if dim not in A.coords[c].dims}
+    layout = {"query": coords.pop("query", q), "lag": lags_t}
+    if not band:
+        layout["key"] = coords.pop("key", k)
+    coords.pop("lag", None)
     coords = {
-        "query": coords.pop("query", q),
-        "key": coords.pop("key", k),
+        **layout,
         "scale": s,
-        "lag": lags_t,
         "period": ("scale", fourier_period(s, omega0)),
         "peak": np.arange(max_peaks),
         "rank": np.arange(1, n + 1),
@@ -390,7 +411,39 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
         **{key: val for key, val in A.attrs.items() if isinstance(val, str | int | float)},
         **_analysis_attrs(p, n, conc.attrs["k_max"]),
     }
+    if band:
+        out.attrs["tau_max"] = int(lags[-1])
     return out
+
+
+def _lag_statistics(A: xr.DataArray, kern, p: dict):
+    """``(stats, query positions, key positions)`` of one field set: its fluctuation's lag
+    statistics, of the lags ``0..tau_max`` where ``A`` is a lag band or ``tau_max`` is
+    given."""
+    dim, tau_max = p["dim"], p["tau_max"]
+    q = positions(A, "query", "A")
+    if not is_band(A):
+        k = positions(A, "key", "A")
+        check_tau_max(tau_max, int(q.max() - k.min()) + 1)
+        F = A.transpose(dim, "query", "key").data
+        stats = kern.LagStats.of_ensemble(
+            F, q, k, name="A", stochastic=p["check_stochastic"], tau_max=tau_max
+        )
+        return stats, q, k
+    lags = positions(A, "lag", "A")
+    if not np.array_equal(lags, np.arange(len(lags))):
+        raise ValueError(
+            f"A: a lag band holds the lags 0, 1, ..., tau_max in order, got lags "
+            f"{lags[:3].tolist()}...{lags[-1:].tolist()}"
+        )
+    k = np.asarray(A.attrs.get("key_positions", q), dtype=np.int64)
+    if tau_max is not None:
+        check_tau_max(tau_max, len(lags))
+        A = A.isel(lag=slice(0, tau_max + 1))
+    R = A.transpose(dim, "query", "lag").data
+    lags = np.arange(A.sizes["lag"])
+    stats = kern.LagStats.of_band(R, lags, q, k, name="A", stochastic=p["check_stochastic"])
+    return stats, q, k
 
 
 def _labels(max_peaks: int) -> list[str]:

@@ -143,7 +143,7 @@ def test_rerun_reads_the_cache(zoo_run, monkeypatch, capsys):
     def fail(*a, **k):
         raise AssertionError("recomputed although cached")
 
-    monkeypatch.setattr(extract, "collect_attention", fail)
+    monkeypatch.setattr(extract, "record_batch", fail)
     monkeypatch.setattr(own, "analyse_field", fail)
     out = root / "again"
     argv = [*argv[: argv.index("--out")], "--out", str(out), *argv[argv.index("--out") + 2 :]]
@@ -161,24 +161,26 @@ def test_interrupted_extraction_resumes(tmp_path, monkeypatch):
     src = own.resolve_source("baseline-1")
     ens = own.make_ensemble(src, n=6, length=32)
     calls = []
-    real = extract.collect_attention
+    real = extract.record_batch
 
-    def flaky(model, ids, **kw):
+    def flaky(model, ids, *args, **kw):  # one forward pass per batch
         calls.append(len(ids))
         if len(calls) == 2:
             raise KeyboardInterrupt
-        return real(model, ids, **kw)
+        return real(model, ids, *args, **kw)
 
-    monkeypatch.setattr(extract, "collect_attention", flaky)
+    monkeypatch.setattr(extract, "record_batch", flaky)
     with pytest.raises(KeyboardInterrupt):
         own.analyze_source(src, ens, layers=[2], batch_size=2, cache_dir=tmp_path, progress=False)
     calls.clear()
     monkeypatch.setattr(
-        extract, "collect_attention", lambda m, i, **kw: calls.append(1) or real(m, i, **kw)
+        extract, "record_batch", lambda m, i, *a, **kw: calls.append(1) or real(m, i, *a, **kw)
     )
     ds = own.analyze_source(src, ens, layers=[2], batch_size=2, cache_dir=tmp_path, progress=False)
     assert len(calls) == 2  # batches 2 and 3 of 3
-    F = real(src.model, ens.ids, layers=[2], average_heads=True, progress=False)
+    F = extract.collect_attention(
+        src.model, ens.ids, layers=[2], average_heads=True, progress=False
+    )
     from msapod import analyze
 
     np.testing.assert_allclose(
@@ -325,7 +327,7 @@ def test_folder_label(tmp_path, parts, want):
 def test_report_flags_grid_edges(zoo_run):
     """A dominant scale at the first or last scale of the grid is marked as the grid's edge,
     and only such a scale."""
-    from msapod.studies import own_model as own
+    from msapod.studies import report
 
     root, _, base, _ = zoo_run
     ds = xr.open_dataset(root / "out" / "analysis.nc").load()
@@ -334,7 +336,7 @@ def test_report_flags_grid_edges(zoo_run):
     ds["dominant_edge"].loc[dict(model=base, layer=3, peak=1)] = True
     ds["dominant_scale"].loc[dict(model=base, layer=3, peak=2)] = ds["scale"].values[-1]
     ds["dominant_edge"].loc[dict(model=base, layer=3, peak=2)] = True
-    rows = own._summary_rows(ds, base)
+    rows = report._summary_rows(ds, base)
     flagged = [row[0] for row in rows if "(grid edge)" in row[2]]
     assert flagged == ["3"]
     assert f"≤ {ds['scale'].values[0]:.1f} (grid edge)" in rows[1][2]  # a bound, read as one
@@ -362,16 +364,56 @@ def test_heads_kept(hf_models, tmp_path, capsys):
     assert len(_parse(tmp_path / "o" / "report.html").images) == 3 + 4
 
 
-def test_model_without_attention_output(hf_models):
-    """A model whose attention kernel returns no probabilities is refused by name."""
+def test_hf_folder_runs_without_an_attention_option(hf_models, tmp_path, capsys):
+    """A Hugging Face folder loads as transformers loads it (SDPA) and is recorded in one
+    pass per batch; its fields are eager attention's to float32 round-off."""
+    import transformers
+
+    from msapod.models.extract import collect_attention
     from msapod.studies import own_model as own
 
     src = own.resolve_source(str(hf_models / "gpt2"))
-    src.model.config._attn_implementation = "sdpa"
-    if src.model.config._attn_implementation == "eager":
-        pytest.skip("this transformers version cannot switch the attention kernel")
-    with pytest.raises(own.UsageError, match="eager"):
-        own.probe(src)
+    assert src.model.config._attn_implementation == "sdpa"
+    own.probe(src)
+    assert any("AttentionInterface, sdpa kernel" in note for note in src.notes)
+    ens = own.make_ensemble(src, n=6, length=16)
+    eager = transformers.AutoModel.from_pretrained(hf_models / "gpt2", attn_implementation="eager")
+    got = collect_attention(src.model, ens.ids, progress=False)
+    want = collect_attention(eager, ens.ids, progress=False)
+    np.testing.assert_allclose(got.values, want.values, rtol=0, atol=1e-6)
+    assert ens.char_start is not None  # a fast tokenizer: each snippet's characters
+    np.testing.assert_array_equal(ens.char_end - ens.char_start, 16)  # one per token
+
+
+def test_lag_band(hf_models, tmp_path, capsys):
+    """--tau-max: the fields and the analysis of the lags 0..tau_max; refused for a
+    bidirectional model."""
+    from msapod import analyze
+    from msapod.models.extract import collect_attention
+    from msapod.studies import own_model as own
+
+    code, _, err = _run(capsys, hf_models / "gpt2", "--tau-max", 9, "--n", 6, "--length", 32,
+                        "--out", tmp_path / "o", "--cache-dir", tmp_path / "c")  # fmt: skip
+    assert code == 0, err
+    assert "gpt2: the paper's claims are decided on whole fields; run without --tau-max" in err
+    ds = xr.open_dataset(tmp_path / "o" / "analysis.nc")
+    assert ds.attrs["tau_max"] == 9 and "key" not in ds.dims
+    np.testing.assert_array_equal(ds["lag"], np.arange(10))
+    assert ds["mean"].dims == ("model", "layer", "query", "lag")
+    src = own.resolve_source(str(hf_models / "gpt2"))
+    ens = own.make_ensemble(src, n=6, length=32)
+    R = collect_attention(src.model, ens.ids, layers=[2], average_heads=True, tau_max=9)
+    want = analyze(R.sel(layer=2, drop=True))
+    got = ds.sel(model="gpt2", layer=2)
+    np.testing.assert_allclose(got["T_spec"].values, want["T_spec"].values, rtol=1e-6)
+    np.testing.assert_allclose(got["energy"].values, want["energy"].values, rtol=1e-6)
+    assert len(_parse(tmp_path / "o" / "report.html").images) == 3 + 4
+    code, _, err = _run(capsys, hf_models / "bert", "--tau-max", 9, "--n", 6, "--length", 32,
+                        "--out", tmp_path / "b", "--cache-dir", tmp_path / "c")  # fmt: skip
+    assert code == 2 and "--tau-max: the lag band keeps lags 0..tau_max of causal" in err
+    code, _, err = _run(capsys, hf_models / "gpt2", "--tau-max", 32, "--n", 6, "--length", 32,
+                        "--out", tmp_path / "x", "--cache-dir", tmp_path / "c")  # fmt: skip
+    assert code == 2 and "--tau-max: expected a lag below the field's 32 lags" in err
 
 
 def test_gguf_route(tmp_path, capsys):

@@ -44,15 +44,15 @@ def model(tmp_path_factory):
 
 @pytest.fixture
 def counter(monkeypatch):
-    """Counts extractions (calls of iter_attention made by the cache)."""
+    """Counts extractions (calls of record_fields made by the cache)."""
     calls = []
-    real = cache_mod.iter_attention
+    real = cache_mod.record_fields
 
     def counting(*args, **kw):
-        calls.append(kw.get("layers"))
+        calls.append(args[3])  # the layers
         return real(*args, **kw)
 
-    monkeypatch.setattr(cache_mod, "iter_attention", counting)
+    monkeypatch.setattr(cache_mod, "record_fields", counting)
     return calls
 
 
@@ -184,16 +184,18 @@ def test_file_of_another_layout_is_rebuilt(model, tmp_path, counter):
 
 
 def test_failed_write_leaves_no_file_and_resumes(model, tmp_path, monkeypatch):
-    real = cache_mod.iter_attention
+    import msapod.models.extract as extract
+
+    real = extract.record_batch
     calls = []
 
-    def failing_second(*args, **kw):
+    def failing_second(*args, **kw):  # one forward pass per batch
         calls.append(1)
         if len(calls) == 2:
             raise RuntimeError("extraction died")
         return real(*args, **kw)
 
-    monkeypatch.setattr(cache_mod, "iter_attention", failing_second)
+    monkeypatch.setattr(extract, "record_batch", failing_second)
     with pytest.raises(RuntimeError, match="extraction died"):
         get(model, tmp_path, batch_size=2)  # the second of two batches dies
     names = [p.name for p in (tmp_path / "fields").iterdir()]
@@ -286,12 +288,13 @@ def test_field_file_resumes_verifies_and_records_the_ensemble(tmp_path):
     plan = [(0, 2), (2, 4), (4, 6)]
     calls = []
 
-    def extract(a, b, arrays):
+    def extract(a, b, arrays, write):
         calls.append((a, b))
         np.testing.assert_array_equal(arrays["ids"], np.arange(12).reshape(6, 2))
+        write(1, full[1, :, a:b])  # layers in any order, each as soon as it is computed
         if len(calls) == 2:
-            raise KeyboardInterrupt
-        return full[:, :, a:b]
+            raise KeyboardInterrupt  # after one layer of the batch: the batch is redone
+        write(0, full[0, :, a:b])
 
     def ensemble():
         return {"ids": np.arange(12).reshape(6, 2)}, {"unit": "token"}
@@ -327,11 +330,23 @@ def test_field_file_redoes_a_stale_partial_file_and_checks_batch_shapes(tmp_path
     store = FieldFile(tmp_path / "f.nc", "k")
     store.partial.write_bytes(b"not netCDF")
     with pytest.warns(CacheWarning, match="stale"):
-        store.build([(0, 2)], (1, 2, 3, 3), lambda a, b, arrays: np.zeros((1, 2, 3, 3)))
+        store.build(
+            [(0, 2)], (1, 2, 3, 3), lambda a, b, arrays, write: write(0, np.zeros((2, 3, 3)))
+        )
     np.testing.assert_array_equal(store.layer(0), np.zeros((2, 3, 3), np.float32))
     other = FieldFile(tmp_path / "g.nc", "k")
     with pytest.raises(ValueError, match="shape"):
-        other.build([(0, 2)], (1, 2, 3, 3), lambda a, b, arrays: np.zeros((1, 1, 3, 3)))
+        other.build(
+            [(0, 2)], (1, 2, 3, 3), lambda a, b, arrays, write: write(0, np.zeros((1, 3, 3)))
+        )
+    with pytest.raises(ValueError, match="layer index 1"):
+        other.build(
+            [(0, 2)], (1, 2, 3, 3), lambda a, b, arrays, write: write(1, np.zeros((2, 3, 3)))
+        )
+    with pytest.raises(ValueError, match=r"wrote layer indices \[0\], expected all 2"):
+        FieldFile(tmp_path / "h.nc", "k").build(
+            [(0, 2)], (2, 2, 3, 3), lambda a, b, arrays, write: write(0, np.zeros((2, 3, 3)))
+        )
 
 
 def test_state_sha256_sees_tensors_and_optionally_the_config():

@@ -248,15 +248,15 @@ def test_interrupted_store_resumes_only_for_a_verifiable_model(ens, tmp_path, mo
 
     ids, _ = ens
     model = tiny_gpt()
-    real, calls = extract.iter_attention, []
+    real, calls = extract.record_batch, []
 
-    def dying_second(*args, **kw):
+    def dying_second(*args, **kw):  # one forward pass per batch: dies in the second
         calls.append(len(args[1]))
         if len(calls) == 2:
             raise KeyboardInterrupt
         return real(*args, **kw)
 
-    monkeypatch.setattr(extract, "iter_attention", dying_second)
+    monkeypatch.setattr(extract, "record_batch", dying_second)
     path = tmp_path / "att.nc"
     kw = dict(layers=[1, 2], batch_size=2, progress=False, store=path)
     with pytest.raises(KeyboardInterrupt):
@@ -366,8 +366,11 @@ def test_huggingface_gpt2():
         collect_attention(model, ["ab", "abc"], tokenizer=tokenizer, progress=False)
     with pytest.raises(ValueError, match="exceeds"):
         collect_attention(model, np.zeros((2, 65), dtype=np.int64), progress=False)
-    config._attn_implementation = "sdpa"  # fused kernels return no probabilities
-    fused = transformers.GPT2LMHeadModel(config)
-    if fused.config._attn_implementation != "eager":
-        with pytest.raises(ValueError, match="eager"):
-            collect_attention(fused, ids, progress=False)
+    # a fused kernel (SDPA) is recorded too: the same probabilities to float32 round-off
+    fused = transformers.GPT2LMHeadModel(config.__class__(**{**config.to_dict()}))
+    fused.set_attn_implementation("sdpa")
+    fused.load_state_dict(model.state_dict())
+    assert fused.config._attn_implementation == "sdpa"
+    got = collect_attention(fused, ids, progress=False, batch_size=2)
+    np.testing.assert_allclose(got.values, A.values, rtol=0, atol=1e-6)
+    assert fused.config._attn_implementation == "sdpa"  # restored after recording

@@ -14,7 +14,7 @@ import xarray as xr
 
 import msapod
 from msapod.models.data import ensemble_offsets
-from msapod.studies.measure import llm
+from msapod.studies.measure import llm, model_analysis
 
 
 def chunk_tokenizer(text, add_special_tokens=False, return_offsets_mapping=True):
@@ -48,7 +48,7 @@ def test_smollm2_path_without_package(monkeypatch):
 
 def test_token_ensemble_nonoverlapping_and_deterministic():
     ens = llm.token_ensemble(chunk_tokenizer, n=40, length=16, seed=3)
-    val = llm._val_text()
+    val = model_analysis.validation_text()
     assert ens.ids.shape == (40, 16) and ens.ids.dtype == np.int64
     assert ens.n_chars == len(val) and ens.n_tokens == -(-len(val) // 3)
     np.testing.assert_array_equal(ens.offsets, ensemble_offsets(ens.n_tokens, 40, 16, 3))
@@ -69,14 +69,17 @@ def test_token_ensemble_nonoverlapping_and_deterministic():
 
 
 def test_batch_plan_covers_ensemble():
+    from msapod.studies.measure.model_analysis import BATCH_BUDGET, batch_plan, snippet_bytes
+
     for n, length in ((150, 83), (128, 256), (7, 8), (2, 2000)):
-        plan = llm._batch_plan(n, length)
-        assert plan[0][0] == 0 and plan[-1][1] == n
-        assert all(b == c for (_, b), (c, _) in zip(plan[:-1], plan[1:], strict=True))
-        assert all(b - a >= 2 for a, b in plan)
-        per = llm.N_LAYER * llm.N_HEAD * length**2 * 4
-        if per * 2 <= llm.BATCH_BUDGET:
-            assert max(b - a for a, b in plan) * per <= llm.BATCH_BUDGET
+        per = snippet_bytes(llm.N_HEAD, length)  # one layer of one snippet, every head
+        for plan in (batch_plan(n, per), batch_plan(n, per, batch_size=3)):
+            assert plan[0][0] == 0 and plan[-1][1] == n
+            assert all(b == c for (_, b), (c, _) in zip(plan[:-1], plan[1:], strict=True))
+            assert all(b - a >= 2 for a, b in plan)
+        if per * 2 <= BATCH_BUDGET:
+            assert max(b - a for a, b in batch_plan(n, per)) * per <= BATCH_BUDGET
+        assert max(b - a for a, b in batch_plan(n, per, batch_size=3)) <= max(3, 2)
 
 
 # ----------------------------------------------------------------------------- pipeline
@@ -98,70 +101,61 @@ def tiny_llama(n_layer=llm.N_LAYER):
         num_key_value_heads=3,
         head_dim=2,
         max_position_embeddings=64,
-        attn_implementation="eager",
     )
-    return transformers.LlamaForCausalLM(config).eval()
-
-
-def test_hf_one_batch_runs_one_forward_pass():
-    model = tiny_llama(n_layer=3)
-    calls = []
-    model.register_forward_pre_hook(lambda *a: calls.append(1))
-    ids = np.random.default_rng(0).integers(0, 100, size=(4, 12))
-    one = msapod.collect_attention(model, ids, average_heads=True, batch_size=4, progress=False)
-    assert len(calls) == 1  # one pass serves all three layers
-    calls.clear()
-    per_layer = msapod.collect_attention(
-        model, ids, average_heads=True, batch_size=3, progress=False
-    )
-    assert len(calls) == 3 * 2  # several batches: re-run per layer, one layer kept
-    np.testing.assert_allclose(one.values, per_layer.values, atol=1e-6)
-    np.testing.assert_allclose(one.values.sum(-1), 1.0, atol=1e-5)
+    model = transformers.LlamaForCausalLM(config).eval()  # SDPA, transformers' default
+    model.weights_sha256 = "cd" * 32
+    return model
 
 
 def test_smollm2_analysis_streams_resumes_and_caches(tmp_path, monkeypatch):
+    import msapod.models.extract
+    from msapod.resampling import bootstrap_spectrum, jackknife_se
+    from msapod.spectra import spectral_concentration
+    from msapod.studies.measure.uncertainty import fractional_rank
+
     monkeypatch.setattr(llm, "N_LAYER", 3)  # the real model has 30; 3 keep the test fast
     model = tiny_llama(n_layer=3)
     loads = []
 
-    def fake_load():
+    def fake_load(path=None):
         loads.append(1)
         return model, chunk_tokenizer
 
     monkeypatch.setattr(llm, "smollm2_path", lambda verify=True: tmp_path / "weights.gguf")
     monkeypatch.setattr(llm, "load_smollm2", fake_load)
     n, length = 6, 8
-    per = llm.N_LAYER * llm.N_HEAD * length**2 * 4
-    monkeypatch.setattr(llm, "BATCH_BUDGET", 2 * per)  # three batches of two snippets
-    assert len(llm._batch_plan(n, length)) == 3
+    per = model_analysis.snippet_bytes(llm.N_HEAD, length)
+    monkeypatch.setattr(model_analysis, "BATCH_BUDGET", 2 * per)  # three batches of two
+    assert len(model_analysis.batch_plan(n, per)) == 3
 
-    import msapod.models.extract
+    real = msapod.models.extract.record_batch
+    seen, died = [], []
 
-    real = msapod.extract.collect_attention
-    seen = []
-
-    def interrupted(*args, **kw):
+    def interrupted(*args, **kw):  # one forward pass per batch: the first run dies in the second
         seen.append(len(args[1]))
-        if len(seen) == 2:
+        if len(seen) == 2 and not died:
+            died.append(1)
             raise KeyboardInterrupt
         return real(*args, **kw)
 
-    monkeypatch.setattr(msapod.models.extract, "collect_attention", interrupted)
+    monkeypatch.setattr(msapod.models.extract, "record_batch", interrupted)
     kw = dict(n=n, length=length, cache_dir=tmp_path, progress=False, n_modes=2)
     with pytest.raises(KeyboardInterrupt):
         llm.smollm2_analysis(**kw)
-    monkeypatch.setattr(msapod.models.extract, "collect_attention", real)
+    seen.clear()
     ds = llm.smollm2_analysis(**kw)  # resumes: loads once more, runs the two other batches
-    assert len(loads) == 2
+    assert len(loads) == 2 and seen == [2, 2]
     assert list(ds["layer"].values) == [1, 2, 3]
-    for name in ("modes", "coefficients", "gram"):
+    assert model.config._attn_implementation == "sdpa"
+    for name in ("modes", "coefficients", "gram", "H_star_frac_se", "mode_lag_energy"):
         assert name not in ds
     for name in ("scale_centroid", "T_spec", "H_star", "T_spec_se", "H_star_se", "mean"):
         assert name in ds
+    assert ds["T_spec_se"].dims == ("layer",) and ds["H_star_se"].dims == ("layer", "eps")
     assert ds.attrs["lag_unit"] == "token"
     assert ds.attrs["ensemble_chars_per_token"] == pytest.approx(3.0)
 
-    # the streamed, batched, resumed fields equal one direct extraction of the ensemble
+    # the streamed, batched, resumed fields equal one direct recording of the ensemble
     ens = llm.token_ensemble(chunk_tokenizer, n, length, 0)
     direct = msapod.collect_attention(
         model.model, ens.ids, average_heads=True, layers=[2], progress=False
@@ -170,9 +164,19 @@ def test_smollm2_analysis_streams_resumes_and_caches(tmp_path, monkeypatch):
     ref = msapod.analyze(direct, n_modes=2)
     for name in ("scale_centroid", "T_spec", "H_star"):
         np.testing.assert_allclose(ds[name].sel(layer=2), ref[name], rtol=1e-5, atol=1e-8)
+    # the published errors: the jackknife of the plain window's Gram, T_spec over the
+    # analysis' fit range, H* in its interpolated form
+    jk = bootstrap_spectrum(ref["gram"].sel(window="plain", drop=True), method="jackknife")
+    k_min, k_max = ref.attrs["fit_k_min"], ref.attrs["fit_k_max"]
+    t_se = jackknife_se(spectral_concentration(jk, k_min, k_max)["T_spec"])
+    np.testing.assert_allclose(ds["T_spec_se"].sel(layer=2), t_se, rtol=1e-5)
+    lam = jk.transpose("boot", "rank")
+    for e in ref["eps"].values:
+        h_se = jackknife_se(lam[:, 0].copy(data=fractional_rank(lam.values, float(e))))
+        np.testing.assert_allclose(ds["H_star_se"].sel(layer=2, eps=e), h_se, rtol=1e-5)
 
     # cached: no model load, same values
-    monkeypatch.setattr(llm, "load_smollm2", lambda: pytest.fail("cache miss"))
+    monkeypatch.setattr(llm, "load_smollm2", lambda path=None: pytest.fail("cache miss"))
     again = llm.smollm2_analysis(**kw)
     xr.testing.assert_identical(again, ds)
     assert list((tmp_path / "llm-layers").glob("*.nc"))  # per-layer partial results

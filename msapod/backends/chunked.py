@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import lagstats
 from .._labels import lag_layout, raise_values
-from ..lagstats import gather_last, row_bands, snapshot_moments
+from ..lagstats import band_layout, gather_last, require_causal, row_bands, snapshot_moments
 
 __all__ = [
     "CHECKS_IN_PASS",
@@ -79,13 +79,13 @@ def _value_tasks(x, stochastic: bool, atol: float) -> dict:
     return tasks
 
 
-def check_values(x, name: str, *, stochastic: bool, atol: float) -> None:
-    """The value checks of :func:`msapod.check_field` of ``x (..., key)``, computed chunk
-    by chunk (one pass)."""
+def check_values(x, name: str, *, stochastic: bool, atol: float, band: bool = False) -> None:
+    """The value checks of :func:`msapod.check_field` of ``x (..., key)`` (``band``: ``(...,
+    lag)``), computed chunk by chunk (one pass)."""
     import dask
 
     (res,) = dask.compute(_value_tasks(x, stochastic, atol))
-    raise_values(name, res, stochastic, atol)
+    raise_values(name, res, stochastic, atol, band)
 
 
 def ensemble_mean(x, name: str, *, stochastic: bool = False, atol: float = 1e-3) -> np.ndarray:
@@ -338,9 +338,11 @@ class LagStats(lagstats.LagStats):
         self.lags, self.qpos, self.kpos = np.asarray(lags), np.asarray(qpos), np.asarray(kpos)
         n_q, n_lag = len(qpos), len(lags)
         self.rows = np.tile([0, n_q], (n_lag, 1)) if lag_form else row_bands(valid.T)
-        self.causal = self.causal_total = self._G = None
+        self.causal = self.causal_total = self._G = self._mean_lag = None
+        self.band = False
         self.n = F.shape[0]
         self._F, self._idx, self._valid, self.mean = F, idx, valid, mean
+        self._full_mean = mean  # what the packed entries have subtracted
         if lag_form:  # every (query, lag) entry, as the in-memory lag form holds
             sel = np.arange(len(qpos) * n_lag)
             self._col = np.tile(np.arange(n_lag), len(qpos))
@@ -353,10 +355,13 @@ class LagStats(lagstats.LagStats):
         self._packed = pack(F, sel, sub)
 
     @classmethod
-    def of_ensemble(cls, A, qpos, kpos, *, name="A", stochastic=False, atol=1e-3) -> LagStats:
+    def of_ensemble(
+        cls, A, qpos, kpos, *, name="A", stochastic=False, atol=1e-3, tau_max=None
+    ) -> LagStats:
         """The lag statistics of ``u = A - mean`` of dask fields ``A (N, query, key)``:
         one pass for the value checks (the ValueErrors of the in-memory check), the mean
-        (float64, in memory) and whether ``A`` and ``u`` are zero above the diagonal."""
+        (float64, in memory) and whether ``A`` and ``u`` are zero above the diagonal
+        (``tau_max``: the lag band ``0..tau_max`` only)."""
         import dask
 
         upper = kpos[None, :] > qpos[:, None]
@@ -373,10 +378,27 @@ class LagStats(lagstats.LagStats):
             # |A_s - m| is largest at the extreme A_s (float subtraction is monotone)
             causal_A = bool(((hi == 0) & (lo == 0)).all())
             causal_u = bool(((hi - m == 0) & (lo - m == 0)).all())
+        if tau_max is not None:
+            require_causal(causal_A, name)
+            lags, idx, valid = band_layout(qpos, kpos, tau_max)
+            stats = cls(A, lags, qpos, kpos, idx, valid, mean)
+            return stats.as_band(stats.gather_band(mean, qpos, kpos, tau_max))
         lags, idx, valid = lag_layout(qpos, kpos, causal_u)
         stats = cls(A, lags, qpos, kpos, idx, valid, mean)
         stats.causal, stats.causal_total = causal_u, causal_A
         return stats
+
+    @classmethod
+    def of_band(cls, R, lags, qpos, kpos, *, name="A", stochastic=False, atol=1e-3) -> LagStats:
+        """The lag statistics of dask fields given as a lag band ``R (N, query, lag)``:
+        one pass for the value checks (rows of a band sum to at most one) and the mean."""
+        import dask
+
+        tasks = {"mean": R.mean(axis=0, dtype=np.float64), **_value_tasks(R, stochastic, atol)}
+        (res,) = dask.compute(tasks)
+        raise_values(name, res, stochastic, atol, band=True)
+        mean = np.asarray(res["mean"])
+        return cls(R, lags, qpos, kpos, mean=mean).as_band(mean)
 
     @classmethod
     def of_fluctuation(cls, u, qpos, kpos, *, causal: bool) -> LagStats:
@@ -398,17 +420,21 @@ class LagStats(lagstats.LagStats):
 
     def lag_form(self):
         """The lazy lag form ``(N, query, lag)`` of the decomposed field (float64)."""
-        if self._idx is None:
-            return self._F.astype(np.float64)
         u = self._F.astype(np.float64)
+        if self.mean is not None and self._idx is None:  # a lag band: the mean is one too
+            return u - self.mean
         if self.mean is not None:
-            u = u - self.mean
+            u = u - self._full_mean
         return gather(u, self._idx, self._valid)
 
     def moments(self, field: str = "fluctuation") -> tuple[np.ndarray, np.ndarray]:
         """``(lags, C)`` of the fluctuation (or, ``"total"``, of the fields), one pass."""
         if field == "fluctuation":
             return self.lags, lag_moments(self.lag_form(), 2)
+        if self._mean_lag is not None:  # a lag band: C_A = C_u + C_Abar
+            n_q = len(self.qpos)
+            C_mean = self._mean_lag[0] @ self._mean_lag[0].T / n_q
+            return self.lags, lag_moments(self.lag_form(), 2) + C_mean
         if self.causal_total is None:
             raise ValueError("field: 'total' needs the fields (LagStats.of_ensemble)")
         lags, idx, valid = lag_layout(self.qpos, self.kpos, self.causal_total)

@@ -35,9 +35,12 @@ CHECKS_IN_PASS = False
 # ----------------------------------------------------------------------------- checks
 
 
-def check_values(x: np.ndarray, name: str, *, stochastic: bool, atol: float) -> None:
+def check_values(
+    x: np.ndarray, name: str, *, stochastic: bool, atol: float, band: bool = False
+) -> None:
     """The value checks of :func:`msapod.check_field` (finite; rows summing to one over
-    the last axis, the keys), in two passes over ``x``: the row sums and the minimum."""
+    the last axis, the keys, or at most one over a lag band's lags), in two passes over
+    ``x``: the row sums and the minimum."""
     # a sum is finite iff no NaN/inf entry (barring overflow, which the full check catches)
     sums = x.sum(-1, dtype=np.float64) if stochastic else x.sum(dtype=np.float64)
     if not np.isfinite(sums).all() and not np.isfinite(x).all():
@@ -45,7 +48,8 @@ def check_values(x: np.ndarray, name: str, *, stochastic: bool, atol: float) -> 
     if stochastic and x.size:
         dev = sums - 1.0
         neg = bool(x.min() < -atol)
-        raise_values(name, {"bad": 0, "neg": neg, "worst": [dev.min(), dev.max()]}, True, atol)
+        worst = [dev.min(), dev.max()]
+        raise_values(name, {"bad": 0, "neg": neg, "worst": worst}, True, atol, band)
 
 
 def is_causal(x: np.ndarray, qpos: np.ndarray, kpos: np.ndarray, atol: float = 0.0) -> bool:

@@ -2,27 +2,30 @@
 
 The ensemble (PAPER.md step 1) is ``n`` non-overlapping snippets of ``length`` characters
 drawn deterministically from the validation split (:func:`ensemble_ids`). For each layer
-the exact attention probabilities ``A_s^{l,h}(i, j)`` of every snippet ``s`` are collected
-into an :class:`xarray.DataArray` with dims ``("head", "snapshot", "query", "key")``, or
-``("snapshot", "query", "key")`` when heads are averaged. Layers and heads are labelled
-from 1, as in the paper.
+the attention probabilities ``A_s^{l,h}(i, j)`` of every snippet ``s`` are collected into
+an :class:`xarray.DataArray` with dims ``("head", "snapshot", "query", "key")``, or
+``("snapshot", "query", "key")`` when heads are averaged; with a lag band ``tau_max``
+the last dim is ``lag`` (``tau = i - j`` in ``0..tau_max``, PAPER.md step 3), so a field
+of ``L`` positions holds ``L (tau_max + 1)`` values instead of ``L^2``. Layers and heads
+are labelled from 1, as in the paper.
 
-Memory is bounded by one layer: :func:`iter_attention` yields the layers one at a time.
-For the package's own :class:`~msapod.models.gpt.GPT` the hidden states entering the current
-layer are kept per batch (``n * length * n_embd`` floats, about 20 MB for the paper's
-setting) and advanced one block per layer, so every block runs once per snippet; the
-probabilities are computed in float64 from exactly the hidden states of the ordinary
-(fast) forward pass, bit-identical to ``GPT.attention(idx, layers=[l])``. For Hugging Face
-models, whose ``output_attentions`` returns all layers at once, the model is re-run once
-per layer and only that layer is kept: ``n_layer`` times the compute, one layer of memory;
-when the ids fit in one batch, one forward pass serves all layers (its output holds them
-all anyway), so callers can stream batch by batch at the cost of one pass.
+The probabilities are recorded in one forward pass per batch of snippets, every
+requested layer handed on as soon as it is computed (:mod:`msapod.models.record`): for a
+Hugging Face model through transformers' attention interface, whatever attention
+implementation it was loaded with (``sdpa`` by default), its configured implementation
+restored afterwards; for msapod's :class:`~msapod.models.gpt.GPT` in float64 from its own
+blocks, bit-identical to ``GPT.attention(idx, layers=[l])``.
 
-Ensembles larger than memory: ``collect_attention(..., store=path)`` (or
-:func:`write_attention`) writes each batch of snapshots into a field file
-(:class:`msapod.fieldfile.FieldFile`, the one on-disk format of attention fields) as soon
-as it is computed (memory: one batch) and returns it opened lazily, a dask-backed array
-that the analysis functions reduce chunk by chunk (:mod:`msapod.backends.chunked`).
+* :func:`collect_attention` fills one array of every requested layer, batch by batch;
+* :func:`write_attention` (``collect_attention(..., store=path)``) streams each layer of
+  each batch into a field file (:class:`msapod.fieldfile.FieldFile`, the one on-disk
+  format of attention fields) as soon as it is computed (memory: one layer of one batch
+  plus the model) and returns it opened lazily, a dask-backed array that the analysis
+  functions reduce chunk by chunk (:mod:`msapod.backends.chunked`);
+* :func:`iter_attention` yields one layer of the whole ensemble at a time (memory: one
+  layer). For msapod GPTs the hidden states entering the current layer are kept per
+  batch (``n * length * n_embd`` floats) and advanced one block per layer, so every block
+  runs once per snippet; a Hugging Face model runs up to the layer for every layer.
 """
 
 from __future__ import annotations
@@ -31,18 +34,26 @@ import hashlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 
 import numpy as np
 import torch
 import xarray as xr
+from tqdm import tqdm
 
 from .._io import check_int, package_version
+from .._labels import check_tau_max
 from ..fieldfile import FieldFile, default_coords, key_hash
 from .data import check_layers, ensemble_ids, load_corpus
 from .gpt import GPT
+from .record import Layout, inference, record_batch, recording_path
 
-__all__ = ["collect_attention", "ensemble_ids", "iter_attention", "write_attention"]
+__all__ = [
+    "collect_attention",
+    "ensemble_ids",
+    "iter_attention",
+    "record_fields",
+    "write_attention",
+]
 
 
 # ----------------------------------------------------------------------------- models
@@ -166,76 +177,6 @@ def _model_device(model) -> torch.device:
     return torch.device("cpu")
 
 
-def _gpt_layers(
-    model: GPT, ids: np.ndarray, layers: list[int], batch_size: int, bar
-) -> Iterator[tuple[int, Iterator[torch.Tensor]]]:
-    """Per requested layer (1-based), an iterator over per-batch float64 probabilities.
-
-    The hidden state entering the current block is kept per batch and advanced block by
-    block, which reproduces ``GPT.attention(idx, layers=[l])`` exactly (the blocks before
-    ``l`` run their ordinary fast path).
-    """
-    device = _model_device(model)
-    batches = [
-        torch.as_tensor(ids[s : s + batch_size], device=device)
-        for s in range(0, len(ids), batch_size)
-    ]
-    for b in batches:
-        model.check_idx(b)
-    T = ids.shape[1]
-    pos = torch.arange(T, device=device)
-    hidden = [model.wte(b) + model.wpe(pos) for b in batches]
-    done = 0  # number of blocks applied to `hidden`
-    for layer in layers:
-        for li in range(done, layer - 1):
-            hidden = [model.blocks[li](x)[0] for x in hidden]
-        done = layer - 1
-        block = model.blocks[layer - 1]
-
-        def probs(block=block, hidden=hidden):
-            for x in hidden:
-                p = block.attn.probabilities(block.ln_1(x))
-                bar.update(1)
-                yield p
-
-        yield layer, probs()
-
-
-def _hf_layers(
-    model, ids: np.ndarray, layers: list[int], batch_size: int, bar
-) -> Iterator[tuple[int, Iterator[torch.Tensor]]]:
-    """Per requested layer, per-batch probabilities of a Hugging Face model (re-run per
-    layer so that only one layer's attention is ever kept). When all ids fit in one batch,
-    the single forward pass (which returns every layer anyway) serves all layers."""
-    device = _model_device(model)
-    n_layer = int(model.config.num_hidden_layers)
-    one_batch = len(ids) <= batch_size
-    kept: dict = {}  # one_batch: layer -> that layer's attention, released once yielded
-    for layer in layers:
-
-        def probs(layer=layer):
-            for s in range(0, len(ids), batch_size):
-                if layer in kept:
-                    bar.update(1)
-                    yield kept.pop(layer).double()
-                    continue
-                idx = torch.as_tensor(ids[s : s + batch_size], device=device)
-                out = model(input_ids=idx, output_attentions=True)
-                att = getattr(out, "attentions", None)
-                if att is None or len(att) != n_layer or att[layer - 1] is None:
-                    raise ValueError(
-                        "model: returned no attention probabilities with "
-                        "output_attentions=True; load it with attn_implementation='eager'"
-                    )
-                if one_batch:
-                    kept.update({k: att[k - 1] for k in layers if k > layer})
-                del out
-                bar.update(1)
-                yield att[layer - 1].double()
-
-        yield layer, probs()
-
-
 def _base_attrs(model, info: dict, name: str | None) -> dict:
     attrs = {
         "model": _model_name(model, name),
@@ -250,6 +191,74 @@ def _base_attrs(model, info: dict, name: str | None) -> dict:
     return attrs
 
 
+def _layout(average_heads, tau_max, dtype, length: int) -> Layout:
+    """The checked arrangement of the recorded layers."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        raise ValueError(f"dtype: expected a floating dtype, got {dtype}")
+    if not isinstance(average_heads, bool | np.bool_):
+        raise ValueError(f"average_heads: expected True or False, got {average_heads!r}")
+    return Layout(bool(average_heads), check_tau_max(tau_max, length), dtype)
+
+
+def _field_dims(info: dict, layout: Layout, n: int, length: int) -> tuple[tuple, tuple, dict]:
+    """``(dims, shape, coords)`` of one layer's field over ``n`` snapshots."""
+    last = "key" if layout.tau_max is None else "lag"
+    dims = ("snapshot", "query", last)
+    shape = (n, length, layout.width(length))
+    if not layout.average_heads:
+        dims, shape = ("head", *dims), (info["n_head"], *shape)
+    return dims, shape, default_coords(dims, shape)
+
+
+def _heads_first(values: np.ndarray) -> np.ndarray:
+    """A recorded batch ``(B, [H,] L, W)`` with the heads before the snapshots."""
+    return values.swapaxes(0, 1) if values.ndim == 4 else values
+
+
+def _batches(n: int, batch_size: int) -> list[tuple[int, int]]:
+    return [(a, min(a + batch_size, n)) for a in range(0, n, batch_size)]
+
+
+def _gpt_layers(
+    model: GPT, ids: np.ndarray, layers: list[int], batch_size: int, layout: Layout
+) -> Iterator[tuple[int, Iterator[np.ndarray]]]:
+    """Per requested layer (1-based), an iterator over the arranged probabilities of each
+    batch: the hidden state entering the current block is kept per batch and advanced
+    block by block, which reproduces ``GPT.attention(idx, layers=[l])`` exactly."""
+    device = _model_device(model)
+    batches = [torch.as_tensor(ids[a:b], device=device) for a, b in _batches(len(ids), batch_size)]
+    for b in batches:
+        model.check_idx(b)
+    pos = torch.arange(ids.shape[1], device=device)
+    hidden = [model.wte(b) + model.wpe(pos) for b in batches]
+    done = 0  # number of blocks applied to `hidden`
+    for layer in layers:
+        for li in range(done, layer - 1):
+            hidden = [model.blocks[li](x)[0] for x in hidden]
+        done = layer - 1
+        block = model.blocks[layer - 1]
+        yield layer, (layout.arrange(block.attn.probabilities(block.ln_1(x))) for x in hidden)
+
+
+def _recorded_layers(
+    model, ids: np.ndarray, layers: list[int], batch_size: int, layout: Layout
+) -> Iterator[tuple[int, Iterator[np.ndarray]]]:
+    """Per requested layer, an iterator over each batch's arranged probabilities, every
+    pass stopping at that layer (:func:`msapod.models.record.record_batch`)."""
+    device = _model_device(model)
+
+    def batches(layer: int) -> Iterator[np.ndarray]:
+        for a, b in _batches(len(ids), batch_size):
+            got: list[np.ndarray] = []
+            idx = torch.as_tensor(ids[a:b], device=device)
+            record_batch(model, idx, [layer], lambda _, part, got=got: got.append(part), layout)
+            yield got[0]
+
+    for layer in layers:
+        yield layer, batches(layer)
+
+
 def iter_attention(
     model,
     ids,
@@ -260,123 +269,97 @@ def iter_attention(
     dtype=np.float32,
     progress: bool = False,
     name: str | None = None,
+    tau_max: int | None = None,
 ) -> Iterator[xr.DataArray]:
     """Yield the attention field of each requested layer, one layer at a time.
 
     Parameters
     ----------
     model
-        An :class:`msapod.models.gpt.GPT` or a ``transformers.PreTrainedModel`` (loaded with
-        ``attn_implementation="eager"`` so that it returns attention probabilities). It
-        is run in eval mode without gradients; its mode is restored afterwards.
+        An :class:`msapod.models.gpt.GPT` or a ``transformers.PreTrainedModel`` (any
+        attention implementation; see :mod:`msapod.models.record`). It is run in eval
+        mode without gradients; its mode is restored afterwards.
     ids
-        ``(N, L)`` integer token ids (numpy array, nested list or torch tensor), ``N >= 2``
+        ``(N, L)`` integer token ids (numpy array, nested list or torch tensor), ``N >= 1``
         snapshots of ``L <=`` context length tokens.
     layers
         1-based layer numbers (as in the paper); default all. Yielded in ascending order.
     batch_size
         Snapshots per forward pass.
     average_heads
-        If true, yield the head mean (taken batch by batch, so all heads of the whole
-        ensemble are never held at once).
+        If true, yield the head mean (taken batch by batch, in float64, so all heads of
+        the whole ensemble are never held at once).
     dtype
         Floating dtype of the output; probabilities are computed in float64 (msapod
-        models) and cast batch by batch.
+        models) or float32 (Hugging Face models, float64 for a float64 model) and cast
+        batch by batch.
     progress
         Show a tqdm progress bar over (layer, batch) steps.
     name
         Model label for the attrs (default ``model.name`` or the HF name).
+    tau_max
+        Keep only the lags ``tau = query - key`` in ``0..tau_max`` (the lag layout of
+        :func:`msapod.to_lag`): the last dim is ``lag``; default None, the whole
+        ``(query, key)`` field. The values at those lags are the full field's.
 
     Yields
     ------
     xarray.DataArray
         Dims ``("head", "snapshot", "query", "key")`` (no ``head`` with
-        ``average_heads``), coords ``head`` 1..H, ``snapshot`` 0..N-1, ``query`` and
-        ``key`` 0..L-1, scalar coord ``layer``. Each row sums to one over ``key``.
+        ``average_heads``; ``lag`` for ``key`` with ``tau_max``), coords ``head`` 1..H,
+        ``snapshot`` 0..N-1, ``query`` and ``key`` 0..L-1 (``lag`` 0..tau_max), scalar
+        coord ``layer``. Each row sums to one over ``key``.
 
     Notes
     -----
-    Memory holds one layer: ``H * N * L * L`` values (``N * L * L`` averaged). For msapod
-    GPTs the hidden states of the current layer are cached per batch (``N * L * n_embd``
-    floats), so each block runs once per snapshot; Hugging Face models are re-run for
-    every layer (``n_layer`` times the compute of one pass).
+    Memory holds one layer: ``H * N * L * W`` values (``N * L * W`` averaged; ``W = L``,
+    or ``tau_max + 1`` in a band). For msapod GPTs the hidden states of the current layer
+    are cached per batch (``N * L * n_embd`` floats), so each block runs once per
+    snapshot; a Hugging Face model runs its layers up to layer l for every layer l
+    (``n_layer (n_layer + 1) / 2`` layer passes in all; :func:`collect_attention` records
+    every layer in one pass).
     """
     info = _model_info(model)
     ids = _as_ids(model, ids, info, least=1)
     layers = check_layers(layers, info["n_layer"])
     batch_size = check_int(batch_size, "batch_size", 1)
-    dtype = np.dtype(dtype)
-    if dtype.kind != "f":
-        raise ValueError(f"dtype: expected a floating dtype, got {dtype}")
-    return _iter_attention(
-        model, ids, info, layers, int(batch_size), average_heads, dtype, progress, name
-    )
+    layout = _layout(average_heads, tau_max, dtype, ids.shape[1])
+    return _iter_attention(model, ids, info, layers, batch_size, layout, progress, name)
 
 
-def _iter_attention(
-    model, ids, info, layers, batch_size, average_heads, dtype, progress, name
-) -> Iterator[xr.DataArray]:
-    from tqdm import tqdm
-
+def _iter_attention(model, ids, info, layers, batch_size, layout, progress, name):
     n, length = ids.shape
-    n_batches = -(-n // batch_size)
-    H = info["n_head"]
     attrs = _base_attrs(model, info, name)
-    attrs.update(source="msapod.iter_attention", average_heads=int(bool(average_heads)))
-    source = _gpt_layers if info["framework"] == "msapod" else _hf_layers
-    bar = tqdm(total=len(layers) * n_batches, desc="attention", disable=not progress, mininterval=2)
-    layer_iter = source(model, ids, layers, batch_size, bar)
+    attrs.update(source="msapod.iter_attention", average_heads=int(layout.average_heads))
+    if layout.tau_max is not None:
+        attrs.update(tau_max=layout.tau_max, lag_definition="tau = query - key")
+    source = _gpt_layers if info["framework"] == "msapod" else _recorded_layers
+    dims, shape, coords = _field_dims(info, layout, n, length)
+    bar = tqdm(
+        total=len(layers) * len(_batches(n, batch_size)),
+        desc=f"attention ({recording_path(model)})",
+        disable=not progress,
+        mininterval=2,
+    )
+    layer_iter = source(model, ids, layers, batch_size, layout)
     try:
         while True:
             # eval mode and no_grad hold while a layer is computed, not while the caller
             # holds the yielded array
-            with _inference(model):
+            with inference(model):
                 try:
                     layer, batches = next(layer_iter)
                 except StopIteration:
                     return
-                shape = (n, length, length) if average_heads else (H, n, length, length)
-                out = np.empty(shape, dtype=dtype)
-                start = 0
-                for p in batches:
-                    b = p.shape[0]
-                    if p.shape[1:] != (H, length, length):
-                        raise ValueError(
-                            f"model: layer {layer} returned attention of shape "
-                            f"{tuple(p.shape)}, expected (batch, {H}, {length}, {length})"
-                        )
-                    if average_heads:
-                        out[start : start + b] = p.mean(dim=1).cpu().numpy()
-                    else:
-                        out[:, start : start + b] = p.transpose(0, 1).cpu().numpy()
-                    start += b
-            dims = ("snapshot", "query", "key")
-            coords = {
-                "snapshot": np.arange(n),
-                "query": np.arange(length),
-                "key": np.arange(length),
-                "layer": layer,
-            }
-            if not average_heads:
-                dims = ("head", *dims)
-                coords["head"] = np.arange(1, H + 1)
-            da = xr.DataArray(out, dims=dims, coords=coords, attrs=dict(attrs))
+                out = np.empty(shape, dtype=layout.dtype)
+                for (a, b), values in zip(_batches(n, batch_size), batches, strict=True):
+                    out[..., a:b, :, :] = _heads_first(values)
+                    bar.update(1)
+            da = xr.DataArray(out, dims=dims, coords={**coords, "layer": layer}, attrs=dict(attrs))
             da.name = "attention"
             yield da
     finally:
         bar.close()
-
-
-@contextmanager
-def _inference(model):
-    """Eval mode without gradients, restoring the model's mode afterwards."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        model.train(was_training)
 
 
 def collect_attention(
@@ -392,23 +375,28 @@ def collect_attention(
     progress: bool = True,
     tokenizer=None,
     data_sha256: str | None = None,
+    tau_max: int | None = None,
     store=None,
     snapshot_chunk: int | None = None,
     overwrite: bool = False,
 ) -> xr.DataArray:
-    """Attention fields of all requested layers as one labelled array.
+    """Attention fields of all requested layers as one labelled array, recorded in one
+    forward pass per batch.
 
     Parameters
     ----------
     model
-        An :class:`msapod.models.gpt.GPT` or a ``transformers.PreTrainedModel`` (see
-        :func:`iter_attention`).
+        An :class:`msapod.models.gpt.GPT` or a ``transformers.PreTrainedModel`` loaded
+        with any attention implementation (``sdpa``, the default, ``eager``, ...): models
+        that compute attention through transformers' attention interface are recorded
+        in one pass per batch whatever the implementation; others need
+        ``attn_implementation="eager"`` (see :mod:`msapod.models.record`).
     texts_or_ids
         ``(N, L)`` integer token ids (numpy array, nested list or torch tensor), or a list
         of ``N`` strings of equal length. Strings are encoded with the TinyShakespeare
         character vocabulary for msapod models and with ``tokenizer`` for Hugging Face
         models (their token counts must agree).
-    layers, average_heads, batch_size, dtype, progress
+    layers, average_heads, batch_size, dtype, progress, tau_max
         As in :func:`iter_attention` (layers 1-based).
     name
         Model label recorded in the attrs (default ``model.name`` or the HF name).
@@ -422,19 +410,21 @@ def collect_attention(
         the attrs; ``ids_sha256`` (of the int64 ids) is recorded always.
     store
         A file path (``str`` / ``os.PathLike``): stream the ensemble into a field file
-        there (:class:`msapod.fieldfile.FieldFile`, netCDF-4), batch by batch, and return
-        it opened lazily (see :func:`write_attention`; ``snapshot_chunk`` and
-        ``overwrite`` apply only then). Default ``None``: an in-memory array.
+        there (:class:`msapod.fieldfile.FieldFile`, netCDF-4), layer by layer and batch
+        by batch, and return it opened lazily (see :func:`write_attention`;
+        ``snapshot_chunk`` and ``overwrite`` apply only then). Default ``None``: an
+        in-memory array.
 
     Returns
     -------
     xarray.DataArray
         Dims ``("layer", "head", "snapshot", "query", "key")``, without ``head`` when
-        ``average_heads``. attrs: ``model``, ``weights_sha256`` (if the model has one),
-        ``data_sha256`` (if given), ``ids_sha256``, ``n_snapshots``, ``length``,
-        ``offsets`` (if given), ``attention`` (``"standard"``/``"ega"``), ``framework``,
-        ``average_heads``, ``source`` and ``msapod_version``. With ``store`` the data are
-        dask-backed (chunked over ``snapshot``, one layer and head per chunk).
+        ``average_heads``, ``lag`` (0..tau_max) for ``key`` with ``tau_max``. attrs:
+        ``model``, ``weights_sha256`` (if the model has one), ``data_sha256`` (if given),
+        ``ids_sha256``, ``n_snapshots``, ``length``, ``offsets`` (if given),
+        ``attention`` (``"standard"``/``"ega"``), ``framework``, ``average_heads``,
+        ``tau_max`` (with a band), ``source`` and ``msapod_version``. With ``store`` the
+        data are dask-backed (chunked over ``snapshot``, one layer and head per chunk).
     """
     if store is not None:
         return write_attention(
@@ -450,50 +440,49 @@ def collect_attention(
             progress=progress,
             tokenizer=tokenizer,
             data_sha256=data_sha256,
+            tau_max=tau_max,
             snapshot_chunk=snapshot_chunk,
             overwrite=overwrite,
         )
-    _, ids, offsets, layer_list, attrs = _prepare_collect(
-        model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, data_sha256
+    info, ids, offsets, layer_list, attrs, layout = _prepare_collect(
+        model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, data_sha256,
+        tau_max, dtype,
+    )  # fmt: skip
+    batch_size = check_int(batch_size, "batch_size", 1)
+    dims, shape, coords = _field_dims(info, layout, *ids.shape)
+    values = np.empty((len(layer_list), *shape), dtype=layout.dtype)
+    index = {layer: k for k, layer in enumerate(layer_list)}
+    device = _model_device(model)
+    plan = tqdm(
+        _batches(len(ids), batch_size),
+        desc=f"attention ({recording_path(model)})",
+        unit="batch",
+        disable=not progress,
+        mininterval=2,
     )
-    parts = iter_attention(
-        model,
-        ids,
-        layers=layer_list,
-        batch_size=batch_size,
-        average_heads=average_heads,
-        dtype=dtype,
-        progress=progress,
-        name=name,
-    )
-    out = _stack_layers(parts, layer_list)
+    with inference(model):
+        for a, b in plan:
+
+            def put(layer: int, part: np.ndarray, a=a, b=b) -> None:
+                values[index[layer]][..., a:b, :, :] = _heads_first(part)
+
+            record_batch(model, torch.as_tensor(ids[a:b], device=device), layer_list, put, layout)
+    coords = {**coords, "layer": np.asarray(layer_list)}
+    out = xr.DataArray(values, dims=("layer", *dims), coords=coords, attrs=attrs, name="attention")
     if offsets is not None:
         out = out.assign_coords(offset=("snapshot", offsets))
-    out.attrs = attrs
-    out.name = "attention"
     return out
 
 
-def _stack_layers(parts: Iterator[xr.DataArray], layers: list[int]) -> xr.DataArray:
-    """The per-layer arrays ``parts`` (one per entry of ``layers``) as one array with a
-    leading ``layer`` dim, allocated once (no second copy of the whole result)."""
-    values = None
-    first = None
-    for k, part in enumerate(parts):
-        if values is None:
-            values = np.empty((len(layers), *part.shape), dtype=part.dtype)
-            first = part
-        values[k] = part.values
-    coords = {d: first[d].values for d in first.dims}
-    coords["layer"] = np.asarray(layers)
-    return xr.DataArray(values, dims=("layer", *first.dims), coords=coords)
-
-
-def _prepare_collect(model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, sha):
-    """Validated ``(info, ids, offsets, layers, attrs)`` of :func:`collect_attention`."""
+def _prepare_collect(
+    model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, sha, tau_max, dtype
+):
+    """Validated ``(info, ids, offsets, layers, attrs, layout)`` of
+    :func:`collect_attention`."""
     info = _model_info(model)
     ids = _as_ids(model, texts_or_ids, info, tokenizer=tokenizer)
     n, length = ids.shape
+    layout = _layout(average_heads, tau_max, dtype, length)
     if offsets is not None:
         offsets = np.asarray(offsets)
         if offsets.shape != (n,) or offsets.dtype.kind not in "iu":
@@ -510,20 +499,27 @@ def _prepare_collect(model, texts_or_ids, layers, average_heads, name, offsets, 
         n_snapshots=n,
         length=length,
         ids_sha256=hashlib.sha256(np.ascontiguousarray(ids, dtype="<i8").tobytes()).hexdigest(),
-        average_heads=int(bool(average_heads)),
+        average_heads=int(layout.average_heads),
         source="msapod.collect_attention",
         msapod_version=package_version(),
         description=(
             "attention probabilities A(i, j): row = query position i, column = key "
             "position j; layers and heads numbered from 1"
-            + ("; mean over heads" if average_heads else "")
+            + ("; mean over heads" if layout.average_heads else "")
+            + (
+                f"; lag band R(i, tau) = A(i, i - tau), tau = 0..{layout.tau_max}"
+                if layout.tau_max is not None
+                else ""
+            )
         ),
     )
+    if layout.tau_max is not None:
+        attrs.update(tau_max=layout.tau_max, lag_definition="tau = query - key")
     if sha is not None:
         attrs["data_sha256"] = sha
     if offsets is not None:
         attrs["offsets"] = offsets
-    return info, ids, offsets, layer_list, attrs
+    return info, ids, offsets, layer_list, attrs, layout
 
 
 # ----------------------------------------------------------------------------- stores
@@ -543,23 +539,24 @@ def write_attention(
     progress: bool = True,
     tokenizer=None,
     data_sha256: str | None = None,
+    tau_max: int | None = None,
     snapshot_chunk: int | None = None,
     overwrite: bool = False,
 ) -> xr.DataArray:
     """Stream the attention fields of an ensemble into a field file and open it lazily.
 
-    Batch by batch, the fields of every requested layer are written as soon as the model
-    has produced them (memory: one batch of every layer, ``layers x batch_size x H x L x
-    L`` probabilities, never the ensemble), into a :class:`msapod.fieldfile.FieldFile`
-    (netCDF-4, the one on-disk format of attention fields; an interrupted write resumes
-    where it stopped). The result is the file opened lazily after its checks: a
-    dask-backed DataArray that every msapod analysis function accepts (see
-    :mod:`msapod.backends.chunked`).
+    One forward pass per batch records every requested layer, and each layer of each
+    batch is written as soon as it is computed (memory: one layer of one batch, ``H x
+    batch_size x L x W`` probabilities, plus the model; never the ensemble), into a
+    :class:`msapod.fieldfile.FieldFile` (netCDF-4, the one on-disk format of attention
+    fields; an interrupted write resumes where it stopped). The result is the file opened
+    lazily after its checks: a dask-backed DataArray that every msapod analysis function
+    accepts (see :mod:`msapod.backends.chunked`).
 
     Parameters
     ----------
     model, texts_or_ids, layers, average_heads, batch_size, name, offsets, progress,
-    tokenizer, data_sha256
+    tokenizer, data_sha256, tau_max
         As in :func:`collect_attention`.
     path
         The file (conventionally ``*.nc``).
@@ -567,7 +564,7 @@ def write_attention(
         float32, the precision of every field file (given only to be checked).
     snapshot_chunk
         Snapshots per chunk (default ``batch_size``); chunks hold one layer and one head:
-        ``(1, 1, snapshot_chunk, L, L)`` (``(1, snapshot_chunk, L, L)`` head-averaged).
+        ``(1, 1, snapshot_chunk, L, W)`` (``(1, snapshot_chunk, L, W)`` head-averaged).
     overwrite
         Rebuild an existing file. Without it an existing file is reused only if it holds
         exactly what was asked (same dims, shape, coords and attrs: model,
@@ -588,22 +585,20 @@ def write_attention(
         cannot be verified: no ``weights_sha256``) without ``overwrite``; a file that does
         not read back as written.
     """
-    info, ids, offsets, layer_list, attrs = _prepare_collect(
-        model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, data_sha256
-    )
-    batch_size = check_int(batch_size, "batch_size", 1)
-    chunk = check_int(batch_size if snapshot_chunk is None else snapshot_chunk, "snapshot_chunk", 1)
     if np.dtype(dtype) != np.float32:
         raise ValueError(f"dtype: a field file holds float32, got {np.dtype(dtype)}")
+    info, ids, offsets, layer_list, attrs, layout = _prepare_collect(
+        model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, data_sha256,
+        tau_max, dtype,
+    )  # fmt: skip
+    batch_size = check_int(batch_size, "batch_size", 1)
+    chunk = check_int(batch_size if snapshot_chunk is None else snapshot_chunk, "snapshot_chunk", 1)
     if not isinstance(path, str | os.PathLike):
         raise ValueError(f"store: expected a file path, got {type(path).__name__}")
-    n, length = ids.shape
-    dims = ("layer", "snapshot", "query", "key")
-    shape = (len(layer_list), n, length, length)
-    if not average_heads:
-        dims = ("layer", "head", *dims[1:])
-        shape = (shape[0], info["n_head"], *shape[1:])
-    coords = {**default_coords(dims, shape), "layer": np.asarray(layer_list, dtype=np.int64)}
+    n = len(ids)
+    dims, shape, coords = _field_dims(info, layout, *ids.shape)
+    dims, shape = ("layer", *dims), (len(layer_list), *shape)
+    coords = {**coords, "layer": np.asarray(layer_list, dtype=np.int64)}
     store = FieldFile(path, key_hash({"dims": dims, "shape": shape, **_plain(attrs)}))
     chunks = {"layer": 1, "head": 1, "snapshot": chunk}
     if store.path.exists() and not overwrite:
@@ -621,36 +616,59 @@ def write_attention(
         store.path.unlink(missing_ok=True)
     if overwrite or "weights_sha256" not in attrs:  # no resuming what cannot be verified
         store.partial.unlink(missing_ok=True)
-
-    def extract(a: int, b: int, arrays) -> np.ndarray:
-        parts = iter_attention(
-            model,
-            ids[a:b],
-            layers=layer_list,
-            batch_size=b - a,
-            average_heads=average_heads,
-            dtype=np.float32,
-            progress=False,
-            name=name,
-        )
-        return np.stack([part.values for part in parts])
-
-    plan = [(a, min(a + batch_size, n)) for a in range(0, n, batch_size)]
-    store.build(
-        plan,
-        shape,
-        extract,
-        dims=dims,
-        coords=coords,
-        attrs=attrs,
-        offsets=offsets,
-        chunk=min(chunk, n),
-        progress=progress,
-    )
+    record_fields(
+        store, model, ids, layer_list, _batches(n, batch_size),
+        average_heads=layout.average_heads, tau_max=layout.tau_max, coords=coords,
+        attrs=attrs, offsets=offsets, chunk=min(chunk, n), progress=progress,
+    )  # fmt: skip
     try:
         return store.open(chunks, shape=shape, coords=coords)
     except OSError as err:
         raise ValueError(f"store: did not read back as written ({err})") from None
+
+
+def record_fields(
+    store: FieldFile,
+    model,
+    ids: np.ndarray,
+    layers: list[int],
+    plan: Sequence[tuple[int, int]],
+    *,
+    average_heads: bool,
+    tau_max: int | None = None,
+    desc: str = "attention",
+    **build,
+) -> None:
+    """Record the fields of ``model`` over the ids ``(N, L)`` into the field file
+    ``store``: one forward pass per batch of ``plan`` (``[start, stop)`` ranges), each
+    layer written as soon as it is computed (float32; heads averaged or kept, in the key
+    layout or the lag band ``0..tau_max``); an interrupted file resumes at its next
+    batch. The file's dims are ``(layer, [head,] snapshot, query, key)``, ``lag`` for
+    ``key`` in a band. ``build``: the other arguments of
+    :meth:`msapod.fieldfile.FieldFile.build` (``coords``, ``attrs``, ``offsets``,
+    ``ensemble``, ``chunk``, ``progress``)."""
+    info = _model_info(model)
+    n, length = ids.shape
+    layout = _layout(average_heads, tau_max, np.float32, length)
+    dims, shape, _ = _field_dims(info, layout, n, length)
+    index = {layer: k for k, layer in enumerate(layers)}
+    device = _model_device(model)
+
+    def record(a: int, b: int, arrays, write) -> None:
+        def put(layer: int, part: np.ndarray) -> None:
+            write(index[layer], _heads_first(part))
+
+        record_batch(model, torch.as_tensor(ids[a:b], device=device), layers, put, layout)
+
+    with inference(model):
+        store.build(
+            plan,
+            (len(layers), *shape),
+            record,
+            dims=("layer", *dims),
+            desc=f"{desc} ({recording_path(model)})",
+            **build,
+        )
 
 
 def _plain(attrs: dict) -> dict:

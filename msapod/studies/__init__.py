@@ -17,7 +17,9 @@ functions included):
   * :mod:`.measure.uncertainty` -- jackknife intervals of T_spec, H* and the scale centroid,
   * :mod:`.measure.convergence` -- nested-ensemble convergence of the spectra,
   * :mod:`.measure.prune` -- head pruning guided by the POD spectra (the numbers behind C6),
-  * :mod:`.measure.llm` -- the same analysis on a real LLM (SmolLM2-135M);
+  * :mod:`.measure.model_analysis` -- one path from any model and a text to per-layer
+    analyses (ensemble, recorded fields, cached layers),
+  * :mod:`.measure.llm` -- that path on a real LLM (SmolLM2-135M);
 
 * :mod:`.verdict` -- how the claims are decided, numbers first:
 
@@ -35,8 +37,8 @@ functions included):
 and on top, using all three:
 
 * :mod:`.reproduce` -- every cached study in one command, and ``--check``,
-* :mod:`.own_model` -- ``msapod analyze``: any model and text to a dataset with intervals
-  and a self-contained HTML report;
+* :mod:`.own_model` -- ``msapod analyze``: any model and text to a dataset with intervals,
+* :mod:`.report` -- its self-contained HTML report;
 
 and the book's kit beside the package (``msapod_book``: what the pages print and draw),
 which imports msapod and is never imported by it.

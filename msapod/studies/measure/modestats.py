@@ -58,7 +58,7 @@ import numpy as np
 import xarray as xr
 
 from ..._io import COMPRESS
-from ...fields import reynolds, to_lag
+from ...fields import is_band, reynolds, to_lag
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
 from ...wavelets import coherency, log_scales, scalogram
 from ..store.cache import ModelInputs, cached_analysis, cached_model_study, model_inputs, stack_zoo
@@ -108,15 +108,18 @@ def lag_energy(modes: xr.DataArray) -> xr.DataArray:
     Parameters
     ----------
     modes
-        Causal fields with dims ``query`` and ``key`` (NaN for a missing window).
+        Causal fields with dims ``query`` and ``key`` (NaN for a missing window), or the
+        modes of a lag band, dims ``query`` and ``lag``.
 
     Returns
     -------
     xarray.DataArray
         ``(..., lag)``, summing to 1 over ``lag``; NaN where a mode is missing or zero.
     """
-    missing = modes.isnull().any(("query", "key"))
-    p = (to_lag(modes.fillna(0.0).astype(np.float64)) ** 2).sum("query")
+    last = "lag" if is_band(modes) else "key"
+    missing = modes.isnull().any(("query", last))
+    R = modes.fillna(0.0).astype(np.float64)
+    p = ((R if last == "lag" else to_lag(R)) ** 2).sum("query")
     tot = p.sum("lag")
     return (p / tot.where(tot > 0)).where(~missing)
 

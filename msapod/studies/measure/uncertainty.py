@@ -34,7 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from ...fields import check_field, reynolds, to_lag
+from ...fields import check_field, is_band, reynolds, to_lag
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
 from ...pipeline import ANALYZE_DEFAULTS, FIELD_SYMBOLS, check_options
 from ...resampling import bootstrap_spectrum, jackknife_se
@@ -91,6 +91,8 @@ def _scalogram_field(A: xr.DataArray, dim: str, field: str, centred: bool) -> xr
                 "centred: fluctuations have no 'total' field; pass field='fluctuation'"
             )
         return A
+    if not centred and is_band(A):  # a lag band: its own mean, in the lag layout
+        return A.astype(np.float64) - A.mean(dim, dtype=np.float64)
     if not centred:
         return reynolds(A, dim, check_stochastic=False)["fluctuation"]
     scale = float(np.abs(A.values).max()) or 1.0
@@ -128,8 +130,9 @@ def scale_jackknife(
     Parameters
     ----------
     A
-        One field set ``(dim, "query", "key")``: attention fields (``centred=False``)
-        or fluctuations u that already sum to zero over ``dim`` (``centred=True``;
+        One field set ``(dim, "query", "key")``, or a lag band ``(dim, "query", "lag")``
+        (see :func:`msapod.analyze`): attention fields (``centred=False``) or
+        fluctuations u that already sum to zero over ``dim`` (``centred=True``;
         checked; only with ``field="fluctuation"``).
     dim
         Snapshot dim (N >= 3).
@@ -150,11 +153,15 @@ def scale_jackknife(
         with their jackknife standard errors ``*_se`` and leave-one-out replicates
         ``*_jack(jack)``.
     """
-    check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim, min_snapshots=3)
-    extra = [d for d in A.dims if d not in (dim, "query", "key")]
+    last = "lag" if is_band(A) else "key"
+    check_field(A, name="A", dims=(dim, "query", last), snapshot_dim=dim, min_snapshots=3)
+    extra = [d for d in A.dims if d not in (dim, "query", last)]
     if extra:
-        raise ValueError(f"A: expected one field set (dims {dim}, query, key), got extra {extra}")
-    R = to_lag(_scalogram_field(A, dim, field, centred)).transpose(dim, "query", "lag")
+        raise ValueError(
+            f"A: expected one field set (dims {dim}, query, {last}), got extra {extra}"
+        )
+    R = _scalogram_field(A, dim, field, centred)
+    R = (R if last == "lag" else to_lag(R)).transpose(dim, "query", "lag")
     X = np.asarray(R.values, dtype=np.float64)
     n, q, n_lag = X.shape
     s = check_scales(log_scales(n_lag) if scales is None else scales, n_lag)

@@ -59,6 +59,7 @@ __all__ = [
     "key_hash",
     "model_inputs",
     "netcdf_safe",
+    "record_fields",
     "stack_models",
     "stack_zoo",
     "state_sha256",
@@ -112,6 +113,14 @@ def iter_attention(*args, **kw):
     from ...models.extract import iter_attention as extract
 
     return extract(*args, **kw)
+
+
+def record_fields(*args, **kw) -> None:
+    """:func:`msapod.models.extract.record_fields`, imported when fields are recorded (it
+    needs torch; reading a cached file does not)."""
+    from ...models.extract import record_fields as record
+
+    record(*args, **kw)
 
 
 def _key_parts(weights_sha256, data_sha256, n, length, seed, layers) -> dict:
@@ -303,25 +312,13 @@ def field_store(
         ),
     }
 
-    def extract(a: int, b: int, arrays) -> np.ndarray:
-        parts_ = iter_attention(
-            model,
-            ids[a:b],
-            layers=layers,
-            batch_size=batch_size,
-            average_heads=True,
-            dtype=np.float32,
-            progress=False,
-            name=label,
-        )
-        return np.stack([part.values for part in parts_])
-
-    plan = [(a, min(a + batch_size, n)) for a in range(0, n, batch_size)]
-    store.build(
-        plan,
-        shape,
-        extract,
-        dims=DIMS,
+    record_fields(
+        store,
+        model,
+        ids,
+        layers,
+        [(a, min(a + batch_size, n)) for a in range(0, n, batch_size)],
+        average_heads=True,
         coords=coords,
         attrs=attrs,
         offsets=offsets,

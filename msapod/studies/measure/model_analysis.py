@@ -1,0 +1,400 @@
+"""Analysing a model: one path from a loaded model and a text to per-layer analyses.
+
+The SmolLM2 study (:func:`msapod.studies.measure.llm.smollm2_analysis`) and ``msapod
+analyze`` (:func:`msapod.studies.own_model.analyze_sources`) are two calls of it, each
+with its own settings (model, text, ensemble, options, what it publishes):
+
+1. **the model**: a :class:`Source`, a loaded model with its tokenizer, the sha256 that
+   keys its caches, its layers, heads and context;
+2. **the ensemble** (PAPER.md step 1): the text tokenised as a whole without special
+   tokens (:func:`tokenise`), then ``n`` of its aligned, non-overlapping windows of
+   ``length`` tokens drawn by :func:`msapod.models.data.ensemble_offsets` with ``seed``
+   (:func:`draw_ensemble`), with each snippet's character span where the tokenizer
+   reports offsets;
+3. **the fields**: one forward pass per batch of snippets (:func:`batch_plan`), every
+   requested layer recorded through :mod:`msapod.models.record` and written into a field
+   file (:class:`msapod.fieldfile.FieldFile`) as soon as it is computed, heads averaged
+   or kept, every lag or the lag band ``0..tau_max`` (:func:`record_ensemble`); an
+   interrupted file resumes at its next batch;
+4. **the analysis**: one layer at a time, per head where heads are kept
+   (:func:`analyse_layer`), :func:`msapod.analyze` with leave-one-snapshot-out
+   jackknife standard errors (:func:`analyse_field`), each layer cached on its own
+   (:func:`layer_analyses`), the fields recorded only when a layer is computed.
+
+Memory holds the model plus one layer of one batch while recording, and one field set
+(one layer, or one layer and head) while analysing. The module imports no torch; the
+recording imports it when it runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import xarray as xr
+
+from ...models.data import ensemble_offsets, load_corpus, load_text
+from ...pipeline import ANALYZE_DEFAULTS
+from ..store.cache import FieldFile, TokenEnsemble, cached_dataset, record_fields, text_coords
+from .modestats import lag_energy
+from .uncertainty import pod_jackknife, scale_jackknife
+
+__all__ = [
+    "BATCH_BUDGET",
+    "DROPPED",
+    "VAL_TEXT",
+    "Source",
+    "analyse_field",
+    "analyse_layer",
+    "batch_plan",
+    "draw_ensemble",
+    "ensemble_record",
+    "layer_analyses",
+    "record_ensemble",
+    "snippet_bytes",
+    "tokenise",
+    "validation_text",
+]
+
+#: Bytes of attention probabilities one layer of one batch may hold while it is recorded
+#: (every head, float32): what fixes the batches.
+BATCH_BUDGET = 64 * 2**20
+#: Variables of :func:`msapod.analyze` not kept (per snapshot or per mode field).
+DROPPED = ("modes", "coefficients", "gram")
+#: Leading POD modes whose lag profiles :func:`analyse_field` keeps.
+N_MODE_PROFILES = 3
+
+
+@dataclass
+class Source:
+    """A loaded model with what the analysis needs to know about it.
+
+    Attributes
+    ----------
+    spec
+        What was asked for (zoo name, folder, id or GGUF alias).
+    label
+        Name of the model in the results.
+    kind
+        ``"zoo"``, ``"checkpoint"``, ``"hf"`` or ``"gguf"``.
+    model
+        The module whose attention is recorded (a causal LM: its decoder alone, no
+        logits over the vocabulary).
+    tokenizer
+        Hugging Face tokenizer, or None for the zoo's character vocabulary.
+    sha256
+        The source's hash: the weights' sha256 (checkpoints, GGUF) or a sha256 over the
+        config and every tensor of the state dict (Hugging Face).
+    n_layer, n_head, max_len
+        Layers, heads (query heads) and context length.
+    architecture
+        ``"ega"`` for energy-gated attention, else ``"baseline"`` (standard softmax
+        attention): the grouping of the claims that compare architectures (C7, C8).
+    model_type
+        ``"msapod-gpt"`` for msapod's GPTs, else the config's ``model_type``.
+    causal
+        Whether the attention is causal (keys never after the query); for Hugging Face
+        models it is measured on a probe pass.
+    framework
+        ``"msapod"`` or ``"transformers"``.
+    notes
+        Lines to show the user (e.g. bidirectional attention).
+    """
+
+    spec: str
+    label: str
+    kind: str
+    model: object
+    tokenizer: object | None
+    sha256: str
+    n_layer: int
+    n_head: int
+    max_len: int | None
+    architecture: str = "baseline"
+    model_type: str = "msapod-gpt"
+    causal: bool = True
+    framework: str = "msapod"
+    notes: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- ensemble
+
+
+#: What :func:`validation_text` is.
+VAL_TEXT = "TinyShakespeare validation split (last 10 %)"
+
+
+def validation_text() -> str:
+    """The validation split of TinyShakespeare: the text after the corpus' training part
+    (the zoo's snippets' text, the default text of every model's analysis)."""
+    return load_text()[len(load_corpus().train) :]
+
+
+def tokenise(tokenizer, text: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(ids, spans)`` of ``text`` tokenised as a whole without special tokens: the
+    token ids and, where the tokenizer reports them (fast tokenizers), the character span
+    ``(start, end)`` of every token, else None.
+
+    ``tokenizer``: a Hugging Face tokenizer, or any callable ``tokenizer(text,
+    add_special_tokens=False[, return_offsets_mapping=True])`` returning a mapping with
+    ``input_ids`` (and ``offset_mapping``).
+    """
+    try:
+        enc = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
+    except NotImplementedError:  # a slow tokenizer: no character offsets
+        enc = tokenizer(text, add_special_tokens=False)
+    ids = np.asarray(enc["input_ids"], dtype=np.int64)
+    spans = enc.get("offset_mapping")
+    if spans is not None:
+        spans = np.asarray(spans, dtype=np.int64).reshape(-1, 2)
+    if ids.ndim != 1 or (spans is not None and len(spans) != len(ids)):
+        raise ValueError("tokenizer: expected one id and one (start, end) span per token")
+    return ids, spans
+
+
+def draw_ensemble(
+    tokens: np.ndarray,
+    *,
+    n: int,
+    length: int,
+    seed: int,
+    text: str,
+    text_source: str,
+    unit: str = "token",
+    spans: np.ndarray | None = None,
+) -> TokenEnsemble:
+    """``n`` non-overlapping snippets of ``length`` tokens of the tokenised ``text``.
+
+    :func:`msapod.models.data.ensemble_offsets` draws ``n`` of the text's aligned windows
+    of ``length`` tokens with ``seed`` (sorted, deterministic).
+
+    Raises
+    ------
+    ValueError
+        Fewer than ``n`` windows of ``length`` tokens in the text (naming ``n`` and
+        ``length``).
+    """
+    offsets = ensemble_offsets(len(tokens), n=n, length=length, seed=seed)
+    starts = ends = None
+    if spans is not None:
+        starts, ends = spans[offsets, 0], spans[offsets + length - 1, 1]
+    return TokenEnsemble(
+        ids=tokens[offsets[:, None] + np.arange(length)],
+        offsets=offsets.astype(np.int64),
+        n_tokens=int(len(tokens)),
+        n_chars=len(text),
+        unit=unit,
+        text_source=text_source,
+        text_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        char_start=starts,
+        char_end=ends,
+    )
+
+
+def ensemble_record(ens: TokenEnsemble) -> tuple[dict, dict]:
+    """The arrays and attrs stored with the fields to describe the ensemble ``ens``."""
+    arrays = {"ids": ens.ids, "token_offset": ens.offsets}
+    attrs = {
+        "n_tokens_split": ens.n_tokens,
+        "n_chars_split": ens.n_chars,
+        "chars_per_token": ens.chars_per_token,
+    }
+    if ens.char_start is not None:
+        arrays.update(char_start=ens.char_start, char_end=ens.char_end)
+        attrs["ensemble_chars_per_token"] = ens.ensemble_chars_per_token
+    return arrays, attrs
+
+
+# ----------------------------------------------------------------------------- fields
+
+
+def batch_plan(n: int, per_snippet: int, batch_size: int | None = None) -> list[tuple[int, int]]:
+    """``[start, stop)`` of the batches of ``n`` snippets: ``batch_size`` snippets each, or
+    as many as keep ``per_snippet`` bytes per snippet within :data:`BATCH_BUDGET`, every
+    batch of at least two snippets, the batches as equal as can be."""
+    size = batch_size if batch_size is not None else BATCH_BUDGET // max(1, per_snippet)
+    size = int(min(n, max(2, size)))
+    count = max(1, min(-(-n // size), n // 2))
+    edges = np.linspace(0, n, count + 1).round().astype(int)
+    return [(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:], strict=True)]
+
+
+def snippet_bytes(n_head: int, length: int, tau_max: int | None = None) -> int:
+    """Bytes of one layer of one snippet's probabilities while it is recorded (every
+    head, float32, every key or the lags ``0..tau_max``): what :func:`batch_plan` budgets."""
+    return n_head * length * (length if tau_max is None else tau_max + 1) * 4
+
+
+def record_ensemble(
+    store: FieldFile,
+    source: Source,
+    ens: TokenEnsemble,
+    layers: Sequence[int],
+    *,
+    average_heads: bool,
+    tau_max: int | None = None,
+    batch_size: int | None = None,
+    progress: bool = True,
+) -> None:
+    """Record the fields of ``source`` over ``ens`` into ``store`` (resuming a partial
+    file): one forward pass per batch of :func:`batch_plan` (one layer of one batch of
+    every head's probabilities within :data:`BATCH_BUDGET`), each layer written as soon
+    as it is computed, the ensemble (:func:`ensemble_record`) stored with the fields."""
+    n, length = ens.ids.shape
+    layers = [int(x) for x in layers]
+    record_fields(
+        store,
+        source.model,
+        ens.ids,
+        layers,
+        batch_plan(n, snippet_bytes(source.n_head, length, tau_max), batch_size),
+        average_heads=average_heads,
+        tau_max=tau_max,
+        coords={"layer": np.asarray(layers, dtype=np.int64)},
+        ensemble=lambda: ensemble_record(ens),
+        progress=progress,
+        desc=f"{source.label}: attention",
+    )
+
+
+# ----------------------------------------------------------------------------- analysis
+
+
+def analyse_field(
+    F: xr.DataArray,
+    options: dict,
+    *,
+    windows: Sequence[str] | None = None,
+    scale_errors: bool = True,
+    mode_profiles: int = N_MODE_PROFILES,
+) -> xr.Dataset:
+    """:func:`msapod.analyze` of one field set with jackknife errors and mode profiles.
+
+    Parameters
+    ----------
+    F
+        ``(snapshot, query, key)`` attention fields of one layer (and head), or their lag
+        band ``(snapshot, query, lag)``.
+    options
+        Keyword arguments of :func:`msapod.analyze` (checked there).
+    windows
+        The windows whose T_spec and H* get jackknife errors (default: all).
+    scale_errors
+        Also the jackknife of the scalogram: ``scale_centroid_se``, ``energy_se`` and
+        ``scalogram_energy`` (:func:`~msapod.studies.measure.uncertainty.scale_jackknife`).
+    mode_profiles
+        Leading modes whose normalised lag energy ``rho_k(tau)`` is kept as
+        ``mode_lag_energy(window, mode, lag)`` (0: none).
+
+    Returns
+    -------
+    xarray.Dataset
+        The variables of :func:`msapod.analyze` less :data:`DROPPED`, ``mean`` as
+        float32; ``T_spec_se(window)``, ``H_star_se(window, eps)`` (of the integer H*) and
+        ``H_star_frac_se(window, eps)`` (of its interpolated form,
+        :func:`~msapod.studies.measure.uncertainty.fractional_rank`) of the chosen
+        windows (:func:`~msapod.studies.measure.uncertainty.pod_jackknife`); the others
+        as ``scale_errors`` and ``mode_profiles`` say.
+    """
+    from ...pipeline import analyze
+
+    ana = analyze(F, **options)
+    gram = ana["gram"] if windows is None else ana["gram"].sel(window=list(windows))
+    pj = pod_jackknife(
+        gram,
+        eps=ana["eps"].values,
+        criterion=ana.attrs["criterion"],
+        k_min=int(ana.attrs["fit_k_min"]),
+        k_max=int(ana.attrs["fit_k_max"]),
+    )
+    out = ana.drop_vars([v for v in DROPPED if v in ana])
+    out["mean"] = out["mean"].astype(np.float32)
+    for name in ("T_spec_se", "H_star_se", "H_star_frac_se"):
+        out[name] = pj[name].assign_attrs(
+            long_name=f"leave-one-snapshot-out jackknife standard error of {name[:-3]}"
+        )
+    if mode_profiles:
+        rho = lag_energy(ana["modes"].isel(mode=slice(0, mode_profiles))).astype(np.float32)
+        out["mode_lag_energy"] = rho.assign_attrs(
+            long_name="normalised lag energy rho_k(tau) of the POD modes (sums to 1 over lag)"
+        )
+    if scale_errors:
+        pick = {k: options.get(k, ANALYZE_DEFAULTS[k]) for k in ("scales", "omega0", "field")}
+        sj = scale_jackknife(F.astype(np.float64), **pick)
+        out["scale_centroid_se"] = xr.DataArray(float(sj["scale_centroid_se"]))
+        out["energy_se"] = xr.DataArray(float(sj["energy_se"]))
+        out["scalogram_energy"] = xr.DataArray(float(sj["energy"]))
+        for name in ("scale_centroid_se", "energy_se"):
+            out[name].attrs["long_name"] = (
+                f"leave-one-snapshot-out jackknife standard error of {name[:-3]}"
+            )
+    return out
+
+
+def analyse_layer(
+    values: np.ndarray, layer: int, analyse: Callable[[xr.DataArray], xr.Dataset]
+) -> xr.Dataset:
+    """``analyse`` of one layer's fields ``values ([head,] snapshot, query, key|lag)`` (a
+    lag band where the last axis is shorter than the queries), per head where heads are
+    kept (one field set in memory at a time), with a ``layer`` dim."""
+    n, length, width = values.shape[-3:]
+    last = "key" if width == length else "lag"
+    dims = ("snapshot", "query", last)
+    coords = {"snapshot": np.arange(n), "query": np.arange(length), last: np.arange(width)}
+    if values.ndim == 3:
+        ds = analyse(xr.DataArray(values, dims=dims, coords=coords))
+    else:
+        parts = [analyse(xr.DataArray(v, dims=dims, coords=coords)) for v in values]
+        ds = xr.concat(
+            parts,
+            dim=xr.DataArray(np.arange(1, len(parts) + 1), dims="head", name="head"),
+            coords="minimal",
+            compat="override",
+            combine_attrs="override",
+        )
+    return text_coords(ds).expand_dims(layer=[layer])
+
+
+def layer_analyses(
+    store: FieldFile,
+    record: Callable[[], None],
+    layers: Sequence[int],
+    analyse: Callable[[np.ndarray, int], xr.Dataset],
+    *,
+    kind: str,
+    label: str,
+    parts: dict,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = True,
+    desc: str = "analysis",
+) -> list[xr.Dataset]:
+    """Each layer's ``analyse(values, layer)``, cached on its own (``kind``, file
+    ``<label>-layer<layer>``, key ``parts`` and the layer); the fields are recorded
+    (``record()``) only when a layer is computed and ``store`` is not complete."""
+    from tqdm import tqdm
+
+    out = []
+    bar = tqdm(total=len(layers), desc=desc, unit="layer", disable=not progress, mininterval=2)
+    with bar:
+        for k, layer in enumerate(layers):
+
+            def compute(k=k, layer=layer) -> xr.Dataset:
+                if not store.complete():
+                    bar.clear()
+                    record()
+                return analyse(store.layer(k), layer)
+
+            out.append(
+                cached_dataset(
+                    kind,
+                    f"{label}-layer{layer:03d}",
+                    {**parts, "layer": layer},
+                    compute,
+                    cache_dir=cache_dir,
+                )
+            )
+            bar.update(1)
+    return out
