@@ -463,7 +463,7 @@ def _add_reproduce(sub) -> None:
         "--steps",
         nargs="+",
         help="subset of: zoo fieldstats modestats uncertainty convergence pruning "
-        "trajectory llm evidence multiverse scorecard (default all)",
+        "depth_pruning trajectory llm evidence multiverse scorecard (default all)",
     )
     r.add_argument(
         "--models",

@@ -59,3 +59,11 @@ def test_evidence_files_and_steps_that_read_every_zoo(tmp_path):
     with pytest.raises(ValueError, match="evidence step"):
         reproduce(tmp_path, steps=["evidence"], models=["baseline-1"])
     assert check_models(["baseline-1", "baseline-2", "ega-1", "ega-2"]) == ["baseline-1", "ega-1"]
+
+
+def test_the_reproduce_help_lists_every_step_in_order(capsys):
+
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"subset of: {' '.join(STEPS)} (default all)" in text
