@@ -38,7 +38,7 @@ the codes are the renderer's (:mod:`.render`).
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 __all__ = [
     "ALPHA",
@@ -72,7 +72,7 @@ class Interval:
     def quantile(self, level: float) -> np.ndarray:
         """The two-sided quantile of this interval's t (or normal) at ``level``."""
         df = np.where(self.df >= 1, self.df, np.nan)
-        return stats.t.ppf(0.5 + level / 2, df)
+        return special.stdtrit(df, 0.5 + level / 2)
 
     def bounds(self, level: float = 1 - 2 * ALPHA) -> tuple[np.ndarray, np.ndarray]:
         """``(lower, upper)`` at the two-sided ``level`` (default 90 %: the decision's)."""
@@ -97,7 +97,7 @@ def _sf(iv: Interval, value, below: bool = False) -> np.ndarray:
         # an interval of zero width (exact values): decided by the sign alone
         z = np.where(iv.se > 0, z, np.where(z > 0, np.inf, np.where(z < 0, -np.inf, 0.0)))
     df = np.where(iv.df >= 1, iv.df, np.nan)
-    p = stats.t.sf(z, df)
+    p = special.stdtr(df, -z)
     return np.where(np.isfinite(iv.estimate) & ~np.isnan(df) & ~np.isnan(iv.se), p, np.nan)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import xarray as xr
-from scipy import stats
+from scipy import special
 
 from ..measure.trajectory import default_reading
 from ..registry import REGISTRY
@@ -38,7 +38,7 @@ STEP_CLAIMS = tuple(
     c.id for c in REGISTRY.values() if c.source != "pruning" and c.kind != "theorem"
 )
 #: Two-sided 95 % normal quantile (the snippet intervals of :func:`ega_contrast`).
-Z95 = float(stats.norm.ppf(0.975))
+Z95 = float(special.ndtri(0.975))
 
 
 def _step_zoo(traj: xr.Dataset, step: int) -> Zoo:
