@@ -603,9 +603,13 @@ def run(root: Path = ROOT, jobs: int = 2, timeout: int = 600, only: str | None =
     print each one's time and the wall time; exit status 1 when one fails."""
     from concurrent.futures import ThreadPoolExecutor
 
+    sys.path.insert(0, str(root / "_ext"))
+    from msapod_execute import kernel_threads  # the book build's rule: CPUs // jobs each
+
     todo = [p.with_suffix(".ipynb") for p in pages(root) if not only or only in p.name]
     start, failed = time.perf_counter(), []
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # each runs a kernel process
+    # each job runs a kernel process
+    with kernel_threads(jobs), ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(run_notebook, p, timeout): p for p in todo}
         for future, path in futures.items():
             rel = path.relative_to(root)

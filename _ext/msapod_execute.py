@@ -44,10 +44,11 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 
 
 @contextmanager
-def _environ(defaults: dict[str, str]):
-    """``os.environ`` with ``defaults`` for the variables it does not set (the kernels
-    started inside inherit them); restored on exit."""
-    added = {k: v for k, v in defaults.items() if k not in os.environ}
+def kernel_threads(n_jobs: int):
+    """``os.environ`` with ``CPUs // n_jobs`` threads in :data:`THREAD_VARIABLES` where it
+    does not set them (the kernels started inside inherit them); restored on exit."""
+    threads = str(max(1, (os.cpu_count() or 1) // max(1, n_jobs)))
+    added = {k: threads for k in THREAD_VARIABLES if k not in os.environ}
     os.environ.update(added)
     try:
         yield
@@ -109,8 +110,7 @@ def execute_missing(app, env, docnames) -> None:
     n_jobs = min(jobs(), len(missing))
     LOG.info(f"msapod_execute: {len(missing)} pages to execute, {n_jobs} at a time")
     start = time.perf_counter()
-    threads = str(max(1, (os.cpu_count() or 1) // n_jobs))
-    with _environ(dict.fromkeys(THREAD_VARIABLES, threads)), ThreadPoolExecutor(n_jobs) as pool:
+    with kernel_threads(n_jobs), ThreadPoolExecutor(n_jobs) as pool:
         runs = {pool.submit(_execute, nb, path, config): (path, fmt) for nb, path, fmt in missing}
         for run in as_completed(runs):
             path, fmt = runs[run]
