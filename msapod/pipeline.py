@@ -31,8 +31,9 @@ from .backends import kernels
 from .decomposition import NORMALISATION, check_n_modes
 from .fields import check_with, is_band
 from .lagstats import RTOL, gaussian_windows
-from .spectra import CRITERIA, spectral_concentration, tail_fraction, tail_rank
+from .spectra import CRITERIA, EPS, spectral_concentration, tail_fraction, tail_rank
 from .wavelets import (
+    OMEGA0,
     check_scales,
     default_scales,
     fourier_period,
@@ -52,14 +53,14 @@ def analyze(
     *,
     dim: str = "snapshot",
     scales=None,
-    omega0: float = 6.0,
+    omega0: float = OMEGA0,
     max_peaks: int = 3,
     include_edges: bool = True,
     field: str = "total",
     centre: str | float = "peak",
     width: float = 1.0,
     n_modes: int | None = None,
-    eps: float | Sequence[float] = (0.05, 0.10, 0.20),
+    eps: float | Sequence[float] = EPS,
     criterion: str = "energy",
     k_min: int = 1,
     k_max: int | None = None,

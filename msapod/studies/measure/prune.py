@@ -63,9 +63,9 @@ import xarray as xr
 from tqdm import tqdm
 
 from ..._io import check_int
-from ...lagstats import LagStats
+from ...lagstats import LagStats, gram_pod
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH, ensemble_ids, load_corpus
-from ...spectra import effective_rank, spectral_concentration
+from ...spectra import EPS, PAPER_EPS, effective_rank, spectral_concentration
 from ..registry import EARLY, LATE
 from ..store.cache import cached_model_study, iter_attention, model_inputs, stack_zoo, zoo_models
 
@@ -127,15 +127,15 @@ def _spectrum(A) -> np.ndarray:
     K = stats.plain_gram()
     if not np.isfinite(np.trace(K)):
         raise ValueError("attention: expected finite values, found NaN/inf entries")
-    return stats.spectrum(K)
+    return gram_pod(K).eigenvalues
 
 
 def head_ranks(
     model,
     ids,
     *,
-    eps: float | Sequence[float] = (0.05, 0.10, 0.20),
-    primary_eps: float = 0.10,
+    eps: float | Sequence[float] = EPS,
+    primary_eps: float = PAPER_EPS,
     criterion: str = "energy",
     tie_modes: int = 10,
     batch_size: int = 16,
@@ -851,8 +851,8 @@ class PruneConfig:
     seed: int = 0
     n: int = N_SNAPSHOTS
     length: int = SNIPPET_LENGTH
-    eps: tuple[float, ...] = (0.05, 0.10, 0.20)
-    primary_eps: float = 0.10
+    eps: tuple[float, ...] = EPS
+    primary_eps: float = PAPER_EPS
     tie_modes: int = 10
     eval_batches: int = 8
     eval_batch_size: int = 16

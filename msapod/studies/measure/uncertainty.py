@@ -38,8 +38,9 @@ from ...fields import check_field, is_band, reynolds, to_lag
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
 from ...pipeline import ANALYZE_DEFAULTS, FIELD_SYMBOLS, check_options
 from ...resampling import bootstrap_spectrum, jackknife_se
-from ...spectra import effective_rank, spectral_concentration, tail_fraction, tail_rank
+from ...spectra import EPS, effective_rank, spectral_concentration, tail_fraction, tail_rank
 from ...wavelets import (
+    OMEGA0,
     check_scales,
     fourier_period,
     log_scales,
@@ -120,7 +121,7 @@ def scale_jackknife(
     *,
     dim: str = "snapshot",
     scales=None,
-    omega0: float = 6.0,
+    omega0: float = OMEGA0,
     bias_correction: bool = True,
     field: str = ANALYZE_DEFAULTS["field"],
     centred: bool = False,
@@ -216,7 +217,7 @@ def pod_jackknife(
     gram: xr.DataArray,
     *,
     dim: str = "snapshot",
-    eps: float | Sequence[float] = (0.05, 0.10, 0.20),
+    eps: float | Sequence[float] = EPS,
     criterion: str = "energy",
     k_min: int = 1,
     k_max: int | None = None,
@@ -386,7 +387,7 @@ def zoo_uncertainty(
     n: int = N_SNAPSHOTS,
     length: int = SNIPPET_LENGTH,
     seed: int = 0,
-    eps: Sequence[float] = (0.05, 0.10, 0.20),
+    eps: Sequence[float] = EPS,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = False,
 ) -> xr.Dataset:
