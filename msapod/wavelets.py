@@ -25,6 +25,7 @@ The cross-coherency likewise uses ``sum_b W_i conj(W_j) = r_i^T M_a r_j`` with
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -145,8 +146,6 @@ def check_scales(scales, n_lag: int) -> np.ndarray:
 
 def warn_unresolved(scales, omega0: float = OMEGA0) -> None:
     """``UserWarning`` if any scale is below :func:`min_valid_scale` (``omega0``)."""
-    import warnings
-
     a_min = min_valid_scale(omega0)
     s = np.asarray(scales, dtype=np.float64)
     if (s < a_min - 1e-12).any():
