@@ -233,7 +233,8 @@ def pod_jackknife(
         Tolerances and criterion of :func:`msapod.effective_rank`.
     k_min, k_max
         Fit range of :func:`msapod.spectral_concentration` applied to each replicate
-        (default k_max = (N - 1) // 2, the replicates' own default).
+        (default k_max = N // 2: the replicates' spectra of N - 1 snapshots are padded
+        with a zero to N, :func:`msapod.bootstrap_spectrum`).
 
     Returns
     -------
