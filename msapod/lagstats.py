@@ -25,6 +25,7 @@ below are the array kernels on lag-form ensembles ``X (N, query, lag)``.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -33,12 +34,14 @@ from threadpoolctl import ThreadpoolController
 from ._labels import lag_layout, lookup
 
 __all__ = [
+    "GramPOD",
     "LagStats",
     "band_layout",
     "eig_desc",
     "from_upper",
     "gather_last",
     "gaussian_windows",
+    "gram_pod",
     "lag_gram_tensor",
     "mode_lag_energy",
     "one_blas_thread",
@@ -116,8 +119,6 @@ class LagStats:
         ``G^(w) (window, N, N)`` of windows ``W (window, lag)``.
     plain_gram()
         ``K = X X^T / N``, a block of lags at a time (no per-lag tensor).
-    spectrum(K)
-        All eigenvalues of a Gram or a stack of them, descending, clipped at 0.
     eigensolve(K, n_modes)
         All eigenvalues of a Gram (descending, clipped at 0) and its leading vectors.
     project(V, W)
@@ -306,18 +307,12 @@ class LagStats:
         return K / self.n
 
     @staticmethod
-    def spectrum(K: np.ndarray) -> np.ndarray:
-        """All eigenvalues of a Gram, or of a stack ``(..., N, N)`` of them (one batched
-        call), descending and clipped at 0 (negatives are rounding): the eigensolve of
-        :meth:`eigensolve` without the eigenvectors."""
-        return np.clip(np.linalg.eigvalsh(K)[..., ::-1], 0.0, None)
-
-    @staticmethod
     def eigensolve(K: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
         """All eigenvalues of ``K`` (descending, clipped at 0) and the leading
-        ``n_modes`` eigenvectors ``(N, n_modes)``."""
-        lam, V = eig_desc(K)
-        return lam, V[..., :n_modes]
+        ``n_modes`` eigenvectors ``(N, n_modes)`` (:func:`gram_pod`; the chunked twin
+        solves for the leading ones alone)."""
+        got = gram_pod(K, n_modes)
+        return got.eigenvalues, got.vectors
 
     def project(self, V: np.ndarray, W: np.ndarray) -> np.ndarray:
         """``P[w, m, tau, i] = w(tau) sum_s V[w, s, m] X[s, tau, i]`` for temporal
@@ -409,11 +404,92 @@ def one_blas_thread():
 def eig_desc(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Eigenpairs of a symmetric (or Hermitian) PSD matrix, or of a stack ``(..., N, N)``
     of them, descending, negatives (rounding) clipped: the one dense eigensolve of the
-    in-memory method (:meth:`LagStats.eigensolve`, the evidence's window modes, the
-    coherency factor)."""
+    method (:func:`gram_pod`, the coherency factor)."""
     lam, V = np.linalg.eigh(K)
     lam, V = lam[..., ::-1], V[..., ::-1]
     return np.clip(lam, 0.0, None), V
+
+
+class GramPOD(NamedTuple):
+    """The POD of a Gram matrix (:func:`gram_pod`)."""
+
+    #: ``lambda_k``, all N, descending, clipped at 0: ``(..., N)``.
+    eigenvalues: np.ndarray
+    #: The leading temporal eigenvectors ``v_k`` as columns: ``(..., N, n_modes)``.
+    vectors: np.ndarray
+    #: The modes ``phi_k`` as rows, ``(n_modes, P)``, when the snapshots were given.
+    modes: np.ndarray | None = None
+    #: The coefficients ``a_k(s)``, ``(N, n_modes)``, when the snapshots were given.
+    coefficients: np.ndarray | None = None
+
+
+def gram_pod(
+    K: np.ndarray, n_modes: int = 0, X: np.ndarray | None = None, *, rtol: float = RTOL
+) -> GramPOD:
+    """POD of N snapshots from their Gram matrix (the method of snapshots).
+
+    With the snapshots as the rows of ``X (N, P)`` and ``K = X X^T / N`` (PAPER.md step
+    6), the eigenpairs ``K v_k = lambda_k v_k`` give the POD: ``lambda_k`` is the mean
+    energy of mode k, the temporal vector ``v_k`` (unit norm) its time course, and the
+    mode follows by projection,
+
+        phi_k = X^T v_k / sqrt(N lambda_k),    a_k(s) = sqrt(N lambda_k) v_k(s),
+
+    so that ``X = sum_k a_k phi_k^T`` and the ``phi_k`` are orthonormal. Every POD of
+    the method runs through here: :meth:`LagStats.pod` (per window, the projection taken
+    in the lag form), the studies' spectra, jackknife replicates and window modes.
+
+    Parameters
+    ----------
+    K
+        ``X X^T / N`` (symmetric, positive semi-definite), or a stack ``(..., N, N)`` of
+        them (one batched eigensolve).
+    n_modes
+        Leading temporal vectors kept; 0: the eigenvalues alone (no eigenvectors formed).
+    X
+        The snapshots ``(N, P)`` of a single ``K``: also the modes and coefficients.
+    rtol
+        Eigenvalues at or below ``rtol lambda_1`` are beyond the numerical rank: their
+        modes are NaN and their coefficients 0.
+
+    Returns
+    -------
+    GramPOD
+        ``eigenvalues (..., N)`` (descending; negatives, which are rounding, clipped at
+        0), ``vectors (..., N, n_modes)``; with ``X`` the ``modes (n_modes, P)`` and
+        ``coefficients (N, n_modes)``, each mode's sign fixed so that its
+        largest-magnitude entry is positive (its coefficients take the same sign:
+        ``a_k = sqrt(N lambda_k) v_k`` up to it).
+    """
+    if n_modes == 0:
+        lam = np.clip(np.linalg.eigvalsh(K)[..., ::-1], 0.0, None)
+        return GramPOD(lam, np.zeros(lam.shape + (0,)))
+    lam, V = eig_desc(K)
+    V = V[..., :n_modes]
+    if X is None:
+        return GramPOD(lam, V)
+    X = np.asarray(X, dtype=np.float64)
+    modes, a = _normalised_modes(V.T @ X, V, lam, len(X), rtol)
+    return GramPOD(lam, V, modes, a)
+
+
+def _normalised_modes(P, Vk, lam, n, rtol) -> tuple[np.ndarray, np.ndarray]:
+    """Modes ``phi_k`` and coefficients ``a_k`` from the projections ``P[k] = X^T v_k``
+    (``(mode, ...)``, any layout) and the leading vectors ``Vk (N, mode)``: divided by
+    ``sqrt(N lambda_k)``, the sign fixed (the largest-magnitude entry positive), NaN
+    modes and zero coefficients beyond the numerical rank ``rtol``."""
+    n_modes = P.shape[0]
+    keep = lam[:n_modes] > rtol * max(lam[0], np.finfo(float).tiny)
+    shape = (-1,) + (1,) * (P.ndim - 1)
+    P /= np.sqrt(np.where(keep, n * lam[:n_modes], 1.0)).reshape(shape)
+    flat = P.reshape(n_modes, -1)
+    sgn = np.sign(flat[np.arange(n_modes), np.abs(flat).argmax(1)])
+    sgn[sgn == 0] = 1.0
+    P *= sgn.reshape(shape)
+    P[~keep] = np.nan
+    a = Vk * sgn * np.sqrt(n * lam[:n_modes])
+    a[:, ~keep] = 0.0
+    return P, a
 
 
 def _finish_modes(P, Vk, lam, n, rtol, kidx, kvalid):
@@ -424,17 +500,7 @@ def _finish_modes(P, Vk, lam, n, rtol, kidx, kvalid):
     flat = kidx * Q + np.arange(Q)[:, None]  # (query, key) -> entry of (lag, query)
     modes = np.take(P.reshape(n_modes, -1), flat, axis=1)
     modes *= kvalid
-    keep = lam[:n_modes] > rtol * max(lam[0], np.finfo(float).tiny)
-    modes /= np.sqrt(np.where(keep, n * lam[:n_modes], 1.0))[:, None, None]
-    # deterministic sign: the largest-magnitude entry of each mode is positive
-    flat_modes = modes.reshape(n_modes, -1)
-    sgn = np.sign(flat_modes[np.arange(n_modes), np.abs(flat_modes).argmax(1)])
-    sgn[sgn == 0] = 1.0
-    modes *= sgn[:, None, None]
-    modes[~keep] = np.nan
-    a = Vk * sgn * np.sqrt(n * lam[:n_modes])
-    a[:, ~keep] = 0.0
-    return modes, a
+    return _normalised_modes(modes, Vk, lam, n, rtol)
 
 
 # ----------------------------------------------------------------------------- lag form

@@ -18,7 +18,8 @@ Dataset is assembled from the numpy arrays in one constructor.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from types import MappingProxyType
 
 import numpy as np
@@ -31,8 +32,9 @@ from .backends import kernels
 from .decomposition import NORMALISATION, check_n_modes
 from .fields import check_with, is_band
 from .lagstats import RTOL, gaussian_windows
-from .spectra import CRITERIA, spectral_concentration, tail_fraction, tail_rank
+from .spectra import CRITERIA, EPS, rank_tolerance, spectral_concentration, tail_fraction, tail_rank
 from .wavelets import (
+    OMEGA0,
     check_scales,
     default_scales,
     fourier_period,
@@ -52,14 +54,14 @@ def analyze(
     *,
     dim: str = "snapshot",
     scales=None,
-    omega0: float = 6.0,
+    omega0: float = OMEGA0,
     max_peaks: int = 3,
     include_edges: bool = True,
     field: str = "total",
     centre: str | float = "peak",
     width: float = 1.0,
     n_modes: int | None = None,
-    eps: float | Sequence[float] = (0.05, 0.10, 0.20),
+    eps: float | Sequence[float] = EPS,
     criterion: str = "energy",
     k_min: int = 1,
     k_max: int | None = None,
@@ -135,7 +137,7 @@ def analyze(
     """
     # the options first (N, for n_modes, where A has the dim), then the field, once
     known = isinstance(A, xr.DataArray) and isinstance(dim, str) and dim in A.sizes
-    params = check_options(
+    opts = check_options(
         A.sizes[dim] if known else None,
         dim=dim,
         scales=scales,
@@ -157,12 +159,11 @@ def analyze(
     kern = kernels(A)
     last = "lag" if isinstance(A, xr.DataArray) and is_band(A) else "key"
     check_with(kern, A, dims=(dim, "query", last), stochastic=check_stochastic, snapshot_dim=dim)
-    if params["n_modes"] is None:
-        params["n_modes"] = min(DEFAULT_N_MODES, A.sizes[dim])
+    if opts["n_modes"] is None:
+        opts["n_modes"] = min(DEFAULT_N_MODES, A.sizes[dim])
+    one = partial(_analyze_one, kern=kern, **opts)
     lead = [d for d in A.dims if d not in (dim, "query", last)]
-    if lead:
-        return _analyze_sets(A, lead, kern, params)
-    return _analyze_one(A, kern, params)
+    return _analyze_sets(A, lead, one) if lead else one(A)
 
 
 #: The defaults of :func:`analyze`'s options, read from its signature (the one place
@@ -278,14 +279,14 @@ def _eps_list(eps) -> list[float]:
     return [check_eps(e) for e in eps_arr]
 
 
-def _analyze_sets(A: xr.DataArray, lead: list, kern, params: dict) -> xr.Dataset:
-    """analyze() of every field set along the leading dims ``lead``, one set at a time
-    (memory bounded by one ensemble), stacked back onto those dims with their coords."""
+def _analyze_sets(A: xr.DataArray, lead: list, one: Callable) -> xr.Dataset:
+    """``one`` (:func:`_analyze_one` with the options) of every field set along the
+    leading dims ``lead``, one set at a time (memory bounded by one ensemble), stacked
+    back onto those dims with their coords."""
     shape = [A.sizes[d] for d in lead]
     parts = []
     for ix in np.ndindex(*shape):
-        one = A.isel(dict(zip(lead, ix, strict=True)), drop=True)
-        parts.append(_analyze_one(one, kern, params))
+        parts.append(one(A.isel(dict(zip(lead, ix, strict=True)), drop=True)))
     out = xr.concat(
         parts, dim="_set", coords="minimal", compat="override", combine_attrs="override"
     )
@@ -302,43 +303,61 @@ def _analyze_sets(A: xr.DataArray, lead: list, kern, params: dict) -> xr.Dataset
     return out
 
 
-def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
-    """analyze() of one checked field set (no leading dims): the lag statistics of its
-    fluctuation (:class:`msapod.lagstats.LagStats` or its chunked twin, the kernels
-    ``kern`` picked), the steps on their bare arrays, then one Dataset."""
-    dim, max_peaks, omega0 = p["dim"], p["max_peaks"], p["omega0"]
-    stats, q, k = _lag_statistics(A, kern, p)
+def _analyze_one(
+    A: xr.DataArray,
+    *,
+    kern,
+    dim: str,
+    scales: np.ndarray | None,
+    omega0: float,
+    max_peaks: int,
+    include_edges: bool,
+    field: str,
+    centre: str | float,
+    width: float,
+    n_modes: int,
+    eps: list[float],
+    criterion: str,
+    k_min: int,
+    k_max: int | None,
+    coherency: bool,
+    check_stochastic: bool,
+    tau_max: int | None,
+) -> xr.Dataset:
+    """analyze() of one checked field set (no leading dims) with checked options: the lag
+    statistics of its fluctuation (:class:`msapod.lagstats.LagStats` or its chunked twin,
+    the kernels ``kern`` picked), the steps on their bare arrays, then one Dataset."""
+    stats, q, k = _lag_statistics(A, kern, dim, tau_max, check_stochastic)
     # the scalogram of the lag moments and its dominant scales (steps 3-4)
-    lags_t, C = stats.moments(p["field"])
-    s = p["scales"] if p["scales"] is not None else default_scales(len(lags_t))
-    s = check_scales(s, len(lags_t))
+    lags_t, C = stats.moments(field)
+    s = check_scales(default_scales(len(lags_t)) if scales is None else scales, len(lags_t))
     warn_unresolved(s, omega0)
     E = scalogram_energy(C, s, lags_t, omega0)
     spec = E.sum(-1) / s
-    idx = peak_indices(spec, max_peaks, p["include_edges"])
+    idx = peak_indices(spec, max_peaks, include_edges)
     a = np.full(max_peaks, np.nan)
     a[: len(idx)] = s[idx]
     # the windows: "plain" (1), then one Gaussian per dominant scale, zero where a peak
     # is missing (step 5)
-    centre = window_centres(E, s, lags_t, a, p["centre"])
-    sigma = p["width"] * a
+    c = window_centres(E, s, lags_t, a, centre)
+    sigma = width * a
     found = np.isfinite(a)
     W = np.zeros((1 + max_peaks, len(stats.lags)))
     W[0] = 1.0
-    W[1:][found] = gaussian_windows(stats.lags, centre[found], sigma[found])
+    W[1:][found] = gaussian_windows(stats.lags, c[found], sigma[found])
     # plain and scale-selective POD of every window (steps 6-8), T_spec and H* (9-10)
-    pod = stats.pod(W, p["n_modes"], RTOL)
+    pod = stats.pod(W, n_modes, RTOL)
     n, mean, lags, band = stats.n, stats.mean, stats.lags, stats.band
     last = "lag" if band else "key"
-    R = stats.lag_form() if p["coherency"] else None
+    R = stats.lag_form() if coherency else None
     del stats  # the lag form (8 N L^2 bytes) is not needed for the Dataset
     labels = _labels(max_peaks)
     window = np.empty(len(labels), dtype=object)
     window[:] = labels
     spectrum = xr.DataArray(pod["spectrum"], dims=("window", "rank"))
-    conc = spectral_concentration(spectrum, p["k_min"], p["k_max"])
+    conc = spectral_concentration(spectrum, k_min, k_max)
     tail = tail_fraction(pod["spectrum"])
-    H = np.stack([tail_rank(tail, e if p["criterion"] == "energy" else e**2) for e in p["eps"]])
+    H = np.stack([tail_rank(tail, rank_tolerance(e, criterion)) for e in eps])
     missing = np.flatnonzero(~np.r_[True, found])
 
     def per_window(x: np.ndarray, axis: int = 0) -> np.ndarray:
@@ -379,9 +398,9 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
         **{name: ("window", per_window(conc[name].values), dict(conc[name].attrs))
            for name in ("beta", "T_spec", "r2", "beta_stderr")},
         "H_star": (("eps", "window"), per_window(H, 1),
-                   {"criterion": p["criterion"], "long_name": "effective rank H*(eps)"}),
+                   {"criterion": criterion, "long_name": "effective rank H*(eps)"}),
         "at_rank_limit": (("eps", "window"), H >= n - 1, {}),
-        "window_centre": ("window", np.r_[np.nan, centre], {}),
+        "window_centre": ("window", np.r_[np.nan, c], {}),
         "window_width": ("window", np.r_[np.nan, sigma], {}),
         "window_scale": ("window", np.r_[np.nan, a], {}),
         "scale_centroid": ((), centroid.values, dict(centroid.attrs)),
@@ -398,9 +417,9 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
         "peak": np.arange(max_peaks),
         "rank": np.arange(1, n + 1),
         "window": window,
-        "mode": np.arange(1, p["n_modes"] + 1),
+        "mode": np.arange(1, n_modes + 1),
         dim: A[dim].values if dim in A.coords else np.arange(n),
-        "eps": np.asarray(p["eps"], dtype=np.float64),
+        "eps": np.asarray(eps, dtype=np.float64),
         **coords,
     }
     out = xr.Dataset({name: xr.Variable(*spec_) for name, spec_ in v.items()}, coords=coords)
@@ -409,26 +428,37 @@ def _analyze_one(A: xr.DataArray, kern, p: dict) -> xr.Dataset:
         out["coherency"] = _coherency_at_peaks(R, a, omega0, dim)
     out.attrs = {
         **{key: val for key, val in A.attrs.items() if isinstance(val, str | int | float)},
-        **_analysis_attrs(p, n, conc.attrs["k_max"]),
+        "msapod_step": "analyze",
+        "snapshot_dim": dim,
+        "n_snapshots": n,
+        "omega0": omega0,
+        "scalogram_field": field,
+        "bias_correction": 1,
+        "max_peaks": max_peaks,
+        "include_edges": int(include_edges),
+        "window_centre_rule": str(centre),
+        "window_width_rule": f"sigma = {width:g} * a*",
+        "n_modes": n_modes,
+        "criterion": criterion,
+        "fit_k_min": k_min,
+        "fit_k_max": conc.attrs["k_max"],
+        "pod_normalisation": NORMALISATION,
     }
     if band:
         out.attrs["tau_max"] = int(lags[-1])
     return out
 
 
-def _lag_statistics(A: xr.DataArray, kern, p: dict):
+def _lag_statistics(A: xr.DataArray, kern, dim: str, tau_max: int | None, stochastic: bool):
     """``(stats, query positions, key positions)`` of one field set: its fluctuation's lag
     statistics, of the lags ``0..tau_max`` where ``A`` is a lag band or ``tau_max`` is
-    given."""
-    dim, tau_max = p["dim"], p["tau_max"]
+    given (``stochastic``: the rows are checked to sum to one)."""
     q = positions(A, "query", "A")
     if not is_band(A):
         k = positions(A, "key", "A")
         check_tau_max(tau_max, int(q.max() - k.min()) + 1)
         F = A.transpose(dim, "query", "key").data
-        stats = kern.LagStats.of_ensemble(
-            F, q, k, name="A", stochastic=p["check_stochastic"], tau_max=tau_max
-        )
+        stats = kern.LagStats.of_ensemble(F, q, k, name="A", stochastic=stochastic, tau_max=tau_max)
         return stats, q, k
     lags = positions(A, "lag", "A")
     if not np.array_equal(lags, np.arange(len(lags))):
@@ -442,35 +472,13 @@ def _lag_statistics(A: xr.DataArray, kern, p: dict):
         A = A.isel(lag=slice(0, tau_max + 1))
     R = A.transpose(dim, "query", "lag").data
     lags = np.arange(A.sizes["lag"])
-    stats = kern.LagStats.of_band(R, lags, q, k, name="A", stochastic=p["check_stochastic"])
+    stats = kern.LagStats.of_band(R, lags, q, k, name="A", stochastic=stochastic)
     return stats, q, k
 
 
 def _labels(max_peaks: int) -> list[str]:
     """The window labels: "plain", then one per dominant scale."""
     return ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
-
-
-def _analysis_attrs(p: dict, n: int, k_max: int) -> dict:
-    """The attrs of :func:`analyze`'s Dataset that record its options ``p``, ``n``
-    snapshots, the T_spec fit's upper rank and the POD's normalisation."""
-    return {
-        "msapod_step": "analyze",
-        "snapshot_dim": p["dim"],
-        "n_snapshots": n,
-        "omega0": p["omega0"],
-        "scalogram_field": p["field"],
-        "bias_correction": 1,
-        "max_peaks": p["max_peaks"],
-        "include_edges": int(p["include_edges"]),
-        "window_centre_rule": str(p["centre"]),
-        "window_width_rule": f"sigma = {p['width']:g} * a*",
-        "n_modes": p["n_modes"],
-        "criterion": p["criterion"],
-        "fit_k_min": p["k_min"],
-        "fit_k_max": k_max,
-        "pod_normalisation": NORMALISATION,
-    }
 
 
 def _coherency_at_peaks(R: xr.DataArray, a: np.ndarray, omega0: float, dim: str):

@@ -2,19 +2,35 @@
 
 * ``bootstrap_spectrum``: spectra of snapshot resamples from the N x N Gram matrix alone
   (each resample's own mean removed by double centring, :func:`double_centre`);
-* ``jackknife_se``: the jackknife standard error of any statistic of the replicates.
+* ``jackknife``: the value and jackknife standard error of any statistic of a POD
+  spectrum, leaving out one snapshot (or one group) at a time
+  (:func:`jackknife_spectra`);
+* ``jackknife_se`` (labelled) and ``jackknife_error`` (arrays): the jackknife standard
+  error of any statistic of the replicates;
+* ``leave_one_out_means``: the exact leave-one-out replicates of an ensemble mean of
+  per-snapshot second moments (the scalogram's jackknife).
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import xarray as xr
 
 from ._io import check_int
 from ._labels import lead_coords, stack_leading
-from .lagstats import LagStats, one_blas_thread
+from .lagstats import gram_pod, one_blas_thread
 
-__all__ = ["bootstrap_spectrum", "double_centre", "jackknife_se"]
+__all__ = [
+    "bootstrap_spectrum",
+    "double_centre",
+    "jackknife",
+    "jackknife_error",
+    "jackknife_se",
+    "jackknife_spectra",
+    "leave_one_out_means",
+]
 
 
 def bootstrap_spectrum(
@@ -82,19 +98,18 @@ def bootstrap_spectrum(
         raise ValueError(f"gram: expected a symmetric Gram matrix over ({dim!r}, {other!r})")
     n = K.shape[-1]
     rng = np.random.default_rng(seed)
-    idx = keep = w = None
+    idx = w = None
     if method == "resample":
         idx = rng.integers(0, n, size=(n_boot, n))
     elif method == "jackknife":
         n_boot = n
-        keep = [np.delete(np.arange(n), i) for i in range(n)]
     else:
         w = rng.dirichlet(np.ones(n), size=n_boot) * n
     out = np.zeros((K.shape[0], n_boot, n))
     # small matrices: BLAS threads only contend (measured 20x slower on busy cores)
     with one_blas_thread():
         for b in range(K.shape[0]):
-            _replicates(K[b], out[b], method, n, idx, keep, w)
+            _replicates(K[b], out[b], method, n, idx, w)
     res = xr.DataArray(
         out.reshape(shape + (n_boot, n)),
         dims=(*lead, "boot", "rank"),
@@ -111,17 +126,18 @@ def bootstrap_spectrum(
     return res
 
 
-def _replicates(Kb, out, method, n, idx, keep, w) -> None:
-    """Fill ``out[r]`` with the spectrum of replicate r of the Gram matrix ``Kb``.
+def _replicates(Kb, out, method, n, idx, w) -> None:
+    """Fill ``out[r]`` with the spectrum of replicate r of the Gram matrix ``Kb`` (zero
+    beyond the replicate's own N - 1 eigenvalues for the jackknife).
 
     Every replicate's Gram matrix is built with elementwise centring (no small matrix
     products), then all are diagonalised in one batched ``eigvalsh``.
     """
+    if method == "jackknife":
+        out[:, : n - 1] = np.stack(jackknife_spectra(Kb))
+        return
     if method == "resample":
         Kr = double_centre(Kb[idx[:, :, None], idx[:, None, :]])
-    elif method == "jackknife":
-        # K = X X^T / N; the left-out ensemble's own normalisation is 1 / (N - 1)
-        Kr = double_centre(np.stack([Kb[np.ix_(k, k)] for k in keep])) * n / (n - 1)
     else:
         p = w / n  # (boot, N), rows sum to one
         Kp = p @ Kb  # (boot, N): p^T K
@@ -129,29 +145,123 @@ def _replicates(Kb, out, method, n, idx, keep, w) -> None:
         Kc = Kb[None] - Kp[:, None, :] - Kp[:, :, None] + pKp[:, None, None]
         d = np.sqrt(w)
         Kr = d[:, :, None] * Kc * d[:, None, :]
-    lam = LagStats.spectrum(Kr)
-    out[:, : lam.shape[-1]] = lam
+    out[:] = gram_pod(Kr).eigenvalues
 
 
 def double_centre(K: np.ndarray) -> np.ndarray:
-    """Double centring ``H K H`` of a stack of Gram matrices, elementwise."""
+    """Double centring ``H K H``, ``H = I - 1 1^T / N``, of a Gram matrix or a stack
+    ``(..., N, N)`` of them, elementwise: the Gram of the snapshots with their own mean
+    removed (whatever mean ``K``'s snapshots had)."""
     row = K.mean(-1, keepdims=True)
     col = K.mean(-2, keepdims=True)
     return K - row - col + row.mean(-2, keepdims=True)
+
+
+def jackknife_spectra(K: np.ndarray, leave_out=None) -> list[np.ndarray]:
+    """POD spectra of the ensembles without each set of snapshots, from ``K`` alone.
+
+    Parameters
+    ----------
+    K
+        ``X X^T / N`` of N snapshots ``(N, N)``, mean removed or not.
+    leave_out
+        The sets of snapshot indices left out in turn (a delete-group jackknife);
+        default: every snapshot alone.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        Per set, the ``M = N - |set|`` eigenvalues (descending) of the kept snapshots'
+        Gram ``X_k X_k^T / M`` with their own mean removed (:func:`double_centre`;
+        ``X_k X_k^T / M = K_kk N / M``). Replicates of one size are diagonalised in one
+        batched call.
+    """
+    n = len(K)
+    sets = [[i] for i in range(n)] if leave_out is None else leave_out
+    keeps = [np.setdiff1d(np.arange(n), np.asarray(g, dtype=np.int64)) for g in sets]
+    out: list = [None] * len(keeps)
+    for m in sorted({len(k) for k in keeps}):
+        which = [r for r, k in enumerate(keeps) if len(k) == m]
+        Kr = double_centre(np.stack([K[np.ix_(keeps[r], keeps[r])] for r in which])) * n / m
+        for r, lam in zip(which, gram_pod(Kr).eigenvalues, strict=True):
+            out[r] = lam
+    return out
+
+
+def jackknife(K: np.ndarray, statistic, leave_out=None) -> tuple[np.ndarray, np.ndarray]:
+    """Value and jackknife standard error of a statistic of the POD spectrum.
+
+    Parameters
+    ----------
+    K
+        ``X X^T / N`` of N snapshots ``(N, N)``, mean removed or not (the value is of
+        the spectrum of ``double_centre(K)``, the replicates of :func:`jackknife_spectra`).
+    statistic
+        Maps spectra ``(r, M)`` (non-increasing, one row per replicate, ``M`` snapshots)
+        to their values ``(r, ...)``.
+    leave_out
+        The sets left out in turn (default: every snapshot alone; see
+        :func:`jackknife_spectra`).
+
+    Returns
+    -------
+    value, se
+        ``statistic`` of the whole ensemble and :func:`jackknife_error` of its replicates.
+    """
+    value = statistic(gram_pod(double_centre(K)).eigenvalues[None])[0]
+    spectra = jackknife_spectra(K, leave_out)
+    reps = np.empty((len(spectra), *np.shape(value)))
+    for m in sorted({len(lam) for lam in spectra}):
+        which = [r for r, lam in enumerate(spectra) if len(lam) == m]
+        reps[which] = statistic(np.stack([spectra[r] for r in which]))
+    return value, jackknife_error(reps)
+
+
+def jackknife_error(replicates: np.ndarray, axis: int = 0) -> np.ndarray:
+    """Jackknife standard error ``sqrt((g - 1) / g * sum_i (theta_i - mean)^2)`` over
+    ``axis`` of g replicates ``theta_i`` (each without one snapshot or one of g groups);
+    NaN replicates are left out (fewer than two: NaN)."""
+    rep = np.asarray(replicates, dtype=np.float64)
+    g = np.isfinite(rep).sum(axis)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN replicates: NaN
+        dev = rep - np.nanmean(rep, axis=axis, keepdims=True)
+        v = np.nansum(dev**2, axis=axis)
+        return np.where(g >= 2, np.sqrt((g - 1) / np.maximum(g, 1) * v), np.nan)
 
 
 def jackknife_se(replicates: xr.DataArray, dim: str = "boot") -> xr.DataArray:
     """Jackknife standard error ``sqrt((n - 1) / n * sum_i (theta_i - mean)^2)``.
 
     ``replicates`` are a statistic of the n leave-one-out ensembles of
-    :func:`bootstrap_spectrum` with ``method="jackknife"`` (e.g. its T_spec).
+    :func:`bootstrap_spectrum` with ``method="jackknife"`` (e.g. its T_spec); NaN
+    replicates are left out (:func:`jackknife_error`).
     """
     if not isinstance(replicates, xr.DataArray) or dim not in replicates.dims:
         raise ValueError(f"replicates: expected a DataArray with a {dim!r} dim")
     n = replicates.sizes[dim]
     if n < 2:
         raise ValueError(f"replicates: expected at least 2 replicates along {dim!r}, got {n}")
-    dev = replicates - replicates.mean(dim)
-    se = np.sqrt((n - 1) / n * (dev**2).sum(dim))
+    se = replicates.reduce(jackknife_error, dim=dim)
     se.attrs = {"long_name": "jackknife standard error", "n_replicates": n}
     return se
+
+
+def leave_one_out_means(P: np.ndarray, per: int = 1, *, mean_removed: bool) -> np.ndarray:
+    """Exact leave-one-out replicates of the ensemble mean of a second moment.
+
+    With the per-snapshot sums ``P_s`` (``(N, ...)``, e.g. a snapshot's lag moments
+    through the scale-spectrum operator, summed over ``per`` rows) the whole ensemble's
+    mean is ``sum_s P_s / (N per)``. Without snapshot i it is ``(sum_s P_s - P_i) / ((N -
+    1) per)``; of a fluctuation whose mean is re-estimated without snapshot i
+    (``mean_removed``), every other fluctuation shifts by ``u_i / (N - 1)`` and, since the
+    fluctuations sum to zero, ``(sum_s P_s - N / (N - 1) P_i) / ((N - 1) per)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, ...)``, clipped at 0 (a second moment; negatives are rounding).
+    """
+    n = len(P)
+    drop = n / (n - 1) if mean_removed else 1.0
+    return np.maximum((P.sum(0)[None] - drop * P) / ((n - 1) * per), 0.0)

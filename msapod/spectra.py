@@ -19,10 +19,25 @@ import xarray as xr
 from ._io import check_int
 from ._labels import check_eps, lead_coords, stack_leading
 
-__all__ = ["CRITERIA", "effective_rank", "spectral_concentration", "tail_fraction", "tail_rank"]
+__all__ = [
+    "CRITERIA",
+    "EPS",
+    "PAPER_EPS",
+    "effective_rank",
+    "rank_tolerance",
+    "spectral_concentration",
+    "tail_fraction",
+    "tail_rank",
+]
 
 #: The criteria of H*: the energy tail, or its square root (the relative L2 error).
 CRITERIA = ("energy", "l2")
+
+#: The paper's tolerance of H* ("H*(0.10)", the rank that holds 90 % of the energy).
+PAPER_EPS = 0.10
+#: The tolerances eps of H*(eps) reported unless others are given: the paper's and one on
+#: either side.
+EPS = (0.05, PAPER_EPS, 0.20)
 
 
 def _spectrum_dim(eigenvalues: xr.DataArray, dim: str | None) -> str:
@@ -133,6 +148,21 @@ def tail_fraction(lam: np.ndarray) -> np.ndarray:
         return np.where(total > 0, (total - cums) / total, 0.0)
 
 
+def rank_tolerance(eps: float, criterion: str = "energy") -> float:
+    """The bound on the tail fraction ``t(K)`` (:func:`tail_fraction`) that H*(eps) asks
+    for: ``eps`` under the energy criterion, ``eps**2`` under the relative-L2 one
+    (``sqrt(t(K)) <= eps``).
+
+    Raises
+    ------
+    ValueError
+        ``criterion`` is not one of :data:`CRITERIA`.
+    """
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion: expected one of {CRITERIA}, got {criterion!r}")
+    return eps if criterion == "energy" else eps**2
+
+
 def tail_rank(tail: np.ndarray, tol: float) -> np.ndarray:
     """``H = min{K : t(K) <= tol}`` along the last axis of tail fractions ``t``
     (:func:`tail_fraction`), with a relative slack of 1e-12 for rounding."""
@@ -141,7 +171,7 @@ def tail_rank(tail: np.ndarray, tol: float) -> np.ndarray:
 
 def effective_rank(
     eigenvalues: xr.DataArray,
-    eps: float = 0.10,
+    eps: float = PAPER_EPS,
     criterion: str = "energy",
     *,
     dim: str | None = None,
@@ -170,8 +200,7 @@ def effective_rank(
         Integer H* with a boolean coordinate ``at_rank_limit``; 0 for a zero spectrum.
     """
     eps = check_eps(eps)
-    if criterion not in CRITERIA:
-        raise ValueError(f"criterion: expected one of {CRITERIA}, got {criterion!r}")
+    tol = rank_tolerance(eps, criterion)
     d = _spectrum_dim(eigenvalues, dim)
     lam, lead, shape = stack_leading(eigenvalues, (d,))
     lam = lam.astype(np.float64)
@@ -185,7 +214,6 @@ def effective_rank(
         or (n_snapshots < 2)
     ):
         raise ValueError(f"n_snapshots: expected an integer >= 2 (N), got {n_snapshots!r}")
-    tol = eps if criterion == "energy" else eps**2
     H = tail_rank(tail_fraction(lam), tol)
     res = xr.DataArray(
         H.reshape(shape), dims=lead, coords=lead_coords(eigenvalues, lead), name="H_star"

@@ -25,6 +25,7 @@ The cross-coherency likewise uses ``sum_b W_i conj(W_j) = r_i^T M_a r_j`` with
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -38,12 +39,16 @@ from .fields import check_field, check_lazy, to_lag
 from .lagstats import eig_desc, one_blas_thread
 
 __all__ = [
+    "DEFAULT_MIN_SCALE",
+    "DEFAULT_NUM_SCALES",
+    "OMEGA0",
     "coherency",
     "scale_centroid",
     "cwt",
     "dominant_scales",
     "fourier_period",
     "lag_moments",
+    "local_maxima",
     "log_scales",
     "min_valid_scale",
     "morlet",
@@ -52,27 +57,32 @@ __all__ = [
     "wavelet_matrix",
 ]
 
+#: The Morlet centre frequency omega0 of every transform unless one is given (Torrence &
+#: Compo's choice: the wavelet's mean, about exp(-omega0^2 / 2) = 1.5e-8, is negligible).
+OMEGA0 = 6.0
+
 #: The default lower end of a scale grid (lags): about 1.5 times the sampling limit
 #: :func:`min_valid_scale` at omega0 = 6 (1.94), so the finest scale spans three lags per
 #: period and its spectrum is not shaped by the discrete sampling (the book's choice).
 DEFAULT_MIN_SCALE = 3.0
+#: Log-spaced scales of the default grid.
 DEFAULT_NUM_SCALES = 48
 
 
-def morlet(eta: np.ndarray, omega0: float = 6.0) -> np.ndarray:
+def morlet(eta: np.ndarray, omega0: float = OMEGA0) -> np.ndarray:
     """Morlet mother wavelet ``pi^(-1/4) exp(i omega0 eta - eta^2 / 2)``."""
     omega0 = check_omega0(omega0)
     eta = np.asarray(eta, dtype=np.float64)
     return np.pi**-0.25 * np.exp(1j * omega0 * eta - 0.5 * eta**2)
 
 
-def fourier_period(scale, omega0: float = 6.0):
+def fourier_period(scale, omega0: float = OMEGA0):
     """Equivalent Fourier period ``4 pi a / (omega0 + sqrt(2 + omega0^2))`` of scale ``a``."""
     omega0 = check_omega0(omega0)
     return 4 * np.pi * check_scale_values(scale) / (omega0 + np.sqrt(2 + omega0**2))
 
 
-def min_valid_scale(omega0: float = 6.0) -> float:
+def min_valid_scale(omega0: float = OMEGA0) -> float:
     """Smallest Morlet scale that the unit lag step resolves: ``a_min = 2 / (lambda / a)``.
 
     A scale whose equivalent Fourier period ``lambda(a)`` (:func:`fourier_period`) is
@@ -134,10 +144,8 @@ def check_scales(scales, n_lag: int) -> np.ndarray:
     return s
 
 
-def warn_unresolved(scales, omega0: float = 6.0) -> None:
+def warn_unresolved(scales, omega0: float = OMEGA0) -> None:
     """``UserWarning`` if any scale is below :func:`min_valid_scale` (``omega0``)."""
-    import warnings
-
     a_min = min_valid_scale(omega0)
     s = np.asarray(scales, dtype=np.float64)
     if (s < a_min - 1e-12).any():
@@ -151,7 +159,7 @@ def warn_unresolved(scales, omega0: float = 6.0) -> None:
         )
 
 
-def wavelet_matrix(scales, lags, omega0: float = 6.0) -> np.ndarray:
+def wavelet_matrix(scales, lags, omega0: float = OMEGA0) -> np.ndarray:
     """``Phi[a, b, tau] = a^(-1/2) conj(psi0((tau - b) / a))``, shape (scale, b, tau).
 
     ``W = Phi @ r`` is then the direct-sum transform at positions ``b = lags``. The result
@@ -184,7 +192,7 @@ def wavelet_parts(scales: tuple, lags: tuple, omega0: float):
     return Pr, Pi
 
 
-def scalogram_energy(C: np.ndarray, scales, lags, omega0: float = 6.0) -> np.ndarray:
+def scalogram_energy(C: np.ndarray, scales, lags, omega0: float = OMEGA0) -> np.ndarray:
     """Scalogram ``E(a, b) = psi_ab^H C psi_ab`` (scale, lag) of lag moments ``C``, at the
     positions ``b = lags`` (negative rounding clipped at 0)."""
     s = tuple(float(v) for v in np.atleast_1d(scales))
@@ -194,7 +202,7 @@ def scalogram_energy(C: np.ndarray, scales, lags, omega0: float = 6.0) -> np.nda
     return np.maximum(e, 0.0).reshape(len(s), len(lag))
 
 
-def scale_spectrum_operator(scales, lags, omega0: float = 6.0) -> np.ndarray:
+def scale_spectrum_operator(scales, lags, omega0: float = OMEGA0) -> np.ndarray:
     """``M[a] = sum_b (Pr_ab Pr_ab^T + Pi_ab Pi_ab^T)`` flattened to (scale, lag * lag).
 
     The scale spectrum (before the bias correction) is the quadratic form
@@ -242,7 +250,7 @@ def lag_moments(R: xr.DataArray, dims: Sequence[str] = ("snapshot", "query")) ->
     return out
 
 
-def cwt(r: xr.DataArray, scales=None, omega0: float = 6.0) -> xr.DataArray:
+def cwt(r: xr.DataArray, scales=None, omega0: float = OMEGA0) -> xr.DataArray:
     """Morlet transform ``W(..., scale, lag)`` (complex) of every lag profile in ``r``.
 
     ``r`` has a ``lag`` dim (e.g. from :func:`~msapod.fields.to_lag`); the transform is the
@@ -269,7 +277,7 @@ def cwt(r: xr.DataArray, scales=None, omega0: float = 6.0) -> xr.DataArray:
 def scalogram(
     A: xr.DataArray,
     scales=None,
-    omega0: float = 6.0,
+    omega0: float = OMEGA0,
     *,
     dims: Sequence[str] = ("snapshot", "query"),
     bias_correction: bool = True,
@@ -382,7 +390,7 @@ def dominant_scales(
         # the spectrum's own period coordinate knows its omega0 (lambda / a is a constant)
         ratio = float(spectrum["period"].values[0]) / s[0]
     else:
-        ratio = float(fourier_period(1.0, spectrum.attrs.get("omega0", 6.0)))
+        ratio = float(fourier_period(1.0, spectrum.attrs.get("omega0", OMEGA0)))
     out = np.full((E.shape[0], max_count), np.nan)
     energy = np.full_like(out, np.nan)
     edge = np.zeros(out.shape, dtype=bool)
@@ -412,15 +420,28 @@ def dominant_scales(
     return res
 
 
-def peak_indices(e: np.ndarray, max_count: int, include_edges: bool) -> np.ndarray:
-    """Indices of the local maxima of one scale spectrum ``e``, strongest first, at most
-    ``max_count`` (the kernel of :func:`dominant_scales`)."""
-    n = len(e)
-    left = np.r_[-np.inf, e[:-1]]
-    right = np.r_[e[1:], -np.inf]
+def local_maxima(e: np.ndarray, include_edges: bool = False) -> np.ndarray:
+    """Where ``e (..., n)`` has a local maximum along its last axis: a boolean mask.
+
+    Entry i is a maximum when ``e[i - 1] < e[i] >= e[i + 1]`` (a plateau counts once, at
+    its first entry). With ``include_edges`` the ends count against a missing neighbour
+    (``e[0] >= e[1]``, ``e[n - 1] > e[n - 2]``); otherwise they are never maxima. NaN
+    entries are never maxima.
+    """
+    e = np.asarray(e, dtype=np.float64)
+    pad = np.full(e.shape[:-1] + (1,), -np.inf)
+    left = np.concatenate([pad, e[..., :-1]], axis=-1)
+    right = np.concatenate([e[..., 1:], pad], axis=-1)
     peak = (e > left) & (e >= right)
     if not include_edges:
-        peak[[0, n - 1]] = False
+        peak[..., [0, -1]] = False
+    return peak
+
+
+def peak_indices(e: np.ndarray, max_count: int, include_edges: bool) -> np.ndarray:
+    """Indices of the local maxima of one scale spectrum ``e`` (:func:`local_maxima`),
+    strongest first, at most ``max_count`` (the kernel of :func:`dominant_scales`)."""
+    peak = local_maxima(e, include_edges)
     if not np.ptp(e) > 0:  # a flat spectrum (e.g. no energy at all): no dominant scale
         peak[:] = False
     idx = np.flatnonzero(peak)
@@ -430,7 +451,7 @@ def peak_indices(e: np.ndarray, max_count: int, include_edges: bool) -> np.ndarr
 def coherency(
     A: xr.DataArray,
     scales,
-    omega0: float = 6.0,
+    omega0: float = OMEGA0,
     *,
     dim: str = "snapshot",
     rtol: float = 1e-12,

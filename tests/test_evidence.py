@@ -8,13 +8,8 @@ import xarray as xr
 
 import msapod
 from msapod.fields import reynolds, to_lag
-from msapod.studies.measure.evidence import (
-    _grid,
-    lag_gram_tensor,
-    layer_evidence,
-    mode_lag_energy,
-    window_gram,
-)
+from msapod.lagstats import lag_gram_tensor, mode_lag_energy, upper_operator, window_grams
+from msapod.studies.measure.evidence import _grid, layer_evidence
 
 
 def attention(n=10, length=24, seed=0, scale=3.0, layers=None):
@@ -34,6 +29,17 @@ def attention(n=10, length=24, seed=0, scale=3.0, layers=None):
     return xr.DataArray(A, dims=dims, coords=coords)
 
 
+def _jackknife_se(rep):
+    """sqrt((g - 1) / g sum (x - mean)^2) over the g finite replicates of each entry."""
+    out = np.full(rep.shape[1:], np.nan)
+    for ix in np.ndindex(*rep.shape[1:]):
+        x = rep[(slice(None), *ix)]
+        x = x[np.isfinite(x)]
+        if x.size >= 2:
+            out[ix] = np.sqrt((x.size - 1) / x.size * ((x - x.mean()) ** 2).sum())
+    return out
+
+
 @pytest.fixture(scope="module")
 def field():
     return attention()
@@ -51,11 +57,11 @@ def test_windowed_gram_eigenvalues_equal_pod(field):
     lags = R["lag"].values
     for c, sigma in ((0.0, 1.0), (5.0, 2.5), (12.0, 6.0)):
         w = msapod.lag_window(lags, c, sigma)
-        lam = np.linalg.eigvalsh(window_gram(G, w.values))[::-1]
+        lam = np.linalg.eigvalsh(window_grams(G, w.values))[::-1]
         ref = msapod.pod(u, window=w)["spectrum"].values
         np.testing.assert_allclose(lam, ref, rtol=0, atol=1e-10 * ref[0])
         # the mode's lag energy from G equals the lag energy of the POD mode itself
-        vals, vecs = np.linalg.eigh(window_gram(G, w.values))
+        vals, vecs = np.linalg.eigh(window_grams(G, w.values))
         e = mode_lag_energy(G, w.values, vecs[:, -1])
         mode = msapod.pod(u, n_modes=1, window=w)["modes"].isel(mode=0)
         e_ref = (to_lag(mode**2)).sum("query").values
@@ -123,24 +129,22 @@ def test_window_jackknife_equals_refits_without_each_group():
     X, lags = R.values, R["lag"].values
     Xu = X - X.mean(0)
     grids = [mv._grid(g, len(lags)) for g in (3, 2)]
-    M_up, iu = mv._upper_operator(
-        np.concatenate([mv._operator(g, lags, 6.0) for g in (3, 2)]), len(lags)
-    )
+    M_up = upper_operator(np.concatenate([mv._operator(g, lags, 6.0) for g in (3, 2)]), len(lags))
     keys = [(2.0, 1.5), (6.0, 3.0), (9.0, 4.0)]
     c4_key = np.array([[0, 1, 2], [2, -1, 1]])  # two readings x three paper ranges
     c9_key = np.full((2, 2, 2), -1)  # (reading, normalisation, grid)
     c9_key[0, 0, 0], c9_key[1, 1, 1], c9_key[1, 0, 1] = 1, 2, 0
     got = mv._window_jackknife(
-        mv.lag_gram_tensor(Xu), Xu, lags, keys, c4_key, c9_key, M_up, grids, [True, False]
+        lag_gram_tensor(Xu), Xu, lags, keys, c4_key, c9_key, M_up, grids, [True, False]
     )
     inside = np.array([(lags >= lo) & (lags <= hi) for lo, hi in mv.PAPER_LAGS.values()])
     s_rep, d_rep, r_rep = [], [], []
-    nS = mv.NUM_SCALES
+    nS = msapod.wavelets.DEFAULT_NUM_SCALES
     for drop in np.array_split(np.arange(X.shape[0]), mv.JACKKNIFE_GROUPS):
         Xk = np.delete(X, drop, axis=0)
         Uk = Xk - Xk.mean(0)
-        G = mv.lag_gram_tensor(Uk)
-        modes = mv._window_modes(G, Uk, lags, keys, [0, 1, 2], M_up, iu)
+        G = lag_gram_tensor(Uk)
+        modes = mv._window_modes(G, Uk, lags, keys, [0, 1, 2], M_up)
         lag_e = np.einsum("tss->t", G)
         share = modes["energy"] @ inside.T
         w2e = msapod.lagstats.gaussian_windows(lags, *zip(*keys, strict=True)) ** 2 * lag_e
@@ -148,7 +152,7 @@ def test_window_jackknife_equals_refits_without_each_group():
         r = np.arange(3)[None, :]
         s_rep.append(np.where(c4_key >= 0, share[c4_key, r], np.nan))
         d_rep.append(np.where(c4_key >= 0, share[c4_key, r] - base[c4_key, r], np.nan))
-        K0 = mv.window_gram(G, np.ones(len(lags)))
+        K0 = window_grams(G, np.ones(len(lags)))
         v0 = np.linalg.eigh(K0)[1][:, -1]
         phi0 = np.tensordot(v0, Uk, axes=(0, 0))
         plain = M_up @ snapshot_moments(phi0[None], upper=True)[0]
@@ -162,7 +166,7 @@ def test_window_jackknife_equals_refits_without_each_group():
             rr[ix] = mv._spread(modes["spectra"][j][sl] * wgt, s) / mv._spread(plain[sl] * wgt, s)
         r_rep.append(rr)
     for g, rep in zip(got, (s_rep, d_rep, r_rep), strict=True):
-        want = mv._jack_se(np.array(rep))
+        want = _jackknife_se(np.array(rep))
         np.testing.assert_allclose(g, want, rtol=1e-7, atol=1e-12)
         assert np.isfinite(want[np.isfinite(g) | np.isfinite(want)]).all()
     assert np.isnan(got[0][1, 1]) and np.isfinite(got[0][0, 0]) and got[2][0, 0, 0] > 0

@@ -15,8 +15,8 @@ define the same names with the same signatures, taking and returning bare arrays
 ``cwt``                the Morlet transform of every profile
 ``coherency_sums``     ``sum_s Y_s Y_s^H`` per scale
 ``LagStats``           the lag statistics of one ensemble and its POD (Grams -> eigensolve
-                       -> project): :class:`msapod.lagstats.LagStats` and its chunked twin
-``eigensolve``         all eigenvalues and the leading eigenvectors of a Gram
+                       -> project, :func:`msapod.lagstats.gram_pod`):
+                       :class:`msapod.lagstats.LagStats` and its chunked twin
 ``residual``           ``(1/N) sum_s ||u_s - c_s B||^2``
 =====================  ===================================================================
 
@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import sys
 from types import ModuleType
+
+from . import chunked, memory
 
 __all__ = ["is_dask", "kernels"]
 
@@ -41,10 +43,4 @@ def is_dask(A) -> bool:
 
 def kernels(A) -> ModuleType:
     """The kernel module for ``A``: :mod:`.chunked` for dask-backed data, else :mod:`.memory`."""
-    if is_dask(A):
-        from . import chunked
-
-        return chunked
-    from . import memory
-
-    return memory
+    return chunked if is_dask(A) else memory

@@ -33,6 +33,7 @@ finite iff the data are), so a NaN surfaces as the same ``ValueError`` as in mem
 from __future__ import annotations
 
 import numpy as np
+from scipy.linalg import eigh
 
 from .. import lagstats
 from .._labels import lag_layout, raise_values
@@ -44,7 +45,6 @@ __all__ = [
     "check_values",
     "coherency_sums",
     "cwt",
-    "eigensolve",
     "ensemble_mean",
     "gather",
     "is_causal",
@@ -310,8 +310,6 @@ def eig_top(K: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
     n = len(K)
     if 2 * n_modes >= n:
         return lagstats.LagStats.eigensolve(K, n_modes)
-    from scipy.linalg import eigh
-
     lam = eigh(K, eigvals_only=True, check_finite=False)
     _, V = eigh(K, subset_by_index=[n - n_modes, n - 1], check_finite=False)
     return np.clip(lam[::-1], 0.0, None), V[:, ::-1]
@@ -546,6 +544,3 @@ def residual(u, Bm: np.ndarray, C: np.ndarray | None) -> float:
             )
         )
     return float(da.concatenate(parts).sum().compute()) / u.shape[0]
-
-
-eigensolve = eig_top  # the name the dispatch uses (see msapod.backends.kernels)

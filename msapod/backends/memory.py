@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._labels import raise_values
-from ..lagstats import LagStats, eig_desc, gather_last, one_blas_thread
+from ..lagstats import LagStats, gather_last, one_blas_thread
 
 __all__ = [
     "CHECKS_IN_PASS",
@@ -18,11 +18,8 @@ __all__ = [
     "check_values",
     "coherency_sums",
     "cwt",
-    "eig_desc",
-    "eigensolve",
     "ensemble_mean",
     "gather",
-    "gather_last",
     "is_causal",
     "lag_moments",
     "residual",
@@ -111,14 +108,6 @@ def coherency_sums(x: np.ndarray, Bs: list) -> np.ndarray:
                 G += Y @ Y.conj().T
             out[k] = G
     return out
-
-
-# ----------------------------------------------------------------------------- POD
-
-
-def eigensolve(K: np.ndarray, n_modes: int) -> tuple[np.ndarray, np.ndarray]:
-    """All eigenvalues (descending, clipped at 0) and the leading ``n_modes`` vectors."""
-    return LagStats.eigensolve(K, n_modes)
 
 
 # ----------------------------------------------------------------------------- errors

@@ -20,19 +20,23 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
+from ...backends import kernels
 from ...fields import check_field
-from ...lagstats import LagStats, one_blas_thread
+from ...lagstats import gram_pod, one_blas_thread
 from ...models.data import SNIPPET_LENGTH, ensemble_offsets, load_corpus
-from ...resampling import double_centre
-from ...spectra import effective_rank, spectral_concentration
+from ...resampling import double_centre, jackknife
+from ...spectra import EPS, effective_rank, spectral_concentration
 from ..store.cache import ModelInputs, cached_model_study, iter_attention, model_inputs, stack_zoo
 from .uncertainty import fractional_rank
 
-__all__ = ["NS", "convergence_study", "nested_ensemble", "nested_spectra"]
+__all__ = ["FIXED_K", "NS", "convergence_study", "nested_ensemble", "nested_spectra"]
 
 #: The ensemble sizes of :func:`convergence_study`: the paper's N = 150 and the largest
 #: ensemble of held-out text (435 non-overlapping snippets in the validation split).
 NS = (50, 100, 150, 300, 400)
+
+#: An N-independent T_spec fit range ``(k_min, k_max)``, next to the default ``1..N/2``.
+FIXED_K = (1, 20)
 
 #: Version of :func:`convergence_study`'s output; part of its cache key.
 CONVERGENCE_FORMAT = 1
@@ -48,18 +52,13 @@ def nested_ensemble(n_tokens: int, n: int, length: int, seed: int = 0) -> np.nda
     return offsets[np.random.default_rng(seed + 1).permutation(n)]
 
 
-def _centred_gram(K_raw: np.ndarray, n: int) -> np.ndarray:
-    """``H K H / n`` for the leading ``n`` x ``n`` block of a raw Gram matrix."""
-    return double_centre(K_raw[:n, :n]) / n
-
-
 def nested_spectra(
     A: xr.DataArray,
     ns: Sequence[int],
     *,
     dim: str = "snapshot",
-    eps: float | Sequence[float] = (0.05, 0.10, 0.20),
-    fixed_k: tuple[int, int] = (1, 20),
+    eps: float | Sequence[float] = EPS,
+    fixed_k: tuple[int, int] = FIXED_K,
     groups: int = 20,
 ) -> xr.Dataset:
     """Plain-POD spectra, T_spec and H* of the nested ensembles ``A[:N]``.
@@ -67,7 +66,7 @@ def nested_spectra(
     Parameters
     ----------
     A
-        One field set ``(dim, "query", "key")`` in the nested order.
+        One field set ``(dim, "query", "key")`` in the nested order (numpy or dask).
     ns
         Increasing ensemble sizes, each ``<= A.sizes[dim]`` and ``>= 2 * groups``.
     eps
@@ -99,7 +98,7 @@ def nested_spectra(
     k0, k1 = (int(k) for k in fixed_k)
     if not 1 <= k0 < k1 < ns[0] // 2:
         raise ValueError(f"fixed_k: expected 1 <= k_min < k_max < {ns[0] // 2}, got {fixed_k}")
-    K_raw = _raw_gram(A.transpose(dim, "query", "key").values)
+    K_raw = _raw_gram(A.transpose(dim, "query", "key").data)
     with one_blas_thread():
         rows = [_nested_row(K_raw, n, groups, (k0, k1), eps_list) for n in ns]
     return _nested_dataset(rows, ns, eps_list, (k0, k1), groups)
@@ -136,56 +135,44 @@ _SCALARS = ("T_spec", "T_spec_se", "T_spec_fixed", "T_spec_fixed_se")
 _PER_EPS = ("H_star", "H_star_se", "at_rank_limit")
 
 
-def _raw_gram(a: np.ndarray) -> np.ndarray:
+def _raw_gram(a) -> np.ndarray:
     """``X X^T`` of the lag form of the snapshots ``a (N, query, key)`` as they are (no
-    mean removed; :class:`msapod.lagstats.LagStats`), in float64."""
-    pos = np.arange(a.shape[1])
-    stats = LagStats.of_fluctuation(a, pos, np.arange(a.shape[2]), causal=_causal(a))
-    return stats.plain_gram() * len(a)
+    mean removed; the lag statistics of the kernels of ``a``, numpy or dask), float64."""
+    kern = kernels(a)
+    q, k = np.arange(a.shape[1]), np.arange(a.shape[2])
+    causal = kern.is_causal(a, q, k)
+    return kern.LagStats.of_fluctuation(a, q, k, causal=causal).plain_gram() * len(a)
 
 
-def _plain_spectrum(K_raw: np.ndarray, n: int) -> np.ndarray:
-    """Descending plain POD spectrum of the first ``n`` snapshots of a raw Gram matrix."""
-    return LagStats.spectrum(_centred_gram(K_raw, n))
-
-
-def _summarise(lam: np.ndarray, n: int, fixed_k: tuple[int, int], eps: list[float]):
-    """``(T_spec, T_spec_fixed, H*, at_rank_limit, fractional H*)`` of a spectrum."""
-    da = xr.DataArray(lam, dims="rank", coords={"rank": np.arange(1, lam.size + 1)})
-    T = float(spectral_concentration(da)["T_spec"])
-    Tf = float(spectral_concentration(da, *fixed_k)["T_spec"])
-    hs = [effective_rank(da, e, n_snapshots=n) for e in eps]
-    hf = [float(fractional_rank(lam, e)) for e in eps]
-    return T, Tf, [float(h) for h in hs], [bool(h["at_rank_limit"]) for h in hs], hf
+def _statistics(lam: np.ndarray, fixed_k: tuple[int, int], eps: list[float]) -> np.ndarray:
+    """``(T_spec, T_spec_fixed, fractional H*(eps)...)`` of spectra ``lam (r, rank)``:
+    ``(r, 2 + len(eps))``."""
+    da = xr.DataArray(lam, dims=("boot", "rank"))
+    T = spectral_concentration(da)["T_spec"].values
+    Tf = spectral_concentration(da, *fixed_k)["T_spec"].values
+    return np.column_stack([T, Tf, *(fractional_rank(lam, e) for e in eps)])
 
 
 def _nested_row(K_raw: np.ndarray, n: int, groups: int, fixed_k, eps: list[float]) -> dict:
     """The numbers of the first ``n`` snapshots, with a delete-a-group jackknife (leave
     out every ``groups``-th snapshot in turn) for their standard errors."""
-    lam = _plain_spectrum(K_raw, n)
-    T, Tf, h, lim, _ = _summarise(lam, n, fixed_k, eps)
-    reps = []
-    for g in range(groups):
-        keep = np.flatnonzero(np.arange(n) % groups != g)
-        lam_g = _plain_spectrum(K_raw[np.ix_(keep, keep)], keep.size)
-        Tg, Tfg, _, _, hfg = _summarise(lam_g, keep.size, fixed_k, eps)
-        reps.append([Tg, Tfg, *hfg])
-    reps = np.asarray(reps)
-    se = np.sqrt((groups - 1) / groups * ((reps - reps.mean(0)) ** 2).sum(0))
+    lam = gram_pod(double_centre(K_raw[:n, :n]) / n).eigenvalues
+    da = xr.DataArray(lam, dims="rank")
+    hs = [effective_rank(da, e, n_snapshots=n) for e in eps]
+    leave_out = [np.flatnonzero(np.arange(n) % groups == g) for g in range(groups)]
+    (T, Tf, *_), se = jackknife(
+        K_raw[:n, :n] / n, lambda x: _statistics(x, fixed_k, eps), leave_out
+    )
     return {
         "spectrum": lam,
         "T_spec": T,
         "T_spec_se": se[0],
         "T_spec_fixed": Tf,
         "T_spec_fixed_se": se[1],
-        "H_star": h,
+        "H_star": [float(h) for h in hs],
         "H_star_se": se[2:],
-        "at_rank_limit": lim,
+        "at_rank_limit": [bool(h["at_rank_limit"]) for h in hs],
     }
-
-
-def _causal(a: np.ndarray) -> bool:
-    return not np.any(np.triu(a, 1))
 
 
 def convergence_study(
@@ -195,8 +182,8 @@ def convergence_study(
     length: int = SNIPPET_LENGTH,
     seed: int = 0,
     split: str = "val",
-    eps: Sequence[float] = (0.05, 0.10, 0.20),
-    fixed_k: tuple[int, int] = (1, 20),
+    eps: Sequence[float] = EPS,
+    fixed_k: tuple[int, int] = FIXED_K,
     groups: int = 20,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,

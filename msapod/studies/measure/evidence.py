@@ -26,19 +26,33 @@ from dataclasses import dataclass
 import numpy as np
 import xarray as xr
 
-from ... import lagstats, wavelets
-from ...lagstats import eig_desc, one_blas_thread
+from ... import lagstats
+from ...decomposition import pod, reconstruction_error
+from ...fields import check_field, to_lag
+from ...lagstats import gram_pod, one_blas_thread
 from ...models.data import N_SNAPSHOTS
+from ...resampling import double_centre, jackknife, jackknife_error, leave_one_out_means
+from ...spectra import effective_rank, rank_tolerance, spectral_concentration
+from ...wavelets import (
+    DEFAULT_MIN_SCALE,
+    DEFAULT_NUM_SCALES,
+    OMEGA0,
+    fourier_period,
+    local_maxima,
+    log_scales,
+    scale_spectrum_operator,
+    scalogram_energy,
+)
 from ..registry import REGISTRY
-from .convergence import NS
+from ..store.cache import cached_dataset, cached_fields
+from .convergence import FIXED_K, NS
+from .uncertainty import fractional_rank
 
 __all__ = [
     "AXES",
     "EPS",
     "EVIDENCE_FORMAT",
-    "FIXED_K",
     "JACKKNIFE_GROUPS",
-    "NUM_SCALES",
     "BAND_VARS",
     "COARSE_MIN",
     "FINE_MAX",
@@ -51,16 +65,13 @@ __all__ = [
     "fields_evidence",
     "global_peak",
     "interior_peak",
-    "lag_gram_tensor",
     "layer_evidence",
-    "mode_lag_energy",
     "model_evidence",
     "needs_window_se",
     "scale_reading",
     "spectrum_slope",
     "theorem1_check",
     "two_seeds_each",
-    "window_gram",
     "with_window_se",
 ]
 
@@ -89,10 +100,6 @@ EVIDENCE_FORMAT = 3
 #: Groups of the delete-group jackknife of C4's shares and C9's ratios (15 snapshots
 #: each at N = 150); intervals from it use Student-t with ``JACKKNIFE_GROUPS - 1`` df.
 JACKKNIFE_GROUPS = 10
-#: Scales per grid (log-spaced from ``scale_min`` to L/2).
-NUM_SCALES = 48
-#: Fixed T_spec fit range (the convergence study's ``fixed_k``).
-FIXED_K = (1, 20)
 #: The H* tolerance the paper states (C5's "H*(0.10)").
 EPS = REGISTRY["C5"].stated["eps"]
 
@@ -100,7 +107,7 @@ EPS = REGISTRY["C5"].stated["eps"]
 AXES: dict[str, tuple] = {
     "field": ("A", "u"),
     "normalisation": ("rectified", "raw"),
-    "scale_min": (3, 2, 4),
+    "scale_min": (int(DEFAULT_MIN_SCALE), 2, 4),
     "scale_stat": ("peak", "argmax", "centroid"),
     "c4_window": ("range", "dominant scale"),
     "centre": ("energy-max", "period"),
@@ -124,9 +131,7 @@ def interior_peak(spectrum: np.ndarray, scales: np.ndarray) -> np.ndarray:
     """
     E = np.asarray(spectrum, dtype=np.float64)
     s = np.log(np.asarray(scales, dtype=np.float64))
-    mid = E[..., 1:-1]
-    is_peak = (mid > E[..., :-2]) & (mid >= E[..., 2:])
-    score = np.where(is_peak, mid, -np.inf)
+    score = np.where(local_maxima(E), E, -np.inf)[..., 1:-1]
     k = np.argmax(score, axis=-1)
     has = np.isfinite(np.take_along_axis(score, k[..., None], -1)[..., 0])
     i = k + 1
@@ -275,9 +280,8 @@ def causal_window(like: xr.DataArray) -> xr.DataArray:
 
 
 def _grid(scale_min: float, n_lag: int) -> np.ndarray:
-    from ...wavelets import log_scales
-
-    return log_scales(n_lag, float(scale_min), n_lag / 2, NUM_SCALES)
+    """The scale grid from ``scale_min`` to half the lags."""
+    return log_scales(n_lag, float(scale_min), n_lag / 2, DEFAULT_NUM_SCALES)
 
 
 _OPERATORS: dict = {}
@@ -285,26 +289,12 @@ _OPERATORS: dict = {}
 
 def _operator(scale_min: float, lags: np.ndarray, omega0: float) -> np.ndarray:
     """Morlet scale-spectrum operator ``M (scale, lag * lag)`` of one grid (memoised)."""
-    from ...wavelets import scale_spectrum_operator
-
     key = (float(scale_min), len(lags), float(lags[0]), float(omega0))
     if key not in _OPERATORS:
         if len(_OPERATORS) > 6:
             _OPERATORS.clear()
         _OPERATORS[key] = scale_spectrum_operator(_grid(scale_min, len(lags)), lags, omega0)
     return _OPERATORS[key]
-
-
-def _jack_se(rep: np.ndarray, axis: int = 0) -> np.ndarray:
-    """Jackknife SE over ``axis`` ignoring NaN replicates."""
-    import warnings
-
-    n = np.sum(np.isfinite(rep), axis=axis)
-    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN replicates: NaN
-        m = np.nanmean(rep, axis=axis, keepdims=True)
-        v = np.nansum((rep - m) ** 2, axis=axis)
-        return np.where(n >= 2, np.sqrt((n - 1) / np.maximum(n, 1) * v), np.nan)
 
 
 def _centroid(spec: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -314,8 +304,7 @@ def _centroid(spec: np.ndarray, s: np.ndarray) -> np.ndarray:
 
 def _interior_peaks(spec: np.ndarray, s: np.ndarray, k: int = 3) -> list[float]:
     """Up to ``k`` interior local maxima of one spectrum, strongest first (refined)."""
-    mid = spec[1:-1]
-    idx = np.flatnonzero((mid > spec[:-2]) & (mid >= spec[2:])) + 1
+    idx = np.flatnonzero(local_maxima(spec))
     idx = idx[np.argsort(-spec[idx], kind="stable")][:k]
     out = []
     for i in idx:
@@ -341,60 +330,19 @@ def _count_peaks(e: np.ndarray, lags: np.ndarray, lo: float, hi: float) -> int:
     x = e[inside]
     if x.size < 3 or not x.max() > 0:
         return 0
-    mid = x[1:-1]
-    pk = (mid > x[:-2]) & (mid >= x[2:]) & (mid >= 0.1 * x.max())
-    return int(pk.sum())
+    return int((local_maxima(x) & (x >= 0.1 * x.max())).sum())
 
 
-def lag_gram_tensor(Xu: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
-    """Per-lag Gram tensor ``G(tau)[s, s'] = sum_i u_s(i, tau) u_s'(i, tau)`` (lag, N, N) of
-    lag-form fluctuations ``Xu`` (N, query, lag).
-
-    ``causal_rows``: the queries are ``0..Q-1`` and lag tau exists only for queries
-    ``>= tau`` (a causal field in lag form), so each lag's product skips the zero rows
-    (half the work)."""
-    return lagstats.lag_gram_tensor(Xu, causal_rows=causal_rows)
-
-
-def _upper_operator(M: np.ndarray, n_lag: int) -> tuple[np.ndarray, tuple]:
-    """``M (k, lag * lag)`` restricted to the upper triangle of the symmetric moment
-    matrix, off-diagonal terms doubled: ``M . vec(S) = M_up . S[iu]``."""
-    return lagstats.upper_operator(M, n_lag), np.triu_indices(n_lag)
-
-
-def _moments_upper(X: np.ndarray, iu) -> np.ndarray:
-    """Upper triangles of ``S_s = X_s^T X_s`` per snapshot, ``(N, L (L + 1) / 2)``."""
-    return lagstats.snapshot_moments(X, upper=True)
-
-
-def window_gram(G: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Gram matrix ``sum_tau w(tau)^2 G(tau) / N`` of the windowed ensemble ``w u``: its
-    eigenvalues are the scale-selective POD spectrum (:func:`msapod.pod` with the window)."""
-    return lagstats.window_grams(G, w)
-
-
-def mode_lag_energy(G: np.ndarray, w: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Lag-energy profile of the windowed mode with temporal eigenvector ``v``:
-    ``w(tau)^2 v^T G(tau) v``, normalised to sum to one (the mode's squared amplitude
-    summed over queries, per lag)."""
-    return lagstats.mode_lag_energy(G, w, v)
-
-
-def _window_modes(G, Xu, lags, keys, need, M_up, iu) -> dict:
+def _window_modes(G, Xu, lags, keys, need, M_up) -> dict:
     """Leading mode of every window ``(centre, sigma)`` in ``keys``, batched: one product
     with the Gram tensor gives every windowed Gram matrix, one more every mode's lag
     energy, one more (for the windows in ``need``) the modes themselves, whose scale
     spectra (``M_up`` on the upper triangle of ``phi^T phi``) C9 reads."""
     n_lag, n, _ = G.shape
     W = lagstats.gaussian_windows(lags, [k[0] for k in keys], [k[1] for k in keys])
-    K = lagstats.window_grams(G, W)
-    V = np.empty((n, len(keys)))
-    lam1 = np.empty(len(keys))
     with one_blas_thread():  # small eigenproblems: threads contend
-        for i in range(len(keys)):
-            vals, vecs = eig_desc(K[i])
-            V[:, i], lam1[i] = vecs[:, 0], vals[0]
-    del K
+        got = gram_pod(lagstats.window_grams(G, W), 1)
+    V, lam1 = got.vectors[..., 0].T, got.eigenvalues[:, 0]
     E = lagstats.mode_lag_energy(G, W, V)
     spectra = {}
     if need:
@@ -427,7 +375,7 @@ def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified)
     d_rep = np.full((groups, *c4_key.shape), np.nan)
     r_rep = np.full((groups, *c9_key.shape), np.nan)
     if not used or n < 2 * groups:
-        return _jack_se(s_rep), _jack_se(d_rep), _jack_se(r_rep)
+        return jackknife_error(s_rep), jackknife_error(d_rep), jackknife_error(r_rep)
     pos = {j: i for i, j in enumerate(used)}
     W = lagstats.gaussian_windows(lags, [keys[j][0] for j in used], [keys[j][1] for j in used])
     Wp = np.vstack([W, np.ones(n_lag)])  # the last: no window (C9's plain mode)
@@ -461,22 +409,18 @@ def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified)
                 gi, ni = ix[2], ix[1]
                 s = grids[gi]
                 wgt = 1.0 / s if rectified[ni] else np.ones_like(s)
-                sl = slice(gi * NUM_SCALES, (gi + 1) * NUM_SCALES)
+                sl = slice(gi * DEFAULT_NUM_SCALES, (gi + 1) * DEFAULT_NUM_SCALES)
                 plain = _spread(spec[len(W)][sl] * wgt, s)
                 r_rep[b][ix] = _spread(spec[c][sl] * wgt, s) / plain
-    return _jack_se(s_rep), _jack_se(d_rep), _jack_se(r_rep)
+    return jackknife_error(s_rep), jackknife_error(d_rep), jackknife_error(r_rep)
 
 
 def _kept_modes(G: np.ndarray, keep: np.ndarray, W: np.ndarray):
     """The Gram tensor of the snapshots ``keep`` re-centred on their own mean
     (``J G(tau) J``) and mode 1 of each window ``W (window, lag)``: ``(Gk, V)``."""
-    Gk = G[:, keep][:, :, keep]
-    Gk = Gk - Gk.mean(1, keepdims=True) - Gk.mean(2, keepdims=True) + Gk.mean((1, 2), keepdims=True)
-    K = lagstats.window_grams(Gk, W)
-    V = np.empty((len(keep), len(W)))
+    Gk = double_centre(G[:, keep][:, :, keep])
     with one_blas_thread():
-        for i in range(len(W)):
-            V[:, i] = eig_desc(K[i])[1][:, 0]
+        V = gram_pod(lagstats.window_grams(Gk, W), 1).vectors[..., 0].T
     return Gk, V
 
 
@@ -484,7 +428,7 @@ def layer_evidence(
     A: xr.DataArray,
     *,
     dim: str = "snapshot",
-    omega0: float = 6.0,
+    omega0: float = OMEGA0,
     theorem1: bool = False,
     axes: dict | None = None,
     window_se: bool = True,
@@ -524,8 +468,6 @@ def layer_evidence(
         ``spectrum`` (plain POD); optionally
         ``t1_gap``, ``t1_beaten``.
     """
-    from ...fields import check_field, to_lag
-
     check_field(A, name="A", dims=(dim, "query", "key"), snapshot_dim=dim, min_snapshots=3)
     AX = AXES if axes is None else {**AXES, **axes}
     extra = [d for d in A.dims if d not in (dim, "query", "key")]
@@ -538,9 +480,9 @@ def layer_evidence(
     Xu = XA - XA.mean(0, keepdims=True)
     scale = _scale_readings(ctx, XA, Xu)
     del XA
-    G = lag_gram_tensor(Xu, causal_rows=ctx.square)  # (L, N, N): per-lag Gram tensor of u
-    pod = _plain_pod(ctx, G, dim)
-    win = _window_readings(ctx, G, Xu, scale, pod["V"][:, 0])
+    G = lagstats.lag_gram_tensor(Xu, causal_rows=ctx.square)  # (L, N, N): per-lag Gram tensor of u
+    plain = _plain_pod(ctx, G)
+    win = _window_readings(ctx, G, Xu, scale, plain["V"][:, 0])
     se = {
         "c4_share_se": np.full(win["c4_key"].shape, np.nan),
         "c4_diff_se": np.full(win["c4_key"].shape, np.nan),
@@ -557,7 +499,7 @@ def layer_evidence(
         no_c9 = np.full(1, -1)
         got = _window_jackknife(G, Xu, ctx.lags, win["keys"], win["c4_range_key"], no_c9, *args)
         se.update(c4_range_share_se=got[0], c4_range_diff_se=got[1])
-    ds = _evidence_dataset(ctx, scale, pod, win, se)
+    ds = _evidence_dataset(ctx, scale, plain, win, se)
     gap, beaten, trials = np.nan, np.nan, np.nan
     if theorem1:
         gap, beaten, trials = theorem1_check(A - A.mean(dim), dim=dim)
@@ -584,7 +526,6 @@ class _LayerContext:
     lags: np.ndarray
     grids: dict
     M_up: np.ndarray
-    iu: tuple
     n: int
     q: int
     square: bool
@@ -599,8 +540,8 @@ def _layer_context(A: xr.DataArray, lags: np.ndarray, AX: dict, omega0: float) -
     okey = ("up", tuple(AX["scale_min"]), n_lag, float(lags[0]), float(omega0))
     if okey not in _OPERATORS:
         M_all = np.concatenate([_operator(g, lags, omega0) for g in AX["scale_min"]])
-        _OPERATORS[okey] = _upper_operator(M_all, n_lag)
-    M_up, iu = _OPERATORS[okey]
+        _OPERATORS[okey] = lagstats.upper_operator(M_all, n_lag)
+    M_up = _OPERATORS[okey]
     qpos, kpos = A["query"].values, A["key"].values
     square = bool(
         lags[0] == 0
@@ -608,14 +549,14 @@ def _layer_context(A: xr.DataArray, lags: np.ndarray, AX: dict, omega0: float) -
         and np.array_equal(qpos, kpos)
         and np.array_equal(qpos, np.arange(q))
     )
-    return _LayerContext(AX, lags, grids, M_up, iu, n, q, square, omega0)
+    return _LayerContext(AX, lags, grids, M_up, n, q, square, omega0)
 
 
 def _scale_readings(ctx: _LayerContext, XA: np.ndarray, Xu: np.ndarray) -> dict:
     """C1, C2 and C7's numbers: per field (A, u), grid and normalisation the scale
     spectrum, its statistics and energy with their delete-one jackknife; also the lag
     moments ``C`` and spectra each field's windows start from."""
-    AX, n, q, nS = ctx.AX, ctx.n, ctx.q, NUM_SCALES
+    AX, n, q, nS = ctx.AX, ctx.n, ctx.q, DEFAULT_NUM_SCALES
     shape = tuple(len(AX[a]) for a in ("field", "normalisation", "scale_min", "scale_stat"))
     out = {
         "value": np.full(shape, np.nan),
@@ -634,13 +575,8 @@ def _scale_readings(ctx: _LayerContext, XA: np.ndarray, Xu: np.ndarray) -> dict:
         P = S @ ctx.M_up.T  # (N, grids * scales)
         out["C"][f] = lagstats.from_upper(S.sum(0) / (n * q), len(ctx.lags))
         del S
-        P_tot = P.sum(0)
-        full = P_tot / (n * q)
-        if f == "u":  # the Reynolds mean re-estimated without snapshot i
-            rep = (P_tot[None] - n / (n - 1) * P) / ((n - 1) * q)
-        else:
-            rep = (P_tot[None] - P) / ((n - 1) * q)
-        rep = np.maximum(rep, 0.0)
+        full = P.sum(0) / (n * q)
+        rep = leave_one_out_means(P, q, mean_removed=f == "u")  # u: the mean re-estimated
         for gi, g in enumerate(AX["scale_min"]):
             s = ctx.grids[g]
             sl = slice(gi * nS, (gi + 1) * nS)
@@ -651,7 +587,7 @@ def _scale_readings(ctx: _LayerContext, XA: np.ndarray, Xu: np.ndarray) -> dict:
                 _scale_statistics(out, (fi, ni, gi), sp, sp_rep, s, AX["scale_stat"])
                 _band_statistics(out, (fi, ni, gi), sp, sp_rep, s)
                 out["energy"][fi, ni, gi] = sp.sum()
-                out["energy_se"][fi, ni, gi] = _jack_se(sp_rep.sum(-1))
+                out["energy_se"][fi, ni, gi] = jackknife_error(sp_rep.sum(-1))
     return out
 
 
@@ -667,7 +603,7 @@ def _scale_statistics(out: dict, ix: tuple, sp, sp_rep, s, stats) -> None:
             vr = np.where(side_r == 0, vr, np.nan)  # an edge replicate: no value
         out["value"][ix + (ti,)] = v
         out["edge"][ix + (ti,)] = side
-        out["se"][ix + (ti,)] = _jack_se(vr) if side == 0 else np.nan
+        out["se"][ix + (ti,)] = jackknife_error(vr) if side == 0 else np.nan
 
 
 def _band_statistics(out: dict, ix: tuple, sp, sp_rep, s) -> None:
@@ -678,43 +614,34 @@ def _band_statistics(out: dict, ix: tuple, sp, sp_rep, s) -> None:
     slope = spectrum_slope(np.vstack([sp, sp_rep]), s)
     for name, v in zip(BAND_VARS, (fine, coarse, slope), strict=True):
         out[name][ix] = v[0]
-        out[f"{name}_se"][ix] = _jack_se(v[1:])
+        out[f"{name}_se"][ix] = jackknife_error(v[1:])
 
 
-def _plain_pod(ctx: _LayerContext, G: np.ndarray, dim: str) -> dict:
+def _plain_pod(ctx: _LayerContext, G: np.ndarray) -> dict:
     """C3, C5 and C8's numbers: the plain POD (eigenvalues ``lam``, temporal vectors
     ``V``) of the Gram tensor ``G``, T_spec per fit and H* per criterion with their
-    delete-one jackknife SEs."""
-    from ...resampling import bootstrap_spectrum
-    from ...spectra import effective_rank, spectral_concentration
-    from ..measure.uncertainty import fractional_rank
-
+    delete-one jackknife SEs (of the fractional H*, :func:`fractional_rank`; every
+    replicate's T_spec fit up to the whole ensemble's N/2)."""
     n = ctx.n
     K = lagstats.window_grams(G, np.ones(len(ctx.lags)))
-    lam, V = eig_desc(K)
-    spec_da = xr.DataArray(lam, dims="rank", coords={"rank": np.arange(1, n + 1)})
+    got = gram_pod(K, 1)
+    spec_da = xr.DataArray(got.eigenvalues, dims="rank")
     fixed = (FIXED_K[0], min(FIXED_K[1], (n - 1) // 2))  # small test ensembles: clipped
-    T = np.array(
-        [
-            float(spectral_concentration(spec_da)["T_spec"]),
-            float(spectral_concentration(spec_da, *fixed)["T_spec"]),
-        ]
-    )
+    fits = ((1, n // 2), fixed)
+    T = np.array([float(spectral_concentration(spec_da, *k)["T_spec"]) for k in fits])
     H = np.array(
         [float(effective_rank(spec_da, EPS, c, n_snapshots=n)) for c in ctx.AX["criterion"]]
     )
-    jk = bootstrap_spectrum(
-        xr.DataArray(K, dims=(dim, f"{dim}_")), method="jackknife", dim=dim
-    ).transpose("boot", "rank")
-    T_rep = np.stack(
-        [
-            spectral_concentration(jk)["T_spec"].values,
-            spectral_concentration(jk, *fixed)["T_spec"].values,
-        ],
-        -1,
-    )
-    H_rep = np.stack([fractional_rank(jk.values, EPS), fractional_rank(jk.values, EPS**2)], -1)
-    return {"lam": lam, "V": V, "T": T, "T_se": _jack_se(T_rep), "H": H, "H_se": _jack_se(H_rep)}
+    tols = [rank_tolerance(EPS, c) for c in ctx.AX["criterion"]]
+
+    def statistics(lam):
+        da = xr.DataArray(lam, dims=("boot", "rank"))
+        T_rep = [spectral_concentration(da, *k)["T_spec"].values for k in fits]
+        return np.column_stack([*T_rep, *(fractional_rank(lam, t) for t in tols)])
+
+    _, se = jackknife(K, statistics)
+    lam, V = got.eigenvalues, got.vectors
+    return {"lam": lam, "V": V, "T": T, "T_se": se[:2], "H": H, "H_se": se[2:]}
 
 
 #: The window readings' dims (C4, C9).
@@ -726,12 +653,10 @@ def _window_plan(ctx: _LayerContext, scale: dict) -> tuple[list, np.ndarray]:
     index along :data:`_WINDOW_DIMS`, ``m`` the peak's rank, ``a`` the dominant scale,
     ``c`` the window centre and ``key`` = (centre, sigma) rounded; and ``a_star``
     (field, normalisation, scale_min, scale_stat, peak)."""
-    from ...wavelets import fourier_period
-
     AX, lags = ctx.AX, ctx.lags
 
     def energy_max_lag(f: str, a: float) -> float:
-        E_b = wavelets.scalogram_energy(scale["C"][f], [a], lags, ctx.omega0)[0]
+        E_b = scalogram_energy(scale["C"][f], [a], lags, ctx.omega0)[0]
         return float(lags[int(np.argmax(E_b))])
 
     a_star = np.full(scale["value"].shape + (3,), np.nan)
@@ -768,13 +693,13 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
     range first, then the largest share), the window alone's ``c4_base``, ``c4_reach``,
     ``c4_peaks``, the window index ``c4_key``; per reading C9's ratio ``c9_ratio`` of
     the first peak's window (index ``c9_key``); ``a_star`` and the window ``keys``."""
-    AX, lags, nS = ctx.AX, ctx.lags, NUM_SCALES
+    AX, lags, nS = ctx.AX, ctx.lags, DEFAULT_NUM_SCALES
     plan, a_star = _window_plan(ctx, scale)
     on_range = _range_windows(AX["width"])
     keys = list(dict.fromkeys([*(p[-1] for p in plan), *(w[-1] for w in on_range)]))
     index = {key: i for i, key in enumerate(keys)}
     need = sorted({index[p[-1]] for p in plan if p[1] == 0})
-    modes = _window_modes(G, Xu, lags, keys, need, ctx.M_up, ctx.iu)
+    modes = _window_modes(G, Xu, lags, keys, need, ctx.M_up)
     phi = np.tensordot(v_plain, Xu, axes=(0, 0))  # plain mode 1 (Q, L)
     plain_spec = ctx.M_up @ lagstats.snapshot_moments(phi[None], upper=True)[0]
     plain_spread = {}
@@ -908,8 +833,6 @@ def theorem1_check(u: xr.DataArray, *, dim: str = "snapshot", seed: int = 0):
     random basis' error is ``mean_s ||u_s||^2 - mean_s ||Q^T u_s||^2`` for an orthonormal
     ``Q`` drawn on the causal entries (the quantity :func:`msapod.basis_error` computes).
     """
-    from ...decomposition import pod, reconstruction_error
-
     n = u.sizes[dim]
     ranks = [k for k in (1, 5, 20) if k < n - 1] or [1]
     res = pod(u, dim, n_modes=max(ranks))
@@ -935,7 +858,7 @@ def fields_evidence(
     *,
     theorem1_layer: int = 0,
     dim: str = "snapshot",
-    omega0: float = 6.0,
+    omega0: float = OMEGA0,
     axes: dict | None = None,
     window_se: bool = True,
 ) -> xr.Dataset:
@@ -953,14 +876,12 @@ def fields_evidence(
 
 
 def band_evidence(
-    F: xr.DataArray, *, dim: str = "snapshot", omega0: float = 6.0, axes: dict | None = None
+    F: xr.DataArray, *, dim: str = "snapshot", omega0: float = OMEGA0, axes: dict | None = None
 ) -> xr.Dataset:
     """Only the band statistics (:data:`BAND_VARS` with their ``_se``) of every layer of
     ``F (layer, dim, query, key)``, as :func:`fields_evidence` has them: what C1 and C2
     read from their reference (e.g. :func:`causal_window` fields, whose fluctuation is
     zero: NaN for the field u)."""
-    from ...fields import check_field, to_lag
-
     AX = AXES if axes is None else {**AXES, **axes}
     layers = []
     for layer in F["layer"].values:
@@ -1016,14 +937,12 @@ def model_evidence(
     key holds the fields' key (weights and data sha256, ensemble), the weights' sha256
     and ``window_se`` (C4's and C9's jackknife, :func:`needs_window_se`).
     """
-    from ..store.cache import cached_dataset, cached_fields
-
     F = cached_fields(name, progress=progress, cache_dir=cache_dir)
     parts = {
         "fields_key": F.attrs.get("key"),
         "weights_sha256": F.attrs.get("weights_sha256"),
         "axes": json.dumps({k: list(v) for k, v in AXES.items()}, default=str),
-        "num_scales": NUM_SCALES,
+        "num_scales": DEFAULT_NUM_SCALES,
         "fixed_k": list(FIXED_K),
         "theorem1_layer": theorem1_layer,
         "format": EVIDENCE_FORMAT,

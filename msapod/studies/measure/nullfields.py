@@ -23,8 +23,12 @@ from collections.abc import Sequence
 import numpy as np
 import xarray as xr
 
-from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
-from ..store.cache import state_sha256
+from ..._io import check_int
+from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH, load_corpus, shuffle_words
+from ...wavelets import DEFAULT_NUM_SCALES
+from ..store.cache import cached_dataset, field_store, stack_models, state_sha256
+from . import evidence as mv
+from .convergence import FIXED_K
 
 __all__ = [
     "NULLS",
@@ -153,9 +157,6 @@ def null_fields(
         float32 ``(layer, snapshot, query, key)``; attrs as ``cached_fields``' plus
         ``null``.
     """
-    from ..._io import check_int
-    from ..store.cache import field_store
-
     check_null(null)
     shuffle_seed = check_int(shuffle_seed, "shuffle_seed", 0)
     extra = {"null": null, "null_format": NULL_FORMAT}
@@ -166,8 +167,6 @@ def null_fields(
         if null == "shuffled":
             return shuffle_snippets(ids, shuffle_seed)
         if null == "words":
-            from ...models.data import load_corpus, shuffle_words
-
             return shuffle_words(ids, load_corpus(), shuffle_seed)
         return ids
 
@@ -210,9 +209,6 @@ def null_evidence(
     the default reading only). ``window_se``: C4's and C9's jackknife
     (:func:`~msapod.studies.measure.evidence.needs_window_se`).
     """
-    from ..store.cache import cached_dataset
-    from . import evidence as mv
-
     check_null(null)
     F = (
         fields
@@ -225,8 +221,8 @@ def null_evidence(
         "weights_sha256": F.attrs.get("weights_sha256"),
         "null": null,
         "axes": json.dumps({k: list(v) for k, v in AX.items()}, default=str),
-        "num_scales": mv.NUM_SCALES,
-        "fixed_k": list(mv.FIXED_K),
+        "num_scales": DEFAULT_NUM_SCALES,
+        "fixed_k": list(FIXED_K),
         "theorem1_layer": theorem1_layer,
         "format": mv.EVIDENCE_FORMAT,
         "stated": mv.STATED,
@@ -249,9 +245,6 @@ def untrained_evidence(
 ) -> xr.Dataset:
     """:func:`null_evidence` of the untrained copies of ``models``, stacked along ``model``
     (the reference of C1 and C2; C4's and C9's jackknife as the trained zoo has it)."""
-    from ..store.cache import stack_models
-    from .evidence import needs_window_se
-
-    kw = dict(cache_dir=cache_dir, progress=progress, window_se=needs_window_se(models))
+    kw = dict(cache_dir=cache_dir, progress=progress, window_se=mv.needs_window_se(models))
     parts = [null_evidence(m, "untrained", **kw) for m in models]
     return stack_models(parts, list(models))

@@ -5,27 +5,17 @@ have a low effective rank H* and under-specify those with a high one. If that is
 removing heads where H* is low should cost less validation loss than removing the same
 number of heads anywhere else. This module measures it:
 
-* :func:`head_ranks`: H*(eps), T_spec and the POD spectrum of every head's *plain*
-  (unwindowed) fluctuation field ``u = A - Abar`` over the paper ensemble, streamed one
-  layer at a time; also the head-averaged field of each layer (the paper's H*). The
-  spectra are the eigenvalues of the N x N snapshot Gram matrix, computed directly
-  (the spectrum of :func:`msapod.pod` up to float round-off, without its modes).
+* :func:`head_ranks`: H*(eps) and T_spec of every head's and every layer's plain
+  fluctuation ``u = A - Abar`` over the paper ensemble;
 * :func:`head_importance`: the gradient-based head importance of Michel, Levy & Neubig
-  (2019, "Are sixteen heads really better than one?"): ``I_h = E_x |dL/dxi_h|`` at
-  ``xi = 1``, where ``xi_h`` multiplies head h's output, normalised per layer by its l2
-  norm over heads as in their code, on *training*-split batches.
-* :func:`prune_masks`: which heads to remove for a budget and a strategy.
-* :func:`ablation_loss`: validation loss with heads zeroed (``GPT.set_head_mask``);
-  :func:`ablation_losses`: the same for many masks at once, sharing the forward pass of
-  common mask prefixes (what :func:`model_pruning` uses; equal up to float round-off).
+  (2019, "Are sixteen heads really better than one?");
+* :func:`prune_masks`: which heads to remove for a budget and a strategy;
+* :func:`ablation_loss` and :func:`ablation_losses`: validation loss with heads zeroed;
 * :func:`depth_masks` and :func:`model_depth_ablation`: C6's depth statement tested
-  directly: the same number of heads removed at random inside the early layers and
-  inside the late layers (:data:`DEPTH_GROUPS`, the registry's layer groups), several
-  draws per budget (:class:`DepthConfig`), on the same validation batches.
-* :func:`pruning_study`: all of it for the zoo models, cached per model with
-  :func:`msapod.studies.store.cache.cached_dataset`; :func:`budget_contrasts` compares low-H*
-  with random pruning budget by budget (the verdicts on C6 are
-  :mod:`msapod.studies.verdict`'s).
+  directly, heads removed at random inside the early and inside the late layers;
+* :func:`pruning_study` and :func:`depth_study`: all of it for the zoo models, cached;
+  :func:`budget_contrasts` compares low-H* with random pruning budget by budget (the
+  verdicts on C6 are :mod:`msapod.studies.verdict`'s).
 
 Strategies (``budget`` heads removed out of ``n_layer * n_head``):
 
@@ -56,16 +46,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
 from ..._io import check_int
-from ...lagstats import LagStats
+from ..._labels import check_eps
+from ...lagstats import LagStats, gram_pod
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH, ensemble_ids, load_corpus
-from ...spectra import effective_rank, spectral_concentration
+from ...spectra import CRITERIA, EPS, PAPER_EPS, effective_rank, spectral_concentration
 from ..registry import EARLY, LATE
 from ..store.cache import cached_model_study, iter_attention, model_inputs, stack_zoo, zoo_models
 
@@ -101,10 +92,10 @@ RANDOMISED = ("H*-allocation", "uniform", "random")
 
 
 def _eps_tuple(eps, primary: float) -> tuple[float, ...]:
-    eps = (eps,) if isinstance(eps, int | float) else tuple(eps)
-    if not eps or not all(isinstance(e, int | float) and 0 < e < 1 for e in eps):
-        raise ValueError(f"eps: expected numbers in (0, 1), got {eps!r}")
-    eps = tuple(sorted({float(e) for e in eps}))
+    """The tolerances of H*, checked, sorted and distinct; ``primary`` one of them."""
+    eps = tuple(sorted({check_eps(e) for e in np.atleast_1d(np.asarray(eps, dtype=object))}))
+    if not eps:
+        raise ValueError("eps: expected at least one number in (0, 1)")
     if not any(np.isclose(primary, e) for e in eps):
         raise ValueError(f"primary_eps: expected one of eps {eps}, got {primary!r}")
     return eps
@@ -114,43 +105,33 @@ def _eps_tuple(eps, primary: float) -> tuple[float, ...]:
 
 
 def _spectrum(A) -> np.ndarray:
-    """Full POD spectrum (all N eigenvalues, descending) of the plain fluctuation field of
-    ``A`` (snapshot, query, key): the eigenvalues of the plain Gram ``K = X X^T / N`` of
-    the lag statistics of ``u = A - Abar`` (:class:`msapod.lagstats.LagStats`).
-
-    This is the ``spectrum`` of ``msapod.pod(msapod.reynolds(A)["fluctuation"])`` up to
-    float round-off (the test compares them), without what the spectrum does not need:
-    per-lag Grams, modes and coefficients.
-    """
+    """Full POD spectrum (all N eigenvalues, descending) of the plain fluctuation of ``A``
+    (snapshot, query, key): :func:`msapod.lagstats.gram_pod` of the plain Gram of ``u = A -
+    Abar`` (``msapod.pod``'s spectrum without its per-lag Grams and modes)."""
     X = np.asarray(A.values if isinstance(A, xr.DataArray) else A)
     stats = LagStats.of_ensemble(X, np.arange(X.shape[1]), np.arange(X.shape[2]))
     K = stats.plain_gram()
     if not np.isfinite(np.trace(K)):
         raise ValueError("attention: expected finite values, found NaN/inf entries")
-    return stats.spectrum(K)
+    return gram_pod(K).eigenvalues
 
 
 def head_ranks(
     model,
     ids,
     *,
-    eps: float | Sequence[float] = (0.05, 0.10, 0.20),
-    primary_eps: float = 0.10,
+    eps: float | Sequence[float] = EPS,
+    primary_eps: float = PAPER_EPS,
     criterion: str = "energy",
     tie_modes: int = 10,
     batch_size: int = 16,
     progress: bool = False,
     name: str | None = None,
 ) -> xr.Dataset:
-    """Effective rank H* and spectral concentration T_spec of every attention head.
-
-    Streams one layer at a time (:func:`msapod.models.extract.iter_attention` with
-    ``average_heads=False``); for each head the plain (unwindowed) fluctuation field
-    ``u_s = A_s - Abar`` is decomposed by :func:`msapod.pod` and its full spectrum gives
-    H* (:func:`msapod.effective_rank`) and T_spec (:func:`msapod.spectral_concentration`,
-    default fit range). The head-averaged field of the layer is decomposed too. Only the
-    spectra are needed, so they come straight from the Gram matrix ``K = U U^T / N`` of
-    the flattened snapshots (the ``spectrum`` of ``msapod.pod`` up to round-off).
+    """Effective rank H* and spectral concentration T_spec of every attention head: of the
+    full POD spectrum of each head's and each layer's head-averaged plain fluctuation
+    (:func:`head_spectra`), by :func:`msapod.effective_rank` and
+    :func:`msapod.spectral_concentration` (default fit range).
 
     Parameters
     ----------
@@ -181,8 +162,8 @@ def head_ranks(
         ``spectrum_layer(layer, rank)``. Layers and heads are numbered from 1.
     """
     eps = _eps_tuple(eps, primary_eps)
-    if criterion not in ("energy", "l2"):
-        raise ValueError(f"criterion: expected 'energy' or 'l2', got {criterion!r}")
+    if criterion not in CRITERIA:
+        raise ValueError(f"criterion: expected one of {CRITERIA}, got {criterion!r}")
     tie_modes = check_int(tie_modes, "tie_modes", 1)
     spec, lspec = head_spectra(model, ids, batch_size=batch_size, progress=progress, name=name)
     return rank_table(
@@ -344,14 +325,8 @@ def head_importance(
         )
     rng = np.random.default_rng(seed)
     imp = _mean_abs_head_grad(model, tokens, batches, batch_size, rng, progress)
-    out = _importance_array(imp, batches, batch_size, seed)
-    return _normalise(out) if normalise else out
-
-
-def _importance_array(imp: np.ndarray, batches: int, batch_size: int, seed: int) -> xr.DataArray:
-    """The ``(layer, head)`` importance ``imp`` labelled, with how it was computed."""
     L, H = imp.shape
-    return xr.DataArray(
+    out = xr.DataArray(
         imp,
         dims=("layer", "head"),
         coords={"layer": np.arange(1, L + 1), "head": np.arange(1, H + 1)},
@@ -365,6 +340,7 @@ def _importance_array(imp: np.ndarray, batches: int, batch_size: int, seed: int)
             "split": "the tokens given (use the training split)",
         },
     )
+    return _normalise(out) if normalise else out
 
 
 def _mean_abs_head_grad(model, tokens, batches: int, batch_size: int, rng, progress) -> np.ndarray:
@@ -373,22 +349,18 @@ def _mean_abs_head_grad(model, tokens, batches: int, batch_size: int, rng, progr
     restored)."""
     import torch
 
+    from ...models.record import inference
     from ...models.train import get_batch
 
-    block = model.config.block_size
-    was_training = model.training
-    model.eval()
     p = next(model.parameters())
     total = torch.zeros(model.config.n_layer, model.config.n_head, dtype=torch.float64)
-    try:
+    with inference(model), torch.enable_grad():
         for _ in tqdm(range(batches), desc="importance", disable=not progress, mininterval=2):
-            x, y = get_batch(tokens, block, batch_size, rng)
+            x, y = get_batch(tokens, model.config.block_size, batch_size, rng)
             with model.differentiable_head_mask() as xi:
                 _, loss = model(x.to(p.device), y.to(p.device))
                 (grad,) = torch.autograd.grad(loss, xi)
             total += grad.detach().abs().double().cpu()
-    finally:
-        model.train(was_training)
     return (total / batches).numpy()
 
 
@@ -412,11 +384,11 @@ def _scores_2d(scores) -> np.ndarray:
 
 
 def _as_rng(rng, strategy: str) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
+    """``rng`` itself if a Generator, else one seeded with it (an integer >= 0)."""
     if rng is None:
         raise ValueError(f"rng: strategy {strategy!r} draws at random and needs an rng or seed")
-    return np.random.default_rng(check_int(rng, "rng", 0))
+    seed = rng if isinstance(rng, np.random.Generator) else check_int(rng, "rng", 0)
+    return np.random.default_rng(seed)  # a Generator is returned as it is
 
 
 def _allocate(weights: np.ndarray, keep: int, cap: int) -> np.ndarray:
@@ -523,12 +495,7 @@ def ablation_loss(model, mask, tokens, *, batches: int = 20, batch_size: int = 1
 
     from ...models.train import evaluate
 
-    L, H = model.config.n_layer, model.config.n_head
-    m = np.asarray(mask, dtype=np.float64)
-    if m.shape != (L, H):
-        raise ValueError(f"mask: expected shape ({L}, {H}), got {m.shape}")
-    if not np.isin(m, (0.0, 1.0)).all():
-        raise ValueError("mask: expected only 0 (remove) and 1 (keep)")
+    m = _checked_masks(mask, model, "mask")
     batches = check_int(batches, "batches", 1)
     batch_size = check_int(batch_size, "batch_size", 1)
     saved = torch.stack([b.attn.head_mask.detach().clone() for b in model.blocks])
@@ -537,6 +504,19 @@ def ablation_loss(model, mask, tokens, *, batches: int = 20, batch_size: int = 1
         return evaluate(model, np.asarray(tokens), batches=batches, batch_size=batch_size)
     finally:
         model.set_head_mask(saved)
+
+
+def _checked_masks(masks, model, name: str) -> np.ndarray:
+    """``masks`` as float64: one ``(n_layer, n_head)`` head mask of ``model`` (``name``
+    "mask") or a non-empty stack of them ("masks"), of 0 (remove) and 1 (keep) only."""
+    L, H = model.config.n_layer, model.config.n_head
+    m = np.asarray(masks, dtype=np.float64)
+    shape = (L, H) if name == "mask" else ("n_masks", L, H)
+    if m.shape[-2:] != (L, H) or m.ndim != len(shape) or m.size == 0:
+        raise ValueError(f"{name}: expected shape ({', '.join(map(str, shape))}), got {m.shape}")
+    if not np.isin(m, (0.0, 1.0)).all():
+        raise ValueError(f"{name}: expected only 0 (remove) and 1 (keep)")
+    return m
 
 
 def ablation_losses(
@@ -565,15 +545,11 @@ def ablation_losses(
 
     Parameters
     ----------
-    model
-        An :class:`msapod.models.gpt.GPT` (run in eval mode, its mode restored; its
+    model, tokens, batches, batch_size
+        As in :func:`ablation_loss` (the model runs in eval mode, its mode restored; its
         installed ``head_mask`` is ignored, as :func:`ablation_loss` replaces it).
     masks
         ``(n_masks, n_layer, n_head)`` of 0/1 (1 = keep).
-    tokens
-        1-D token stream, normally ``load_corpus().val``.
-    batches, batch_size
-        As in :func:`msapod.models.train.evaluate`.
     max_batch
         Most sequences in one forward call (at least ``batch_size`` are used).
     progress, name
@@ -584,59 +560,29 @@ def ablation_losses(
     numpy.ndarray
         ``(n_masks,)`` mean cross-entropy in nats per character.
     """
-    L, H = model.config.n_layer, model.config.n_head
-    m = np.asarray(masks, dtype=np.float64)
-    if m.ndim != 3 or m.shape[1:] != (L, H) or m.shape[0] == 0:
-        raise ValueError(f"masks: expected shape (n_masks, {L}, {H}), got {m.shape}")
-    if not np.isin(m, (0.0, 1.0)).all():
-        raise ValueError("masks: expected only 0 (remove) and 1 (keep)")
+    from ...models.record import inference
+    from ...models.train import get_batch
+
+    m = _checked_masks(masks, model, "masks")
     batches = check_int(batches, "batches", 1)
     batch_size = check_int(batch_size, "batch_size", 1)
     per_call = max(1, check_int(max_batch, "max_batch", 1) // batch_size)
-    desc = f"ablation {name or ''}".strip()
-    losses = _batch_losses(
-        model, m, np.asarray(tokens), batches, batch_size, per_call, progress, desc
-    )
+    tokens, p = np.asarray(tokens), next(model.parameters())
+    losses = np.empty((len(m), batches))
+    rng = np.random.default_rng(1234)  # the windows of evaluate()
+    with inference(model):
+        for b in tqdm(range(batches), desc=f"ablation {name or ''}".strip(), disable=not progress):
+            x, y = get_batch(tokens, model.config.block_size, batch_size, rng)
+            losses[:, b] = _tree_losses(model, m, x.to(p.device), y.to(p.device), per_call)
     # np.mean of each mask's per-batch losses, as evaluate() averages them
     return np.array([float(np.mean(row)) for row in losses])
 
 
-def _batch_losses(
-    model, masks: np.ndarray, tokens, batches: int, batch_size: int, per_call: int, progress, desc
-) -> np.ndarray:
-    """``(n_masks, batches)`` losses of every mask on the windows of
-    :func:`msapod.models.train.evaluate` (``default_rng(1234)``), in eval mode without
-    gradients (the model's mode restored)."""
-    import torch
-
-    from ...models.train import get_batch
-
-    block = model.config.block_size
-    p = next(model.parameters())
-    losses = np.empty((len(masks), batches))
-    was_training = model.training
-    model.eval()
-    try:
-        rng = np.random.default_rng(1234)
-        with torch.no_grad():
-            for b in tqdm(range(batches), desc=desc, disable=not progress):
-                x, y = get_batch(tokens, block, batch_size, rng)
-                losses[:, b] = _tree_losses(model, masks, x.to(p.device), y.to(p.device), per_call)
-    finally:
-        model.train(was_training)
-    return losses
-
-
 def _tree_losses(model, masks: np.ndarray, x, y, per_call: int) -> np.ndarray:
-    """Loss of every mask on one batch ``(x, y)``, sharing the common prefixes.
-
-    Layer by layer, the masks are split by their rows: each *prefix* (the masks sharing
-    all rows so far) holds its residual stream; the attention of the next layer runs once
-    per prefix and each distinct (prefix, row) pair, a child, runs the masking, output
-    projection and MLP. Up to ``per_call`` prefixes or children share one forward call.
+    """Loss of every mask on one batch ``(x, y)``, sharing the common prefixes (the tree
+    of :func:`ablation_losses`; up to ``per_call`` prefixes or children per forward call).
     The operations are those of :class:`msapod.models.gpt.GPT` in eval mode, in the same
-    order (the head mask multiplies the per-head outputs before ``c_proj``).
-    """
+    order (the head mask multiplies the per-head outputs before ``c_proj``)."""
     import torch
 
     B, T = x.shape
@@ -738,15 +684,8 @@ class DepthConfig:
     eval_batch_size: int = 16
 
     def parts(self) -> dict:
-        """Every parameter (the key of the cached results)."""
-        return {
-            "budgets": list(self.budgets),
-            "n_draws": self.n_draws,
-            "seed": self.seed,
-            "eval_batches": self.eval_batches,
-            "eval_batch_size": self.eval_batch_size,
-            "groups": {k: list(v) for k, v in DEPTH_GROUPS.items()},
-        }
+        """Every parameter and the layer groups (the key of the cached results)."""
+        return {**asdict(self), "groups": DEPTH_GROUPS}
 
 
 def depth_masks(n_layer: int, n_head: int, config: DepthConfig | None = None) -> np.ndarray:
@@ -766,9 +705,7 @@ def depth_masks(n_layer: int, n_head: int, config: DepthConfig | None = None) ->
         for j, b in enumerate(budgets):
             for d in range(draws):
                 rng = np.random.default_rng([cfg.seed, b, g, d, 1])
-                flat = np.ones(len(rows) * n_head, dtype=np.int8)
-                flat[rng.choice(flat.size, size=b, replace=False)] = 0
-                masks[g, j, d][rows] = flat.reshape(len(rows), n_head)
+                masks[g, j, d][rows] = prune_masks(np.zeros((len(rows), n_head)), b, "random", rng)
     return masks
 
 
@@ -787,19 +724,9 @@ def model_depth_ablation(
         layer, head)``.
     """
     cfg = config or DepthConfig()
-    corpus = load_corpus() if corpus is None else corpus
     L, H = model.config.n_layer, model.config.n_head
     masks = depth_masks(L, H, cfg)
-    every = np.concatenate([np.ones((1, L, H), np.int8), masks.reshape(-1, L, H)])
-    losses = ablation_losses(
-        model,
-        every,
-        corpus.val,
-        batches=cfg.eval_batches,
-        batch_size=cfg.eval_batch_size,
-        progress=progress,
-        name=name,
-    )
+    losses = _with_unpruned(model, masks.reshape(-1, L, H), cfg, corpus, progress, name)
     dims = ("group", "depth_budget", "depth_draw")
     coords = {
         "group": list(DEPTH_GROUPS),
@@ -851,8 +778,8 @@ class PruneConfig:
     seed: int = 0
     n: int = N_SNAPSHOTS
     length: int = SNIPPET_LENGTH
-    eps: tuple[float, ...] = (0.05, 0.10, 0.20)
-    primary_eps: float = 0.10
+    eps: tuple[float, ...] = EPS
+    primary_eps: float = PAPER_EPS
     tie_modes: int = 10
     eval_batches: int = 8
     eval_batch_size: int = 16
@@ -871,27 +798,12 @@ class PruneConfig:
 
     def rank_parts(self) -> dict:
         """The parameters of :func:`head_ranks` (the key of the cached ranks)."""
-        return {
-            "n": self.n,
-            "length": self.length,
-            "eps": list(self.eps),
-            "primary_eps": self.primary_eps,
-            "tie_modes": self.tie_modes,
-        }
+        names = ("n", "length", "eps", "primary_eps", "tie_modes")
+        return {k: v for k, v in asdict(self).items() if k in names}
 
     def parts(self) -> dict:
-        """Every parameter (the key of the cached pruning results)."""
-        return {
-            **self.rank_parts(),
-            "budgets": list(self.budgets),
-            "n_random": self.n_random,
-            "seed": self.seed,
-            "eval_batches": self.eval_batches,
-            "eval_batch_size": self.eval_batch_size,
-            "importance_batches": self.importance_batches,
-            "importance_batch_size": self.importance_batch_size,
-            "strategies": list(STRATEGIES),
-        }
+        """Every parameter and the strategies (the key of the cached pruning results)."""
+        return {**asdict(self), "strategies": STRATEGIES}
 
     def ranks(self, model, corpus, *, progress: bool = False, name: str | None = None):
         """:func:`head_ranks` of ``model`` on the paper ensemble of this config."""
@@ -905,10 +817,6 @@ class PruneConfig:
             progress=progress,
             name=name,
         )
-
-
-def _draw_rng(seed: int, budget: int, strategy: str, draw: int) -> np.random.Generator:
-    return np.random.default_rng([seed, budget, STRATEGIES.index(strategy), draw])
 
 
 def mask_plan(
@@ -930,7 +838,7 @@ def mask_plan(
     ]
     for i, j, d in jobs:
         st, b = STRATEGIES[i], budgets[j]
-        rng = _draw_rng(seed, b, st, d) if st in RANDOMISED else None
+        rng = np.random.default_rng([seed, b, i, d]) if st in RANDOMISED else None
         masks[i, j, d] = prune_masks(scores[st], b, st, rng)
     return jobs, masks
 
@@ -967,42 +875,48 @@ def model_pruning(
     cfg = replace(config or PruneConfig(), **params).checked(L * H)
     if ranks is None:
         ranks = cfg.ranks(model, corpus, progress=progress, name=name)
-    imp_kw = dict(
-        batches=cfg.importance_batches, batch_size=cfg.importance_batch_size, seed=cfg.seed
+    raw = head_importance(
+        model,
+        corpus.train,
+        batches=cfg.importance_batches,
+        batch_size=cfg.importance_batch_size,
+        seed=cfg.seed,
+        normalise=False,
+        progress=progress,
     )
-    raw = head_importance(model, corpus.train, normalise=False, progress=progress, **imp_kw)
     importance = _normalise(raw)
     scores = _strategy_scores(ranks, importance, cfg.primary_eps)
     jobs, masks = mask_plan(scores, cfg.budgets, cfg.n_random, cfg.seed)
-    # the unpruned model and every mask on the same batches, in one pass (ablation_loss
-    # of each, up to float round-off)
-    every = np.stack([np.ones((L, H), dtype=np.int8)] + [masks[job] for job in jobs])
-    losses = ablation_losses(
+    losses = _with_unpruned(model, [masks[job] for job in jobs], cfg, corpus, progress, name)
+    loss = np.full(masks.shape[:3], np.nan)
+    loss[tuple(np.transpose(jobs))] = losses[1:]
+    return _pruning_dataset(cfg, ranks, float(losses[0]), loss, masks, raw, importance)
+
+
+def _with_unpruned(model, masks, cfg, corpus, progress: bool, name) -> np.ndarray:
+    """Validation losses of the unpruned model and then of every mask, on the same batches
+    in one :func:`ablation_losses` pass (``cfg``: its ``eval_batches`` and
+    ``eval_batch_size``; ``corpus`` None: :func:`load_corpus`)."""
+    L, H = model.config.n_layer, model.config.n_head
+    every = np.concatenate([np.ones((1, L, H), np.int8), np.reshape(masks, (-1, L, H))])
+    return ablation_losses(
         model,
         every,
-        corpus.val,
+        (load_corpus() if corpus is None else corpus).val,
         batches=cfg.eval_batches,
         batch_size=cfg.eval_batch_size,
         progress=progress,
         name=name,
     )
-    loss = np.full(masks.shape[:3], np.nan)
-    for job, value in zip(jobs, losses[1:], strict=True):
-        loss[job] = value
-    return _pruning_dataset(cfg, ranks, float(losses[0]), loss, masks, raw, importance)
 
 
 def _strategy_scores(ranks: xr.Dataset, importance: xr.DataArray, eps: float) -> dict:
     """The head scores each pruning strategy of :func:`mask_plan` ranks by: the per-head
     H* score, Michel importance, or the layer's H* at ``eps`` for every head."""
     layer_h = ranks["H_star_layer"].sel(eps=eps, method="nearest")
-    return {
-        "low-H*": ranks["rank_score"],
-        "high-H*": ranks["rank_score"],
+    return {st: ranks["rank_score"] for st in STRATEGIES} | {
         "importance": importance,
         "H*-allocation": layer_h.broadcast_like(ranks["rank_score"]),
-        "uniform": ranks["rank_score"],
-        "random": ranks["rank_score"],
     }
 
 
@@ -1099,11 +1013,9 @@ def pruning_study(
         The :func:`model_pruning` variables stacked along ``model``, with coords
         ``architecture`` and ``train_seed``.
     """
-    from ...models.zoo import MODELS, ZOO_CONFIGS
+    from ...models.zoo import ZOO_CONFIGS
 
-    models = zoo_models(models)
-    if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
-        raise ValueError(f"models: expected distinct names from {MODELS}, got {models!r}")
+    models = _zoo_names(models)
     arch = ZOO_CONFIGS[models[0]].model
     cfg = replace(config or PruneConfig(), **params).checked(arch.n_layer * arch.n_head, 2)
     corpus = load_corpus()
@@ -1116,32 +1028,49 @@ def pruning_study(
     )
 
 
+def _zoo_names(models: Sequence[str] | None) -> list[str]:
+    """The zoo models to run (default the main zoo's trained ones), checked distinct."""
+    from ...models.zoo import MODELS
+
+    models = zoo_models(models)
+    if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
+        raise ValueError(f"models: expected distinct names from {MODELS}, got {models!r}")
+    return models
+
+
 def _cached_model_pruning(name: str, cfg: PruneConfig, corpus, cache_dir, progress) -> xr.Dataset:
     """Zoo model ``name``'s :func:`model_pruning`, its per-head H* and its pruning results
     each cached, keyed by the weights' and the data's sha256, ``cfg`` and
     :data:`PRUNE_FORMAT`."""
     inputs = model_inputs(name, cache_dir=cache_dir, progress=progress)
-    base = {
-        "weights_sha256": inputs.weights_sha256,
-        "data_sha256": corpus.sha256,
-        "prune_format": PRUNE_FORMAT,
-    }
-    ranks = cached_model_study(
+    ranks = _cached(
         "head-ranks",
         inputs,
-        {**base, **cfg.rank_parts(), "ensemble_seed": 0, "split": "val"},
-        lambda inp: cfg.ranks(inp.model, corpus, progress=progress, name=name),
-        attrs={"model": name},
-        keyed_by_fields=False,
+        corpus,
+        {"prune_format": PRUNE_FORMAT, **cfg.rank_parts(), "ensemble_seed": 0, "split": "val"},
+        lambda model: cfg.ranks(model, corpus, progress=progress, name=name),
     )
-    return cached_model_study(
+    return _cached(
         "pruning",
         inputs,
-        {**base, **cfg.parts()},
-        lambda inp: model_pruning(
-            inp.model, cfg, corpus=corpus, ranks=ranks, progress=progress, name=name
+        corpus,
+        {"prune_format": PRUNE_FORMAT, **cfg.parts()},
+        lambda model: model_pruning(
+            model, cfg, corpus=corpus, ranks=ranks, progress=progress, name=name
         ),
-        attrs={"model": name},
+    )
+
+
+def _cached(kind: str, inputs, corpus, parts: dict, run) -> xr.Dataset:
+    """``run(model)`` of one zoo model (``inputs``) cached under ``<cache>/<kind>``, keyed
+    by the weights' and the data's sha256 and ``parts``."""
+    key = {"weights_sha256": inputs.weights_sha256, "data_sha256": corpus.sha256, **parts}
+    return cached_model_study(
+        kind,
+        inputs,
+        key,
+        lambda inp: run(inp.model),
+        attrs={"model": inputs.name},
         keyed_by_fields=False,
     )
 
@@ -1157,11 +1086,7 @@ def depth_study(
     zoo's trained models), each cached under ``<cache>/depth-pruning`` keyed by the
     weights' and the data's sha256 and every parameter; stacked along ``model`` with the
     ``architecture`` coordinate."""
-    from ...models.zoo import MODELS
-
-    models = zoo_models(models)
-    if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
-        raise ValueError(f"models: expected distinct names from {MODELS}, got {models!r}")
+    models = _zoo_names(models)
     corpus = load_corpus()
     return stack_zoo(
         lambda name: _cached_depth_ablation(name, config, corpus, cache_dir, progress), models
@@ -1172,17 +1097,12 @@ def _cached_depth_ablation(name: str, cfg: DepthConfig | None, corpus, cache_dir
     """Zoo model ``name``'s :func:`model_depth_ablation`, cached, keyed by the weights' and
     the data's sha256 and every parameter."""
     cfg = cfg or DepthConfig()
-    inputs = model_inputs(name, cache_dir=cache_dir, progress=progress)
-    parts = {"weights_sha256": inputs.weights_sha256, "data_sha256": corpus.sha256}
-    return cached_model_study(
+    return _cached(
         "depth-pruning",
-        inputs,
-        {**parts, **cfg.parts()},
-        lambda inp: model_depth_ablation(
-            inp.model, cfg, corpus=corpus, progress=progress, name=name
-        ),
-        attrs={"model": name},
-        keyed_by_fields=False,
+        model_inputs(name, cache_dir=cache_dir, progress=progress),
+        corpus,
+        cfg.parts(),
+        lambda model: model_depth_ablation(model, cfg, corpus=corpus, progress=progress, name=name),
     )
 
 

@@ -30,8 +30,10 @@ from tqdm import tqdm
 from ...models import zoo as zoo_mod
 from ...models.data import load_corpus
 from ...models.train import CONFIG, load_checkpoint, read_config, snapshot_path, validation_loss
+from ...wavelets import DEFAULT_NUM_SCALES
 from ..store.cache import cached_dataset, cached_fields
-from .evidence import AXES, EVIDENCE_FORMAT, FIXED_K, NUM_SCALES, STATED, fields_evidence
+from .convergence import FIXED_K
+from .evidence import AXES, EVIDENCE_FORMAT, STATED, fields_evidence
 
 __all__ = [
     "STEPS",
@@ -98,7 +100,7 @@ def _snapshot_evidence(name: str, step: int, corpus, cache_dir, progress: bool) 
         "fields_key": F.attrs.get("key"),
         "weights_sha256": model.weights_sha256,
         "axes": {a: [str(v) for v in vals] for a, vals in _default_axes().items()},
-        "num_scales": NUM_SCALES,
+        "num_scales": DEFAULT_NUM_SCALES,
         "fixed_k": list(FIXED_K),
         "format": [EVIDENCE_FORMAT, TRAJECTORY_FORMAT],
         "stated": STATED,

@@ -33,13 +33,23 @@ from collections.abc import Sequence
 
 import numpy as np
 import xarray as xr
+from scipy.stats import t as student_t
 
 from ...fields import check_field, is_band, reynolds, to_lag
+from ...lagstats import GATHER, snapshot_moments, upper_operator
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH
 from ...pipeline import ANALYZE_DEFAULTS, FIELD_SYMBOLS, check_options
-from ...resampling import bootstrap_spectrum, jackknife_se
-from ...spectra import effective_rank, spectral_concentration, tail_fraction, tail_rank
+from ...resampling import bootstrap_spectrum, jackknife_error, jackknife_se, leave_one_out_means
+from ...spectra import (
+    EPS,
+    effective_rank,
+    rank_tolerance,
+    spectral_concentration,
+    tail_fraction,
+    tail_rank,
+)
 from ...wavelets import (
+    OMEGA0,
     check_scales,
     fourier_period,
     log_scales,
@@ -105,22 +115,12 @@ def _scalogram_field(A: xr.DataArray, dim: str, field: str, centred: bool) -> xr
     return A
 
 
-def _snapshot_spectra(X: np.ndarray, M: np.ndarray) -> np.ndarray:
-    """``(N, scale)``: every snapshot's lag-form field ``X[i] (query, lag)`` through the
-    scale-spectrum operator ``M`` (of its lag covariance summed over queries)."""
-    P = np.empty((X.shape[0], M.shape[0]))
-    for i in range(X.shape[0]):
-        Si = X[i].T @ X[i]
-        P[i] = M @ Si.ravel()
-    return P
-
-
 def scale_jackknife(
     A: xr.DataArray,
     *,
     dim: str = "snapshot",
     scales=None,
-    omega0: float = 6.0,
+    omega0: float = OMEGA0,
     bias_correction: bool = True,
     field: str = ANALYZE_DEFAULTS["field"],
     centred: bool = False,
@@ -165,12 +165,15 @@ def scale_jackknife(
     X = np.asarray(R.values, dtype=np.float64)
     n, q, n_lag = X.shape
     s = check_scales(log_scales(n_lag) if scales is None else scales, n_lag)
-    P = _snapshot_spectra(X, scale_spectrum_operator(s, R["lag"].values, omega0))
-    P_tot = P.sum(0)
-    full = P_tot / (n * q)  # sum_b E(a, b) of the whole ensemble
-    drop = n / (n - 1) if field == "fluctuation" else 1.0  # the mean re-estimated, or none
-    rep = (P_tot[None, :] - drop * P) / ((n - 1) * q)  # (N, scale)
-    rep = np.maximum(rep, 0.0)
+    # every snapshot's lag moments S_s through the scale-spectrum operator, a block of
+    # snapshots at a time: (N, scale)
+    M_up = upper_operator(scale_spectrum_operator(s, R["lag"].values, omega0), n_lag)
+    step = max(1, GATHER // (n_lag * n_lag))
+    P = np.concatenate(
+        [snapshot_moments(X[i : i + step], upper=True) @ M_up.T for i in range(0, n, step)]
+    )
+    full = P.sum(0) / (n * q)  # sum_b E(a, b) of the whole ensemble
+    rep = leave_one_out_means(P, q, mean_removed=field == "fluctuation")  # (N, scale)
     w = 1.0 / s if bias_correction else np.ones_like(s)
 
     def centroid(spec):
@@ -183,17 +186,14 @@ def scale_jackknife(
     e_rep = rep.sum(-1)
     jack = np.arange(n)
 
-    def _se(rep):
-        return float(jackknife_se(xr.DataArray(rep, dims="jack"), "jack"))
-
     ds = xr.Dataset(
         {
             "scale_spectrum": ("scale", spec_full),
             "scale_centroid": ((), centroid(spec_full)),
-            "scale_centroid_se": ((), _se(c_rep)),
+            "scale_centroid_se": ((), jackknife_error(c_rep)),
             "scale_centroid_jack": ("jack", c_rep),
             "energy": ((), full.sum()),
-            "energy_se": ((), _se(e_rep)),
+            "energy_se": ((), jackknife_error(e_rep)),
             "energy_jack": ("jack", e_rep),
         },
         coords={"scale": s, "jack": jack, "period": ("scale", fourier_period(s, omega0))},
@@ -216,7 +216,7 @@ def pod_jackknife(
     gram: xr.DataArray,
     *,
     dim: str = "snapshot",
-    eps: float | Sequence[float] = (0.05, 0.10, 0.20),
+    eps: float | Sequence[float] = EPS,
     criterion: str = "energy",
     k_min: int = 1,
     k_max: int | None = None,
@@ -233,7 +233,8 @@ def pod_jackknife(
         Tolerances and criterion of :func:`msapod.effective_rank`.
     k_min, k_max
         Fit range of :func:`msapod.spectral_concentration` applied to each replicate
-        (default k_max = (N - 1) // 2, the replicates' own default).
+        (default k_max = N // 2: the replicates' spectra of N - 1 snapshots are padded
+        with a zero to N, :func:`msapod.bootstrap_spectrum`).
 
     Returns
     -------
@@ -267,10 +268,8 @@ def pod_jackknife(
             H = effective_rank(jk, e, criterion, n_snapshots=n - 1)
             h_se[ok, k] = jackknife_se(H).values
             h_mean[ok, k] = H.mean("boot").values
-            tol = e if criterion == "energy" else e**2
-            Hf = jk.copy(data=np.zeros(jk.shape)).isel(rank=0, drop=True)
-            Hf.values[...] = fractional_rank(jk.values, tol)
-            hf_se[ok, k] = jackknife_se(Hf).values
+            hf = fractional_rank(jk.values, rank_tolerance(e, criterion))
+            hf_se[ok, k] = jackknife_error(hf, jk.get_axis_num("boot"))
     coords = {"eps": eps_list}
     ds = xr.Dataset(
         {
@@ -291,11 +290,9 @@ def pod_jackknife(
 
 def t_quantile(df: float, level: float = 0.95) -> float:
     """Two-sided Student-t quantile ``t_{(1+level)/2, df}``."""
-    from scipy.stats import t
-
     if not (df > 0 and 0 < level < 1):
         raise ValueError(f"df, level: expected df > 0 and 0 < level < 1, got {df}, {level}")
-    return float(t.ppf(0.5 + level / 2, df))
+    return float(student_t.ppf(0.5 + level / 2, df))
 
 
 def arch_difference(
@@ -386,7 +383,7 @@ def zoo_uncertainty(
     n: int = N_SNAPSHOTS,
     length: int = SNIPPET_LENGTH,
     seed: int = 0,
-    eps: Sequence[float] = (0.05, 0.10, 0.20),
+    eps: Sequence[float] = EPS,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = False,
 ) -> xr.Dataset:

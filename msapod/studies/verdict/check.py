@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from ...wavelets import OMEGA0
 from ..registry import REGISTRY
 from .curve import MAIN_READING
 from .outcome import UNITS, evaluate
@@ -57,7 +58,7 @@ def check_claims(
     losses: xr.DataArray | None = None,
     treatment: str = "ega",
     control: str = "baseline",
-    omega0: float = 6.0,
+    omega0: float = OMEGA0,
     unit: str = "auto",
     progress: bool = False,
 ) -> pd.DataFrame:

@@ -19,7 +19,7 @@ import pandas as pd
 import xarray as xr
 
 from ... import plots
-from ..measure.evidence import FIXED_K
+from ..measure.convergence import FIXED_K
 from ..registry import JOINT_STATISTIC, REGISTRY, ClaimTest, qualified_id
 from .curve import CURVE_AXES, MAIN_READING, NULL_COLUMNS, claim_axes
 from .inference import ALPHA

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xarray as xr
 
+from ...spectra import effective_rank
 from ..measure.evidence import EPS
 from ..registry import EARLY, LATE, MIDDLE_LATE, ClaimTest
 
@@ -166,8 +167,6 @@ def _pod(zoo: Zoo, reading: Mapping, quantity: str) -> tuple[xr.DataArray, xr.Da
         return c[name], c[f"{name}_se"]
     if reading["criterion"] == "energy":
         return c["H_star"].sel(eps=EPS), c["H_star_se"].sel(eps=EPS)
-    from ...spectra import effective_rank
-
     lam = c["spectrum"].sel(rank=slice(1, n)).fillna(0.0)
     H = effective_rank(lam, EPS, "l2", n_snapshots=n).reset_coords(drop=True)
     return H.astype(float), None
