@@ -23,22 +23,33 @@ with its own settings (model, text, ensemble, options, what it publishes):
 
 Memory holds the model plus one layer of one batch while recording, and one field set
 (one layer, or one layer and head) while analysing. The module imports no torch; the
-recording imports it when it runs.
+recording imports it when it runs, and :func:`quiet_transformers` imports transformers.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
 import xarray as xr
+from tqdm import tqdm
 
 from ...models.data import ensemble_offsets, load_corpus, load_text
-from ...pipeline import ANALYZE_DEFAULTS
-from ..store.cache import FieldFile, TokenEnsemble, cached_dataset, record_fields, text_coords
+from ...pipeline import ANALYZE_DEFAULTS, analyze
+from ..store.cache import (
+    FieldFile,
+    TokenEnsemble,
+    cache_root,
+    cached_dataset,
+    concat_layers,
+    record_fields,
+    text_coords,
+)
 from .modestats import lag_energy
 from .uncertainty import pod_jackknife, scale_jackknife
 
@@ -52,10 +63,13 @@ __all__ = [
     "batch_plan",
     "draw_ensemble",
     "ensemble_record",
+    "field_store",
     "layer_analyses",
+    "quiet_transformers",
     "record_ensemble",
     "snippet_bytes",
     "tokenise",
+    "transformers_source",
     "validation_text",
 ]
 
@@ -118,6 +132,73 @@ class Source:
     causal: bool = True
     framework: str = "msapod"
     notes: list[str] = field(default_factory=list)
+
+
+def transformers_source(
+    model, tokenizer, *, spec: str, label: str, kind: str, sha256: str
+) -> Source:
+    """A transformers model as a :class:`Source`: its layers, heads, context and type read
+    from its ``config``.
+
+    Parameters
+    ----------
+    model
+        The module whose attention is recorded (a base model, or a causal LM's decoder).
+    tokenizer, spec, label, kind, sha256
+        As in :class:`Source`.
+
+    Raises
+    ------
+    ValueError
+        A config without ``num_hidden_layers`` or ``num_attention_heads``.
+    """
+    c = model.config
+    n_layer = getattr(c, "num_hidden_layers", None)
+    n_head = getattr(c, "num_attention_heads", None)
+    if n_layer is None or n_head is None:
+        raise ValueError(
+            f"model type {c.model_type!r} has no num_hidden_layers / num_attention_heads; "
+            "expected a transformer with self-attention"
+        )
+    return Source(
+        spec=spec,
+        label=label,
+        kind=kind,
+        model=model,
+        tokenizer=tokenizer,
+        sha256=sha256,
+        n_layer=int(n_layer),
+        n_head=int(n_head),
+        max_len=getattr(c, "max_position_embeddings", None),
+        model_type=str(c.model_type),
+        framework="transformers",
+    )
+
+
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """transformers imported and run without chatter: its logging at error level, its
+    progress bars off and Python's warnings ignored (e.g. tqdm's "IProgress not found" in
+    a notebook without ipywidgets), all restored afterwards.
+
+    Raises
+    ------
+    ImportError
+        transformers is not installed.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from transformers.utils import logging as hf_logging
+
+        level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        try:
+            yield
+        finally:
+            hf_logging.set_verbosity(level)
+            if bars:
+                hf_logging.enable_progress_bar()
 
 
 # ----------------------------------------------------------------------------- ensemble
@@ -211,6 +292,11 @@ def ensemble_record(ens: TokenEnsemble) -> tuple[dict, dict]:
 # ----------------------------------------------------------------------------- fields
 
 
+def field_store(kind: str, label: str, key: str, cache_dir: str | os.PathLike | None) -> FieldFile:
+    """The field file ``<cache>/<kind>/<label>-<key[:16]>.nc`` keyed by ``key``."""
+    return FieldFile(cache_root(cache_dir) / kind / f"{label}-{key[:16]}.nc", key)
+
+
 def batch_plan(n: int, per_snippet: int, batch_size: int | None = None) -> list[tuple[int, int]]:
     """``[start, stop)`` of the batches of ``n`` snippets: ``batch_size`` snippets each, or
     as many as keep ``per_snippet`` bytes per snippet within :data:`BATCH_BUDGET`, every
@@ -299,8 +385,6 @@ def analyse_field(
         windows (:func:`~msapod.studies.measure.uncertainty.pod_jackknife`); the others
         as ``scale_errors`` and ``mode_profiles`` say.
     """
-    from ...pipeline import analyze
-
     ana = analyze(F, **options)
     gram = ana["gram"] if windows is None else ana["gram"].sel(window=list(windows))
     pj = pod_jackknife(
@@ -370,12 +454,11 @@ def layer_analyses(
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
     desc: str = "analysis",
-) -> list[xr.Dataset]:
+) -> xr.Dataset:
     """Each layer's ``analyse(values, layer)``, cached on its own (``kind``, file
-    ``<label>-layer<layer>``, key ``parts`` and the layer); the fields are recorded
-    (``record()``) only when a layer is computed and ``store`` is not complete."""
-    from tqdm import tqdm
-
+    ``<label>-layer<layer>``, key ``parts`` and the layer), combined along ``layer``
+    without the cache's attrs; the fields are recorded (``record()``) only when a layer is
+    computed and ``store`` is not complete."""
     out = []
     bar = tqdm(total=len(layers), desc=desc, unit="layer", disable=not progress, mininterval=2)
     with bar:
@@ -397,4 +480,6 @@ def layer_analyses(
                 )
             )
             bar.update(1)
-    return out
+    ds = concat_layers(out)
+    ds.attrs = {k: v for k, v in ds.attrs.items() if not k.startswith(("cache_", "values_"))}
+    return ds
