@@ -100,6 +100,7 @@ def _cmd_train(args) -> int:
 
 
 def _zoo_rows() -> list[dict]:
+    """One row per zoo model, keyed by the column titles of ``msapod zoo``."""
     from .models.train import CONFIG, load_checkpoint
     from .models.zoo import ZOO_CONFIGS, ZOOS, path
 
@@ -107,43 +108,44 @@ def _zoo_rows() -> list[dict]:
     rows = []
     for name, cfg in ZOO_CONFIGS.items():
         folder = path(name)
-        row = {
-            "name": name,
-            "zoo": zoo_of[name],
-            "attention": cfg.model.attention,
-            "d_model": cfg.model.n_embd,
-            "params": None,
-            "steps": f"0/{cfg.steps}",
-            "val_loss": "-",
-            "train_time": "-",
-            "verified": "not trained",
-        }
-        meta = {}
-        if (folder / CONFIG).is_file():
-            try:
-                meta = json.loads((folder / CONFIG).read_text())
-            except (OSError, json.JSONDecodeError):
-                meta = {}
-        if "n_params" in meta:
-            row["params"] = int(meta["n_params"])
-        else:
-            row["params"] = _count_params(cfg.model)
-        if "step" in meta:
-            row["steps"] = f"{meta['step']}/{cfg.steps}"
+        meta = _json_file(folder / CONFIG)
         val = meta.get("val_loss_split")
-        if val is not None:
-            row["val_loss"] = f"{float(val):.4f}"
-        elif "step" in meta:
-            row["val_loss"] = "(after training)"
-        row["train_time"] = _train_time(folder / "log.json")
+        verified = "not trained"
         if (folder / "model.safetensors").is_file() or (folder / CONFIG).is_file():
             try:
                 load_checkpoint(folder, expect=cfg.model)
-                row["verified"] = "yes"
+                verified = "yes"
             except (ValueError, OSError, KeyError) as err:
-                row["verified"] = f"NO ({_short_reason(err)})"
-        rows.append(row)
+                verified = f"NO ({_short_reason(err)})"
+        rows.append(
+            {
+                "model": name,
+                "zoo": zoo_of[name],
+                "attention": cfg.model.attention,
+                "d_model": cfg.model.n_embd,
+                "params": f"{int(meta.get('n_params') or _count_params(cfg.model)):,}",
+                "steps": f"{meta.get('step', 0)}/{cfg.steps}",
+                "val loss (whole split)": (
+                    f"{float(val):.4f}"
+                    if val is not None
+                    else "(after training)"
+                    if "step" in meta
+                    else "-"
+                ),
+                "training wall time": _train_time(folder / "log.json"),
+                "verified": verified,
+            }
+        )
     return rows
+
+
+def _json_file(path: Path) -> dict:
+    """The JSON object in ``path``, or an empty one where it is missing or unreadable."""
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _train_time(log_path: Path) -> str:
@@ -183,22 +185,10 @@ def _count_params(model_cfg) -> int:
 
 def _cmd_zoo(args) -> int:
     rows = _zoo_rows()
-    cols = [
-        ("name", "model"),
-        ("zoo", "zoo"),
-        ("attention", "attention"),
-        ("d_model", "d_model"),
-        ("params", "params"),
-        ("steps", "steps"),
-        ("val_loss", "val loss (whole split)"),
-        ("train_time", "training wall time"),
-        ("verified", "verified"),
-    ]
-    table = [[title for _, title in cols]]
-    table += [[f"{r[k]:,}" if k == "params" else str(r[k]) for k, _ in cols] for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(cols))]
+    table = [list(rows[0])] + [list(r.values()) for r in rows]
+    widths = [max(len(str(line[i])) for line in table) for i in range(len(table[0]))]
     for line in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
+        print("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
     return 0
 
 

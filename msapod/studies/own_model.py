@@ -3,31 +3,17 @@
 A *source* is a zoo model name, a checkpoint folder of :func:`msapod.models.train.train`,
 a Hugging Face model folder or id (loaded as transformers loads it, with any attention
 implementation; the ``hf`` extra), or ``smollm2`` (SmolLM2-135M-Instruct, the GGUF file of
-the ``llm`` extra). Each source goes the path of
-:mod:`msapod.studies.measure.model_analysis` (the SmolLM2 study's too); for each source
-:func:`analyze_sources`
-
-1. draws the snippet ensemble (PAPER.md step 1): ``n`` non-overlapping snippets of
-   ``length`` tokens of a text (default: the zoo's validation split; characters for the
-   zoo's character-level models, the model's own tokens otherwise), deterministic in
-   ``seed``;
-2. records the attention fields ``A_s^l(i, j)`` (heads averaged, or kept; every lag or
-   the lag band ``0..tau_max``) in one forward pass per batch of snippets, each layer
-   written into a field file (netCDF-4, :class:`msapod.fieldfile.FieldFile`) as soon as it
-   is computed, keyed by the source's sha256 (its weights), the text's sha256, the
-   ensemble and the layers, so an interrupted run resumes at the next batch and a
-   finished one is never recomputed;
-3. analyses one layer at a time with :func:`msapod.analyze` (steps 2-10, the book's code)
-   and attaches leave-one-snapshot-out jackknife standard errors and 95 % intervals of the
-   scale centroid (:func:`~msapod.studies.measure.uncertainty.scale_jackknife`) and of
-   T_spec and H*(eps) per window (:func:`~msapod.studies.measure.uncertainty.pod_jackknife`),
-   each layer cached on its own;
-4. stacks the layers, and the sources along a ``model`` dim with an ``architecture``
-   coordinate, into one dataset whose attrs record every parameter and whose ``model``
-   coordinates record each source, its sha256 and the text's sha256.
-
-Memory holds the model and one layer of one batch of attention while recording, and one
-field set (one layer, or one layer and head) while analysing.
+the ``llm`` extra). :func:`analyze_sources` takes each source the path of
+:mod:`msapod.studies.measure.model_analysis` (the SmolLM2 study's too) with the command's
+settings: the snippets of any text (default: the zoo's validation split; characters for
+the zoo's character-level models, the model's own tokens otherwise); fields keyed by the
+source's sha256 (its weights), the text's sha256, the ensemble and the layers, so that an
+interrupted run resumes at its next batch and a finished one is never recomputed; every
+window analysed, with the 95 % intervals of the scale centroid, T_spec and H*(eps) from
+their jackknife standard errors. It stacks the sources along a ``model`` dim with an
+``architecture`` coordinate into one dataset whose attrs record every parameter and whose
+``model`` coordinates record each source, its sha256 and the text's sha256, and decides
+the paper's claims that these models can test (:func:`evaluate_claims`).
 :func:`msapod.studies.report.write_report` turns the dataset into one self-contained HTML
 page. The module imports no torch; torch (and transformers) are imported when a model is
 loaded.
@@ -939,29 +925,30 @@ _SHARED_ATTRS = (
 
 
 def _used_params(results, params: dict) -> dict:
-    """The value each option of ``params`` took: the scale grid read from each result's
-    ``scale`` coordinate and ``n_modes`` from its attrs (where ``params`` leaves them to
-    the default), one value, or ``"<model>: <value>, ..."`` where the models differ (their
-    lags differ)."""
-    taken = {
-        "scale_min": lambda ds: float(ds["scale"].min()),
-        "scale_max": lambda ds: float(ds["scale"].max()),
-        "n_scales": lambda ds: int(ds.sizes["scale"]),
-        "n_modes": lambda ds: int(ds.attrs["n_modes"]),
-    }
-    used = {}
-    for key, value in params.items():
-        if value is not None or key not in taken:
-            used[key] = value
-            continue
-        values = [taken[key](ds) for _, _, ds in results]
-        if len(set(values)) == 1:
-            used[key] = values[0]
-        else:
-            used[key] = ", ".join(
-                f"{src.label}: {v:g}" for (src, _, _), v in zip(results, values, strict=True)
+    """The value each option of ``params`` took: where ``params`` leaves the scale grid or
+    ``n_modes`` to the default, the value read from each result (one value, or
+    ``"<model>: <value>, ..."`` where the models differ: their lags differ)."""
+    used = dict(params)
+    for key, taken in _TAKEN.items():
+        if params[key] is None:
+            values = [taken(ds) for _, _, ds in results]
+            used[key] = (
+                values[0]
+                if len(set(values)) == 1
+                else ", ".join(
+                    f"{src.label}: {v:g}" for (src, _, _), v in zip(results, values, strict=True)
+                )
             )
     return used
+
+
+#: How each option left to the default is read from a result.
+_TAKEN = {
+    "scale_min": lambda ds: float(ds["scale"].min()),
+    "scale_max": lambda ds: float(ds["scale"].max()),
+    "n_scales": lambda ds: int(ds.sizes["scale"]),
+    "n_modes": lambda ds: int(ds.attrs["n_modes"]),
+}
 
 
 def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:

@@ -20,14 +20,9 @@ characters). Lags are in tokens; the scorecard's LLM outcomes
 ensemble's measured characters per token.
 
 :func:`smollm2_analysis` is one call of the path every model takes
-(:mod:`msapod.studies.measure.model_analysis`, also ``msapod analyze``'s), with the
-study's settings: (1) one forward pass per batch of snippets, every layer's attention
-recorded as the pass reaches it (:mod:`msapod.models.record`), heads averaged at once,
-each layer written into a field file (:class:`msapod.fieldfile.FieldFile`, netCDF-4) of
-``(layer, snapshot, query, key)`` float32 fields as soon as it is computed, with
-per-batch completion flags; (2) :func:`msapod.analyze` layer by layer, reading one layer
-at a time, with the jackknife standard errors of the plain window's T_spec and H*, each
-layer cached on its own; (3) the layers combined into one cached dataset. An interrupted
+(:mod:`msapod.studies.measure.model_analysis`, also ``msapod analyze``'s) with the study's
+settings: every layer, heads averaged at once, the jackknife standard errors of the plain
+window's T_spec and H*, and the layers combined into one cached dataset. An interrupted
 run continues from the last finished batch or layer.
 """
 
