@@ -21,7 +21,6 @@ loaded.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import os
@@ -37,27 +36,26 @@ import xarray as xr
 
 from .._io import atomic_path, check_int, package_version
 from .._labels import check_tau_max
-from ..models.data import N_SNAPSHOTS, SNIPPET_LENGTH, check_layers, load_corpus
+from ..models.data import N_SNAPSHOTS, SNIPPET_LENGTH, check_layers
 from ..pipeline import ANALYZE_DEFAULTS, check_options
 from ..wavelets import DEFAULT_MIN_SCALE, DEFAULT_NUM_SCALES, log_scales
 from .measure import llm
 from .measure.evidence import EVIDENCE_FORMAT
 from .measure.model_analysis import (
-    VAL_TEXT,
+    GGUF_ALIASES,
     Source,
+    UsageError,
     analyse_field,
     analyse_layer,
-    draw_ensemble,
     field_store,
     layer_analyses,
-    quiet_transformers,
+    load_source,
+    make_ensemble,
+    probe,
     record_ensemble,
-    tokenise,
-    transformers_source,
-    validation_text,
 )
 from .measure.uncertainty import t_quantile
-from .store.cache import FieldFile, TokenEnsemble, cached_dataset, netcdf_safe, state_sha256
+from .store.cache import FieldFile, TokenEnsemble, cached_dataset, netcdf_safe
 from .verdict.check import check_claims
 from .verdict.curve import source_hash
 from .verdict.inference import log_interval
@@ -72,7 +70,6 @@ __all__ = [
     "analyze_source",
     "analyze_sources",
     "evaluate_claims",
-    "folder_label",
     "make_ensemble",
     "probe",
     "resolve_source",
@@ -81,14 +78,8 @@ __all__ = [
 
 #: Layout of the cached fields and per-layer analyses; part of every key.
 OWN_FORMAT = 4
-#: Names that select the SmolLM2-135M GGUF of the ``llm`` extra.
-GGUF_ALIASES = ("smollm2", "smollm2-135m", "SmolLM2-135M-Instruct-Q4_1")
 #: Confidence level of the stored intervals.
 LEVEL = 0.95
-#: Fewest snapshots: the T_spec fit needs ranks 1..(N - 1) // 2 >= 2.
-MIN_N = 5
-#: Smallest snippet length: the default scale grid needs more than 6 lags.
-MIN_LENGTH = 8
 #: The options of :func:`msapod.analyze` an analysis takes (the others keep analyze's
 #: defaults; the scales come from :data:`GRID_OPTIONS`, the lag band from ``tau_max``).
 ANALYZE_OPTIONS = ("omega0", "max_peaks", "centre", "width", "field", "eps", "n_modes")
@@ -103,96 +94,7 @@ DEFAULTS = MappingProxyType(
 )
 
 
-class UsageError(ValueError):
-    """A bad input (source, text, ensemble, layers, options): the command exits with 2."""
-
-
 # ----------------------------------------------------------------------------- sources
-
-
-def _msapod_source(spec: str, label: str, kind: str, model) -> Source:
-    c = model.config
-    return Source(
-        spec=spec,
-        label=label,
-        kind=kind,
-        model=model,
-        tokenizer=None,
-        sha256=model.weights_sha256,
-        n_layer=int(c.n_layer),
-        n_head=int(c.n_head),
-        max_len=int(c.block_size),
-        architecture="ega" if c.attention == "ega" else "baseline",
-    )
-
-
-def _hf_source(spec: str, label: str | None, local_only: bool) -> Source:
-    """A Hugging Face model (folder or id) as a :class:`Source`, loaded as transformers
-    loads it (its default attention implementation; recorded through transformers'
-    attention interface, :mod:`msapod.models.record`)."""
-    try:
-        import torch  # noqa: F401
-        import transformers
-    except ImportError as err:
-        raise UsageError(
-            f"SOURCE {spec!r}: a Hugging Face model needs the hf extra ({err}); "
-            'pip install "msapod[hf]"'
-        ) from None
-    load = {"local_files_only": local_only}
-    with quiet_transformers():
-        try:
-            config = transformers.AutoConfig.from_pretrained(spec, **load)
-        except (OSError, ValueError) as err:
-            raise UsageError(
-                _unknown(spec, f"not loadable as a Hugging Face model: {err}")
-            ) from None
-        try:
-            model = transformers.AutoModel.from_pretrained(spec, **load)
-        except (OSError, ValueError, TypeError, KeyError) as err:
-            raise UsageError(
-                f"SOURCE {spec!r}: Hugging Face model {config.model_type!r} could not be "
-                f"loaded: {' '.join(str(err).split())[:300]}"
-            ) from None
-        try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(spec, **load)
-        except Exception:  # noqa: BLE001 - any failure means: no usable tokenizer
-            tokenizer = None
-    model = model.float().eval()
-    name = label or (folder_label(Path(spec)) if Path(spec).exists() else spec.split("/")[-1])
-    try:
-        source = transformers_source(
-            model, tokenizer, spec=spec, label=name, kind="hf",
-            sha256=state_sha256(model, with_config=True),
-        )  # fmt: skip
-    except ValueError as err:
-        raise UsageError(f"SOURCE {spec!r}: {err}") from None
-    if tokenizer is None:
-        raise UsageError(
-            f"SOURCE {spec!r}: no tokenizer found with the model; save the model's tokenizer "
-            "in the same folder (tokenizer.save_pretrained(folder))"
-        )
-    return source
-
-
-def _unknown(spec: str, why: str = "") -> str:
-    return (
-        f"SOURCE {spec!r}: unknown source ({why or 'no such model'}); expected a zoo model "
-        "(`msapod zoo` lists them), a checkpoint folder, a Hugging Face model folder or id, "
-        f"or {GGUF_ALIASES[0]!r} (the SmolLM2 GGUF of the llm extra)"
-    )
-
-
-def _hf_cached(repo_id: str) -> bool:
-    """Whether a Hugging Face id has a config in the local cache (no network)."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return False
-    try:
-        hit = try_to_load_from_cache(repo_id, "config.json")
-    except Exception:  # noqa: BLE001 - an invalid id is simply not cached
-        return False
-    return isinstance(hit, str)
 
 
 def resolve_source(spec: str, label: str | None = None) -> Source:
@@ -201,10 +103,10 @@ def resolve_source(spec: str, label: str | None = None) -> Source:
     Parameters
     ----------
     spec
-        Zoo model name, checkpoint folder (``config.json`` + ``model.safetensors`` of
-        :func:`msapod.models.train.train`), Hugging Face folder or id, or a name in
-        :data:`GGUF_ALIASES`. An id without ``/`` is looked up in the local Hugging Face
-        cache only; ``org/name`` may be downloaded.
+        A name in :data:`GGUF_ALIASES` or a ``.gguf`` file (SmolLM2,
+        :func:`msapod.studies.measure.llm.smollm2_source`), else a zoo model name, a
+        checkpoint folder or a Hugging Face folder or id
+        (:func:`~msapod.studies.measure.model_analysis.load_source`).
     label
         Name of the model in the result (default: the zoo name, the folder's name, the
         id's last part).
@@ -212,82 +114,13 @@ def resolve_source(spec: str, label: str | None = None) -> Source:
     Raises
     ------
     UsageError
-        Unknown source, missing extra, a model without a tokenizer or without attention
-        probabilities.
+        Unknown source, missing extra, a model without a tokenizer.
     """
-    from ..models import zoo
-
-    if not isinstance(spec, str) or not spec:
-        raise UsageError(f"SOURCE: expected a model name, folder or id, got {spec!r}")
-    if spec in zoo.ZOO_CONFIGS:
-        try:
-            model = zoo.load(spec)
-        except FileNotFoundError as err:
-            raise UsageError(f"SOURCE {spec!r}: {err}") from None
-        return replace(
-            _msapod_source(spec, label or spec, "zoo", model), architecture=zoo.architecture(spec)
-        )
-    if spec.lower() in {a.lower() for a in GGUF_ALIASES} or spec.endswith(".gguf"):
+    if isinstance(spec, str) and (
+        spec.lower() in {a.lower() for a in GGUF_ALIASES} or spec.endswith(".gguf")
+    ):
         return _gguf_source(spec, label)
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        return _folder_source(spec, path, label)
-    if path.exists():
-        raise UsageError(_unknown(spec, "a file, not a model folder"))
-    if spec.startswith((".", "/", "~")) or os.sep + os.sep in spec:
-        raise UsageError(_unknown(spec, "no such folder"))
-    if "/" not in spec:
-        if _hf_cached(spec):
-            return _hf_source(spec, label, local_only=True)
-        close = difflib.get_close_matches(spec, list(zoo.ZOO_CONFIGS), n=3)
-        hint = f"no such zoo model; did you mean {' or '.join(close)}?" if close else ""
-        raise UsageError(_unknown(spec, hint))
-    return _hf_source(spec, label, local_only=_hf_cached(spec))
-
-
-def _folder_source(spec: str, path: Path, label: str | None) -> Source:
-    """The model in the folder ``path``: a checkpoint of :func:`msapod.models.train.train`
-    or a Hugging Face model folder."""
-    from ..models.train import CONFIG, WEIGHTS, load_checkpoint
-
-    if (path / WEIGHTS).is_file() and _is_msapod_run(path / CONFIG):
-        try:
-            model = load_checkpoint(path)
-        except (ValueError, OSError) as err:
-            raise UsageError(f"SOURCE {spec!r}: {err}") from None
-        return _msapod_source(spec, label or folder_label(path), "checkpoint", model)
-    if (path / "config.json").is_file():
-        return _hf_source(str(path), label, local_only=True)
-    raise UsageError(
-        _unknown(spec, "the folder holds neither a checkpoint nor a Hugging Face model")
-    )
-
-
-#: Folder names that say where a model is kept, not which model it is.
-_GENERIC_FOLDERS = frozenset(
-    {"model", "models", "checkpoint", "checkpoints", "final", "latest", "best", "hf", "weights"}
-)
-
-
-def folder_label(path: Path) -> str:
-    """The name of the model in folder ``path``: the repository name of a Hugging Face
-    cache snapshot (``models--org--name/snapshots/<commit>`` -> ``name``); the folder's
-    name, prefixed with its parent's where it names no model (``run-7/checkpoint``,
-    ``all-MiniLM-L6-v2/model``)."""
-    path = path.expanduser().resolve()
-    if path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
-        return path.parent.parent.name.split("--")[-1]
-    if path.name.lower() in _GENERIC_FOLDERS or re.fullmatch(r"[0-9a-f]{12,}", path.name):
-        return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
-    return path.name
-
-
-def _is_msapod_run(config: Path) -> bool:
-    try:
-        meta = json.loads(config.read_text())
-    except (OSError, json.JSONDecodeError):
-        return False
-    return isinstance(meta, dict) and "train" in meta and "weights_sha256" in meta
+    return load_source(spec, label)
 
 
 def _gguf_source(spec: str, label: str | None) -> Source:
@@ -296,113 +129,6 @@ def _gguf_source(spec: str, label: str | None) -> Source:
         return replace(llm.smollm2_source(label, path), spec=spec)
     except (FileNotFoundError, ImportError, ValueError) as err:
         raise UsageError(f"SOURCE {spec!r}: {err}") from None
-
-
-def probe(source: Source) -> None:
-    """One forward pass over two short snippets: the model's attention must be recorded
-    (:mod:`msapod.models.record`); for Hugging Face models it also measures causality
-    (sets ``source.causal`` and adds a note when the model attends to later keys) and
-    notes how the attention is recorded."""
-    from ..models.extract import collect_attention
-    from ..models.record import recording_path
-
-    if source.framework == "msapod":
-        return
-    vocab = getattr(source.model.config, "vocab_size", None) or 2
-    length = 8 if source.max_len is None else max(2, min(8, int(source.max_len)))
-    ids = np.random.default_rng(0).integers(0, max(1, int(vocab)), size=(2, length))
-    try:
-        A = collect_attention(source.model, ids, layers=[1], progress=False, batch_size=2)
-    except ValueError as err:
-        raise UsageError(f"SOURCE {source.spec!r}: {err}") from None
-    source.notes.append(f"{source.label}: attention recorded by {recording_path(source.model)}")
-    source.causal = float(np.triu(A.values, 1).max()) == 0.0
-    if not source.causal:
-        source.notes.append(
-            f"{source.label}: bidirectional attention (keys after the query get weight); "
-            "fine: the lag profiles then run over negative lags (keys after the query) "
-            "as well as positive ones"
-        )
-
-
-# ----------------------------------------------------------------------------- ensemble
-
-
-def _read_text(text: str | os.PathLike | None) -> tuple[str, str]:
-    if text is None:
-        return validation_text(), VAL_TEXT
-    path = Path(text).expanduser()
-    if not path.is_file():
-        raise UsageError(f"--text: {path} is not a file")
-    try:
-        body = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise UsageError(f"--text: {path} is not UTF-8 text ({err})") from None
-    return body, str(path.resolve())
-
-
-def make_ensemble(
-    source: Source,
-    text: str | os.PathLike | None = None,
-    *,
-    n: int = N_SNAPSHOTS,
-    length: int = SNIPPET_LENGTH,
-    seed: int = 0,
-) -> TokenEnsemble:
-    """Draw ``n`` non-overlapping snippets of ``length`` tokens of ``text`` for ``source``.
-
-    The text (default: the zoo's validation split) is tokenised as a whole, with the
-    zoo's character vocabulary for msapod models and the model's tokenizer (no special
-    tokens, :func:`~msapod.studies.measure.model_analysis.tokenise`) otherwise;
-    :func:`~msapod.studies.measure.model_analysis.draw_ensemble` then draws ``n`` of its
-    aligned windows of ``length`` tokens with ``seed``. For the zoo's models and the
-    default text this is exactly :func:`msapod.models.extract.ensemble_ids`, the book's
-    ensemble; for SmolLM2 and the default text, the SmolLM2 study's.
-
-    Raises
-    ------
-    UsageError
-        ``n``, ``length`` or ``seed`` out of range, a length beyond the model's context,
-        a character outside the vocabulary, or a text shorter than ``n x length`` tokens.
-    """
-    n = check_int(n, "--n", MIN_N, UsageError)
-    length = check_int(length, "--length", MIN_LENGTH, UsageError)
-    seed = check_int(seed, "--seed", 0, UsageError)
-    if source.max_len is not None and length > source.max_len:
-        raise UsageError(
-            f"--length: {length} tokens exceed the context of {source.label} "
-            f"({source.max_len} tokens)"
-        )
-    body, where = _read_text(text)
-    spans, unit = None, "character"
-    if source.tokenizer is not None:
-        tokens, spans = tokenise(source.tokenizer, body)
-        unit = "token"
-    else:
-        tokens = _characters(source, body, default_text=text is None)
-    slots = len(tokens) // length
-    if slots < n:
-        raise UsageError(
-            f"--text: {where} has {len(tokens)} {unit}s, room for {slots} non-overlapping "
-            f"snippets of {length}; N x length = {n} x {length} = {n * length} needed: "
-            "lower --n or --length, or give a longer --text"
-        )
-    return draw_ensemble(
-        tokens, n=n, length=length, seed=seed, text=body, text_source=where, unit=unit,
-        spans=spans,
-    )  # fmt: skip
-
-
-def _characters(source: Source, body: str, default_text: bool) -> np.ndarray:
-    """The text ``body`` in the zoo's characters (the corpus' validation tokens for the
-    default text)."""
-    corpus = load_corpus()
-    if default_text:
-        return np.asarray(corpus.val, dtype=np.int64)
-    try:
-        return corpus.encode(body).astype(np.int64)
-    except ValueError as err:
-        raise UsageError(f"--text: {err} of {source.label} (the zoo's 65 characters)") from None
 
 
 # ----------------------------------------------------------------------------- analysis

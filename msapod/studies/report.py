@@ -289,33 +289,17 @@ def _report_notes(ds: xr.Dataset, models: list[str], notes: Sequence[str]) -> li
 def _report_provenance(ds: xr.Dataset, models: list[str]) -> list[str]:
     """The report's provenance and parameter tables."""
     body = ["<h2>Provenance and parameters</h2>"]
-    rows = [
-        [m, str(ds["model_type"].sel(model=m).values), _attention(ds, m)]
-        + [str(ds[k].sel(model=m).values) for k in ("source", "source_kind")]
-        + [
-            str(ds["source_sha256"].sel(model=m).values)[:16] + "...",
-            str(ds["text_source"].sel(model=m).values),
-            str(ds["text_sha256"].sel(model=m).values)[:16] + "...",
-            str(ds["lag_unit"].sel(model=m).values),
-        ]
-        for m in models
-    ]
-    body.append(
-        _table(
-            [
-                "model",
-                "architecture",
-                "attention",
-                "source",
-                "kind",
-                "source sha256",
-                "text",
-                "text sha256",
-                "lag unit",
-            ],
-            rows,
+    header = ["model", "architecture", "attention", "source", "kind", "source sha256"]
+    header += ["text", "text sha256", "lag unit"]
+    rows = []
+    for m in models:
+        at = {k: str(v.values) for k, v in ds.sel(model=m).coords.items()}
+        rows.append(
+            [m, at["model_type"], _attention(ds, m), at["source"], at["source_kind"]]
+            + [at["source_sha256"][:16] + "...", at["text_source"]]
+            + [at["text_sha256"][:16] + "...", at["lag_unit"]]
         )
-    )
+    body.append(_table(header, rows))
     given = json.loads(ds.attrs["params"])
     params = [
         [k.removeprefix("param_"), _param_text(v, given.get(k.removeprefix("param_"), v))]
