@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -356,7 +356,7 @@ def analyze_sources(
     batch_size: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
-    log=None,
+    log: Callable[[str], None] | None = None,
     claims: bool = True,
     **options,
 ) -> xr.Dataset:
@@ -465,7 +465,11 @@ CLAIM_COLUMNS = ("paper", "verdict", "code", "measured", "reason", "unit")
 
 
 def evaluate_claims(
-    results, *, cache_dir=None, progress: bool = False, log=None
+    results: Sequence[tuple[Source, TokenEnsemble, xr.Dataset]],
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+    log: Callable[[str], None] | None = None,
 ) -> xr.Dataset | None:
     """The paper's field-based claims on the analysed models, by the book's rules.
 
@@ -479,6 +483,8 @@ def evaluate_claims(
     ----------
     results
         ``(source, ensemble, dataset)`` of each model (:func:`analyze_source`).
+    cache_dir, progress, log
+        As in :func:`analyze_sources`.
 
     Returns
     -------
