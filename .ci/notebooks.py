@@ -603,7 +603,7 @@ def run(root: Path = ROOT, jobs: int = 2, timeout: int = 600, only: str | None =
     print each one's time and the wall time; exit status 1 when one fails."""
     from concurrent.futures import ThreadPoolExecutor
 
-    sys.path.insert(0, str(root / "_ext"))
+    sys.path.insert(0, str(ROOT / "_ext"))
     from msapod_execute import kernel_threads  # the book build's rule: CPUs // jobs each
 
     todo = [p.with_suffix(".ipynb") for p in pages(root) if not only or only in p.name]

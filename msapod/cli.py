@@ -18,11 +18,19 @@ import argparse
 import dataclasses
 import inspect
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._io import package_version
+from ._io import check_int, package_version
+from .models.data import N_SNAPSHOTS, SNIPPET_LENGTH
+from .pipeline import DEFAULT_N_MODES, SCALOGRAM_FIELDS
+from .studies.own_model import DEFAULTS, UsageError, analyze_sources, save_dataset
+from .studies.report import write_report
+from .studies.store.cache import cached_fields
+from .studies.store.results import results_dir
+from .wavelets import DEFAULT_MIN_SCALE, DEFAULT_NUM_SCALES
 
 __all__ = ["main"]
 
@@ -67,11 +75,9 @@ def _cmd_train(args) -> int:
         cfg = ZOO_CONFIGS[args.name]
         out = Path(args.out) if args.out is not None else path(args.name)
     if args.steps is not None:
-        if args.steps < 1:
-            raise ValueError(f"--steps: expected a positive integer, got {args.steps}")
-        cfg = dataclasses.replace(cfg, steps=args.steps)
-    if args.threads is not None and args.threads < 1:
-        raise ValueError(f"--threads: expected a positive integer, got {args.threads}")
+        cfg = dataclasses.replace(cfg, steps=check_int(args.steps, "--steps", 1))
+    if args.threads is not None:
+        check_int(args.threads, "--threads", 1)
     log = train(
         cfg,
         out,
@@ -94,6 +100,7 @@ def _cmd_train(args) -> int:
 
 
 def _zoo_rows() -> list[dict]:
+    """One row per zoo model, keyed by the column titles of ``msapod zoo``."""
     from .models.train import CONFIG, load_checkpoint
     from .models.zoo import ZOO_CONFIGS, ZOOS, path
 
@@ -101,43 +108,44 @@ def _zoo_rows() -> list[dict]:
     rows = []
     for name, cfg in ZOO_CONFIGS.items():
         folder = path(name)
-        row = {
-            "name": name,
-            "zoo": zoo_of[name],
-            "attention": cfg.model.attention,
-            "d_model": cfg.model.n_embd,
-            "params": None,
-            "steps": f"0/{cfg.steps}",
-            "val_loss": "-",
-            "train_time": "-",
-            "verified": "not trained",
-        }
-        meta = {}
-        if (folder / CONFIG).is_file():
-            try:
-                meta = json.loads((folder / CONFIG).read_text())
-            except (OSError, json.JSONDecodeError):
-                meta = {}
-        if "n_params" in meta:
-            row["params"] = int(meta["n_params"])
-        else:
-            row["params"] = _count_params(cfg.model)
-        if "step" in meta:
-            row["steps"] = f"{meta['step']}/{cfg.steps}"
+        meta = _json_file(folder / CONFIG)
         val = meta.get("val_loss_split")
-        if val is not None:
-            row["val_loss"] = f"{float(val):.4f}"
-        elif "step" in meta:
-            row["val_loss"] = "(after training)"
-        row["train_time"] = _train_time(folder / "log.json")
+        verified = "not trained"
         if (folder / "model.safetensors").is_file() or (folder / CONFIG).is_file():
             try:
                 load_checkpoint(folder, expect=cfg.model)
-                row["verified"] = "yes"
+                verified = "yes"
             except (ValueError, OSError, KeyError) as err:
-                row["verified"] = f"NO ({_short_reason(err)})"
-        rows.append(row)
+                verified = f"NO ({_short_reason(err)})"
+        rows.append(
+            {
+                "model": name,
+                "zoo": zoo_of[name],
+                "attention": cfg.model.attention,
+                "d_model": cfg.model.n_embd,
+                "params": f"{int(meta.get('n_params') or _count_params(cfg.model)):,}",
+                "steps": f"{meta.get('step', 0)}/{cfg.steps}",
+                "val loss (whole split)": (
+                    f"{float(val):.4f}"
+                    if val is not None
+                    else "(after training)"
+                    if "step" in meta
+                    else "-"
+                ),
+                "training wall time": _train_time(folder / "log.json"),
+                "verified": verified,
+            }
+        )
     return rows
+
+
+def _json_file(path: Path) -> dict:
+    """The JSON object in ``path``, or an empty one where it is missing or unreadable."""
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def _train_time(log_path: Path) -> str:
@@ -177,34 +185,23 @@ def _count_params(model_cfg) -> int:
 
 def _cmd_zoo(args) -> int:
     rows = _zoo_rows()
-    cols = [
-        ("name", "model"),
-        ("zoo", "zoo"),
-        ("attention", "attention"),
-        ("d_model", "d_model"),
-        ("params", "params"),
-        ("steps", "steps"),
-        ("val_loss", "val loss (whole split)"),
-        ("train_time", "training wall time"),
-        ("verified", "verified"),
-    ]
-    table = [[title for _, title in cols]]
-    table += [[f"{r[k]:,}" if k == "params" else str(r[k]) for k, _ in cols] for r in rows]
-    widths = [max(len(line[i]) for line in table) for i in range(len(cols))]
+    table = [list(rows[0])] + [list(r.values()) for r in rows]
+    widths = [max(len(str(line[i])) for line in table) for i in range(len(table[0]))]
     for line in table:
-        print("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip())
+        print("  ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)).rstrip())
     return 0
 
 
-def _cmd_extract(args) -> int:
-    from .studies.store.cache import cached_fields
-
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads: expected a positive integer, got {args.threads}")
+def _set_threads(threads: int | None, error: type[Exception] = ValueError) -> None:
+    """torch's threads as ``--threads`` says (an integer >= 1); None leaves them."""
+    if threads is not None:
         import torch
 
-        torch.set_num_threads(args.threads)
+        torch.set_num_threads(check_int(threads, "--threads", 1, error))
+
+
+def _cmd_extract(args) -> int:
+    _set_threads(args.threads)
     da = cached_fields(
         args.name,
         n=args.n,
@@ -220,28 +217,18 @@ def _cmd_extract(args) -> int:
 
 
 def _cmd_reproduce(args) -> int:
-    import os
-
-    from .studies.reproduce import reproduce
-    from .studies.store.results import results_dir
+    from .studies.reproduce import DECIDING_STEPS, check, reproduce, shipped_inputs
 
     args.results = results_dir(args.results)
     if args.cache_dir:
         os.environ["MSAPOD_CACHE"] = str(Path(args.cache_dir).expanduser().resolve())
-    if args.threads is not None:
-        if args.threads < 1:
-            raise ValueError(f"--threads: expected a positive integer, got {args.threads}")
-        import torch
-
-        torch.set_num_threads(args.threads)
+    _set_threads(args.threads)
     if args.all and not args.check:
         raise ValueError("--all: only with --check")
     if args.decide and args.check:
         raise ValueError("--decide: not with --check (the check decides again by itself)")
     try:
         if args.check:
-            from .studies.reproduce import check
-
             if args.steps or args.models:
                 raise ValueError("--check: chooses its steps and models; drop --steps/--models")
             report = check(
@@ -258,8 +245,6 @@ def _cmd_reproduce(args) -> int:
             print(f"reproduce --check: all {len(report)} shipped results reproduced")
             return 0
         if args.decide:
-            from .studies.reproduce import DECIDING_STEPS, shipped_inputs
-
             if args.steps or args.models:
                 raise ValueError("--decide: runs the deciding steps; drop --steps/--models")
             reproduce(
@@ -285,9 +270,6 @@ def _cmd_reproduce(args) -> int:
 
 def _cmd_analyze(args) -> int:
     """``msapod analyze``: exit 2 for a bad input, 1 for a failure, 0 when written."""
-    from .studies.own_model import UsageError, save_dataset
-    from .studies.report import write_report
-
     notes: list[str] = []
 
     def log(line: str) -> None:
@@ -296,16 +278,18 @@ def _cmd_analyze(args) -> int:
 
     stage = "input"
     try:
-        if args.threads is not None:
-            if args.threads < 1:
-                raise UsageError(f"--threads: expected a positive integer, got {args.threads}")
-            import torch
-
-            torch.set_num_threads(args.threads)
+        _set_threads(args.threads, UsageError)
         out = Path(args.out)
         if out.exists() and not out.is_dir():
             raise UsageError(f"--out: {out} is a file; expected a folder")
-        ds = _analyze(args, log)
+        given = _ANALYZE_ARGS & set(vars(args))
+        ds = analyze_sources(
+            **{k: getattr(args, k) for k in given},
+            average_heads=args.heads == "average",
+            progress=not args.quiet,
+            log=log,
+            claims=not args.no_claims,
+        )
         stage = "output"
         nc = save_dataset(ds, out / "analysis.nc")
         print(f"dataset: {nc}")
@@ -334,36 +318,9 @@ def _cmd_analyze(args) -> int:
     return 0
 
 
-def _analyze(args, log):
-    """:func:`msapod.studies.own_model.analyze_sources` with the command's arguments."""
-    from .studies.own_model import analyze_sources
-
-    return analyze_sources(
-        args.sources,
-        labels=args.labels,
-        text=args.text,
-        n=args.n,
-        length=args.length,
-        seed=args.seed,
-        layers=args.layers,
-        average_heads=args.heads == "average",
-        tau_max=args.tau_max,
-        batch_size=args.batch_size,
-        cache_dir=args.cache_dir,
-        progress=not args.quiet,
-        log=log,
-        scale_min=args.scale_min,
-        scale_max=args.scale_max,
-        n_scales=args.n_scales,
-        omega0=args.omega0,
-        max_peaks=args.max_peaks,
-        centre=args.centre,
-        width=args.width,
-        field=args.field,
-        eps=args.eps,
-        n_modes=args.n_modes,
-        claims=not args.no_claims,
-    )
+#: The arguments of :func:`~msapod.studies.own_model.analyze_sources` that ``msapod
+#: analyze``'s flags give by name: its parameters and the analysis options.
+_ANALYZE_ARGS = set(inspect.signature(analyze_sources).parameters) | set(DEFAULTS)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -387,10 +344,9 @@ def _add_train(sub) -> None:
     t.add_argument("--config", help="TrainConfig as JSON (TrainConfig.to_dict format)")
     t.add_argument("--steps", type=int, help="override the number of steps")
     t.add_argument("--out", help="run folder (default: the zoo folder of NAME)")
-    t.add_argument("--threads", type=int, help="torch threads")
     t.add_argument("--no-resume", action="store_true", help="start afresh")
     t.add_argument("--device", default="cpu", help="cpu (default) or a CUDA device, e.g. cuda")
-    t.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_common(t, cache_dir=False)
     t.add_argument(
         "--snapshots",
         type=_steps,
@@ -419,8 +375,6 @@ def _add_zoo(sub) -> None:
 def _add_extract(sub) -> None:
     e = sub.add_parser("extract", help="fill the attention-field cache of a zoo model")
     e.add_argument("name", help="zoo model name")
-    from .models.data import N_SNAPSHOTS, SNIPPET_LENGTH
-
     e.add_argument("--n", type=int, default=N_SNAPSHOTS, help="snapshots (default %(default)s)")
     e.add_argument(
         "--length", type=int, default=SNIPPET_LENGTH, help="characters (default %(default)s)"
@@ -428,9 +382,7 @@ def _add_extract(sub) -> None:
     e.add_argument("--seed", type=int, default=0, help="ensemble seed (default 0)")
     e.add_argument("--layers", type=int, nargs="+", help="1-based layers (default all)")
     e.add_argument("--batch-size", type=int, default=16, help="snapshots per pass")
-    e.add_argument("--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)")
-    e.add_argument("--threads", type=int, help="torch threads")
-    e.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_common(e)
     e.set_defaults(func=_cmd_extract)
 
 
@@ -480,18 +432,18 @@ def _add_reproduce(sub) -> None:
         "the claim registry; nothing is measured)",
     )
     r.add_argument("--no-llm", action="store_true", help="skip the SmolLM2-135M step")
-    r.add_argument("--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)")
-    r.add_argument("--threads", type=int, help="torch threads")
-    r.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_common(r)
     r.set_defaults(func=_cmd_reproduce)
 
 
-def _centre(text: str) -> str | float:
-    """``--centre``: a number of lags, else the rule's name as given (analyze checks it)."""
-    try:
-        return float(text)
-    except ValueError:
-        return text
+def _add_common(p, cache_dir: bool = True) -> None:
+    """The flags of the commands that run models: cache folder, torch threads, quiet."""
+    if cache_dir:
+        p.add_argument(
+            "--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)"
+        )
+    p.add_argument("--threads", type=int, help="torch threads")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def _add_analyze(sub) -> None:
@@ -512,29 +464,21 @@ def _add_analyze(sub) -> None:
     a.add_argument(
         "--text", metavar="FILE", help="UTF-8 text (default: the zoo's validation split)"
     )
-    # the defaults are analyze's and analyze_sources' (their signatures), stated there once
-    from .pipeline import ANALYZE_DEFAULTS as D
-    from .pipeline import DEFAULT_N_MODES, SCALOGRAM_FIELDS
-    from .studies.own_model import analyze_sources
-    from .wavelets import DEFAULT_MIN_SCALE, DEFAULT_NUM_SCALES
-
     ens = {k: p.default for k, p in inspect.signature(analyze_sources).parameters.items()}
-    a.add_argument("--n", type=int, default=ens["n"], help=f"snapshots N (default {ens['n']})")
-    a.add_argument(
-        "--length",
-        type=int,
-        default=ens["length"],
-        help=f"tokens per snapshot L (default {ens['length']})",
-    )
-    a.add_argument(
-        "--seed", type=int, default=ens["seed"], help=f"ensemble seed (default {ens['seed']})"
-    )
+    for name, what in (
+        ("n", "snapshots N"),
+        ("length", "tokens per snapshot L"),
+        ("seed", "ensemble seed"),
+    ):
+        default = ens[name]
+        a.add_argument(f"--{name}", type=int, default=default, help=f"{what} (default {default})")
     a.add_argument("--layers", type=int, nargs="+", help="1-based layers (default all)")
+    heads = "average" if ens["average_heads"] else "keep"
     a.add_argument(
         "--heads",
         choices=("average", "keep"),
-        default="average",
-        help="analyse the head mean (default) or every head",
+        default=heads,
+        help=f"analyse the head mean (average) or every head (keep) (default {heads})",
     )
     a.add_argument(
         "--tau-max",
@@ -543,64 +487,62 @@ def _add_analyze(sub) -> None:
         help="keep only the lags 0..LAG (query - key) of causal attention: memory grows as "
         "N L LAG instead of N L^2 (default: every lag)",
     )
-    a.add_argument(
-        "--scale-min", type=float, help=f"smallest scale (default {DEFAULT_MIN_SCALE:g})"
-    )
-    a.add_argument("--scale-max", type=float, help="largest scale (default half the lags)")
-    a.add_argument("--n-scales", type=int, help=f"log-spaced scales (default {DEFAULT_NUM_SCALES})")
-    a.add_argument(
-        "--omega0",
-        type=float,
-        default=D["omega0"],
-        help=f"Morlet centre frequency (default {D['omega0']:g})",
-    )
-    a.add_argument(
-        "--max-peaks",
-        type=int,
-        default=D["max_peaks"],
-        help=f"dominant scales = windows (default {D['max_peaks']})",
-    )
-    a.add_argument(
-        "--centre",
-        type=_centre,
-        default=D["centre"],
-        help=f"window centre: peak, centroid, scale or a lag (default {D['centre']})",
-    )
-    a.add_argument(
-        "--width",
-        type=float,
-        default=D["width"],
-        help=f"window width sigma = WIDTH x a* (default {D['width']:g})",
-    )
-    a.add_argument(
-        "--field",
-        choices=SCALOGRAM_FIELDS,
-        default=D["field"],
-        help=(
-            "field whose scalogram places the windows: total (the attention A, as the "
-            "paper and the book's default reading) or fluctuation (u = A - Abar; the POD "
-            f"decomposes u either way; default {D['field']})"
-        ),
-    )
-    a.add_argument(
-        "--eps",
-        type=float,
-        nargs="+",
-        default=list(D["eps"]),
-        help=f"tolerances of H* (default {' '.join(f'{e:g}' for e in D['eps'])})",
-    )
-    a.add_argument(
-        "--n-modes", type=int, help=f"leading modes kept (default min({DEFAULT_N_MODES}, N))"
-    )
+    for name, (kind, what) in _OPTION_FLAGS.items():
+        default = DEFAULTS[name]
+        said = _NONE_MEANS[name] if default is None else _shown(default)
+        a.add_argument(
+            f"--{name.replace('_', '-')}", **kind, default=default, help=f"{what} (default {said})"
+        )
     a.add_argument("--batch-size", type=int, help="snippets per forward pass (default: by memory)")
-    a.add_argument("--cache-dir", help="cache folder (default $MSAPOD_CACHE or ~/.cache/msapod)")
-    a.add_argument("--threads", type=int, help="torch threads")
+    _add_common(a)
     a.add_argument("--no-report", action="store_true", help="write the dataset only")
     a.add_argument(
         "--no-claims", action="store_true", help="skip the paper's claims (check_claims)"
     )
-    a.add_argument("--quiet", action="store_true", help="no progress bars")
     a.set_defaults(func=_cmd_analyze)
+
+
+def _centre(text: str) -> str | float:
+    """``--centre``: a number of lags, else the rule's name as given (analyze checks it)."""
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+#: The flags of the analysis options (:data:`~msapod.studies.own_model.DEFAULTS`, whose
+#: defaults their help states): how argparse reads each, and what it is.
+_OPTION_FLAGS = {
+    "scale_min": ({"type": float}, "smallest scale"),
+    "scale_max": ({"type": float}, "largest scale"),
+    "n_scales": ({"type": int}, "log-spaced scales"),
+    "omega0": ({"type": float}, "Morlet centre frequency"),
+    "max_peaks": ({"type": int}, "dominant scales = windows"),
+    "centre": ({"type": _centre}, "window centre: peak, centroid, scale or a lag"),
+    "width": ({"type": float}, "window width sigma = WIDTH x a*"),
+    "field": (
+        {"choices": SCALOGRAM_FIELDS},
+        "field whose scalogram places the windows: total (the attention A, as the paper and "
+        "the book's default reading) or fluctuation (u = A - Abar; the POD decomposes u "
+        "either way)",
+    ),
+    "eps": ({"type": float, "nargs": "+"}, "tolerances of H*"),
+    "n_modes": ({"type": int}, "leading modes kept"),
+}
+#: What a default of None of an analysis option comes to.
+_NONE_MEANS = {
+    "scale_min": f"{DEFAULT_MIN_SCALE:g}",
+    "scale_max": "half the lags",
+    "n_scales": str(DEFAULT_NUM_SCALES),
+    "n_modes": f"min({DEFAULT_N_MODES}, N)",
+}
+
+
+def _shown(value) -> str:
+    """A default as the help shows it: numbers in their shortest form, lists spaced."""
+    if isinstance(value, tuple | list):
+        return " ".join(map(_shown, value))
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -317,11 +317,11 @@ def test_hf_causal_and_bidirectional(hf_models, tmp_path, capsys):
 )
 def test_folder_label(tmp_path, parts, want):
     """A model folder's label names the model, not where it is kept."""
-    from msapod.studies import own_model as own
+    from msapod.studies.measure.model_analysis import folder_label
 
     folder = tmp_path.joinpath(*parts)
     folder.mkdir(parents=True)
-    assert own.folder_label(folder) == want
+    assert folder_label(folder) == want
 
 
 def test_report_flags_grid_edges(zoo_run):

@@ -3,33 +3,20 @@
 A *source* is a zoo model name, a checkpoint folder of :func:`msapod.models.train.train`,
 a Hugging Face model folder or id (loaded as transformers loads it, with any attention
 implementation; the ``hf`` extra), or ``smollm2`` (SmolLM2-135M-Instruct, the GGUF file of
-the ``llm`` extra). Each source goes the path of
-:mod:`msapod.studies.measure.model_analysis` (the SmolLM2 study's too); for each source
-:func:`analyze_sources`
-
-1. draws the snippet ensemble (PAPER.md step 1): ``n`` non-overlapping snippets of
-   ``length`` tokens of a text (default: the zoo's validation split; characters for the
-   zoo's character-level models, the model's own tokens otherwise), deterministic in
-   ``seed``;
-2. records the attention fields ``A_s^l(i, j)`` (heads averaged, or kept; every lag or
-   the lag band ``0..tau_max``) in one forward pass per batch of snippets, each layer
-   written into a field file (netCDF-4, :class:`msapod.fieldfile.FieldFile`) as soon as it
-   is computed, keyed by the source's sha256 (its weights), the text's sha256, the
-   ensemble and the layers, so an interrupted run resumes at the next batch and a
-   finished one is never recomputed;
-3. analyses one layer at a time with :func:`msapod.analyze` (steps 2-10, the book's code)
-   and attaches leave-one-snapshot-out jackknife standard errors and 95 % intervals of the
-   scale centroid (:func:`~msapod.studies.measure.uncertainty.scale_jackknife`) and of
-   T_spec and H*(eps) per window (:func:`~msapod.studies.measure.uncertainty.pod_jackknife`),
-   each layer cached on its own;
-4. stacks the layers, and the sources along a ``model`` dim with an ``architecture``
-   coordinate, into one dataset whose attrs record every parameter and whose ``model``
-   coordinates record each source, its sha256 and the text's sha256.
-
-Memory holds the model and one layer of one batch of attention while recording, and one
-field set (one layer, or one layer and head) while analysing.
+the ``llm`` extra). :func:`analyze_sources` takes each source the path of
+:mod:`msapod.studies.measure.model_analysis` (the SmolLM2 study's too) with the command's
+settings: the snippets of any text (default: the zoo's validation split; characters for
+the zoo's character-level models, the model's own tokens otherwise); fields keyed by the
+source's sha256 (its weights), the text's sha256, the ensemble and the layers, so that an
+interrupted run resumes at its next batch and a finished one is never recomputed; every
+window analysed, with the 95 % intervals of the scale centroid, T_spec and H*(eps) from
+their jackknife standard errors. It stacks the sources along a ``model`` dim with an
+``architecture`` coordinate into one dataset whose attrs record every parameter and whose
+``model`` coordinates record each source, its sha256 and the text's sha256, and decides
+the paper's claims that these models can test (:func:`evaluate_claims`).
 :func:`msapod.studies.report.write_report` turns the dataset into one self-contained HTML
-page. The module imports no torch; it is imported when a model is loaded.
+page. The module imports no torch; torch (and transformers) are imported when a model is
+loaded.
 """
 
 from __future__ import annotations
@@ -38,194 +25,76 @@ import hashlib
 import json
 import os
 import re
-import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import xarray as xr
 
 from .._io import atomic_path, check_int, package_version
 from .._labels import check_tau_max
-from ..models.data import N_SNAPSHOTS, SNIPPET_LENGTH
+from ..models.data import N_SNAPSHOTS, SNIPPET_LENGTH, check_layers
 from ..pipeline import ANALYZE_DEFAULTS, check_options
+from ..wavelets import DEFAULT_MIN_SCALE, DEFAULT_NUM_SCALES, log_scales
+from .measure import llm
+from .measure.evidence import EVIDENCE_FORMAT
 from .measure.model_analysis import (
-    VAL_TEXT,
+    GGUF_ALIASES,
     Source,
+    UsageError,
     analyse_field,
     analyse_layer,
-    draw_ensemble,
+    field_store,
     layer_analyses,
+    load_source,
+    make_ensemble,
+    probe,
     record_ensemble,
-    tokenise,
-    validation_text,
 )
-from .store.cache import (
-    FieldFile,
-    TokenEnsemble,
-    cache_root,
-    cached_dataset,
-    concat_layers,
-    netcdf_safe,
-    state_sha256,
-)
+from .measure.uncertainty import t_quantile
+from .store.cache import FieldFile, TokenEnsemble, cached_dataset, netcdf_safe
+from .verdict.check import check_claims
+from .verdict.curve import source_hash
+from .verdict.inference import log_interval
 
 __all__ = [
+    "ANALYZE_OPTIONS",
+    "DEFAULTS",
     "GGUF_ALIASES",
-    "Ensemble",
+    "GRID_OPTIONS",
     "Source",
     "UsageError",
     "analyze_source",
     "analyze_sources",
+    "evaluate_claims",
     "make_ensemble",
+    "probe",
     "resolve_source",
     "save_dataset",
 ]
 
 #: Layout of the cached fields and per-layer analyses; part of every key.
 OWN_FORMAT = 4
-#: Names that select the SmolLM2-135M GGUF of the ``llm`` extra.
-GGUF_ALIASES = ("smollm2", "smollm2-135m", "SmolLM2-135M-Instruct-Q4_1")
 #: Confidence level of the stored intervals.
 LEVEL = 0.95
-#: Fewest snapshots: the T_spec fit needs ranks 1..(N - 1) // 2 >= 2.
-MIN_N = 5
-#: Smallest snippet length: the default scale grid needs more than 6 lags.
-MIN_LENGTH = 8
-
-
-class UsageError(ValueError):
-    """A bad input (source, text, ensemble, layers, options): the command exits with 2."""
+#: The options of :func:`msapod.analyze` an analysis takes (the others keep analyze's
+#: defaults; the scales come from :data:`GRID_OPTIONS`, the lag band from ``tau_max``).
+ANALYZE_OPTIONS = ("omega0", "max_peaks", "centre", "width", "field", "eps", "n_modes")
+#: The options of the scale grid, None for analyze's default grid
+#: (:data:`~msapod.wavelets.DEFAULT_MIN_SCALE` to half the lags in
+#: :data:`~msapod.wavelets.DEFAULT_NUM_SCALES` steps).
+GRID_OPTIONS = ("scale_min", "scale_max", "n_scales")
+#: Every option of an analysis with its default: the grid's, and analyze's read from its
+#: signature (:data:`msapod.pipeline.ANALYZE_DEFAULTS`).
+DEFAULTS = MappingProxyType(
+    {**dict.fromkeys(GRID_OPTIONS), **{k: ANALYZE_DEFAULTS[k] for k in ANALYZE_OPTIONS}}
+)
 
 
 # ----------------------------------------------------------------------------- sources
-
-
-def _gpt_source(spec: str, label: str, kind: str, model) -> Source:
-    c = model.config
-    return Source(
-        spec=spec,
-        label=label,
-        kind=kind,
-        model=model,
-        tokenizer=None,
-        sha256=model.weights_sha256,
-        n_layer=int(c.n_layer),
-        n_head=int(c.n_head),
-        max_len=int(c.block_size),
-        architecture="ega" if c.attention == "ega" else "baseline",
-        causal=True,
-        framework="msapod",
-    )
-
-
-def _quiet_hf():
-    """transformers' logging at error level (no 'weights not used' chatter)."""
-    from transformers.utils import logging as hf_logging
-
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    return hf_logging, level
-
-
-def _hf_source(spec: str, label: str | None, local_only: bool) -> Source:
-    """A Hugging Face model (folder or id) as a :class:`Source`, loaded as transformers
-    loads it (its default attention implementation; recorded through transformers'
-    attention interface, :mod:`msapod.models.record`)."""
-    model, tokenizer = _hf_load(spec, local_only)
-    model = model.float().eval()
-    c = model.config
-    n_layer = getattr(c, "num_hidden_layers", None)
-    n_head = getattr(c, "num_attention_heads", None)
-    if n_layer is None or n_head is None:
-        raise UsageError(
-            f"SOURCE {spec!r}: model type {c.model_type!r} has no num_hidden_layers / "
-            "num_attention_heads; expected a transformer with self-attention"
-        )
-    if tokenizer is None:
-        raise UsageError(
-            f"SOURCE {spec!r}: no tokenizer found with the model; save the model's tokenizer "
-            "in the same folder (tokenizer.save_pretrained(folder))"
-        )
-    name = label or (folder_label(Path(spec)) if Path(spec).exists() else spec.split("/")[-1])
-    return Source(
-        spec=spec,
-        label=name,
-        kind="hf",
-        model_type=str(c.model_type),
-        model=model,
-        tokenizer=tokenizer,
-        sha256=state_sha256(model, with_config=True),
-        n_layer=int(n_layer),
-        n_head=int(n_head),
-        max_len=getattr(c, "max_position_embeddings", None),
-        framework="transformers",
-    )
-
-
-def _hf_load(spec: str, local_only: bool) -> tuple:
-    """``(model, tokenizer)`` of a Hugging Face folder or id under a quieted logger (the
-    tokenizer None where none loads)."""
-    try:
-        import torch  # noqa: F401
-        import transformers
-    except ImportError as err:
-        raise UsageError(
-            f"SOURCE {spec!r}: a Hugging Face model needs the hf extra ({err}); "
-            'pip install "msapod[hf]"'
-        ) from None
-    hf_logging, level = _quiet_hf()
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                config = transformers.AutoConfig.from_pretrained(spec, local_files_only=local_only)
-            except (OSError, ValueError) as err:
-                why = f"not loadable as a Hugging Face model: {err}"
-                raise UsageError(_unknown(spec, why)) from None
-            try:
-                model = transformers.AutoModel.from_pretrained(spec, local_files_only=local_only)
-            except (OSError, ValueError, TypeError, KeyError) as err:
-                raise UsageError(
-                    f"SOURCE {spec!r}: Hugging Face model {config.model_type!r} could not be "
-                    f"loaded: {' '.join(str(err).split())[:300]}"
-                ) from None
-            try:
-                tokenizer = transformers.AutoTokenizer.from_pretrained(
-                    spec, local_files_only=local_only
-                )
-            except Exception:  # noqa: BLE001 - any failure means: no usable tokenizer
-                tokenizer = None
-    finally:
-        hf_logging.set_verbosity(level)
-        if bars:
-            hf_logging.enable_progress_bar()
-    return model, tokenizer
-
-
-def _unknown(spec: str, why: str = "") -> str:
-    return (
-        f"SOURCE {spec!r}: unknown source ({why or 'no such model'}); expected a zoo model "
-        "(`msapod zoo` lists them), a checkpoint folder, a Hugging Face model folder or id, "
-        f"or {GGUF_ALIASES[0]!r} (the SmolLM2 GGUF of the llm extra)"
-    )
-
-
-def _hf_cached(repo_id: str) -> bool:
-    """Whether a Hugging Face id has a config in the local cache (no network)."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:
-        return False
-    try:
-        hit = try_to_load_from_cache(repo_id, "config.json")
-    except Exception:  # noqa: BLE001 - an invalid id is simply not cached
-        return False
-    return isinstance(hit, str)
 
 
 def resolve_source(spec: str, label: str | None = None) -> Source:
@@ -234,10 +103,10 @@ def resolve_source(spec: str, label: str | None = None) -> Source:
     Parameters
     ----------
     spec
-        Zoo model name, checkpoint folder (``config.json`` + ``model.safetensors`` of
-        :func:`msapod.models.train.train`), Hugging Face folder or id, or a name in
-        :data:`GGUF_ALIASES`. An id without ``/`` is looked up in the local Hugging Face
-        cache only; ``org/name`` may be downloaded.
+        A name in :data:`GGUF_ALIASES` or a ``.gguf`` file (SmolLM2,
+        :func:`msapod.studies.measure.llm.smollm2_source`), else a zoo model name, a
+        checkpoint folder or a Hugging Face folder or id
+        (:func:`~msapod.studies.measure.model_analysis.load_source`).
     label
         Name of the model in the result (default: the zoo name, the folder's name, the
         id's last part).
@@ -245,91 +114,16 @@ def resolve_source(spec: str, label: str | None = None) -> Source:
     Raises
     ------
     UsageError
-        Unknown source, missing extra, a model without a tokenizer or without attention
-        probabilities.
+        Unknown source, missing extra, a model without a tokenizer.
     """
-    from ..models.zoo import ZOO_CONFIGS
-
-    if not isinstance(spec, str) or not spec:
-        raise UsageError(f"SOURCE: expected a model name, folder or id, got {spec!r}")
-    if spec in ZOO_CONFIGS:
-        from ..models import zoo
-
-        try:
-            model = zoo.load(spec)
-        except FileNotFoundError as err:
-            raise UsageError(f"SOURCE {spec!r}: {err}") from None
-        src = _gpt_source(spec, label or spec, "zoo", model)
-        src.architecture = zoo.architecture(spec)
-        return src
-    if spec.lower() in {a.lower() for a in GGUF_ALIASES} or spec.endswith(".gguf"):
+    if isinstance(spec, str) and (
+        spec.lower() in {a.lower() for a in GGUF_ALIASES} or spec.endswith(".gguf")
+    ):
         return _gguf_source(spec, label)
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        return _folder_source(spec, path, label)
-    if path.exists():
-        raise UsageError(_unknown(spec, "a file, not a model folder"))
-    if spec.startswith((".", "/", "~")) or os.sep + os.sep in spec:
-        raise UsageError(_unknown(spec, "no such folder"))
-    if "/" not in spec:
-        if _hf_cached(spec):
-            return _hf_source(spec, label, local_only=True)
-        import difflib
-
-        close = difflib.get_close_matches(spec, list(ZOO_CONFIGS), n=3)
-        hint = f"no such zoo model; did you mean {' or '.join(close)}?" if close else ""
-        raise UsageError(_unknown(spec, hint))
-    return _hf_source(spec, label, local_only=_hf_cached(spec))
-
-
-def _folder_source(spec: str, path: Path, label: str | None) -> Source:
-    """The model in the folder ``path``: a checkpoint of :func:`msapod.models.train.train`
-    or a Hugging Face model folder."""
-    from ..models.train import CONFIG, WEIGHTS, load_checkpoint
-
-    if (path / WEIGHTS).is_file() and _is_msapod_run(path / CONFIG):
-        try:
-            model = load_checkpoint(path)
-        except (ValueError, OSError) as err:
-            raise UsageError(f"SOURCE {spec!r}: {err}") from None
-        return _gpt_source(spec, label or folder_label(path), "checkpoint", model)
-    if (path / "config.json").is_file():
-        return _hf_source(str(path), label, local_only=True)
-    raise UsageError(
-        _unknown(spec, "the folder holds neither a checkpoint nor a Hugging Face model")
-    )
-
-
-#: Folder names that say where a model is kept, not which model it is.
-_GENERIC_FOLDERS = frozenset(
-    {"model", "models", "checkpoint", "checkpoints", "final", "latest", "best", "hf", "weights"}
-)
-
-
-def folder_label(path: Path) -> str:
-    """The name of the model in folder ``path``: the repository name of a Hugging Face
-    cache snapshot (``models--org--name/snapshots/<commit>`` -> ``name``); the folder's
-    name, prefixed with its parent's where it names no model (``run-7/checkpoint``,
-    ``all-MiniLM-L6-v2/model``)."""
-    path = path.expanduser().resolve()
-    if path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
-        return path.parent.parent.name.split("--")[-1]
-    if path.name.lower() in _GENERIC_FOLDERS or re.fullmatch(r"[0-9a-f]{12,}", path.name):
-        return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
-    return path.name
-
-
-def _is_msapod_run(config: Path) -> bool:
-    try:
-        meta = json.loads(config.read_text())
-    except (OSError, json.JSONDecodeError):
-        return False
-    return isinstance(meta, dict) and "train" in meta and "weights_sha256" in meta
+    return load_source(spec, label)
 
 
 def _gguf_source(spec: str, label: str | None) -> Source:
-    from .measure import llm
-
     try:
         path = Path(spec).expanduser() if spec.endswith(".gguf") else None
         return replace(llm.smollm2_source(label, path), spec=spec)
@@ -337,139 +131,24 @@ def _gguf_source(spec: str, label: str | None) -> Source:
         raise UsageError(f"SOURCE {spec!r}: {err}") from None
 
 
-def probe(source: Source) -> None:
-    """One forward pass over two short snippets: the model's attention must be recorded
-    (:mod:`msapod.models.record`); for Hugging Face models it also measures causality
-    (sets ``source.causal`` and adds a note when the model attends to later keys) and
-    notes how the attention is recorded."""
-    from ..models.extract import collect_attention
-    from ..models.record import recording_path
-
-    if source.framework == "msapod":
-        return
-    vocab = getattr(source.model.config, "vocab_size", None) or 2
-    length = 8 if source.max_len is None else max(2, min(8, int(source.max_len)))
-    ids = np.random.default_rng(0).integers(0, max(1, int(vocab)), size=(2, length))
-    try:
-        A = collect_attention(source.model, ids, layers=[1], progress=False, batch_size=2)
-    except ValueError as err:
-        raise UsageError(f"SOURCE {source.spec!r}: {err}") from None
-    source.notes.append(f"{source.label}: attention recorded by {recording_path(source.model)}")
-    upper = float(np.triu(A.values, 1).max())
-    source.causal = upper == 0.0
-    if not source.causal:
-        source.notes.append(
-            f"{source.label}: bidirectional attention (keys after the query get weight); "
-            "fine: the lag profiles then run over negative lags (keys after the query) "
-            "as well as positive ones"
-        )
-
-
-# ----------------------------------------------------------------------------- ensemble
-
-
-#: The snippet ensemble of one source (:class:`~msapod.studies.store.cache.TokenEnsemble`).
-Ensemble = TokenEnsemble
-
-
-def _read_text(text: str | os.PathLike | None) -> tuple[str, str]:
-    if text is None:
-        return validation_text(), VAL_TEXT
-    path = Path(text).expanduser()
-    if not path.is_file():
-        raise UsageError(f"--text: {path} is not a file")
-    try:
-        body = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise UsageError(f"--text: {path} is not UTF-8 text ({err})") from None
-    return body, str(path.resolve())
-
-
-def make_ensemble(
-    source: Source,
-    text: str | os.PathLike | None = None,
-    *,
-    n: int = N_SNAPSHOTS,
-    length: int = SNIPPET_LENGTH,
-    seed: int = 0,
-) -> TokenEnsemble:
-    """Draw ``n`` non-overlapping snippets of ``length`` tokens of ``text`` for ``source``.
-
-    The text (default: the zoo's validation split) is tokenised as a whole, with the
-    zoo's character vocabulary for msapod models and the model's tokenizer (no special
-    tokens, :func:`~msapod.studies.measure.model_analysis.tokenise`) otherwise;
-    :func:`~msapod.studies.measure.model_analysis.draw_ensemble` then draws ``n`` of its
-    aligned windows of ``length`` tokens with ``seed``. For the zoo's models and the
-    default text this is exactly :func:`msapod.models.extract.ensemble_ids`, the book's
-    ensemble; for SmolLM2 and the default text, the SmolLM2 study's.
-
-    Raises
-    ------
-    UsageError
-        ``n``, ``length`` or ``seed`` out of range, a length beyond the model's context,
-        a character outside the vocabulary, or a text shorter than ``n x length`` tokens.
-    """
-    n = check_int(n, "--n", MIN_N, UsageError)
-    length = check_int(length, "--length", MIN_LENGTH, UsageError)
-    seed = check_int(seed, "--seed", 0, UsageError)
-    if source.max_len is not None and length > source.max_len:
-        raise UsageError(
-            f"--length: {length} tokens exceed the context of {source.label} "
-            f"({source.max_len} tokens)"
-        )
-    body, where = _read_text(text)
-    spans, unit = None, "character"
-    if source.tokenizer is not None:
-        tokens, spans = tokenise(source.tokenizer, body)
-        unit = "token"
-    else:
-        tokens = _characters(source, body, default_text=text is None)
-    slots = len(tokens) // length
-    if slots < n:
-        raise UsageError(
-            f"--text: {where} has {len(tokens)} {unit}s, room for {slots} non-overlapping "
-            f"snippets of {length}; N x length = {n} x {length} = {n * length} needed: "
-            "lower --n or --length, or give a longer --text"
-        )
-    return draw_ensemble(
-        tokens, n=n, length=length, seed=seed, text=body, text_source=where, unit=unit,
-        spans=spans,
-    )  # fmt: skip
-
-
-def _characters(source: Source, body: str, default_text: bool) -> np.ndarray:
-    """The text ``body`` in the zoo's characters (the corpus' validation tokens for the
-    default text)."""
-    from ..models.data import load_corpus
-
-    corpus = load_corpus()
-    if default_text:
-        return np.asarray(corpus.val, dtype=np.int64)
-    try:
-        return corpus.encode(body).astype(np.int64)
-    except ValueError as err:
-        raise UsageError(f"--text: {err} of {source.label} (the zoo's 65 characters)") from None
-
-
 # ----------------------------------------------------------------------------- analysis
 
 
 def _analysis_params(n: int | None = None, **options) -> dict:
-    """The parameters of :func:`msapod.analyze` and the scale grid (JSON-safe).
+    """Every option of :data:`DEFAULTS`, given or default, checked (JSON-safe).
 
-    ``options`` are :data:`DEFAULTS`' names; analyze's are checked by analyze's own rule
-    (:func:`msapod.pipeline.check_options`, with N = ``n`` when known), its errors given
-    the names of the command's flags; the grid's (``scale_*``, ``n_scales``) are checked
-    when the grid is made (:func:`_scales`).
+    analyze's options are checked by analyze's own rule (:func:`msapod.pipeline.check_options`,
+    with N = ``n`` when known), its errors given the names of the command's flags; the
+    grid's when the grid is made (:func:`_scales`).
     """
+    unknown = set(options) - set(DEFAULTS)
+    if unknown:
+        raise TypeError(f"unexpected options {sorted(unknown)}; expected some of {list(DEFAULTS)}")
+    options = {**DEFAULTS, **options}
     grid = {k: options.pop(k) for k in GRID_OPTIONS}
     with _flag_errors():
         checked = check_options(n, **options)
     return {**grid, **{k: checked[k] for k in options}}
-
-
-#: The options of the scale grid (``msapod analyze`` only; analyze takes the grid).
-GRID_OPTIONS = ("scale_min", "scale_max", "n_scales")
 
 
 @contextmanager
@@ -487,9 +166,7 @@ def _flag_errors():
 
 def _scales(params: dict, n_lag: int) -> np.ndarray | None:
     """The scale grid over ``n_lag`` lags, or None for :func:`msapod.analyze`'s default."""
-    from ..wavelets import DEFAULT_MIN_SCALE, DEFAULT_NUM_SCALES, log_scales
-
-    if params["scale_min"] is None and params["scale_max"] is None and params["n_scales"] is None:
+    if all(params[k] is None for k in GRID_OPTIONS):
         return None
     smin = DEFAULT_MIN_SCALE if params["scale_min"] is None else params["scale_min"]
     smax = n_lag / 2 if params["scale_max"] is None else params["scale_max"]
@@ -508,8 +185,6 @@ def _with_intervals(out: xr.Dataset, t: float) -> xr.Dataset:
     """``out`` with the 95 % intervals of the scale centroid, T_spec and H* from their
     jackknife standard errors by the verdicts' own formula for positive quantities
     (:func:`msapod.studies.verdict.inference.log_interval`), with the quantile ``t``."""
-    from .verdict.inference import log_interval
-
     for name, se in (
         ("scale_centroid", "scale_centroid_se"),
         ("T_spec", "T_spec_se"),
@@ -536,12 +211,15 @@ def analyze_source(
     layers: Sequence[int] | None = None,
     average_heads: bool = True,
     tau_max: int | None = None,
-    params: dict | None = None,
     batch_size: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
+    **options,
 ) -> xr.Dataset:
     """Fields (cached), then the analysis layer by layer (each layer cached) of one source.
+
+    Parameters are those of :func:`analyze_sources`; ``options`` those of
+    :data:`DEFAULTS`.
 
     Returns
     -------
@@ -552,24 +230,22 @@ def analyze_source(
         ``*_lower``/``*_upper`` of the scale centroid, T_spec and H*; attrs: the source,
         its sha256, the text, its sha256, the ensemble and the keys.
     """
-    from ..models.data import check_layers
-    from .measure.uncertainty import t_quantile
-
-    params = params if params is not None else _analysis_params(**DEFAULTS)
+    n, length = ens.ids.shape
+    params = _analysis_params(n, **options)
     try:
         layers = check_layers(layers, source.n_layer)
     except ValueError as err:
         raise UsageError(f"--layers: {err} ({source.label} has {source.n_layer} layers)") from None
-    n, length = ens.ids.shape
     tau_max = _band(tau_max, source, length)
     n_lag = length if source.causal else 2 * length - 1
-    scales = _scales(params, n_lag if tau_max is None else tau_max + 1)
-    options = {k: params[k] for k in DEFAULTS if k not in GRID_OPTIONS}
+    analysis = {
+        "scales": _scales(params, n_lag if tau_max is None else tau_max + 1),
+        **{k: params[k] for k in ANALYZE_OPTIONS},
+    }
     fparts = _fields_parts(source, ens, layers, average_heads, tau_max)
     fkey = hashlib.sha256(_json(fparts).encode()).hexdigest()
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", source.label)
-    label = f"{safe}-n{n}-L{length}"
-    store = FieldFile(cache_root(cache_dir) / "analyze-fields" / f"{label}-{fkey[:16]}.nc", fkey)
+    label = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', source.label)}-n{n}-L{length}"
+    store = field_store("analyze-fields", label, fkey, cache_dir)
     t = t_quantile(n - 1, LEVEL)
 
     def record() -> None:
@@ -578,19 +254,23 @@ def analyze_source(
             batch_size=batch_size, progress=progress,
         )  # fmt: skip
 
-    def one(F: xr.DataArray) -> xr.Dataset:
-        return analyse_field(F, {"scales": scales, **options})
-
     def analyse(values: np.ndarray, layer: int) -> xr.Dataset:
-        return _with_intervals(analyse_layer(values, layer, one), t)
+        one = analyse_layer(values, layer, lambda F: analyse_field(F, analysis))
+        return _with_intervals(one, t)
 
-    parts = layer_analyses(
+    ds = layer_analyses(
         store, record, layers, analyse, kind="analyze-layers", label=label,
         parts={"fields_key": fkey, "params": _json(params), "own_format": OWN_FORMAT},
         cache_dir=cache_dir, progress=progress, desc=f"{source.label}: analysis",
     )  # fmt: skip
-    ds = concat_layers(parts)
-    ds.attrs = _source_attrs(ds.attrs, source, ens, fparts, fkey, store.path)
+    ds.attrs.update(
+        average_heads=fparts["average_heads"],
+        tau_max=fparts["tau_max"],
+        **_provenance(source, ens),
+        n_tokens_text=ens.n_tokens,
+        fields_key=fkey,
+        fields_file=str(store.path),
+    )
     ds["offset"] = ("snapshot", ens.offsets)
     return ds
 
@@ -626,64 +306,24 @@ def _fields_parts(source: Source, ens: TokenEnsemble, layers, average_heads, tau
     }
 
 
-def _source_attrs(attrs, source: Source, ens: TokenEnsemble, fparts: dict, fkey, path) -> dict:
-    """The combined layers' attrs less the cache's, plus the source's and text's provenance."""
-    keep = {
-        k: v
-        for k, v in attrs.items()
-        if not k.startswith(("cache_", "values_")) and k not in ("dataset_format",)
+def _provenance(source: Source, ens: TokenEnsemble) -> dict:
+    """Where one model's numbers come from: its source and text (coordinates on
+    ``model`` of the stacked dataset)."""
+    return {
+        "model_type": source.model_type,
+        "source": source.spec,
+        "source_kind": source.kind,
+        "source_sha256": source.sha256,
+        "framework": source.framework,
+        "causal": int(source.causal),
+        "text_source": ens.text_source,
+        "text_sha256": ens.text_sha256,
+        "ids_sha256": ens.ids_sha256,
+        "lag_unit": ens.unit,
+        "chars_per_token": ens.chars_per_token,
+        "n_layer_model": source.n_layer,
+        "n_head": source.n_head,
     }
-    keep.update(
-        average_heads=fparts["average_heads"],
-        tau_max=fparts["tau_max"],
-        source=source.spec,
-        source_kind=source.kind,
-        model_type=source.model_type,
-        source_sha256=source.sha256,
-        framework=source.framework,
-        causal=int(source.causal),
-        n_layer_model=source.n_layer,
-        n_head=source.n_head,
-        text_source=ens.text_source,
-        text_sha256=ens.text_sha256,
-        ids_sha256=ens.ids_sha256,
-        n_tokens_text=ens.n_tokens,
-        lag_unit=ens.unit,
-        chars_per_token=ens.chars_per_token,
-        fields_key=fkey,
-        fields_file=str(path),
-    )
-    return keep
-
-
-#: Defaults of every analysis option: the scale grid's (None: analyze's default grid,
-#: :data:`msapod.wavelets.DEFAULT_MIN_SCALE` to half the lags in
-#: :data:`msapod.wavelets.DEFAULT_NUM_SCALES` steps) and analyze's own, read from its
-#: signature.
-DEFAULTS = {
-    **dict.fromkeys(GRID_OPTIONS),
-    **{
-        k: ANALYZE_DEFAULTS[k]
-        for k in ("omega0", "max_peaks", "centre", "width", "field", "eps", "n_modes")
-    },
-}
-
-#: Per-model provenance kept as coordinates on ``model``.
-_PER_MODEL = (
-    "model_type",
-    "source",
-    "source_kind",
-    "source_sha256",
-    "framework",
-    "causal",
-    "text_source",
-    "text_sha256",
-    "ids_sha256",
-    "lag_unit",
-    "chars_per_token",
-    "n_layer_model",
-    "n_head",
-)
 
 
 def _check_sources(sources, labels) -> tuple[list, list | None]:
@@ -716,7 +356,7 @@ def analyze_sources(
     batch_size: int | None = None,
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
-    log=None,
+    log: Callable[[str], None] | None = None,
     claims: bool = True,
     **options,
 ) -> xr.Dataset:
@@ -753,8 +393,8 @@ def analyze_sources(
     claims
         Also decide the paper's field-based claims (:func:`evaluate_claims`).
     **options
-        ``scale_min``, ``scale_max``, ``n_scales``, ``omega0``, ``max_peaks``, ``centre``,
-        ``width``, ``field``, ``eps``, ``n_modes`` (see :data:`DEFAULTS`).
+        The scale grid's and :func:`msapod.analyze`'s options, by name (:data:`DEFAULTS`
+        lists them with their defaults).
 
     Returns
     -------
@@ -771,10 +411,7 @@ def analyze_sources(
         Any bad input, before anything is extracted where it can be known then.
     """
     sources, labels = _check_sources(sources, labels)
-    unknown = set(options) - set(DEFAULTS)
-    if unknown:
-        raise TypeError(f"analyze_sources: unexpected options {sorted(unknown)}")
-    params = _analysis_params(n, **{**DEFAULTS, **options})
+    params = _analysis_params(n, **options)
     if batch_size is not None:
         batch_size = check_int(batch_size, "--batch-size", 2, UsageError)
     log = log or (lambda line: None)
@@ -782,27 +419,24 @@ def analyze_sources(
     for src in _resolve_all(sources, labels, log):
         ens = make_ensemble(src, text, n=n, length=length, seed=seed)
         ds = analyze_source(
-            src,
-            ens,
-            layers=layers,
-            average_heads=average_heads,
-            tau_max=tau_max,
-            params=params,
-            batch_size=batch_size,
-            cache_dir=cache_dir,
-            progress=progress,
-        )
+            src, ens, layers=layers, average_heads=average_heads, tau_max=tau_max,
+            batch_size=batch_size, cache_dir=cache_dir, progress=progress, **params,
+        )  # fmt: skip
         results.append((src, ens, ds))
     ensemble = {
-        "n": n,
+        "n_snapshots": n,
         "length": length,
         "seed": seed,
-        "average_heads": average_heads,
+        "average_heads": int(average_heads),
         "tau_max": results[0][2].attrs["tau_max"],
     }
-    out = _stack([(src, ds) for src, _, ds in results], params, **ensemble)
+    out = _stack(results, params, ensemble)
+    card = None
     if claims:
-        out = _with_claims(out, results, cache_dir, progress, log)
+        card = evaluate_claims(results, cache_dir=cache_dir, progress=progress, log=log)
+    if card is not None:
+        out = out.merge(card)
+        out.attrs.update(card.attrs)
     return out
 
 
@@ -823,32 +457,19 @@ def _resolve_all(sources: list, labels: list | None, log):
         yield src
 
 
-def _with_claims(out: xr.Dataset, results, cache_dir, progress: bool, log) -> xr.Dataset:
-    """``out`` with the claims of :func:`evaluate_claims` merged in, where they could be
-    decided."""
-    card = evaluate_claims(results, cache_dir=cache_dir, progress=progress, log=log)
-    if card is None:
-        return out
-    out = out.merge(card)
-    out.attrs["claims_models"] = card.attrs["claims_models"]
-    out.attrs["claims_rules"] = (
-        "msapod.studies.check_claims: the book's default reading of the tests of "
-        "msapod.studies.verdict (the scorecard's)"
-    )
-    return out
+# ----------------------------------------------------------------------------- claims
 
 
 #: Columns of the claims table kept in the dataset (as ``claim_<column>(claim)``).
 CLAIM_COLUMNS = ("paper", "verdict", "code", "measured", "reason", "unit")
 
 
-def _all_layers(ds: xr.Dataset) -> bool:
-    n = int(ds.attrs["n_layer_model"])
-    return sorted(int(v) for v in ds["layer"].values) == list(range(1, n + 1))
-
-
 def evaluate_claims(
-    results, *, cache_dir=None, progress: bool = False, log=None
+    results: Sequence[tuple[Source, TokenEnsemble, xr.Dataset]],
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    progress: bool = False,
+    log: Callable[[str], None] | None = None,
 ) -> xr.Dataset | None:
     """The paper's field-based claims on the analysed models, by the book's rules.
 
@@ -858,20 +479,24 @@ def evaluate_claims(
     that the claims comparing architectures are decided where there are at least two
     models of each; otherwise they say they need more models). Cached by the fields' keys.
 
+    Parameters
+    ----------
+    results
+        ``(source, ensemble, dataset)`` of each model (:func:`analyze_source`).
+    cache_dir, progress, log
+        As in :func:`analyze_sources`.
+
     Returns
     -------
     xarray.Dataset or None
-        ``claim_verdict(claim)``, ``claim_measured``, ... (:data:`CLAIM_COLUMNS`), attr
-        ``claims_models``; None (with a note to ``log``) when no model qualifies.
-
+        ``claim_verdict(claim)``, ``claim_measured``, ... (:data:`CLAIM_COLUMNS`), attrs
+        ``claims_models`` and ``claims_rules``; None (with a note to ``log``) when no
+        model qualifies or the claims cannot be decided.
     """
     log = log or (lambda line: None)
     ok = _claim_models(results, log)
     if not ok:
         return None
-    from .measure.evidence import EVIDENCE_FORMAT
-    from .verdict.curve import source_hash
-
     labels = [src.label for src, _, _ in ok]
     parts = {
         "fields_keys": [ds.attrs["fields_key"] for _, _, ds in ok],
@@ -883,8 +508,6 @@ def evaluate_claims(
     }
 
     def compute() -> xr.Dataset:
-        from . import check_claims
-
         card = check_claims(_head_mean_fields(ok, progress), progress=progress)
         out = xr.Dataset(
             {
@@ -909,7 +532,11 @@ def evaluate_claims(
         )
         return None
     out = claims[list(claims.data_vars)]
-    out.attrs = {"claims_models": claims.attrs["claims_models"]}
+    out.attrs = {
+        "claims_models": claims.attrs["claims_models"],
+        "claims_rules": "msapod.studies.check_claims: the book's default reading of the "
+        "tests of msapod.studies.verdict (the scorecard's)",
+    }
     return out
 
 
@@ -930,7 +557,7 @@ def _claim_models(results, log) -> list:
                 f"{src.label}: the paper's claims compare early layers (1-2) with later "
                 f"ones; {src.n_layer} layers are too few, not evaluated"
             )
-        elif not _all_layers(ds):
+        elif sorted(int(v) for v in ds["layer"].values) != list(range(1, src.n_layer + 1)):
             log(
                 f"{src.label}: the paper's claims need every layer (1..{src.n_layer}); "
                 "run without --layers to evaluate them"
@@ -969,25 +596,42 @@ def _head_mean_fields(ok: list, progress: bool) -> xr.DataArray:
     )
 
 
-def _stack(results, params, **ensemble) -> xr.Dataset:
+# ----------------------------------------------------------------------------- dataset
+
+
+def _stack(results, params: dict, ensemble: dict) -> xr.Dataset:
     """The per-source datasets along ``model``, with the provenance as coords and attrs."""
-    labels = [src.label for src, _ in results]
-    parts = []
-    for _, ds in results:
-        parts.append(ds.assign_attrs({}))
+    labels = [src.label for src, _, _ in results]
     ds = xr.concat(
-        parts,
+        [ds for _, _, ds in results],
         dim=xr.DataArray(labels, dims="model", name="model"),
         coords="minimal",
         compat="override",
         join="outer",
         combine_attrs="drop",
     )
-    coords = {"architecture": ("model", [src.architecture for src, _ in results])}
-    for key in _PER_MODEL:
-        coords[key] = ("model", [ds_.attrs[key] for _, ds_ in results])
+    origins = [_provenance(src, ens) for src, ens, _ in results]
+    coords = {"architecture": ("model", [src.architecture for src, _, _ in results])}
+    coords.update({k: ("model", [o[k] for o in origins]) for k in origins[0]})
     ds = ds.assign_coords(coords)
-    ds.attrs = _stack_attrs(results, params, labels, ensemble)
+    first = results[0][2].attrs
+    ds.attrs = {
+        "msapod_step": "analyze (msapod analyze)",
+        "msapod_version": package_version(),
+        "models": ", ".join(labels),
+        **ensemble,
+        "params": _json(params),
+        **{f"param_{k}": v for k, v in _used_params(results, params).items()},
+        "sources": _json([{"label": la, **o} for la, o in zip(labels, origins, strict=True)]),
+        **{k: first[k] for k in _SHARED_ATTRS if k in first},
+        "description": (
+            "msapod.analyze per layer of the attention fields of each model over an "
+            "ensemble of non-overlapping text snippets, with leave-one-snapshot-out "
+            "jackknife standard errors and 95 % intervals; lags and scales in the unit "
+            "of lag_unit; param_*: the value each option took, params: the options as "
+            "given (null: the default)"
+        ),
+    }
     return ds
 
 
@@ -1013,63 +657,34 @@ _SHARED_ATTRS = (
 
 
 def _used_params(results, params: dict) -> dict:
-    """The value each option of ``params`` took: the scale grid read from each result's
-    ``scale`` coordinate and ``n_modes`` from its attrs (where ``params`` leaves them to
-    the default), one value, or ``"<model>: <value>, ..."`` where the models differ (their
-    lags differ)."""
-    taken = {
-        "scale_min": lambda ds: float(ds["scale"].min()),
-        "scale_max": lambda ds: float(ds["scale"].max()),
-        "n_scales": lambda ds: int(ds.sizes["scale"]),
-        "n_modes": lambda ds: int(ds.attrs["n_modes"]),
-    }
-    used = {}
-    for key, value in params.items():
-        if value is not None or key not in taken:
-            used[key] = value
-            continue
-        values = [taken[key](ds) for _, ds in results]
-        if len(set(values)) == 1:
-            used[key] = values[0]
-        else:
-            used[key] = ", ".join(
-                f"{src.label}: {v:g}" for (src, _), v in zip(results, values, strict=True)
+    """The value each option of ``params`` took: where ``params`` leaves the scale grid or
+    ``n_modes`` to the default, the value read from each result (one value, or
+    ``"<model>: <value>, ..."`` where the models differ: their lags differ)."""
+    used = dict(params)
+    for key, taken in _TAKEN.items():
+        if params[key] is None:
+            values = [taken(ds) for _, _, ds in results]
+            used[key] = (
+                values[0]
+                if len(set(values)) == 1
+                else ", ".join(
+                    f"{src.label}: {v:g}" for (src, _, _), v in zip(results, values, strict=True)
+                )
             )
     return used
 
 
-def _stack_attrs(results, params: dict, labels: list, ensemble: dict) -> dict:
-    """The stacked dataset's attrs: the ensemble, every parameter, each source's
-    provenance and the analysis attrs shared by every source."""
-    first = results[0][1].attrs
-    return {
-        "msapod_step": "analyze (msapod analyze)",
-        "msapod_version": package_version(),
-        "models": ", ".join(labels),
-        "n_snapshots": ensemble["n"],
-        "length": ensemble["length"],
-        "seed": ensemble["seed"],
-        "average_heads": int(ensemble["average_heads"]),
-        "tau_max": ensemble["tau_max"],
-        "params": _json(params),
-        **{f"param_{k}": v for k, v in _used_params(results, params).items()},
-        "sources": _json(
-            [{"label": src.label, **{k: ds_.attrs[k] for k in _PER_MODEL}} for src, ds_ in results]
-        ),
-        **{k: first[k] for k in _SHARED_ATTRS if k in first},
-        "description": (
-            "msapod.analyze per layer of the attention fields of each model over an "
-            "ensemble of non-overlapping text snippets, with leave-one-snapshot-out "
-            "jackknife standard errors and 95 % intervals; lags and scales in the unit "
-            "of lag_unit; param_*: the value each option took, params: the options as "
-            "given (null: the default)"
-        ),
-    }
+#: How each option left to the default is read from a result.
+_TAKEN = {
+    "scale_min": lambda ds: float(ds["scale"].min()),
+    "scale_max": lambda ds: float(ds["scale"].max()),
+    "n_scales": lambda ds: int(ds.sizes["scale"]),
+    "n_modes": lambda ds: int(ds.attrs["n_modes"]),
+}
 
 
 def save_dataset(ds: xr.Dataset, path: str | os.PathLike) -> Path:
     """Write the dataset as netCDF (h5netcdf), atomically."""
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as tmp:

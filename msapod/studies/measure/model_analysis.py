@@ -5,12 +5,14 @@ analyze`` (:func:`msapod.studies.own_model.analyze_sources`) are two calls of it
 with its own settings (model, text, ensemble, options, what it publishes):
 
 1. **the model**: a :class:`Source`, a loaded model with its tokenizer, the sha256 that
-   keys its caches, its layers, heads and context;
+   keys its caches, its layers, heads and context: a zoo model, a checkpoint or a Hugging
+   Face model (:func:`load_source`), whose attention is probed once (:func:`probe`);
 2. **the ensemble** (PAPER.md step 1): the text tokenised as a whole without special
-   tokens (:func:`tokenise`), then ``n`` of its aligned, non-overlapping windows of
-   ``length`` tokens drawn by :func:`msapod.models.data.ensemble_offsets` with ``seed``
-   (:func:`draw_ensemble`), with each snippet's character span where the tokenizer
-   reports offsets;
+   tokens (:func:`tokenise`; the zoo's characters for its character-level models), then
+   ``n`` of its aligned, non-overlapping windows of ``length`` tokens drawn by
+   :func:`msapod.models.data.ensemble_offsets` with ``seed`` (:func:`draw_ensemble`,
+   :func:`make_ensemble`), with each snippet's character span where the tokenizer reports
+   offsets;
 3. **the fields**: one forward pass per batch of snippets (:func:`batch_plan`), every
    requested layer recorded through :mod:`msapod.models.record` and written into a field
    file (:class:`msapod.fieldfile.FieldFile`) as soon as it is computed, heads averaged
@@ -22,40 +24,66 @@ with its own settings (model, text, ensemble, options, what it publishes):
    (:func:`layer_analyses`), the fields recorded only when a layer is computed.
 
 Memory holds the model plus one layer of one batch while recording, and one field set
-(one layer, or one layer and head) while analysing. The module imports no torch; the
-recording imports it when it runs.
+(one layer, or one layer and head) while analysing. The module imports no torch: loading a
+model and recording its attention import it (and transformers) when they run.
 """
 
 from __future__ import annotations
 
+import difflib
 import hashlib
+import json
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+import re
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import xarray as xr
+from tqdm import tqdm
 
-from ...models.data import ensemble_offsets, load_corpus, load_text
-from ...pipeline import ANALYZE_DEFAULTS
-from ..store.cache import FieldFile, TokenEnsemble, cached_dataset, record_fields, text_coords
+from ..._io import check_int
+from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH, ensemble_offsets, load_corpus, load_text
+from ...pipeline import ANALYZE_DEFAULTS, analyze
+from ..store.cache import (
+    FieldFile,
+    TokenEnsemble,
+    cache_root,
+    cached_dataset,
+    concat_layers,
+    record_fields,
+    state_sha256,
+    text_coords,
+)
 from .modestats import lag_energy
 from .uncertainty import pod_jackknife, scale_jackknife
 
 __all__ = [
     "BATCH_BUDGET",
     "DROPPED",
+    "GGUF_ALIASES",
     "VAL_TEXT",
     "Source",
+    "UsageError",
     "analyse_field",
     "analyse_layer",
     "batch_plan",
     "draw_ensemble",
     "ensemble_record",
+    "field_store",
+    "folder_label",
     "layer_analyses",
+    "load_source",
+    "make_ensemble",
+    "probe",
+    "quiet_transformers",
     "record_ensemble",
     "snippet_bytes",
     "tokenise",
+    "transformers_source",
     "validation_text",
 ]
 
@@ -66,6 +94,18 @@ BATCH_BUDGET = 64 * 2**20
 DROPPED = ("modes", "coefficients", "gram")
 #: Leading POD modes whose lag profiles :func:`analyse_field` keeps.
 N_MODE_PROFILES = 3
+#: Names that select the SmolLM2-135M GGUF of the ``llm`` extra
+#: (:func:`msapod.studies.measure.llm.smollm2_source`).
+GGUF_ALIASES = ("smollm2", "smollm2-135m", "SmolLM2-135M-Instruct-Q4_1")
+#: Fewest snapshots: the T_spec fit needs ranks 1..(N - 1) // 2 >= 2.
+MIN_N = 5
+#: Smallest snippet length: the default scale grid needs more than 6 lags.
+MIN_LENGTH = 8
+
+
+class UsageError(ValueError):
+    """A bad input (source, text, ensemble, layers, options): ``msapod analyze`` exits
+    with 2."""
 
 
 @dataclass
@@ -118,6 +158,278 @@ class Source:
     causal: bool = True
     framework: str = "msapod"
     notes: list[str] = field(default_factory=list)
+
+
+def transformers_source(
+    model, tokenizer, *, spec: str, label: str, kind: str, sha256: str
+) -> Source:
+    """A transformers model as a :class:`Source`: its layers, heads, context and type read
+    from its ``config``.
+
+    Parameters
+    ----------
+    model
+        The module whose attention is recorded (a base model, or a causal LM's decoder).
+    tokenizer, spec, label, kind, sha256
+        As in :class:`Source`.
+
+    Raises
+    ------
+    ValueError
+        A config without ``num_hidden_layers`` or ``num_attention_heads``.
+    """
+    c = model.config
+    n_layer = getattr(c, "num_hidden_layers", None)
+    n_head = getattr(c, "num_attention_heads", None)
+    if n_layer is None or n_head is None:
+        raise ValueError(
+            f"model type {c.model_type!r} has no num_hidden_layers / num_attention_heads; "
+            "expected a transformer with self-attention"
+        )
+    return Source(
+        spec=spec,
+        label=label,
+        kind=kind,
+        model=model,
+        tokenizer=tokenizer,
+        sha256=sha256,
+        n_layer=int(n_layer),
+        n_head=int(n_head),
+        max_len=getattr(c, "max_position_embeddings", None),
+        model_type=str(c.model_type),
+        framework="transformers",
+    )
+
+
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """transformers imported and run without chatter: its logging at error level, its
+    progress bars off and Python's warnings ignored (e.g. tqdm's "IProgress not found" in
+    a notebook without ipywidgets), all restored afterwards.
+
+    Raises
+    ------
+    ImportError
+        transformers is not installed.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from transformers.utils import logging as hf_logging
+
+        level, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+        hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()
+        try:
+            yield
+        finally:
+            hf_logging.set_verbosity(level)
+            if bars:
+                hf_logging.enable_progress_bar()
+
+
+def load_source(spec: str, label: str | None = None) -> Source:
+    """Load a zoo model, a checkpoint or a Hugging Face model as a :class:`Source`.
+
+    Parameters
+    ----------
+    spec
+        Zoo model name, checkpoint folder (``config.json`` + ``model.safetensors`` of
+        :func:`msapod.models.train.train`), or Hugging Face folder or id (loaded as
+        transformers loads it, with its default attention implementation; the ``hf``
+        extra). An id without ``/`` is looked up in the local Hugging Face cache only;
+        ``org/name`` may be downloaded.
+    label
+        Name of the model in the results (default: the zoo name, the folder's name
+        (:func:`folder_label`), the id's last part).
+
+    Raises
+    ------
+    UsageError
+        Unknown source, missing extra, a model without a tokenizer.
+    """
+    from ...models import zoo
+
+    if not isinstance(spec, str) or not spec:
+        raise UsageError(f"SOURCE: expected a model name, folder or id, got {spec!r}")
+    if spec in zoo.ZOO_CONFIGS:
+        try:
+            model = zoo.load(spec)
+        except FileNotFoundError as err:
+            raise UsageError(f"SOURCE {spec!r}: {err}") from None
+        return replace(
+            _msapod_source(spec, label or spec, "zoo", model), architecture=zoo.architecture(spec)
+        )
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return _folder_source(spec, path, label)
+    if path.exists():
+        raise UsageError(_unknown(spec, "a file, not a model folder"))
+    if spec.startswith((".", "/", "~")) or os.sep + os.sep in spec:
+        raise UsageError(_unknown(spec, "no such folder"))
+    if "/" not in spec:
+        if _hf_cached(spec):
+            return _hf_source(spec, label, local_only=True)
+        close = difflib.get_close_matches(spec, list(zoo.ZOO_CONFIGS), n=3)
+        hint = f"no such zoo model; did you mean {' or '.join(close)}?" if close else ""
+        raise UsageError(_unknown(spec, hint))
+    return _hf_source(spec, label, local_only=_hf_cached(spec))
+
+
+def _msapod_source(spec: str, label: str, kind: str, model) -> Source:
+    c = model.config
+    return Source(
+        spec=spec,
+        label=label,
+        kind=kind,
+        model=model,
+        tokenizer=None,
+        sha256=model.weights_sha256,
+        n_layer=int(c.n_layer),
+        n_head=int(c.n_head),
+        max_len=int(c.block_size),
+        architecture="ega" if c.attention == "ega" else "baseline",
+    )
+
+
+def _hf_source(spec: str, label: str | None, local_only: bool) -> Source:
+    """A Hugging Face model (folder or id) as a :class:`Source`, loaded as transformers
+    loads it (its default attention implementation; recorded through transformers'
+    attention interface, :mod:`msapod.models.record`)."""
+    try:
+        import torch  # noqa: F401
+        import transformers
+    except ImportError as err:
+        raise UsageError(
+            f"SOURCE {spec!r}: a Hugging Face model needs the hf extra ({err}); "
+            'pip install "msapod[hf]"'
+        ) from None
+    load = {"local_files_only": local_only}
+    with quiet_transformers():
+        try:
+            config = transformers.AutoConfig.from_pretrained(spec, **load)
+        except (OSError, ValueError) as err:
+            raise UsageError(
+                _unknown(spec, f"not loadable as a Hugging Face model: {err}")
+            ) from None
+        try:
+            model = transformers.AutoModel.from_pretrained(spec, **load)
+        except (OSError, ValueError, TypeError, KeyError) as err:
+            raise UsageError(
+                f"SOURCE {spec!r}: Hugging Face model {config.model_type!r} could not be "
+                f"loaded: {' '.join(str(err).split())[:300]}"
+            ) from None
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(spec, **load)
+        except Exception:  # noqa: BLE001 - any failure means: no usable tokenizer
+            tokenizer = None
+    model = model.float().eval()
+    name = label or (folder_label(Path(spec)) if Path(spec).exists() else spec.split("/")[-1])
+    try:
+        source = transformers_source(
+            model, tokenizer, spec=spec, label=name, kind="hf",
+            sha256=state_sha256(model, with_config=True),
+        )  # fmt: skip
+    except ValueError as err:
+        raise UsageError(f"SOURCE {spec!r}: {err}") from None
+    if tokenizer is None:
+        raise UsageError(
+            f"SOURCE {spec!r}: no tokenizer found with the model; save the model's tokenizer "
+            "in the same folder (tokenizer.save_pretrained(folder))"
+        )
+    return source
+
+
+def _unknown(spec: str, why: str = "") -> str:
+    return (
+        f"SOURCE {spec!r}: unknown source ({why or 'no such model'}); expected a zoo model "
+        "(`msapod zoo` lists them), a checkpoint folder, a Hugging Face model folder or id, "
+        f"or {GGUF_ALIASES[0]!r} (the SmolLM2 GGUF of the llm extra)"
+    )
+
+
+def _hf_cached(repo_id: str) -> bool:
+    """Whether a Hugging Face id has a config in the local cache (no network)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return False
+    try:
+        hit = try_to_load_from_cache(repo_id, "config.json")
+    except Exception:  # noqa: BLE001 - an invalid id is simply not cached
+        return False
+    return isinstance(hit, str)
+
+
+def _folder_source(spec: str, path: Path, label: str | None) -> Source:
+    """The model in the folder ``path``: a checkpoint of :func:`msapod.models.train.train`
+    or a Hugging Face model folder."""
+    from ...models.train import CONFIG, WEIGHTS, load_checkpoint
+
+    if (path / WEIGHTS).is_file() and _is_msapod_run(path / CONFIG):
+        try:
+            model = load_checkpoint(path)
+        except (ValueError, OSError) as err:
+            raise UsageError(f"SOURCE {spec!r}: {err}") from None
+        return _msapod_source(spec, label or folder_label(path), "checkpoint", model)
+    if (path / "config.json").is_file():
+        return _hf_source(str(path), label, local_only=True)
+    raise UsageError(
+        _unknown(spec, "the folder holds neither a checkpoint nor a Hugging Face model")
+    )
+
+
+#: Folder names that say where a model is kept, not which model it is.
+_GENERIC_FOLDERS = frozenset(
+    {"model", "models", "checkpoint", "checkpoints", "final", "latest", "best", "hf", "weights"}
+)
+
+
+def folder_label(path: Path) -> str:
+    """The name of the model in folder ``path``: the repository name of a Hugging Face
+    cache snapshot (``models--org--name/snapshots/<commit>`` -> ``name``); the folder's
+    name, prefixed with its parent's where it names no model (``run-7/checkpoint``,
+    ``all-MiniLM-L6-v2/model``)."""
+    path = path.expanduser().resolve()
+    if path.parent.name == "snapshots" and path.parent.parent.name.startswith("models--"):
+        return path.parent.parent.name.split("--")[-1]
+    if path.name.lower() in _GENERIC_FOLDERS or re.fullmatch(r"[0-9a-f]{12,}", path.name):
+        return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    return path.name
+
+
+def _is_msapod_run(config: Path) -> bool:
+    try:
+        meta = json.loads(config.read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return isinstance(meta, dict) and "train" in meta and "weights_sha256" in meta
+
+
+def probe(source: Source) -> None:
+    """One forward pass over two short snippets: the model's attention must be recorded
+    (:mod:`msapod.models.record`); for Hugging Face models it also measures causality
+    (sets ``source.causal`` and adds a note when the model attends to later keys) and
+    notes how the attention is recorded."""
+    from ...models.extract import collect_attention
+    from ...models.record import recording_path
+
+    if source.framework == "msapod":
+        return
+    vocab = getattr(source.model.config, "vocab_size", None) or 2
+    length = 8 if source.max_len is None else max(2, min(8, int(source.max_len)))
+    ids = np.random.default_rng(0).integers(0, max(1, int(vocab)), size=(2, length))
+    try:
+        A = collect_attention(source.model, ids, layers=[1], progress=False, batch_size=2)
+    except ValueError as err:
+        raise UsageError(f"SOURCE {source.spec!r}: {err}") from None
+    source.notes.append(f"{source.label}: attention recorded by {recording_path(source.model)}")
+    source.causal = float(np.triu(A.values, 1).max()) == 0.0
+    if not source.causal:
+        source.notes.append(
+            f"{source.label}: bidirectional attention (keys after the query get weight); "
+            "fine: the lag profiles then run over negative lags (keys after the query) "
+            "as well as positive ones"
+        )
 
 
 # ----------------------------------------------------------------------------- ensemble
@@ -208,7 +520,89 @@ def ensemble_record(ens: TokenEnsemble) -> tuple[dict, dict]:
     return arrays, attrs
 
 
+def _read_text(text: str | os.PathLike | None) -> tuple[str, str]:
+    if text is None:
+        return validation_text(), VAL_TEXT
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise UsageError(f"--text: {path} is not a file")
+    try:
+        body = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise UsageError(f"--text: {path} is not UTF-8 text ({err})") from None
+    return body, str(path.resolve())
+
+
+def make_ensemble(
+    source: Source,
+    text: str | os.PathLike | None = None,
+    *,
+    n: int = N_SNAPSHOTS,
+    length: int = SNIPPET_LENGTH,
+    seed: int = 0,
+) -> TokenEnsemble:
+    """Draw ``n`` non-overlapping snippets of ``length`` tokens of ``text`` for ``source``.
+
+    The text (default: the zoo's validation split) is tokenised as a whole, with the
+    zoo's character vocabulary for msapod models and the model's tokenizer (no special
+    tokens, :func:`~msapod.studies.measure.model_analysis.tokenise`) otherwise;
+    :func:`~msapod.studies.measure.model_analysis.draw_ensemble` then draws ``n`` of its
+    aligned windows of ``length`` tokens with ``seed``. For the zoo's models and the
+    default text this is exactly :func:`msapod.models.extract.ensemble_ids`, the book's
+    ensemble; for SmolLM2 and the default text, the SmolLM2 study's.
+
+    Raises
+    ------
+    UsageError
+        ``n``, ``length`` or ``seed`` out of range, a length beyond the model's context,
+        a character outside the vocabulary, or a text shorter than ``n x length`` tokens.
+    """
+    n = check_int(n, "--n", MIN_N, UsageError)
+    length = check_int(length, "--length", MIN_LENGTH, UsageError)
+    seed = check_int(seed, "--seed", 0, UsageError)
+    if source.max_len is not None and length > source.max_len:
+        raise UsageError(
+            f"--length: {length} tokens exceed the context of {source.label} "
+            f"({source.max_len} tokens)"
+        )
+    body, where = _read_text(text)
+    spans, unit = None, "character"
+    if source.tokenizer is not None:
+        tokens, spans = tokenise(source.tokenizer, body)
+        unit = "token"
+    else:
+        tokens = _characters(source, body, default_text=text is None)
+    slots = len(tokens) // length
+    if slots < n:
+        raise UsageError(
+            f"--text: {where} has {len(tokens)} {unit}s, room for {slots} non-overlapping "
+            f"snippets of {length}; N x length = {n} x {length} = {n * length} needed: "
+            "lower --n or --length, or give a longer --text"
+        )
+    return draw_ensemble(
+        tokens, n=n, length=length, seed=seed, text=body, text_source=where, unit=unit,
+        spans=spans,
+    )  # fmt: skip
+
+
+def _characters(source: Source, body: str, default_text: bool) -> np.ndarray:
+    """The text ``body`` in the zoo's characters (the corpus' validation tokens for the
+    default text)."""
+    corpus = load_corpus()
+    if default_text:
+        return np.asarray(corpus.val, dtype=np.int64)
+    try:
+        return corpus.encode(body).astype(np.int64)
+    except ValueError as err:
+        raise UsageError(f"--text: {err} of {source.label} (the zoo's 65 characters)") from None
+
+
 # ----------------------------------------------------------------------------- fields
+
+
+def field_store(kind: str, label: str, key: str, cache_dir: str | os.PathLike | None) -> FieldFile:
+    """The field file ``<cache>/<kind>/<label>-<key[:16]>.nc`` keyed by ``key``."""
+    return FieldFile(cache_root(cache_dir) / kind / f"{label}-{key[:16]}.nc", key)
 
 
 def batch_plan(n: int, per_snippet: int, batch_size: int | None = None) -> list[tuple[int, int]]:
@@ -299,8 +693,6 @@ def analyse_field(
         windows (:func:`~msapod.studies.measure.uncertainty.pod_jackknife`); the others
         as ``scale_errors`` and ``mode_profiles`` say.
     """
-    from ...pipeline import analyze
-
     ana = analyze(F, **options)
     gram = ana["gram"] if windows is None else ana["gram"].sel(window=list(windows))
     pj = pod_jackknife(
@@ -370,12 +762,11 @@ def layer_analyses(
     cache_dir: str | os.PathLike | None = None,
     progress: bool = True,
     desc: str = "analysis",
-) -> list[xr.Dataset]:
+) -> xr.Dataset:
     """Each layer's ``analyse(values, layer)``, cached on its own (``kind``, file
-    ``<label>-layer<layer>``, key ``parts`` and the layer); the fields are recorded
-    (``record()``) only when a layer is computed and ``store`` is not complete."""
-    from tqdm import tqdm
-
+    ``<label>-layer<layer>``, key ``parts`` and the layer), combined along ``layer``
+    without the cache's attrs; the fields are recorded (``record()``) only when a layer is
+    computed and ``store`` is not complete."""
     out = []
     bar = tqdm(total=len(layers), desc=desc, unit="layer", disable=not progress, mininterval=2)
     with bar:
@@ -397,4 +788,6 @@ def layer_analyses(
                 )
             )
             bar.update(1)
-    return out
+    ds = concat_layers(out)
+    ds.attrs = {k: v for k, v in ds.attrs.items() if not k.startswith(("cache_", "values_"))}
+    return ds
