@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from msapod.studies.measure.uncertainty import t_quantile
 from msapod.studies.registry import REGISTRY
 from msapod.studies.store.results import load_result
 from msapod.studies.verdict import render
@@ -178,3 +179,65 @@ def test_llm_scale_depth_reads_its_conclusion_from_the_numbers():
     moving = pages.llm_scale_depth(_llm([3.0, 10.0, 20.0], [3.0, 6.0, 12.0]), zoo)
     assert "no fine-to-coarse" not in moving and "spans at least the move" in moving
     assert "in 1 of 3 layers." in moving and "are finer" in moving
+
+
+def test_arch_difference_by_hand():
+    models = ["b1", "b2", "e1", "e2"]
+    x = xr.DataArray(
+        [[1.0, 2.0], [1.2, 2.4], [2.0, 2.0], [2.4, 2.2]],
+        dims=("model", "layer"),
+        coords={"model": models, "architecture": ("model", ["baseline"] * 2 + ["ega"] * 2)},
+    )
+    se = xr.full_like(x, 0.1)
+    d = pages.arch_difference(x, se)
+    t = t_quantile(2)
+    assert t == pytest.approx(4.302652729911275)
+    diff0 = 2.2 - 1.1
+    # v = max(seed variance, mean jackknife variance) per architecture (not their sum)
+    var0 = max(np.var([2.0, 2.4], ddof=1), 0.01) / 2 + max(np.var([1.0, 1.2], ddof=1), 0.01) / 2
+    assert float(d["diff"][0]) == pytest.approx(diff0)
+    assert float(d["se"][0]) == pytest.approx(np.sqrt(var0))
+    assert float(d["lower"][0]) == pytest.approx(diff0 - t * np.sqrt(var0))
+    assert bool(d["significant"][0]) == (diff0 - t * np.sqrt(var0) > 0)
+    assert not bool(d["significant"][1])  # 2.1 vs 2.2 with spread 0.4: not significant
+    with pytest.raises(ValueError, match="at least 2 models"):
+        pages.arch_difference(x.isel(model=[0, 2, 3]))
+    with pytest.raises(ValueError, match="model"):
+        pages.arch_difference(x.rename(model="m"))
+
+
+def test_arch_difference_does_not_count_snapshot_noise_twice():
+    """Planted: x_m = mu_arch + seed effect + snapshot error. The between-seed variance
+    already holds the snapshot error, so the interval's coverage stays near 95 % (the old
+    "seed variance + mean jackknife variance" over-covered), and when the seeds agree by
+    chance the jackknife variance is the floor."""
+    rng = np.random.default_rng(0)
+    models = [f"b{i}" for i in range(6)] + [f"e{i}" for i in range(6)]
+    arch = ["baseline"] * 6 + ["ega"] * 6
+    sd_seed, sd_snap, reps = 0.3, 0.4, 400
+    x = rng.normal(0, sd_seed, (reps, 12)) + rng.normal(0, sd_snap, (reps, 12))
+    x[:, 6:] += 0.5
+    xa = xr.DataArray(
+        x, dims=("rep", "model"), coords={"model": models, "architecture": ("model", arch)}
+    )
+    se = xr.full_like(xa, sd_snap)
+    d = pages.arch_difference(xa, se)
+    covered = float(((d["lower"] <= 0.5) & (d["upper"] >= 0.5)).mean())
+    assert 0.92 <= covered <= 0.98  # here the max rule covers 0.97, the old sum rule 0.99
+    # variance equals the seed variance when it exceeds the jackknife floor
+    v = xa.isel(rep=0).groupby("architecture").var(ddof=1)
+    want = np.sqrt(
+        sum(max(float(v.sel(architecture=a)), sd_snap**2) / 6 for a in ("ega", "baseline"))
+    )
+    assert float(d["se"].isel(rep=0)) == pytest.approx(want)
+    # two seeds that agree exactly: the floor (jackknife variance) is used, not zero
+    same = xr.DataArray(
+        [1.0, 1.0, 2.0, 2.0],
+        dims="model",
+        coords={
+            "model": ["b1", "b2", "e1", "e2"],
+            "architecture": ("model", ["baseline"] * 2 + ["ega"] * 2),
+        },
+    )
+    d2 = pages.arch_difference(same, xr.full_like(same, 0.1))
+    assert float(d2["se"]) == pytest.approx(np.sqrt(0.01 / 2 + 0.01 / 2))

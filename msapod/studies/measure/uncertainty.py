@@ -1,9 +1,8 @@
-"""Uncertainty of the headline numbers: jackknife over snapshots, spread over seeds.
+"""Uncertainty of the headline numbers: the jackknife over snapshots.
 
 The paper reports single-seed point values. Here every per-layer number gets a standard
-error from a **leave-one-snapshot-out jackknife** and architecture differences (EGA minus
-baseline) get an interval that also carries the spread between the two training seeds of
-each architecture.
+error from a **leave-one-snapshot-out jackknife** (:func:`t_quantile` gives the Student-t
+intervals over seeds).
 
 Why the jackknife (and not the bootstrap): T_spec and H* depend on the effective number
 of snapshots, and a resample with replacement keeps only about 0.63 N distinct ones,
@@ -59,7 +58,6 @@ from ...wavelets import (
 from ..store.cache import ModelInputs, cached_analysis, cached_model_study, model_inputs, stack_zoo
 
 __all__ = [
-    "arch_difference",
     "fractional_rank",
     "pod_jackknife",
     "scale_jackknife",
@@ -293,88 +291,6 @@ def t_quantile(df: float, level: float = 0.95) -> float:
     if not (df > 0 and 0 < level < 1):
         raise ValueError(f"df, level: expected df > 0 and 0 < level < 1, got {df}, {level}")
     return float(student_t.ppf(0.5 + level / 2, df))
-
-
-def arch_difference(
-    value: xr.DataArray,
-    se: xr.DataArray | None = None,
-    *,
-    architecture: str = "architecture",
-    treatment: str = "ega",
-    control: str = "baseline",
-    level: float = 0.95,
-) -> xr.Dataset:
-    """Difference of architecture means with an interval over seeds and snapshots.
-
-    With ``m_t`` and ``m_c`` models (training seeds) per architecture, values ``x`` and
-    jackknife standard errors ``s`` (optional), the difference of means
-    ``d = mean_t(x) - mean_c(x)`` gets the variance
-
-        var(d) = v_t / m_t + v_c / m_c,   v = max(var_seed(x), mean(s^2)),
-
-    and a Student-t interval with ``m_t + m_c - 2`` degrees of freedom. With two seeds per
-    architecture that is 2 degrees of freedom (t = 4.30 at 95 %): an honest, wide
-    interval. ``significant`` is true where the interval excludes zero.
-
-    Why the maximum and not the sum: each model's value is ``x_m = mu + e_seed + e_snap``
-    (training seed and snapshot ensemble), so the between-seed sample variance
-    ``var_seed(x)`` already estimates ``var(e_seed) + var(e_snap)``; adding the mean
-    jackknife variance ``mean(s^2)`` (an estimate of ``var(e_snap)``) would count the
-    snapshot noise twice. ``mean(s^2)`` is used only as a floor: the true variance cannot
-    be below the snapshot part, and with two seeds the sample variance is often far below
-    it by chance.
-
-    Parameters
-    ----------
-    value
-        Statistic with a ``model`` dim and an ``architecture`` coord on it.
-    se
-        Its per-model standard errors (same dims), or None.
-
-    Returns
-    -------
-    xarray.Dataset
-        ``diff``, ``se``, ``lower``, ``upper``, ``significant`` and ``df``.
-    """
-    if "model" not in value.dims or architecture not in value.coords:
-        raise ValueError(f"value: expected a 'model' dim with an {architecture!r} coord")
-    arch = value[architecture]
-    parts = {}
-    for label in (treatment, control):
-        sel = arch == label
-        m = int(sel.sum())
-        if m < 2:
-            raise ValueError(
-                f"value: expected at least 2 models of architecture {label!r} (seeds), got {m}"
-            )
-        idx = np.flatnonzero(sel.values)  # isel, not where(drop=True): same values, cheaper
-        x = value.isel(model=idx)
-        v = x.var("model", ddof=1)
-        if se is not None:  # floor, not a sum: var_seed already holds the snapshot noise
-            v = np.maximum(v, (se.isel(model=idx) ** 2).mean("model"))
-        parts[label] = (x.mean("model"), v, m)
-    (mt, vt, nt), (mc, vc, nc) = parts[treatment], parts[control]
-    diff = mt - mc
-    sd = np.sqrt(vt / nt + vc / nc)
-    df = nt + nc - 2
-    t = t_quantile(df, level)
-    out = xr.Dataset(
-        {
-            "diff": diff,
-            "se": sd,
-            "lower": diff - t * sd,
-            "upper": diff + t * sd,
-        }
-    )
-    out["significant"] = (out["lower"] > 0) | (out["upper"] < 0)
-    out.attrs = {
-        "df": df,
-        "level": level,
-        "t": t,
-        "method": "Student-t over seeds; variance = max(seed variance, mean jackknife variance)",
-        "contrast": f"{treatment} - {control}",
-    }
-    return out
 
 
 def zoo_uncertainty(
