@@ -6,9 +6,8 @@ import pytest
 import xarray as xr
 
 from msapod.studies.measure.evidence import (
-    band_evidence,
     band_shares,
-    causal_window,
+    fields_evidence,
     spectrum_slope,
 )
 from msapod.studies.verdict.curve import MAIN_READING as MAIN_SPEC
@@ -80,23 +79,18 @@ def _lag_field(profile, n=40, length=64, seed=0, layers=6, noise=0.05):
     )
 
 
-def test_band_evidence_of_fine_and_coarse_oscillations():
+def test_band_statistics_of_fine_and_coarse_oscillations():
     """A lag profile oscillating with period 4 puts most of E(a) at a <= 7; one with
     period 40 most at a >= 20 (the rectified spectrum of the attention, scales from 3)."""
     main = {a: (MAIN_SPEC[a],) for a in ("field", "normalisation", "scale_min")}
-    fine = band_evidence(_lag_field(lambda t: 1 + np.cos(2 * np.pi * t / 4), layers=1), axes=main)
-    coarse = band_evidence(
-        _lag_field(lambda t: 1 + np.cos(2 * np.pi * t / 40), layers=1), axes=main
+    fine, coarse = (
+        fields_evidence(_lag_field(profile, layers=1), axes=main, window_se=False)
+        for profile in (
+            lambda t: 1 + np.cos(2 * np.pi * t / 4),
+            lambda t: 1 + np.cos(2 * np.pi * t / 40),
+        )
     )
     assert float(fine["fine_share"].squeeze()) > 0.5 > float(coarse["fine_share"].squeeze())
     assert float(coarse["coarse_share"].squeeze()) > 0.5 > float(fine["coarse_share"].squeeze())
     assert float(coarse["scale_slope"].squeeze()) > float(fine["scale_slope"].squeeze())
     assert (fine["fine_share_se"] > 0).all()  # the noise gives the jackknife something
-
-
-def test_causal_window_is_uniform_and_row_stochastic():
-    like = _lag_field(lambda t: np.ones_like(t, dtype=float), n=3, length=16, layers=1)
-    w = causal_window(like)
-    np.testing.assert_allclose(w.sum("key").values, 1.0, rtol=1e-12)
-    assert float(w.isel(layer=0, snapshot=0, query=3, key=2)) == pytest.approx(0.25)
-    assert float(w.isel(layer=0, snapshot=0, query=3, key=5)) == 0.0

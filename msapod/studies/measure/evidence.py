@@ -59,9 +59,8 @@ __all__ = [
     "SLOPE_RANGE",
     "STATED",
     "WINDOW_SE_VARS",
-    "band_evidence",
     "band_shares",
-    "causal_window",
+    "evidence_parts",
     "fields_evidence",
     "global_peak",
     "interior_peak",
@@ -258,21 +257,6 @@ def spectrum_slope(
     with np.errstate(invalid="ignore", divide="ignore"):
         y = np.log(np.where(E[..., inside] > 0, E[..., inside], np.nan))
     return (y * x).sum(-1) / (x**2).sum()
-
-
-def causal_window(like: xr.DataArray) -> xr.DataArray:
-    """The causal window alone: uniform causal attention ``A(i, j) = 1 / #{j' <= i}`` for
-    ``j <= i``, shaped like ``like (..., query, key)`` (what attention approaches when its
-    scores carry no information; the reference of C1 and C2 when no untrained models are
-    given)."""
-    q = like["query"].values[:, None]
-    k = like["key"].values[None, :]
-    causal = k <= q
-    n = causal.sum(-1, keepdims=True)
-    row = np.where(causal, 1.0 / np.maximum(n, 1), 0.0)
-    return xr.full_like(like, 0.0, dtype=np.float64) + xr.DataArray(
-        row, dims=("query", "key"), coords={"query": like["query"], "key": like["key"]}
-    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -875,34 +859,6 @@ def fields_evidence(
     return xr.concat(layers, dim=xr.DataArray(F["layer"].values, dims="layer", name="layer"))
 
 
-def band_evidence(
-    F: xr.DataArray, *, dim: str = "snapshot", omega0: float = OMEGA0, axes: dict | None = None
-) -> xr.Dataset:
-    """Only the band statistics (:data:`BAND_VARS` with their ``_se``) of every layer of
-    ``F (layer, dim, query, key)``, as :func:`fields_evidence` has them: what C1 and C2
-    read from their reference (e.g. :func:`causal_window` fields, whose fluctuation is
-    zero: NaN for the field u)."""
-    AX = AXES if axes is None else {**AXES, **axes}
-    layers = []
-    for layer in F["layer"].values:
-        A = F.sel(layer=layer).transpose(dim, "query", "key").astype(np.float64)
-        check_field(A, name="F", dims=(dim, "query", "key"), snapshot_dim=dim, min_snapshots=3)
-        RA = to_lag(A)
-        XA = np.ascontiguousarray(RA.values)
-        ctx = _layer_context(A, RA["lag"].values, AX, omega0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            scale = _scale_readings(ctx, XA, XA - XA.mean(0, keepdims=True))
-        dims = ("field", "normalisation", "scale_min")
-        names = [k for v in BAND_VARS for k in (v, f"{v}_se")]
-        layers.append(
-            xr.Dataset(
-                {k: (dims, scale[k]) for k in names},
-                coords={a: np.asarray(list(AX[a])) for a in dims},
-            )
-        )
-    return xr.concat(layers, dim=xr.DataArray(F["layer"].values, dims="layer", name="layer"))
-
-
 #: C4's and C9's window jackknife standard errors and the variable each is shaped like.
 WINDOW_SE_VARS = {
     "c4_share_se": "c4_share",
@@ -923,6 +879,25 @@ def with_window_se(ev: xr.Dataset) -> xr.Dataset:
     return ev
 
 
+def evidence_parts(
+    F: xr.DataArray, *, theorem1_layer: int, window_se: bool, axes: dict | None = None
+) -> dict:
+    """The cache key of :func:`fields_evidence` of fields ``F``: the fields' key, the
+    weights' sha256, the readings, the numbers of the registry and the format."""
+    AX = AXES if axes is None else {**AXES, **axes}
+    return {
+        "fields_key": F.attrs.get("key"),
+        "weights_sha256": F.attrs.get("weights_sha256"),
+        "axes": json.dumps({k: list(v) for k, v in AX.items()}, default=str),
+        "num_scales": DEFAULT_NUM_SCALES,
+        "fixed_k": list(FIXED_K),
+        "theorem1_layer": theorem1_layer,
+        "format": EVIDENCE_FORMAT,
+        "stated": STATED,
+        **({"window_se": True} if window_se else {}),
+    }
+
+
 def model_evidence(
     name: str,
     *,
@@ -938,17 +913,7 @@ def model_evidence(
     and ``window_se`` (C4's and C9's jackknife, :func:`needs_window_se`).
     """
     F = cached_fields(name, progress=progress, cache_dir=cache_dir)
-    parts = {
-        "fields_key": F.attrs.get("key"),
-        "weights_sha256": F.attrs.get("weights_sha256"),
-        "axes": json.dumps({k: list(v) for k, v in AXES.items()}, default=str),
-        "num_scales": DEFAULT_NUM_SCALES,
-        "fixed_k": list(FIXED_K),
-        "theorem1_layer": theorem1_layer,
-        "format": EVIDENCE_FORMAT,
-        "stated": STATED,
-        **({"window_se": True} if window_se else {}),
-    }
+    parts = evidence_parts(F, theorem1_layer=theorem1_layer, window_se=window_se)
 
     def compute():
         out = fields_evidence(F, theorem1_layer=theorem1_layer, window_se=window_se)

@@ -98,8 +98,6 @@ QUERY_STEP = 4
 CHECK_PAIR = (100, 140)
 #: Names of the coherency probes: up to three dominant scales, then the fixed scales.
 PROBES = ("dominant-1", "dominant-2", "dominant-3", "fixed-4", "fixed-24")
-#: Centre rules whose analyses are summarised.
-CENTRES = ("peak", "centroid")
 
 
 def lag_energy(modes: xr.DataArray) -> xr.DataArray:

@@ -11,13 +11,12 @@
 :func:`null_fields` extracts and caches their attention fields like the trained models'
 (:func:`msapod.studies.store.cache.field_store`), :func:`null_evidence` measures every
 claim's evidence on them (:func:`msapod.studies.measure.evidence.fields_evidence`,
-cached), :func:`untrained_evidence` stacks the untrained copies of a zoo. What the nulls
-decide is :mod:`msapod.studies.verdict` (the null columns of the curve).
+cached). What the nulls decide is :mod:`msapod.studies.verdict` (the null columns of the
+curve).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -25,10 +24,8 @@ import xarray as xr
 
 from ..._io import check_int
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH, load_corpus, shuffle_words
-from ...wavelets import DEFAULT_NUM_SCALES
-from ..store.cache import cached_dataset, field_store, stack_models, state_sha256
+from ..store.cache import cached_dataset, field_store, state_sha256
 from . import evidence as mv
-from .convergence import FIXED_K
 
 __all__ = [
     "NULLS",
@@ -38,7 +35,6 @@ __all__ = [
     "null_evidence",
     "null_fields",
     "shuffle_snippets",
-    "untrained_evidence",
     "untrained_model",
 ]
 
@@ -215,20 +211,8 @@ def null_evidence(
         if fields is not None
         else null_fields(name, null, cache_dir=cache_dir, progress=progress)
     )
-    AX = mv.AXES if axes is None else {**mv.AXES, **axes}
-    parts = {
-        "fields_key": F.attrs.get("key"),
-        "weights_sha256": F.attrs.get("weights_sha256"),
-        "null": null,
-        "axes": json.dumps({k: list(v) for k, v in AX.items()}, default=str),
-        "num_scales": DEFAULT_NUM_SCALES,
-        "fixed_k": list(FIXED_K),
-        "theorem1_layer": theorem1_layer,
-        "format": mv.EVIDENCE_FORMAT,
-        "stated": mv.STATED,
-        "null_format": NULL_FORMAT,
-        **({"window_se": True} if window_se else {}),
-    }
+    parts = mv.evidence_parts(F, theorem1_layer=theorem1_layer, window_se=window_se, axes=axes)
+    parts.update(null=null, null_format=NULL_FORMAT)
 
     def compute():
         out = mv.fields_evidence(F, theorem1_layer=theorem1_layer, axes=axes, window_se=window_se)
@@ -238,13 +222,3 @@ def null_evidence(
     label = _label(name, null) + ("" if axes is None else "-default")
     ev = cached_dataset("multiverse-evidence", label, parts, compute, cache_dir=cache_dir)
     return mv.with_window_se(ev)
-
-
-def untrained_evidence(
-    models: Sequence[str], *, cache_dir=None, progress: bool = False
-) -> xr.Dataset:
-    """:func:`null_evidence` of the untrained copies of ``models``, stacked along ``model``
-    (the reference of C1 and C2; C4's and C9's jackknife as the trained zoo has it)."""
-    kw = dict(cache_dir=cache_dir, progress=progress, window_se=mv.needs_window_se(models))
-    parts = [null_evidence(m, "untrained", **kw) for m in models]
-    return stack_models(parts, list(models))
