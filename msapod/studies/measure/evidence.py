@@ -308,6 +308,19 @@ def _spread(spec: np.ndarray, s: np.ndarray) -> float:
     return float(np.sqrt((w * (la - m) ** 2).sum() / w.sum()))
 
 
+def _on_grid(spec: np.ndarray, gi: int, s: np.ndarray, rectified: bool) -> np.ndarray:
+    """Grid ``gi``'s part (scales ``s``) of a spectrum over every grid (the rows of
+    ``M_up``), times 1/a when ``rectified``."""
+    part = spec[..., gi * DEFAULT_NUM_SCALES : (gi + 1) * DEFAULT_NUM_SCALES]
+    return part * (1.0 / s) if rectified else part
+
+
+def _c9_ratio(window_spec, plain_spec, gi: int, s: np.ndarray, rectified: bool) -> float:
+    """C9's ratio: the scale spread of a window's mode 1 over the plain mode 1's."""
+    window, plain = (_on_grid(x, gi, s, rectified) for x in (window_spec, plain_spec))
+    return _spread(window, s) / _spread(plain, s)
+
+
 def _count_peaks(e: np.ndarray, lags: np.ndarray, lo: float, hi: float) -> int:
     """Local maxima of a lag-energy profile inside ``[lo, hi]`` above 10 % of its top."""
     inside = (lags >= lo) & (lags <= hi)
@@ -320,22 +333,23 @@ def _count_peaks(e: np.ndarray, lags: np.ndarray, lo: float, hi: float) -> int:
 def _window_modes(G, Xu, lags, keys, need, M_up) -> dict:
     """Leading mode of every window ``(centre, sigma)`` in ``keys``, batched: one product
     with the Gram tensor gives every windowed Gram matrix, one more every mode's lag
-    energy, one more (for the windows in ``need``) the modes themselves, whose scale
-    spectra (``M_up`` on the upper triangle of ``phi^T phi``) C9 reads."""
-    n_lag, n, _ = G.shape
+    energy; C9 reads the scale spectra of the windows in ``need``."""
     W = lagstats.gaussian_windows(lags, [k[0] for k in keys], [k[1] for k in keys])
     with one_blas_thread():  # small eigenproblems: threads contend
-        got = gram_pod(lagstats.window_grams(G, W), 1)
-    V, lam1 = got.vectors[..., 0].T, got.eigenvalues[:, 0]
+        V = gram_pod(lagstats.window_grams(G, W), 1).vectors[..., 0].T
     E = lagstats.mode_lag_energy(G, W, V)
-    spectra = {}
-    if need:
-        q = Xu.shape[1]
-        Phi = V[:, need].T @ Xu.reshape(n, -1)  # (k, Q * L)
-        for j, i in enumerate(need):
-            phi = Phi[j].reshape(1, q, n_lag) * W[i]
-            spectra[i] = M_up @ lagstats.snapshot_moments(phi, upper=True)[0]
-    return {"energy": E, "lambda": lam1, "spectra": spectra}
+    return {"energy": E, "spectra": _mode_spectra(V, Xu, W, need, M_up)}
+
+
+def _mode_spectra(V, X, W, cols, M_up) -> dict:
+    """Per column ``c`` of ``cols``, the scale spectrum (``M_up`` on the upper triangle of
+    ``phi^T phi``) of the windowed mode ``phi = W[c] sum_s V[s, c] X_s``."""
+    n, q, n_lag = X.shape
+    Phi = V[:, cols].T @ X.reshape(n, -1)  # (k, Q * L)
+    return {
+        c: M_up @ lagstats.snapshot_moments(Phi[t].reshape(1, q, n_lag) * W[c], upper=True)[0]
+        for t, c in enumerate(cols)
+    }
 
 
 def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified):
@@ -350,7 +364,6 @@ def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified)
     window index per C4 case, -1 none) and ``c9_key``; NaN where a case has no window.
     """
     n_lag, n, _ = G.shape
-    q = Xu.shape[1]
     groups = JACKKNIFE_GROUPS
     used = sorted(
         {int(j) for j in c4_key.ravel() if j >= 0} | {int(j) for j in c9_key.ravel() if j >= 0}
@@ -381,21 +394,11 @@ def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified)
         d_rep[b] = np.where(has4, share[k4, r4] - base[k4, r4], np.nan)
         if c9_cases:
             Xc = Xu[keep] - Xu[keep].mean(0, keepdims=True)
-            cols = [*c9_cols, len(W)]
-            Phi = V[:, cols].T @ Xc.reshape(len(keep), -1)
+            spec = _mode_spectra(V, Xc, Wp, [*c9_cols, len(W)], M_up)
             del Xc
-            spec = {
-                c: M_up
-                @ lagstats.snapshot_moments(Phi[t].reshape(q, n_lag)[None] * Wp[c], upper=True)[0]
-                for t, c in enumerate(cols)
-            }
             for ix, c in c9_cases:
                 gi, ni = ix[2], ix[1]
-                s = grids[gi]
-                wgt = 1.0 / s if rectified[ni] else np.ones_like(s)
-                sl = slice(gi * DEFAULT_NUM_SCALES, (gi + 1) * DEFAULT_NUM_SCALES)
-                plain = _spread(spec[len(W)][sl] * wgt, s)
-                r_rep[b][ix] = _spread(spec[c][sl] * wgt, s) / plain
+                r_rep[b][ix] = _c9_ratio(spec[c], spec[len(W)], gi, grids[gi], rectified[ni])
     return jackknife_error(s_rep), jackknife_error(d_rep), jackknife_error(r_rep)
 
 
@@ -467,13 +470,7 @@ def layer_evidence(
     G = lagstats.lag_gram_tensor(Xu, causal_rows=ctx.square)  # (L, N, N): per-lag Gram tensor of u
     plain = _plain_pod(ctx, G)
     win = _window_readings(ctx, G, Xu, scale, plain["V"][:, 0])
-    se = {
-        "c4_share_se": np.full(win["c4_key"].shape, np.nan),
-        "c4_diff_se": np.full(win["c4_key"].shape, np.nan),
-        "c9_ratio_se": np.full(win["c9_key"].shape, np.nan),
-        "c4_range_share_se": np.full(win["c4_range_key"].shape, np.nan),
-        "c4_range_diff_se": np.full(win["c4_range_key"].shape, np.nan),
-    }
+    se = {k: np.full(np.shape(win[like]), np.nan) for k, like in WINDOW_SE_VARS.items()}
     if window_se:
         rectified = [n == "rectified" for n in AX["normalisation"]]
         grids = [ctx.grids[g] for g in AX["scale_min"]]
@@ -540,7 +537,7 @@ def _scale_readings(ctx: _LayerContext, XA: np.ndarray, Xu: np.ndarray) -> dict:
     """C1, C2 and C7's numbers: per field (A, u), grid and normalisation the scale
     spectrum, its statistics and energy with their delete-one jackknife; also the lag
     moments ``C`` and spectra each field's windows start from."""
-    AX, n, q, nS = ctx.AX, ctx.n, ctx.q, DEFAULT_NUM_SCALES
+    AX, n, q = ctx.AX, ctx.n, ctx.q
     shape = tuple(len(AX[a]) for a in ("field", "normalisation", "scale_min", "scale_stat"))
     out = {
         "value": np.full(shape, np.nan),
@@ -563,10 +560,8 @@ def _scale_readings(ctx: _LayerContext, XA: np.ndarray, Xu: np.ndarray) -> dict:
         rep = leave_one_out_means(P, q, mean_removed=f == "u")  # u: the mean re-estimated
         for gi, g in enumerate(AX["scale_min"]):
             s = ctx.grids[g]
-            sl = slice(gi * nS, (gi + 1) * nS)
             for ni, norm in enumerate(AX["normalisation"]):
-                w = 1.0 / s if norm == "rectified" else np.ones_like(s)
-                sp, sp_rep = full[sl] * w, rep[:, sl] * w
+                sp, sp_rep = (_on_grid(x, gi, s, norm == "rectified") for x in (full, rep))
                 out["spectra"][f, norm, g] = sp
                 _scale_statistics(out, (fi, ni, gi), sp, sp_rep, s, AX["scale_stat"])
                 _band_statistics(out, (fi, ni, gi), sp, sp_rep, s)
@@ -677,7 +672,7 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
     range first, then the largest share), the window alone's ``c4_base``, ``c4_reach``,
     ``c4_peaks``, the window index ``c4_key``; per reading C9's ratio ``c9_ratio`` of
     the first peak's window (index ``c9_key``); ``a_star`` and the window ``keys``."""
-    AX, lags, nS = ctx.AX, ctx.lags, DEFAULT_NUM_SCALES
+    AX, lags = ctx.AX, ctx.lags
     plan, a_star = _window_plan(ctx, scale)
     on_range = _range_windows(AX["width"])
     keys = list(dict.fromkeys([*(p[-1] for p in plan), *(w[-1] for w in on_range)]))
@@ -686,12 +681,6 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
     modes = _window_modes(G, Xu, lags, keys, need, ctx.M_up)
     phi = np.tensordot(v_plain, Xu, axes=(0, 0))  # plain mode 1 (Q, L)
     plain_spec = ctx.M_up @ lagstats.snapshot_moments(phi[None], upper=True)[0]
-    plain_spread = {}
-    for gi, g in enumerate(AX["scale_min"]):
-        sl = slice(gi * nS, (gi + 1) * nS)
-        for norm in AX["normalisation"]:
-            wgt = 1.0 / ctx.grids[g] if norm == "rectified" else np.ones(nS)
-            plain_spread[gi, norm] = _spread(plain_spec[sl] * wgt, ctx.grids[g])
     shape_w = tuple(len(AX[a]) for a in _WINDOW_DIMS)
     out = {
         "c4_share": np.full(shape_w + (3,), np.nan),
@@ -709,11 +698,8 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
         fi, ni, gi, ti, ci, wi = ix
         j = index[key]
         if m == 0:
-            norm = AX["normalisation"][ni]
-            s = ctx.grids[AX["scale_min"][gi]]
-            wgt = 1.0 / s if norm == "rectified" else np.ones_like(s)
-            mspec = modes["spectra"][j][gi * nS : (gi + 1) * nS]
-            out["c9_ratio"][ix] = _spread(mspec * wgt, s) / plain_spread[gi, norm]
+            s, rectified = ctx.grids[AX["scale_min"][gi]], AX["normalisation"][ni] == "rectified"
+            out["c9_ratio"][ix] = _c9_ratio(modes["spectra"][j], plain_spec, gi, s, rectified)
             out["c9_key"][ix] = j
         _c4_cases(out, ix, j, c, key[1], modes["energy"][j], lags, lag_e)
     shape_r = (len(AX["width"]), len(PAPER_LAGS))
