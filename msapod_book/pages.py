@@ -35,6 +35,7 @@ __all__ = [
     "arch_difference",
     "assurance",
     "axes_markdown",
+    "budget_contrasts",
     "capacity",
     "claimed_signs",
     "claims_markdown",
@@ -627,6 +628,99 @@ def scorecard_markdown(card: pd.DataFrame) -> str:
         ]
         lines.append("")
     return "\n".join(lines)
+
+
+# --- C6, budget by budget -------------------------------------------------------------
+
+
+def _mean_layer_removed(study: xr.Dataset, strategy: str, budget) -> float:
+    """Mean layer number of the heads ``strategy`` removes at ``budget`` (NaN: no masks)."""
+    if "mask" not in study or "layer" not in study.dims:
+        return float("nan")
+    gone = (study["mask"].sel(strategy=strategy, budget=budget) == 0).astype(float)
+    return float((gone * study["layer"]).sum() / gone.sum()) if gone.sum() else np.nan
+
+
+def _budget_row(study: xr.Dataset, inc: xr.DataArray, b) -> dict:
+    """The numbers of one budget ``b`` (see :func:`budget_contrasts`)."""
+    M = inc.sizes["model"]
+    low = inc.sel(strategy="low-H*", budget=b).isel(draw=0)
+    rnd = inc.sel(strategy="random", budget=b)
+    n_draw = int(rnd.count("draw").min())
+    rmean = rnd.mean("draw")
+    D = low - rmean
+    se_model = float(D.std("model", ddof=1)) / np.sqrt(M) if M > 1 else np.nan
+    se_draw = float(np.sqrt((rnd.var("draw", ddof=1) / n_draw).sum("model"))) / M
+    se = float(np.nanmax([se_model, se_draw]))
+    d = float(D.mean("model"))
+    means = {
+        k: float(inc.sel(strategy=st, budget=b).mean("draw").mean("model"))
+        for k, st in (
+            ("high_H", "high-H*"),
+            ("uniform", "uniform"),
+            ("allocation", "H*-allocation"),
+            ("importance", "importance"),
+        )
+    }
+    return {
+        "budget": int(b),
+        "low_H": float(low.mean("model")),
+        "random": float(rmean.mean("model")),
+        "random_draw_sd": float(rnd.std("draw", ddof=1).mean("model")),
+        "difference": d,
+        "se": se,
+        "se_models": float(se_model),
+        "se_draws": float(se_draw),
+        "z": d / se if np.isfinite(se) and se else float("nan"),
+        **means,
+        "low_H_mean_layer": _mean_layer_removed(study, "low-H*", b),
+        "high_H_mean_layer": _mean_layer_removed(study, "high-H*", b),
+    }
+
+
+def budget_contrasts(study: xr.Dataset) -> dict:
+    """Low-H* pruning against random pruning, budget by budget, from a
+    :func:`~msapod.studies.measure.prune.pruning_study` result (numbers only; the verdict
+    on C6 is :mod:`msapod.studies.verdict`'s).
+
+    For every budget ``b`` and model ``m``: ``D_m = Delta_low-H*(m, b) - mean over draws
+    of Delta_random(m, b, d)`` (loss increases). ``D = mean_m D_m`` with standard error
+    ``SE = max(sd_m(D_m) / sqrt(M), sqrt(sum_m var_d(Delta_random) / n_random) / M)``:
+    the spread over models (which also carries the draw noise) or, if larger, the spread
+    of the random-draw means alone; ``z = D / SE``.
+
+    Returns
+    -------
+    dict
+        ``per_budget``: a list of dicts (``budget``, ``low_H``, ``random``,
+        ``random_draw_sd``, ``difference`` (D), ``se``, ``se_models``, ``se_draws``,
+        ``z``, the mean loss increases of ``high_H``, ``uniform``, ``allocation`` and
+        ``importance``, and the mean layer number of the heads low-H* and high-H*
+        remove); ``n_models``; ``measured``: a one-line summary.
+    """
+    if not isinstance(study, xr.Dataset) or "loss_increase" not in study:
+        raise ValueError("study: expected a pruning_study() Dataset with 'loss_increase'")
+    inc = study["loss_increase"]
+    if "model" not in inc.dims:
+        inc = inc.expand_dims(model=["model"])
+    rows = [_budget_row(study, inc, b) for b in inc["budget"].values]
+    n_heads = study.attrs.get("n_heads")
+    if n_heads is None and {"layer", "head"} <= set(study.dims):
+        n_heads = study.sizes["layer"] * study.sizes["head"]
+    measured = "; ".join(
+        f"{r['budget']}/{n_heads} heads: low-H* {r['low_H']:+.3f} vs random "
+        f"{r['random']:+.3f} ± {r['se']:.3f} nats"
+        for r in rows
+    )
+    where = [r for r in rows if np.isfinite(r["low_H_mean_layer"])]
+    if where:
+        r = where[len(where) // 2]
+        measured += (
+            f"; at {r['budget']} heads low-H* removes heads from layer "
+            f"{r['low_H_mean_layer']:.1f} on average, high-H* from layer "
+            f"{r['high_H_mean_layer']:.1f} (loss {r['high_H']:+.3f})"
+        )
+    return {"per_budget": rows, "n_models": int(inc.sizes["model"]), "measured": measured}
 
 
 # --- the loss claim -------------------------------------------------------------------

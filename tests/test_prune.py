@@ -12,6 +12,7 @@ import xarray as xr
 from msapod.models.gpt import GPT, GPTConfig
 from msapod.models.train import evaluate, get_batch
 from msapod.studies.measure import prune
+from msapod_book import pages
 
 torch.set_num_threads(1)
 
@@ -214,7 +215,7 @@ def test_model_pruning_layout():
     expect = (ds["budget"] * valid).transpose(*valid.dims)
     np.testing.assert_array_equal(removed.where(valid, 0).transpose(*valid.dims), expect)
     np.testing.assert_allclose(ds["loss_increase"], ds["loss"] - ds["base_loss"])
-    v = prune.budget_contrasts(ds)  # one model: the SE comes from the random draws alone
+    v = pages.budget_contrasts(ds)  # one model: the SE comes from the random draws alone
     assert 1 <= v["per_budget"][0]["low_H_mean_layer"] <= 2
     assert "layer" in v["measured"]
     with pytest.raises(ValueError, match="budgets"):
@@ -228,46 +229,3 @@ def test_pruning_study_errors():
         prune.pruning_study(budgets=(8, 49))
     with pytest.raises(ValueError, match="n_random"):
         prune.pruning_study(n_random=1)
-
-
-# ------------------------------------------------------------- contrasts per budget
-
-
-def planted_study(low: float, rand_sd: float = 0.01, budgets=(8, 16)) -> xr.Dataset:
-    rng = np.random.default_rng(0)
-    models = ["baseline-1", "baseline-2", "ega-1", "ega-2"]
-    inc = np.full((4, len(prune.STRATEGIES), len(budgets), 5), np.nan)
-    for i, st in enumerate(prune.STRATEGIES):
-        n_draw = 5 if st in prune.RANDOMISED else 1
-        inc[:, i, :, :n_draw] = 0.2 + rand_sd * rng.standard_normal((4, len(budgets), n_draw))
-    inc[:, 0, :, 0] = np.atleast_1d(low)[None, :] if np.ndim(low) else low
-    return xr.Dataset(
-        {"loss_increase": (("model", "strategy", "budget", "draw"), inc)},
-        coords={"model": models, "strategy": list(prune.STRATEGIES), "budget": list(budgets)},
-        attrs={"n_heads": 48},
-    )
-
-
-@pytest.mark.parametrize(
-    "low, sign",
-    [(0.05, [-1, -1]), (0.40, [1, 1]), ([0.05, 0.4], [-1, 1])],
-)
-def test_budget_contrasts_known_answers(low, sign):
-    """Planted low-H* loss increases far below or above the random draws' 0.2."""
-    out = prune.budget_contrasts(planted_study(np.asarray(low)))
-    rows = out["per_budget"]
-    assert [r["budget"] for r in rows] == [8, 16] and out["n_models"] == 4
-    assert [np.sign(r["difference"]) for r in rows] == sign
-    assert all(abs(r["z"]) > 10 for r in rows)
-    np.testing.assert_allclose([r["difference"] for r in rows], np.asarray(low) - 0.2, atol=0.02)
-    assert "low-H*" in out["measured"] and "random" in out["measured"]
-
-
-def test_budget_contrasts_no_difference():
-    row = prune.budget_contrasts(planted_study(0.2))["per_budget"][0]
-    assert abs(row["z"]) < 3 and row["se"] == max(row["se_models"], row["se_draws"])
-
-
-def test_budget_contrasts_errors():
-    with pytest.raises(ValueError, match="study"):
-        prune.budget_contrasts(xr.Dataset())

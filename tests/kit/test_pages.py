@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from msapod.studies.measure.prune import RANDOMISED, STRATEGIES
 from msapod.studies.measure.uncertainty import t_quantile
 from msapod.studies.registry import REGISTRY
 from msapod.studies.store.results import load_result
@@ -241,3 +242,43 @@ def test_arch_difference_does_not_count_snapshot_noise_twice():
     )
     d2 = pages.arch_difference(same, xr.full_like(same, 0.1))
     assert float(d2["se"]) == pytest.approx(np.sqrt(0.01 / 2 + 0.01 / 2))
+
+
+def planted_study(low: float, rand_sd: float = 0.01, budgets=(8, 16)) -> xr.Dataset:
+    rng = np.random.default_rng(0)
+    models = ["baseline-1", "baseline-2", "ega-1", "ega-2"]
+    inc = np.full((4, len(STRATEGIES), len(budgets), 5), np.nan)
+    for i, st in enumerate(STRATEGIES):
+        n_draw = 5 if st in RANDOMISED else 1
+        inc[:, i, :, :n_draw] = 0.2 + rand_sd * rng.standard_normal((4, len(budgets), n_draw))
+    inc[:, 0, :, 0] = np.atleast_1d(low)[None, :] if np.ndim(low) else low
+    return xr.Dataset(
+        {"loss_increase": (("model", "strategy", "budget", "draw"), inc)},
+        coords={"model": models, "strategy": list(STRATEGIES), "budget": list(budgets)},
+        attrs={"n_heads": 48},
+    )
+
+
+@pytest.mark.parametrize(
+    "low, sign",
+    [(0.05, [-1, -1]), (0.40, [1, 1]), ([0.05, 0.4], [-1, 1])],
+)
+def test_budget_contrasts_known_answers(low, sign):
+    """Planted low-H* loss increases far below or above the random draws' 0.2."""
+    out = pages.budget_contrasts(planted_study(np.asarray(low)))
+    rows = out["per_budget"]
+    assert [r["budget"] for r in rows] == [8, 16] and out["n_models"] == 4
+    assert [np.sign(r["difference"]) for r in rows] == sign
+    assert all(abs(r["z"]) > 10 for r in rows)
+    np.testing.assert_allclose([r["difference"] for r in rows], np.asarray(low) - 0.2, atol=0.02)
+    assert "low-H*" in out["measured"] and "random" in out["measured"]
+
+
+def test_budget_contrasts_no_difference():
+    row = pages.budget_contrasts(planted_study(0.2))["per_budget"][0]
+    assert abs(row["z"]) < 3 and row["se"] == max(row["se_models"], row["se_draws"])
+
+
+def test_budget_contrasts_errors():
+    with pytest.raises(ValueError, match="study"):
+        pages.budget_contrasts(xr.Dataset())
