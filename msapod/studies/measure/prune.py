@@ -72,13 +72,11 @@ __all__ = [
     "depth_study",
     "head_importance",
     "head_ranks",
-    "head_spectra",
     "mask_plan",
     "model_depth_ablation",
     "model_pruning",
     "prune_masks",
     "pruning_study",
-    "rank_table",
 ]
 
 #: Version of this module's results; part of every cache key.
@@ -128,7 +126,7 @@ def head_ranks(
 ) -> xr.Dataset:
     """Effective rank H* and spectral concentration T_spec of every attention head: of the
     full POD spectrum of each head's and each layer's head-averaged plain fluctuation
-    (:func:`head_spectra`), by :func:`msapod.effective_rank` and
+    (one layer extracted at a time), by :func:`msapod.effective_rank` and
     :func:`msapod.spectral_concentration` (default fit range).
 
     Parameters
@@ -163,64 +161,7 @@ def head_ranks(
     if criterion not in CRITERIA:
         raise ValueError(f"criterion: expected one of {CRITERIA}, got {criterion!r}")
     tie_modes = check_int(tie_modes, "tie_modes", 1)
-    spec, lspec = head_spectra(model, ids, batch_size=batch_size, progress=progress, name=name)
-    return rank_table(
-        spec, lspec, eps=eps, primary_eps=primary_eps, criterion=criterion, tie_modes=tie_modes
-    )
-
-
-def head_spectra(
-    model, ids, *, batch_size: int = 16, progress: bool = False, name: str | None = None
-) -> tuple[xr.DataArray, xr.DataArray]:
-    """The full POD spectrum of every head's and every layer's head-averaged plain
-    fluctuation field, one layer extracted at a time (:func:`head_ranks`' extraction).
-
-    Returns
-    -------
-    (xarray.DataArray, xarray.DataArray)
-        ``spectrum(layer, head, rank)`` and ``spectrum_layer(layer, rank)``, numbered from 1.
-    """
-    layers, heads, layer_specs = [], [], []
-    n = None
-    for field in iter_attention(
-        model,
-        ids,
-        batch_size=batch_size,
-        average_heads=False,
-        dtype=np.float32,
-        progress=progress,
-        name=name,
-    ):
-        n = field.sizes["snapshot"]
-        layers.append(int(field["layer"]))
-        values = field.transpose("head", "snapshot", "query", "key").values
-        heads.append(np.stack([_spectrum(v) for v in values]))
-        layer_specs.append(_spectrum(field.mean("head")))
-        del field
-    H = heads[0].shape[0]
-    coords = {"layer": layers, "head": np.arange(1, H + 1), "rank": np.arange(1, n + 1)}
-    spec = xr.DataArray(np.stack(heads), dims=("layer", "head", "rank"), coords=coords)
-    spec.attrs = {"n_snapshots": n, "long_name": "POD eigenvalues of the head's fluctuations"}
-    lspec = xr.DataArray(
-        np.stack(layer_specs),
-        dims=("layer", "rank"),
-        coords={"layer": layers, "rank": coords["rank"]},
-        attrs={"n_snapshots": n, "long_name": "POD eigenvalues, head-averaged field"},
-    )
-    return spec, lspec
-
-
-def rank_table(
-    spec: xr.DataArray,
-    lspec: xr.DataArray,
-    *,
-    eps: tuple[float, ...],
-    primary_eps: float,
-    criterion: str,
-    tie_modes: int,
-) -> xr.Dataset:
-    """:func:`head_ranks`' variables from the spectra of :func:`head_spectra` (checked
-    parameters: ``eps`` sorted, ``primary_eps`` one of them)."""
+    spec, lspec = _head_spectra(model, ids, batch_size=batch_size, progress=progress, name=name)
     n = spec.sizes["rank"]
 
     def ranks(s: xr.DataArray) -> xr.DataArray:
@@ -268,6 +209,30 @@ def rank_table(
     return ds
 
 
+def _head_spectra(model, ids, **kw) -> tuple[xr.DataArray, xr.DataArray]:
+    """``spectrum(layer, head, rank)`` and ``spectrum_layer(layer, rank)`` of
+    :func:`head_ranks` (``kw``: passed to :func:`iter_attention`)."""
+    layers, heads, layer_specs = [], [], []
+    for field in iter_attention(model, ids, average_heads=False, dtype=np.float32, **kw):
+        n = field.sizes["snapshot"]
+        layers.append(int(field["layer"]))
+        values = field.transpose("head", "snapshot", "query", "key").values
+        heads.append(np.stack([_spectrum(v) for v in values]))
+        layer_specs.append(_spectrum(field.mean("head")))
+        del field
+    H = heads[0].shape[0]
+    coords = {"layer": layers, "head": np.arange(1, H + 1), "rank": np.arange(1, n + 1)}
+    spec = xr.DataArray(np.stack(heads), dims=("layer", "head", "rank"), coords=coords)
+    spec.attrs = {"n_snapshots": n, "long_name": "POD eigenvalues of the head's fluctuations"}
+    lspec = xr.DataArray(
+        np.stack(layer_specs),
+        dims=("layer", "rank"),
+        coords={"layer": layers, "rank": coords["rank"]},
+        attrs={"n_snapshots": n, "long_name": "POD eigenvalues, head-averaged field"},
+    )
+    return spec, lspec
+
+
 # ---------------------------------------------------------------- Michel importance
 
 
@@ -311,6 +276,11 @@ def head_importance(
     xarray.DataArray
         ``(layer, head)``, numbered from 1; attrs say how it was computed.
     """
+    import torch
+
+    from ...models.record import inference
+    from ...models.train import get_batch
+
     batches = check_int(batches, "batches", 1)
     batch_size = check_int(batch_size, "batch_size", 1)
     seed = check_int(seed, "seed", 0)
@@ -322,10 +292,18 @@ def head_importance(
             f"got shape {tokens.shape}"
         )
     rng = np.random.default_rng(seed)
-    imp = _mean_abs_head_grad(model, tokens, batches, batch_size, rng, progress)
-    L, H = imp.shape
+    p = next(model.parameters())
+    L, H = model.config.n_layer, model.config.n_head
+    total = torch.zeros(L, H, dtype=torch.float64)
+    with inference(model), torch.enable_grad():
+        for _ in tqdm(range(batches), desc="importance", disable=not progress, mininterval=2):
+            x, y = get_batch(tokens, block, batch_size, rng)
+            with model.differentiable_head_mask() as xi:
+                _, loss = model(x.to(p.device), y.to(p.device))
+                (grad,) = torch.autograd.grad(loss, xi)
+            total += grad.detach().abs().double().cpu()
     out = xr.DataArray(
-        imp,
+        (total / batches).numpy(),
         dims=("layer", "head"),
         coords={"layer": np.arange(1, L + 1), "head": np.arange(1, H + 1)},
         name="importance",
@@ -339,27 +317,6 @@ def head_importance(
         },
     )
     return _normalise(out) if normalise else out
-
-
-def _mean_abs_head_grad(model, tokens, batches: int, batch_size: int, rng, progress) -> np.ndarray:
-    """``(n_layer, n_head)`` mean over ``batches`` batches (windows of ``tokens`` drawn
-    with ``rng``) of ``|dL/dxi_h|`` at ``xi = 1``, the model in eval mode (its mode
-    restored)."""
-    import torch
-
-    from ...models.record import inference
-    from ...models.train import get_batch
-
-    p = next(model.parameters())
-    total = torch.zeros(model.config.n_layer, model.config.n_head, dtype=torch.float64)
-    with inference(model), torch.enable_grad():
-        for _ in tqdm(range(batches), desc="importance", disable=not progress, mininterval=2):
-            x, y = get_batch(tokens, model.config.block_size, batch_size, rng)
-            with model.differentiable_head_mask() as xi:
-                _, loss = model(x.to(p.device), y.to(p.device))
-                (grad,) = torch.autograd.grad(loss, xi)
-            total += grad.detach().abs().double().cpu()
-    return (total / batches).numpy()
 
 
 def _normalise(imp: xr.DataArray) -> xr.DataArray:
@@ -1019,7 +976,24 @@ def pruning_study(
     corpus = load_corpus()
 
     def one(name: str) -> xr.Dataset:
-        return _cached_model_pruning(name, cfg, corpus, cache_dir, progress)
+        inputs = model_inputs(name, cache_dir=cache_dir, progress=progress)
+        rank_parts = {**cfg.rank_parts(), "ensemble_seed": 0, "split": "val"}
+        ranks = _cached(
+            "head-ranks",
+            inputs,
+            corpus,
+            {"prune_format": PRUNE_FORMAT, **rank_parts},
+            lambda model: cfg.ranks(model, corpus, progress=progress, name=name),
+        )
+        return _cached(
+            "pruning",
+            inputs,
+            corpus,
+            {"prune_format": PRUNE_FORMAT, **cfg.parts()},
+            lambda model: model_pruning(
+                model, cfg, corpus=corpus, ranks=ranks, progress=progress, name=name
+            ),
+        )
 
     return stack_zoo(one, models).assign_coords(
         train_seed=("model", [ZOO_CONFIGS[m].seed for m in models])
@@ -1034,29 +1008,6 @@ def _zoo_names(models: Sequence[str] | None) -> list[str]:
     if not models or any(m not in MODELS for m in models) or len(set(models)) != len(models):
         raise ValueError(f"models: expected distinct names from {MODELS}, got {models!r}")
     return models
-
-
-def _cached_model_pruning(name: str, cfg: PruneConfig, corpus, cache_dir, progress) -> xr.Dataset:
-    """Zoo model ``name``'s :func:`model_pruning`, its per-head H* and its pruning results
-    each cached, keyed by the weights' and the data's sha256, ``cfg`` and
-    :data:`PRUNE_FORMAT`."""
-    inputs = model_inputs(name, cache_dir=cache_dir, progress=progress)
-    ranks = _cached(
-        "head-ranks",
-        inputs,
-        corpus,
-        {"prune_format": PRUNE_FORMAT, **cfg.rank_parts(), "ensemble_seed": 0, "split": "val"},
-        lambda model: cfg.ranks(model, corpus, progress=progress, name=name),
-    )
-    return _cached(
-        "pruning",
-        inputs,
-        corpus,
-        {"prune_format": PRUNE_FORMAT, **cfg.parts()},
-        lambda model: model_pruning(
-            model, cfg, corpus=corpus, ranks=ranks, progress=progress, name=name
-        ),
-    )
 
 
 def _cached(kind: str, inputs, corpus, parts: dict, run) -> xr.Dataset:
@@ -1086,19 +1037,17 @@ def depth_study(
     ``architecture`` coordinate."""
     models = _zoo_names(models)
     corpus = load_corpus()
-    return stack_zoo(
-        lambda name: _cached_depth_ablation(name, config, corpus, cache_dir, progress), models
-    )
+    cfg = config or DepthConfig()
 
+    def one(name: str) -> xr.Dataset:
+        return _cached(
+            "depth-pruning",
+            model_inputs(name, cache_dir=cache_dir, progress=progress),
+            corpus,
+            cfg.parts(),
+            lambda model: model_depth_ablation(
+                model, cfg, corpus=corpus, progress=progress, name=name
+            ),
+        )
 
-def _cached_depth_ablation(name: str, cfg: DepthConfig | None, corpus, cache_dir, progress):
-    """Zoo model ``name``'s :func:`model_depth_ablation`, cached, keyed by the weights' and
-    the data's sha256 and every parameter."""
-    cfg = cfg or DepthConfig()
-    return _cached(
-        "depth-pruning",
-        model_inputs(name, cache_dir=cache_dir, progress=progress),
-        corpus,
-        cfg.parts(),
-        lambda model: model_depth_ablation(model, cfg, corpus=corpus, progress=progress, name=name),
-    )
+    return stack_zoo(one, models)
