@@ -89,30 +89,6 @@ def fractional_rank(lam: np.ndarray, eps: float) -> np.ndarray:
     return np.where(H > 0, Hm + np.clip(frac, 0.0, 1.0), 0.0)
 
 
-def _scalogram_field(A: xr.DataArray, dim: str, field: str, centred: bool) -> xr.DataArray:
-    """The field whose scalogram is jackknifed: ``A`` itself (``"total"``) or its
-    fluctuation u (``A`` itself if ``centred``, checked to average to 0)."""
-    check_options(field=field)  # analyze's own check of the option
-    if field == "total":
-        if centred:
-            raise ValueError(
-                "centred: fluctuations have no 'total' field; pass field='fluctuation'"
-            )
-        return A
-    if not centred and is_band(A):  # a lag band: its own mean, in the lag layout
-        return A.astype(np.float64) - A.mean(dim, dtype=np.float64)
-    if not centred:
-        return reynolds(A, dim, check_stochastic=False)["fluctuation"]
-    scale = float(np.abs(A.values).max()) or 1.0
-    off = float(np.abs(A.mean(dim).values).max())
-    if off > 1e-8 * scale:
-        raise ValueError(
-            f"A: centred=True but the fields do not sum to zero over {dim!r} "
-            f"(largest mean {off:.3g}); pass the attention fields with centred=False"
-        )
-    return A
-
-
 def scale_jackknife(
     A: xr.DataArray,
     *,
@@ -121,7 +97,6 @@ def scale_jackknife(
     omega0: float = OMEGA0,
     bias_correction: bool = True,
     field: str = ANALYZE_DEFAULTS["field"],
-    centred: bool = False,
 ) -> xr.Dataset:
     """Leave-one-snapshot-out jackknife of the scale spectrum, centroid and energy.
 
@@ -129,9 +104,7 @@ def scale_jackknife(
     ----------
     A
         One field set ``(dim, "query", "key")``, or a lag band ``(dim, "query", "lag")``
-        (see :func:`msapod.analyze`): attention fields (``centred=False``) or
-        fluctuations u that already sum to zero over ``dim`` (``centred=True``;
-        checked; only with ``field="fluctuation"``).
+        of attention fields (see :func:`msapod.analyze`).
     dim
         Snapshot dim (N >= 3).
     scales, omega0, bias_correction
@@ -158,7 +131,13 @@ def scale_jackknife(
         raise ValueError(
             f"A: expected one field set (dims {dim}, query, {last}), got extra {extra}"
         )
-    R = _scalogram_field(A, dim, field, centred)
+    check_options(field=field)  # analyze's own check of the option
+    if field == "total":
+        R = A
+    elif last == "lag":  # a lag band: its own mean, in the lag layout
+        R = A.astype(np.float64) - A.mean(dim, dtype=np.float64)
+    else:
+        R = reynolds(A, dim, check_stochastic=False)["fluctuation"]
     R = (R if last == "lag" else to_lag(R)).transpose(dim, "query", "lag")
     X = np.asarray(R.values, dtype=np.float64)
     n, q, n_lag = X.shape
@@ -179,11 +158,8 @@ def scale_jackknife(
         return scale_centroid(xr.DataArray(spec, dims=dims, coords={"scale": s})).values
 
     spec_full = full * w
-    spec_rep = rep * w
-    c_rep = centroid(spec_rep)
+    c_rep = centroid(rep * w)
     e_rep = rep.sum(-1)
-    jack = np.arange(n)
-
     ds = xr.Dataset(
         {
             "scale_spectrum": ("scale", spec_full),
@@ -194,7 +170,7 @@ def scale_jackknife(
             "energy_se": ((), jackknife_error(e_rep)),
             "energy_jack": ("jack", e_rep),
         },
-        coords={"scale": s, "jack": jack, "period": ("scale", fourier_period(s, omega0))},
+        coords={"scale": s, "jack": np.arange(n), "period": ("scale", fourier_period(s, omega0))},
     )
     sym = FIELD_SYMBOLS[field]
     ds["scale_centroid"].attrs = {"units": "lag", "long_name": f"scale centroid of {sym}"}
@@ -249,11 +225,8 @@ def pod_jackknife(
     lead = [d for d in gram.dims if d not in (dim, other)]
     stacked = gram.stack(_set=lead) if lead else gram.expand_dims(_set=[0])
     finite = np.isfinite(stacked).all((dim, other)).values
-    t_se = np.full(stacked.sizes["_set"], np.nan)
-    t_mean = np.full_like(t_se, np.nan)
-    h_se = np.full((stacked.sizes["_set"], len(eps_list)), np.nan)
-    h_mean = np.full_like(h_se, np.nan)
-    hf_se = np.full_like(h_se, np.nan)
+    t_se, t_mean = np.full((2, stacked.sizes["_set"]), np.nan)
+    h_se, h_mean, hf_se = np.full((3, stacked.sizes["_set"], len(eps_list)), np.nan)
     ok = np.flatnonzero(finite)
     if ok.size:
         sub = stacked.isel(_set=ok).transpose("_set", dim, other)
@@ -268,7 +241,6 @@ def pod_jackknife(
             h_mean[ok, k] = H.mean("boot").values
             hf = fractional_rank(jk.values, rank_tolerance(e, criterion))
             hf_se[ok, k] = jackknife_error(hf, jk.get_axis_num("boot"))
-    coords = {"eps": eps_list}
     ds = xr.Dataset(
         {
             "T_spec_se": ("_set", t_se),
@@ -277,11 +249,9 @@ def pod_jackknife(
             "H_star_jack_mean": (("_set", "eps"), h_mean),
             "H_star_frac_se": (("_set", "eps"), hf_se),
         },
-        coords={**coords, "_set": stacked["_set"]},
+        coords={"eps": eps_list, "_set": stacked["_set"]},
     )
-    ds = ds.unstack("_set") if lead else ds.isel(_set=0, drop=True)
-    if lead:
-        ds = ds.transpose(*lead, ...)
+    ds = ds.unstack("_set").transpose(*lead, ...) if lead else ds.isel(_set=0, drop=True)
     ds.attrs = {"method": "leave-one-snapshot-out jackknife of the Gram matrix", "n": n}
     return ds
 
