@@ -70,7 +70,6 @@ __all__ = [
     "scale_reading",
     "spectrum_slope",
     "theorem1_check",
-    "two_seeds_each",
     "with_window_se",
 ]
 
@@ -910,20 +909,13 @@ def model_evidence(
     return with_window_se(ev)
 
 
-def two_seeds_each(architectures: Sequence[str]) -> bool:
-    """Whether every architecture among ``architectures`` (one label per model) has at
-    least two models: then the seeds are the replicates of every claim, architecture
-    contrasts included, and C4's and C9's snippet jackknife is not measured
-    (:func:`needs_window_se`)."""
-    labels = [str(a) for a in np.asarray(architectures).ravel()]
-    return bool(labels) and min(labels.count(a) for a in set(labels)) >= 2
-
-
 def needs_window_se(models: Sequence[str]) -> bool:
     """Whether a zoo of these models measures C4's and C9's jackknife over snapshots: not
-    :func:`two_seeds_each` of their architectures (with the seeds as replicates a zoo
-    needs no snippet interval of the windows' modes; with fewer seeds it decides on the
+    when every architecture among them has at least two models (then the seeds are the
+    replicates of every claim, architecture contrasts included, and a zoo needs no
+    snippet interval of the windows' modes; with fewer seeds it decides on the
     snippets)."""
     from ...models.zoo import architecture
 
-    return not two_seeds_each([architecture(m) for m in models])
+    labels = [str(architecture(m)) for m in models]
+    return not (bool(labels) and min(labels.count(a) for a in set(labels)) >= 2)

@@ -437,10 +437,8 @@ def mode_statistics(
         ``layer``, ``window``, ``mode``, ``lag``, ``shown_layer``, ``query``,
         ``lag_shown``, ``probe``, ``query_i``, ``query_j``, ``separation``.
     """
-    inputs = model_inputs(
-        name, n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress
-    )
     kw = dict(n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress)
+    inputs = model_inputs(name, **kw)
     analyses = {
         rule: cached_analysis(name, model=inputs.model, **kw, **params)
         for rule, params in (("peak", {}), ("centroid", {"centre": "centroid"}))

@@ -289,19 +289,11 @@ def zoo_uncertainty(
     """
     eps = [float(e) for e in eps]
 
+    kw = dict(n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress)
+
     def one(name: str) -> xr.Dataset:
-        inputs = model_inputs(
-            name, n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress
-        )
-        ana = cached_analysis(
-            name,
-            n=n,
-            length=length,
-            seed=seed,
-            progress=progress,
-            cache_dir=cache_dir,
-            model=inputs.model,
-        )
+        inputs = model_inputs(name, **kw)
+        ana = cached_analysis(name, model=inputs.model, **kw)
         parts = {
             "analysis_key": ana.attrs["analysis_key"],
             "eps": eps,
