@@ -383,7 +383,9 @@ def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified)
     c9_cols = sorted({c for _, c in c9_cases})
     for b, drop in enumerate(np.array_split(np.arange(n), groups)):
         keep = np.setdiff1d(np.arange(n), drop)
-        Gk, V = _kept_modes(G, keep, Wp)
+        Gk = double_centre(G[:, keep][:, :, keep])  # the kept fluctuations: J G(tau) J
+        with one_blas_thread():
+            V = gram_pod(lagstats.window_grams(Gk, Wp), 1).vectors[..., 0].T
         E = lagstats.mode_lag_energy(Gk, Wp[:-1], V[:, :-1])
         share = E @ inside  # (window, range)
         w2e = W**2 * np.einsum("tss->t", Gk)[None, :]
@@ -399,15 +401,6 @@ def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified)
                 gi, ni = ix[2], ix[1]
                 r_rep[b][ix] = _c9_ratio(spec[c], spec[len(W)], gi, grids[gi], rectified[ni])
     return jackknife_error(s_rep), jackknife_error(d_rep), jackknife_error(r_rep)
-
-
-def _kept_modes(G: np.ndarray, keep: np.ndarray, W: np.ndarray):
-    """The Gram tensor of the snapshots ``keep`` re-centred on their own mean
-    (``J G(tau) J``) and mode 1 of each window ``W (window, lag)``: ``(Gk, V)``."""
-    Gk = double_centre(G[:, keep][:, :, keep])
-    with one_blas_thread():
-        V = gram_pod(lagstats.window_grams(Gk, W), 1).vectors[..., 0].T
-    return Gk, V
 
 
 def layer_evidence(
