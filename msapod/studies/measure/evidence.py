@@ -423,8 +423,8 @@ def layer_evidence(
     theorem1
         Also run the Theorem 1 check (C10) on this layer's fluctuations.
     axes
-        The readings to compute (default :data:`AXES`; e.g. only the default reading's
-        values, ``{a: (v,) for a, v in MAIN_SPEC.items()}``, for a quick check).
+        The readings to compute, per axis (default :data:`AXES`); the curve's text nulls
+        pass ``verdict.study.MAIN_AXES``, the default reading of the window axes.
     window_se
         Also the delete-group jackknife of C4 and C9 (:func:`_window_jackknife`: every
         window's mode re-estimated per group, the costliest part); False leaves
