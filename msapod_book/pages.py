@@ -53,11 +53,13 @@ __all__ = [
     "other_zoos",
     "page_links",
     "reading_note",
+    "rule_lines",
     "rules_markdown",
     "scorecard_markdown",
     "spec_curves",
     "tests_overview",
     "tests_table",
+    "verdict_legend",
     "verdict_shares",
     "zoo_models",
     "zoo_verdicts",
@@ -402,6 +404,46 @@ def axes_markdown() -> str:
     return "\n".join(out)
 
 
+def verdict_legend() -> str:
+    """The verdict vocabulary as a Markdown list, each word with what it means."""
+    return ";\n".join(f"* **{render.WORDS[c]}**: {m}" for c, m in render.MEANING.items()) + "."
+
+
+def rule_lines(claim: str) -> list[str]:
+    """The claim's tests as the rules page states them: the statistic, the direction and
+    the boundary with its smallest effect of interest and the reason for its size."""
+    c = REGISTRY[claim]
+    if c.kind == "theorem":
+        return [
+            f"rank-$K$ error $= \\sum_{{k > K}} \\lambda_k$ to {c.stated['gap']:g} and no "
+            "random orthonormal basis does better (an exact check)"
+        ]
+    out = []
+    for t in c.tests:
+        lo, hi = t.boundary()
+        view = render.TestView(
+            qualified_id(claim, t), t, "", np.nan, np.nan, np.nan, lo, hi, 0, np.array([])
+        )
+        name = " ".join(x for x in (t.part, t.case) if x)
+        if t.design == "architecture":
+            over = (
+                "EGA over standard attention (Welch, log scale)"
+                if t.log
+                else ("EGA minus standard attention (Welch)")
+            )
+        else:
+            over = (
+                "geometric mean over the models (Student t, log scale)"
+                if t.log
+                else ("mean over the models (Student t)")
+            )
+        out.append(
+            f"{'(' + name + ') ' if name else ''}${t.symbol}$, {t.words}, {over}: "
+            f"{render.needs_text(t, view)}; smallest effect: {t.sesoi_reason}"
+        )
+    return out
+
+
 def rules_markdown() -> str:
     """Every claim's tests as the registry states them (the rules page): per claim a
     heading with the label ``rule-<id>`` and one item per test, with its smallest effect
@@ -409,9 +451,16 @@ def rules_markdown() -> str:
     out = []
     for c in REGISTRY.values():
         out.append(f"(rule-{c.id.lower()})=\n### {c.id}: {c.paper}\n")
-        out += [f"* {line}" for line in render.rule_lines(c.id)]
+        out += [f"* {line}" for line in rule_lines(c.id)]
         out.append("")
     return "\n".join(out)
+
+
+def _layer_span(layers: list[int]) -> str:
+    """``"1–2"`` of consecutive layers, ``"3, 5"`` otherwise."""
+    if len(layers) > 1 and layers == list(range(layers[0], layers[-1] + 1)):
+        return f"{layers[0]}–{layers[-1]}"
+    return ", ".join(map(str, layers))
 
 
 def edge_text(ev: xr.Dataset) -> str:
@@ -429,7 +478,7 @@ def edge_text(ev: xr.Dataset) -> str:
         else:
             runs.append((int(k), [int(layer)]))
     per_layer = "; ".join(
-        f"{'layer' if len(ls) == 1 else 'layers'} {render.layer_span(ls)}: {k} of {n} models"
+        f"{'layer' if len(ls) == 1 else 'layers'} {_layer_span(ls)}: {k} of {n} models"
         + ("" if len(ls) == 1 else " each")
         for k, ls in runs
     )

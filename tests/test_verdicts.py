@@ -458,8 +458,6 @@ def test_verdict_box_and_headline_come_from_the_numbers(tiny_curve):
     assert render.fmt_num(v.estimate) in box and "needs > 0.55" in box
     line = render.headline(tiny_curve)
     assert "reproduced C1" in line and "Theorem 1 (C10)" in line
-    for code in inference.CODES:
-        assert render.word(code) in render.verdict_legend()
 
 
 def test_fmt_num_is_the_books_number():

@@ -28,8 +28,6 @@ from .outcome import Outcome, TestResult
 __all__ = [
     "AXIS_NAMES",
     "MEANING",
-    "NULL_WORDS",
-    "RULE_PAGE",
     "STATISTIC_WORDS",
     "TestView",
     "WORDS",
@@ -38,19 +36,16 @@ __all__ = [
     "fmt_num",
     "headline",
     "joint_sentence",
-    "layer_span",
     "main_code",
     "names",
     "needs_text",
     "outcome_rows",
     "reading_words",
     "robustness_sentence",
-    "rule_lines",
     "show_verdict",
     "spec_index",
     "test_line",
     "theorem_text",
-    "verdict_legend",
     "verdict_markdown",
     "word",
 ]
@@ -73,12 +68,6 @@ MEANING = {
     "undecided": "the interval includes the boundary of the smallest effect of interest: the "
     "data decide neither way",
     "untestable": "the data or the setting cannot decide the claim (the reason is given)",
-}
-#: Each null column in words (the question it answers).
-NULL_WORDS = {
-    "untrained": "the same models untrained (does training create it?)",
-    "shuffled": "snippets with their characters shuffled (does the order of the text create it?)",
-    "words": "snippets with their words shuffled (does the order of the words create it?)",
 }
 #: The joint test's statistics in words.
 STATISTIC_WORDS = {
@@ -103,8 +92,6 @@ AXIS_NAMES = {
     "unit": "unit of inference",
     "c9_margin": "C9's smallest effect",
 }
-#: The page that states every rule (each with the label ``rule-<claim>``).
-RULE_PAGE = "paper-choices.md"
 _READING = {
     "field": lambda v, r: f"scalogram of {v}",
     "normalisation": lambda v, r: "E(a)/a" if v == "rectified" else "raw E(a)",
@@ -140,24 +127,9 @@ def word(code: str) -> str:
     return WORDS[code]
 
 
-def verdict_legend() -> str:
-    """The verdict vocabulary as a Markdown list, each word with what it means."""
-    return ";\n".join(f"* **{WORDS[c]}**: {m}" for c, m in MEANING.items()) + "."
-
-
 def fmt_num(x: float, sig: int = 3) -> str:
     """``x`` as every page prints a number (:func:`msapod.plots.number`)."""
     return plots.number(float(x), sig)
-
-
-def layer_span(layers: Sequence[int]) -> str:
-    """``"1–2"`` of consecutive layers, ``"3, 5"`` otherwise, ``"none"`` for none."""
-    layers = sorted(int(v) for v in layers)
-    if not layers:
-        return "none"
-    if layers == list(range(layers[0], layers[-1] + 1)) and len(layers) > 1:
-        return f"{layers[0]}–{layers[-1]}"
-    return ", ".join(map(str, layers))
 
 
 def reading_words(
@@ -260,41 +232,6 @@ def theorem_text(gap: float, beaten: int, trials: int) -> str:
         f"Measured: the rank-$K$ error equals the tail sum to a relative gap {bound}; "
         f"{int(beaten)} of {int(trials)} random orthonormal bases beat POD"
     )
-
-
-def rule_lines(claim: str) -> list[str]:
-    """The claim's tests as the rules page states them: the statistic, the direction and
-    the boundary with its smallest effect of interest and the reason for its size."""
-    c = REGISTRY[claim]
-    if c.kind == "theorem":
-        return [
-            f"rank-$K$ error $= \\sum_{{k > K}} \\lambda_k$ to {c.stated['gap']:g} and no "
-            "random orthonormal basis does better (an exact check)"
-        ]
-    out = []
-    for t in c.tests:
-        lo, hi = t.boundary()
-        view = TestView(
-            qualified_id(claim, t), t, "", np.nan, np.nan, np.nan, lo, hi, 0, np.array([])
-        )
-        name = " ".join(x for x in (t.part, t.case) if x)
-        if t.design == "architecture":
-            over = (
-                "EGA over standard attention (Welch, log scale)"
-                if t.log
-                else ("EGA minus standard attention (Welch)")
-            )
-        else:
-            over = (
-                "geometric mean over the models (Student t, log scale)"
-                if t.log
-                else ("mean over the models (Student t)")
-            )
-        out.append(
-            f"{'(' + name + ') ' if name else ''}${t.symbol}$, {t.words}, {over}: "
-            f"{needs_text(t, view)}; smallest effect: {t.sesoi_reason}"
-        )
-    return out
 
 
 # ---------------------------------------------------------------------------------------
