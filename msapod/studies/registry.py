@@ -37,7 +37,6 @@ __all__ = [
     "SOURCES",
     "Claim",
     "ClaimTest",
-    "claim",
     "qualified_id",
     "registry_hash",
 ]
@@ -611,13 +610,6 @@ def _claims() -> tuple[Claim, ...]:
 
 #: Every claim, by id, in the scorecard's order.
 REGISTRY: dict[str, Claim] = {c.id: c for c in _claims()}
-
-
-def claim(claim_id: str) -> Claim:
-    """The :class:`Claim` ``claim_id`` (a clear error for an unknown id)."""
-    if claim_id not in REGISTRY:
-        raise ValueError(f"claim: expected one of {list(REGISTRY)}, got {claim_id!r}")
-    return REGISTRY[claim_id]
 
 
 def registry_hash() -> str:
