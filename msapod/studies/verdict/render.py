@@ -169,18 +169,18 @@ class TestView:
     reason: str = ""
 
     @classmethod
+    def scaled(cls, tid: str, t: ClaimTest, code: str, numbers, values, reason: str = ""):
+        """The view of numbers on the decision scale: ``numbers`` the estimate, lower,
+        upper, low and high, ``values`` the replicates."""
+        f = np.exp if t.log else (lambda x: x)
+        v = np.asarray(values, float)
+        nums = (float(f(float(x))) for x in numbers)
+        return cls(tid, t, code, *nums, int(np.isfinite(v).sum()), f(v), reason)
+
+    @classmethod
     def of(cls, r: TestResult) -> TestView:
-        f = np.exp if r.test.log else (lambda x: x)
-        v = np.asarray(r.stat.value, float)
-        return cls(
-            r.id,
-            r.test,
-            r.code,
-            *(float(f(x)) for x in (r.estimate, r.lower, r.upper, r.low, r.high)),
-            int(np.isfinite(v).sum()),
-            f(v),
-            r.reason,
-        )
+        nums = (r.estimate, r.lower, r.upper, r.low, r.high)
+        return cls.scaled(r.id, r.test, r.code, nums, r.stat.value, r.reason)
 
 
 def test_line(v: TestView, math: bool = True) -> str:
@@ -282,19 +282,9 @@ def claim_views(mv: xr.Dataset, claim: str, zoo: str | None = None, **axes) -> l
     for t in REGISTRY[claim].tests:
         tid = qualified_id(claim, t)
         row = mv.sel(test=tid).isel(spec=j)
-        f = np.exp if t.log else (lambda x: x)
-        vals = row["value"].values[models]
-        out.append(
-            TestView(
-                tid,
-                t,
-                str(row["code"].values),
-                *(float(f(row[k].values)) for k in ("estimate", "lower", "upper", "low", "high")),
-                int(np.isfinite(vals).sum()),
-                f(vals),
-                str(row["reason"].values),
-            )
-        )
+        nums = (row[k].values for k in ("estimate", "lower", "upper", "low", "high"))
+        code, why = str(row["code"].values), str(row["reason"].values)
+        out.append(TestView.scaled(tid, t, code, nums, row["value"].values[models], why))
     return out
 
 
