@@ -42,6 +42,7 @@ __all__ = [
     "edge_text",
     "flips_table",
     "forest",
+    "headline",
     "joint_table",
     "llm_scale_depth",
     "llm_scale_facts",
@@ -77,7 +78,7 @@ def reading_note(mv, claims) -> str:
     or *book*, and the unit of inference."""
     axes = [a for a in CURVE_AXES if any(a in claim_axes(c) for c in claims) and a != "unit"]
     words = render.reading_words(MAIN_READING, axes, _tags(mv))
-    ids = ", ".join(claims[:-1]) + " and " + claims[-1] if len(claims) > 1 else claims[0]
+    ids = plots.enumeration(claims)
     what = f"the book's default reading of the paper: {words}" if words else "one reading"
     return (
         "```{admonition} The reading of this page\n:class: note reading\n"
@@ -531,8 +532,8 @@ def capacity(mv) -> str:
             f"The {z} zoo has {b} standard-attention and {e} EGA models of width "
             f"$d_\\mathrm{{model}} = {zoo_width(mv, z)}$; "
             + (
-                f"on it the verdict of {render.names(changed)} differs (table below), so those "
-                "verdicts are not robust to the model's width"
+                f"on it the verdict of {plots.enumeration(changed)} differs (table below), so "
+                "those verdicts are not robust to the model's width"
                 if changed
                 else "no verdict differs on it (table below)"
             )
@@ -563,6 +564,34 @@ def zoo_verdicts(mv) -> pd.DataFrame | None:
 # --- the scorecard page ---------------------------------------------------------------
 
 
+def headline(mv: xr.Dataset, zoo: str | None = None) -> str:
+    """One sentence: which of the paper's empirical claims are reproduced, which refuted
+    and which undecided on the main zoo, with Theorem 1 and the cited loss claim apart."""
+    z = zoo or str(mv.attrs["main_zoo"])
+    codes = {c: render.main_code(mv, c, z) for c in REGISTRY}
+    empirical = [c for c, cl in REGISTRY.items() if cl.kind == "empirical"]
+    groups = {}
+    for c in empirical:
+        groups.setdefault(codes[c], []).append(c)
+    order = (
+        ("holds", "reproduced"),
+        ("partly", "reproduced in part"),
+        ("refuted", "refuted"),
+        ("undecided", "undecided"),
+        ("untestable", "not testable as stated"),
+    )
+    parts = [f"{label} {plots.enumeration(groups[k])}" for k, label in order if k in groups]
+    n = len(empirical)
+    out = f"Of the paper's {n} empirical claims, on the {z} zoo: " + "; ".join(parts) + "."
+    theorem = [c for c, cl in REGISTRY.items() if cl.kind == "theorem"]
+    cited = [c for c, cl in REGISTRY.items() if cl.kind == "cited"]
+    for c in theorem:
+        out += f" Theorem 1 ({c}) {render.word(codes[c])} as an exact identity."
+    for c in cited:
+        out += f" The cited loss claim ({c}): {render.word(codes[c])}."
+    return out
+
+
 def assurance(mv) -> str:
     """How the verdicts are decided and how sure they are, in one paragraph from the
     curve: the replicates and intervals, how many verdicts are robust, the joint tests
@@ -586,10 +615,10 @@ def assurance(mv) -> str:
         "varies, the zoo's width and the unit of inference included, changes them)"
     )
     if fragile:
-        text += f"; {render.names(fragile)} {'is' if len(fragile) == 1 else 'are'} **fragile**"
+        text += f"; {plots.enumeration(fragile)} {'is' if len(fragile) == 1 else 'are'} **fragile**"
     text += ". "
     lean = {"for": "towards the claimed direction", "against": "away from it"}
-    joint = [f"{lean[w]} for {render.names(ids)}" for w, ids in sig.items() if ids]
+    joint = [f"{lean[w]} for {plots.enumeration(ids)}" for w, ids in sig.items() if ids]
     text += (
         f"Over the whole curve the joint test ({render.STATISTIC_WORDS[s]}, against no effect) "
         + ("leans " + " and ".join(joint) if joint else "is significant for no claim")
@@ -604,7 +633,7 @@ def assurance(mv) -> str:
     if same:
         text += (
             f"On untrained copies of the models the same tests give the same verdict for "
-            f"{render.names(same)}: there it describes the architecture or the method, not "
+            f"{plots.enumeration(same)}: there it describes the architecture or the method, not "
             "what training learned."
         )
     return text.strip()

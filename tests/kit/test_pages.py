@@ -114,6 +114,13 @@ def test_axes_markdown_and_rules_markdown():
     assert "smallest effect" in rules
 
 
+def test_headline_groups_the_claims_by_verdict(mv):
+    line = pages.headline(mv)
+    n = sum(c.kind == "empirical" for c in REGISTRY.values())
+    assert line.startswith(f"Of the paper's {n} empirical claims, on the {mv.attrs['main_zoo']}")
+    assert "Theorem 1 (C10)" in line and "The cited loss claim (L)" in line
+
+
 def test_verdict_legend_states_every_word():
     for code in CODES:
         assert render.word(code) in pages.verdict_legend()

@@ -1,11 +1,11 @@
 """The one place a decided claim becomes words.
 
 Every verdict word, what it means, how an estimate and its interval print, a test's line,
-a claim's verdict box, the joint test's sentence and the headline are made here from the
-numbers of an :class:`~.outcome.Outcome` or of the curve (``multiverse.nc``,
-:mod:`.curve`); the rules return numbers and codes only, so changing a word never touches
-a rule. Pages, the scorecard and the report of ``msapod analyze`` read a claim only
-through these functions, so none can disagree with another.
+a claim's verdict box and the joint test's sentence are made here from the numbers of an
+:class:`~.outcome.Outcome` or of the curve (``multiverse.nc``, :mod:`.curve`); the rules
+return numbers and codes only, so changing a word never touches a rule. Pages (through
+the book's kit, ``msapod_book.pages``), the scorecard and the report of ``msapod analyze``
+read a claim only through these functions, so none can disagree with another.
 """
 
 from __future__ import annotations
@@ -34,10 +34,8 @@ __all__ = [
     "claim_views",
     "flip_words",
     "fmt_num",
-    "headline",
     "joint_sentence",
     "main_code",
-    "names",
     "needs_text",
     "outcome_rows",
     "reading_words",
@@ -408,39 +406,6 @@ def show_verdict(mv: xr.Dataset, claim: str, zoo: str | None = None):
     from IPython.display import Markdown
 
     return Markdown(verdict_markdown(mv, claim, zoo))
-
-
-def names(ids: Sequence[str]) -> str:
-    ids = list(ids)
-    return ", ".join(ids[:-1]) + " and " + ids[-1] if len(ids) > 1 else "".join(ids)
-
-
-def headline(mv: xr.Dataset, zoo: str | None = None) -> str:
-    """One sentence: which of the paper's empirical claims are reproduced, which refuted
-    and which undecided on the main zoo, with Theorem 1 and the cited loss claim apart."""
-    z = _zoo(mv, zoo)
-    codes = {c: main_code(mv, c, z) for c in REGISTRY}
-    empirical = [c for c, cl in REGISTRY.items() if cl.kind == "empirical"]
-    groups = {}
-    for c in empirical:
-        groups.setdefault(codes[c], []).append(c)
-    order = (
-        ("holds", "reproduced"),
-        ("partly", "reproduced in part"),
-        ("refuted", "refuted"),
-        ("undecided", "undecided"),
-        ("untestable", "not testable as stated"),
-    )
-    parts = [f"{label} {names(groups[k])}" for k, label in order if k in groups]
-    n = len(empirical)
-    out = f"Of the paper's {n} empirical claims, on the {z} zoo: " + "; ".join(parts) + "."
-    theorem = [c for c, cl in REGISTRY.items() if cl.kind == "theorem"]
-    cited = [c for c, cl in REGISTRY.items() if cl.kind == "cited"]
-    for c in theorem:
-        out += f" Theorem 1 ({c}) {word(codes[c])} as an exact identity."
-    for c in cited:
-        out += f" The cited loss claim ({c}): {word(codes[c])}."
-    return out
 
 
 # ---------------------------------------------------------------------------------------
