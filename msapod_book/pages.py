@@ -1,8 +1,8 @@
 """What the book's pages print beside a claim, read from the shipped curve.
 
-A page states its reading once (:func:`reading_note`), shows a claim's verdict through
-:func:`msapod.studies.verdict.render.show_verdict` with the replicates behind it
-(:func:`forest`, :func:`model_table`), and other readings only as labelled comparisons
+A page states its reading once (:func:`reading_note`), shows a claim's verdict box
+(:func:`show_verdict`) with the replicates behind it (:func:`forest`,
+:func:`model_table`), and other readings only as labelled comparisons
 (:func:`comparison_line`). Every number comes from the curve (``multiverse.nc``,
 :mod:`msapod.studies.verdict.curve`), the scorecard or the zoo; every sentence about a
 verdict from :mod:`msapod.studies.verdict.render`. A page cell holds a single call.
@@ -57,10 +57,12 @@ __all__ = [
     "rule_lines",
     "rules_markdown",
     "scorecard_markdown",
+    "show_verdict",
     "spec_curves",
     "tests_overview",
     "tests_table",
     "verdict_legend",
+    "verdict_markdown",
     "verdict_shares",
     "zoo_models",
     "zoo_verdicts",
@@ -87,6 +89,71 @@ def reading_note(mv, claims) -> str:
         "zoo). Any other reading appears only as a labelled comparison; the "
         "[scorecard](14-scorecard.md) runs them all.\n```"
     )
+
+
+def _null_line(mv: xr.Dataset, claim: str) -> str:
+    parts = []
+    for null in NULL_COLUMNS:
+        code = str(mv["null_verdict"].sel(claim=claim, null=null).values)
+        if code:
+            parts.append(f"{null} {render.word(code)}")
+    return "; ".join(parts)
+
+
+def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
+    """The claim's verdict box: the verdict of the book's default reading and what it
+    means, each test's line, the robustness, the joint test, the null columns and the
+    reading. Written as CommonMark inside an HTML ``<div class="admonition verdict
+    claim-<id>">`` (the id in lower case, as docutils writes a class; the title as
+    ``admonition-title``), so that it renders as the same box on the site (MyST) and in a
+    notebook run in Jupyter or Colab (CommonMark)."""
+    import html
+
+    c = REGISTRY[claim]
+    z = zoo or str(mv.attrs["main_zoo"])
+    code = render.main_code(mv, claim, z)
+    j = render.spec_index(mv, claim, z)
+    why = str(mv["claim_reason"].sel(claim=claim).values[j]) if code == "untestable" else ""
+    first = (
+        f"**{render.word(code)}** on the {z} zoo (the book's default reading): "
+        f"{why or render.MEANING[code]}."
+    )
+    items = []
+    if c.kind == "theorem":
+        g = {k: float(mv[f"theorem_{k}"].values[j]) for k in ("gap", "beaten", "trials")}
+        items.append(render.theorem_text(g["gap"], g["beaten"], g["trials"]))
+    else:
+        items += [render.test_line(v) for v in render.claim_views(mv, claim, z)]
+    items.append("Robustness: " + render.robustness_sentence(mv, claim))
+    joint = render.joint_sentence(mv, claim)
+    items.append(joint[0].upper() + joint[1:])
+    nulls = _null_line(mv, claim)
+    if nulls:
+        items.append(f"Null columns: {nulls}")
+    others = [o for o in str(mv.attrs.get("zoos", "")).split(",") if o and o != z]
+    for o in others:
+        items.append(f"On the {o} zoo: {render.word(render.main_code(mv, claim, o))}")
+    axes = [a for a in claim_axes(claim) if a != "unit"]
+    reading = render.reading_words(MAIN_READING, axes, _tags(mv))
+    if reading:
+        items.append(f"Reading: {reading}")
+    items.append(f"[The rule in full](#rule-{claim.lower()})")
+    title = html.escape(f"{claim}: {c.paper}")
+    return (
+        f'<div class="admonition verdict claim-{claim.lower()}">\n'
+        f'<p class="admonition-title">{title}</p>\n\n'
+        + first
+        + "\n\n"
+        + "\n".join(f"* {x}" for x in items)
+        + "\n\n</div>"
+    )
+
+
+def show_verdict(mv: xr.Dataset, claim: str, zoo: str | None = None):
+    """:func:`verdict_markdown` as an ``IPython.display.Markdown``."""
+    from IPython.display import Markdown
+
+    return Markdown(verdict_markdown(mv, claim, zoo))
 
 
 def tests_table(mv, claims, zoo: str | None = None, **axes) -> pd.DataFrame:

@@ -21,7 +21,7 @@ import xarray as xr
 from ... import plots
 from ..measure.convergence import FIXED_K
 from ..registry import JOINT_STATISTIC, REGISTRY, ClaimTest, qualified_id
-from .curve import CURVE_AXES, MAIN_READING, NULL_COLUMNS, claim_axes
+from .curve import CURVE_AXES, MAIN_READING, claim_axes
 from .inference import ALPHA
 from .outcome import Outcome, TestResult
 
@@ -40,11 +40,9 @@ __all__ = [
     "outcome_rows",
     "reading_words",
     "robustness_sentence",
-    "show_verdict",
     "spec_index",
     "test_line",
     "theorem_text",
-    "verdict_markdown",
     "word",
 ]
 
@@ -344,68 +342,6 @@ def joint_sentence(mv: xr.Dataset, claim: str) -> str:
         f"joint test over the curve: {STATISTIC_WORDS[s]} {fmt_num(value)}, two-sided p = "
         f"{fmt_num(p, 2)} over {B} {null}{verdict}"
     )
-
-
-def _null_line(mv: xr.Dataset, claim: str) -> str:
-    parts = []
-    for null in NULL_COLUMNS:
-        code = str(mv["null_verdict"].sel(claim=claim, null=null).values)
-        if code:
-            parts.append(f"{null} {word(code)}")
-    return "; ".join(parts)
-
-
-def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
-    """The claim's verdict box: the verdict of the book's default reading and what it
-    means, each test's line, the robustness, the joint test, the null columns and the
-    reading. Written as CommonMark inside an HTML ``<div class="admonition verdict
-    claim-<id>">`` (the id in lower case, as docutils writes a class; the title as
-    ``admonition-title``), so that it renders as the same box on the site (MyST) and in a
-    notebook run in Jupyter or Colab (CommonMark)."""
-    import html
-
-    c = REGISTRY[claim]
-    z = _zoo(mv, zoo)
-    code = main_code(mv, claim, z)
-    j = spec_index(mv, claim, z)
-    why = str(mv["claim_reason"].sel(claim=claim).values[j]) if code == "untestable" else ""
-    first = f"**{word(code)}** on the {z} zoo (the book's default reading): {why or MEANING[code]}."
-    items = []
-    if c.kind == "theorem":
-        g = {k: float(mv[f"theorem_{k}"].values[j]) for k in ("gap", "beaten", "trials")}
-        items.append(theorem_text(g["gap"], g["beaten"], g["trials"]))
-    else:
-        items += [test_line(v) for v in claim_views(mv, claim, z)]
-    items.append("Robustness: " + robustness_sentence(mv, claim))
-    joint = joint_sentence(mv, claim)
-    items.append(joint[0].upper() + joint[1:])
-    nulls = _null_line(mv, claim)
-    if nulls:
-        items.append(f"Null columns: {nulls}")
-    others = [o for o in str(mv.attrs.get("zoos", "")).split(",") if o and o != z]
-    for o in others:
-        items.append(f"On the {o} zoo: {word(main_code(mv, claim, o))}")
-    tags = {a: v["tag"] for a, v in json.loads(mv.attrs.get("reading_tags", "{}")).items()}
-    reading = reading_words(MAIN_READING, [a for a in claim_axes(claim) if a != "unit"], tags)
-    if reading:
-        items.append(f"Reading: {reading}")
-    items.append(f"[The rule in full](#rule-{claim.lower()})")
-    title = html.escape(f"{claim}: {c.paper}")
-    return (
-        f'<div class="admonition verdict claim-{claim.lower()}">\n'
-        f'<p class="admonition-title">{title}</p>\n\n'
-        + first
-        + "\n\n"
-        + "\n".join(f"* {x}" for x in items)
-        + "\n\n</div>"
-    )
-
-
-def show_verdict(mv: xr.Dataset, claim: str, zoo: str | None = None):
-    """:func:`verdict_markdown` as an ``IPython.display.Markdown``."""
-    from IPython.display import Markdown
-
-    return Markdown(verdict_markdown(mv, claim, zoo))
 
 
 # ---------------------------------------------------------------------------------------
