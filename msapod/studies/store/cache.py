@@ -240,16 +240,11 @@ class TokenEnsemble:
         return hashlib.sha256(np.ascontiguousarray(self.ids, dtype="<i8").tobytes()).hexdigest()
 
     @property
-    def snippet_chars(self) -> np.ndarray:
-        """Characters covered by each snippet (needs the character spans)."""
-        if self.char_start is None or self.char_end is None:
-            raise ValueError("ensemble: no character spans recorded")
-        return self.char_end - self.char_start
-
-    @property
     def ensemble_chars_per_token(self) -> float:
         """Mean characters per token over the snippets (needs the character spans)."""
-        return float(self.snippet_chars.mean() / self.ids.shape[1])
+        if self.char_start is None or self.char_end is None:
+            raise ValueError("ensemble: no character spans recorded")
+        return float((self.char_end - self.char_start).mean() / self.ids.shape[1])
 
 
 def field_store(
