@@ -89,11 +89,16 @@ def check_flag(value, name: str) -> bool:
     return bool(value)
 
 
+def is_real(x) -> bool:
+    """A real number (not a bool)."""
+    return isinstance(x, int | float | np.integer | np.floating) and not isinstance(
+        x, bool | np.bool_
+    )
+
+
 def check_atol(atol, name: str = "atol") -> float:
     """An absolute tolerance: a finite number >= 0."""
-    if isinstance(atol, bool) or not isinstance(atol, int | float | np.integer | np.floating):
-        raise ValueError(f"{name}: expected a finite number >= 0, got {atol!r}")
-    if not (np.isfinite(atol) and atol >= 0):
+    if not is_real(atol) or not (np.isfinite(atol) and atol >= 0):
         raise ValueError(f"{name}: expected a finite number >= 0, got {atol!r}")
     return float(atol)
 
@@ -124,9 +129,7 @@ def check_scale_values(scale, name: str = "scale") -> np.ndarray:
 
 def check_eps(eps) -> float:
     """One tolerance in (0, 1); numpy scalars are accepted."""
-    if isinstance(eps, bool) or not isinstance(eps, int | float | np.integer | np.floating):
-        raise ValueError(f"eps: expected a number in (0, 1), got {eps!r}")
-    if not 0 < float(eps) < 1:
+    if not is_real(eps) or not 0 < float(eps) < 1:
         raise ValueError(f"eps: expected a number in (0, 1), got {eps!r}")
     return float(eps)
 

@@ -27,7 +27,7 @@ import pandas as pd
 import xarray as xr
 
 from ._io import check_int
-from ._labels import check_eps, check_flag, check_omega0, check_tau_max, positions
+from ._labels import check_eps, check_flag, check_omega0, check_tau_max, is_real, positions
 from .backends import kernels
 from .decomposition import NORMALISATION, check_n_modes
 from .fields import check_with, is_band
@@ -228,7 +228,7 @@ def check_options(n_snapshots: int | None = None, **options) -> dict:
     if o["field"] not in SCALOGRAM_FIELDS:
         raise ValueError(f"field: expected one of {SCALOGRAM_FIELDS}, got {o['field']!r}")
     o["centre"] = _check_centre(o["centre"])
-    if not _is_real(o["width"]) or not (np.isfinite(o["width"]) and o["width"] > 0):
+    if not is_real(o["width"]) or not (np.isfinite(o["width"]) and o["width"] > 0):
         raise ValueError(
             f"width: expected a finite factor kappa > 0 (sigma = kappa a*), got {o['width']!r}"
         )
@@ -245,18 +245,11 @@ def check_options(n_snapshots: int | None = None, **options) -> dict:
     return o
 
 
-def _is_real(x) -> bool:
-    """A real number (not a bool)."""
-    return isinstance(x, int | float | np.integer | np.floating) and not isinstance(
-        x, bool | np.bool_
-    )
-
-
 def _check_centre(centre) -> str | float:
     """A window centre rule of :func:`msapod.window_parameters` or a finite lag."""
     if isinstance(centre, str) and centre in CENTRE_RULES:
         return centre
-    if _is_real(centre) and np.isfinite(centre):
+    if is_real(centre) and np.isfinite(centre):
         return float(centre)
     raise ValueError(
         f"centre: expected one of {CENTRE_RULES} or a finite number of lags, got {centre!r}"
@@ -296,11 +289,16 @@ def _analyze_sets(A: xr.DataArray, lead: list, one: Callable) -> xr.Dataset:
     lead_coords = {
         c: A.coords[c] for c in A.coords if c not in lead and set(A.coords[c].dims) <= set(lead)
     }
-    out = out.assign_coords(lead_coords)
-    for name in ("window", "peak"):
-        if name in out.coords and out[name].dtype == object:
-            out = out.assign_coords({name: out[name].values.astype(str)})
-    return out
+    return text_coords(out.assign_coords(lead_coords))
+
+
+def text_coords(ds: xr.Dataset, names: Sequence[str] = ("window", "peak")) -> xr.Dataset:
+    """``ds`` with its object-dtype label coordinates ``names`` as fixed-width strings
+    (what ``xr.concat`` of analyses leaves as objects, and netCDF cannot store)."""
+    for name in names:
+        if name in ds.coords and ds[name].dtype == object:
+            ds = ds.assign_coords({name: ds[name].values.astype(str)})
+    return ds
 
 
 def _analyze_one(

@@ -18,8 +18,8 @@ book's included) shares:
 
 The figures: per-layer curves (:func:`layer_profile`), the scalogram :math:`E(a, b)`
 (:func:`scalogram`), the scale spectrum :math:`E(a)` with its dominant scales
-(:func:`scale_spectrum`), mode lag profiles :math:`\\rho_k(\\tau)` (:func:`mode_lags`,
-:func:`lag_extent`); and the one way a number is printed (:func:`number`, :func:`below`).
+(:func:`scale_spectrum`), mode lag profiles :math:`\\rho_k(\\tau)` (:func:`mode_lags`);
+and the one way a number is printed (:func:`number`, :func:`below`).
 The book's own figures and tables are its kit's (``msapod_book.plots``).
 
 matplotlib is imported inside the functions only: ``import msapod`` stays light, and the
@@ -282,9 +282,10 @@ def log_ticks(ax, axis: str = "both") -> None:
         a.set_minor_formatter(NullFormatter())
 
 
-def _outer(axes) -> None:
-    """Axis labels on the outer panels only: y labels in the first column, x labels on
-    the lowest panel of each column (a panel with no panel below keeps its x label)."""
+def outer_labels(axes) -> None:
+    """Keep axis labels on the outer panels of a grid only (see :func:`panels`): y labels
+    in the first column, x labels on the lowest panel of each column (a panel with no
+    panel below keeps its x label)."""
     cols = {round(ax.get_position().x0, 3) for ax in axes}
     first = min(cols)
     for ax in axes:
@@ -295,8 +296,9 @@ def _outer(axes) -> None:
             ax.set_xlabel("")
 
 
-def _legend_below(fig, axes, ncol: int | None = None) -> None:
-    """One legend for the figure, below the panels (never over data)."""
+def legend_below(fig, axes, ncol: int | None = None) -> None:
+    """One legend for the whole figure, below the panels (never over data); entries are
+    collected from ``axes`` without repeats (labels starting with ``_`` are skipped)."""
     handles, labels = [], []
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -308,18 +310,6 @@ def _legend_below(fig, axes, ncol: int | None = None) -> None:
             fig.legend(
                 handles, labels, loc="outside lower center", ncol=ncol or min(4, len(labels))
             )
-
-
-def outer_labels(axes) -> None:
-    """Keep axis labels on the outer panels of a grid only (see :func:`panels`): y labels
-    in the first column, x labels on the lowest panel of each column."""
-    _outer(axes)
-
-
-def legend_below(fig, axes, ncol: int | None = None) -> None:
-    """One legend for the whole figure, below the panels (never over data); entries are
-    collected from ``axes`` without repeats (labels starting with ``_`` are skipped)."""
-    _legend_below(fig, axes, ncol)
 
 
 def check_dims(da, name: str, dims: Sequence[str]) -> xr.DataArray:
@@ -453,7 +443,7 @@ def scalogram(energy: xr.DataArray, *, by: str = "layer", floor: float = -4.0, t
             _lag_axis(ax, float(e["lag"].values[-1]))
             ax.set_xlabel(LABELS["b"])
             ax.set_ylabel(LABELS["scale"])
-        _outer(axes)
+        outer_labels(axes)
         fig.colorbar(im, ax=axes, shrink=0.8, label=LABELS["E_ab"])
         if title:
             fig.suptitle(title)
@@ -513,8 +503,8 @@ def scale_spectrum(
             log_ticks(ax)
             ax.set_xlabel(LABELS["scale"])
             ax.set_ylabel(LABELS["E_a"])
-        _outer(axes)
-        _legend_below(fig, axes)
+        outer_labels(axes)
+        legend_below(fig, axes)
         if title:
             fig.suptitle(title)
     return fig
@@ -563,36 +553,15 @@ def mode_lags(
             _lag_axis(ax, max_lag or float(r["lag"].values[-1]))
             ax.set_xlabel(LABELS["lag"])
             ax.set_ylabel(LABELS["rho"])
-        _outer(axes)
-        _legend_below(fig, axes, ncol=min(6, n_modes + (band is not None)))
+        outer_labels(axes)
+        legend_below(fig, axes, ncol=min(6, n_modes + (band is not None)))
         if title:
             fig.suptitle(title)
     return fig
 
 
-def lag_extent(energy: xr.DataArray, share: float = 0.99, *, min_lag: int = 8) -> int:
-    """The number of lags, from lag 0, that hold ``share`` of ``energy`` (summed over
-    every other dim), and at least ``min_lag``: the lags a figure needs to show where a
-    lag profile or a mode sits (:func:`mode_maps`).
-
-    ``energy`` has a ``"lag"`` dim with lags 0, 1, 2, ...; NaN counts as 0.
-    """
-    check_dims(energy, "energy", ("lag",))
-    if not 0 < share <= 1:
-        raise ValueError(f"share: expected a share in (0, 1], got {share!r}")
-    e = energy.fillna(0).sum([d for d in energy.dims if d != "lag"]).values.astype(float)
-    if e.sum() <= 0:
-        return min(min_lag, e.size)
-    reach = int(np.searchsorted(np.cumsum(e) / e.sum(), share - 1e-12)) + 1
-    return min(max(reach, min_lag), e.size)
-
-
 # --------------------------------------------------------------------------------------
-# forest plots, specification curves, pruning curves
-
-
-# --------------------------------------------------------------------------------------
-# tables
+# numbers
 
 
 #: the text of a missing value in a table or a sentence
@@ -676,7 +645,6 @@ __all__ = [
     "category_style",
     "check_dims",
     "colour",
-    "lag_extent",
     "layer_profile",
     "legend_below",
     "log_ticks",

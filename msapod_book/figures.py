@@ -628,6 +628,7 @@ __all__ = [
     "coherency_panels",
     "convergence_panels",
     "depth_sentence",
+    "ega_contrast",
     "llm_index_panels",
     "llm_scale_panels",
     "mode_lag_panels",
@@ -640,15 +641,18 @@ __all__ = [
 ]
 
 
+#: the two-sided 95 % normal quantile (the intervals over the snippets of page 16)
+Z95 = 1.959963984540054
+
+
 def _with_interval(value: xr.DataArray, se: xr.DataArray, log: bool):
     """``value`` with its 95 % normal interval over the snippets (``log``: on the log
     scale, :func:`msapod.studies.verdict.inference.log_interval`)."""
     from msapod.studies.verdict.inference import log_interval
 
-    q = 1.959963984540054
     if log:
-        return value, *log_interval(value, se, q)
-    return value, value - q * se, value + q * se
+        return value, *log_interval(value, se, Z95)
+    return value, value - Z95 * se, value + Z95 * se
 
 
 def trajectory_panels(traj: xr.Dataset):
@@ -690,13 +694,31 @@ def trajectory_ranks(traj: xr.Dataset):
     return fig
 
 
+def ega_contrast(traj: xr.Dataset, var: str):
+    """EGA minus baseline of ``var`` (default reading) per step and layer, with the 95 %
+    interval of the difference from the two models' jackknife standard errors (one seed
+    per architecture: an interval over the snippets only, a comparison, not a verdict).
+
+    Returns ``(difference, lower, upper)``, dims ``(step, layer, ...)``.
+    """
+    from msapod.studies.measure.trajectory import default_reading
+
+    d = default_reading(traj)
+    arch = d["architecture"].values
+    if sorted(arch) != ["baseline", "ega"]:
+        raise ValueError(f"traj: expected one baseline and one EGA model, got {list(arch)}")
+    at = {a: int(np.flatnonzero(arch == a)[0]) for a in ("ega", "baseline")}
+    ega, base = d.isel(model=at["ega"], drop=True), d.isel(model=at["baseline"], drop=True)
+    diff = ega[var] - base[var]
+    half = Z95 * np.sqrt(ega[f"{var}_se"] ** 2 + base[f"{var}_se"] ** 2)
+    return diff, diff - half, diff + half
+
+
 def trajectory_contrasts(traj: xr.Dataset):
     """Page 16: EGA minus standard attention per layer against the training step, the
     scalogram energy (C7) and :math:`T_\\mathrm{spec}` (C8), with the 95 % interval of
     the difference over the snippets
-    (:func:`msapod.studies.verdict.trajectory.ega_contrast`)."""
-    from msapod.studies.verdict.trajectory import ega_contrast
-
+    (:func:`ega_contrast`)."""
     fig, axes = plots.panels(2, height=2.8)
     with plots.style():
         for ax, (var, data, label) in zip(

@@ -1,8 +1,8 @@
 """What the book's pages print beside a claim, read from the shipped curve.
 
-A page states its reading once (:func:`reading_note`), shows a claim's verdict through
-:func:`msapod.studies.verdict.render.show_verdict` with the replicates behind it
-(:func:`forest`, :func:`model_table`), and other readings only as labelled comparisons
+A page states its reading once (:func:`reading_note`), shows a claim's verdict box
+(:func:`show_verdict`) with the replicates behind it (:func:`forest`,
+:func:`model_table`), and other readings only as labelled comparisons
 (:func:`comparison_line`). Every number comes from the curve (``multiverse.nc``,
 :mod:`msapod.studies.verdict.curve`), the scorecard or the zoo; every sentence about a
 verdict from :mod:`msapod.studies.verdict.render`. A page cell holds a single call.
@@ -45,6 +45,7 @@ __all__ = [
     "edge_text",
     "flips_table",
     "forest",
+    "headline",
     "joint_table",
     "llm_scale_depth",
     "llm_scale_facts",
@@ -56,11 +57,15 @@ __all__ = [
     "other_zoos",
     "page_links",
     "reading_note",
+    "rule_lines",
     "rules_markdown",
     "scorecard_markdown",
+    "show_verdict",
     "spec_curves",
     "tests_overview",
     "tests_table",
+    "verdict_legend",
+    "verdict_markdown",
     "verdict_shares",
     "zoo_models",
     "zoo_verdicts",
@@ -78,7 +83,7 @@ def reading_note(mv, claims) -> str:
     or *book*, and the unit of inference."""
     axes = [a for a in CURVE_AXES if any(a in claim_axes(c) for c in claims) and a != "unit"]
     words = render.reading_words(MAIN_READING, axes, _tags(mv))
-    ids = ", ".join(claims[:-1]) + " and " + claims[-1] if len(claims) > 1 else claims[0]
+    ids = plots.enumeration(claims)
     what = f"the book's default reading of the paper: {words}" if words else "one reading"
     return (
         "```{admonition} The reading of this page\n:class: note reading\n"
@@ -87,6 +92,71 @@ def reading_note(mv, claims) -> str:
         "zoo). Any other reading appears only as a labelled comparison; the "
         "[scorecard](14-scorecard.md) runs them all.\n```"
     )
+
+
+def _null_line(mv: xr.Dataset, claim: str) -> str:
+    parts = []
+    for null in NULL_COLUMNS:
+        code = str(mv["null_verdict"].sel(claim=claim, null=null).values)
+        if code:
+            parts.append(f"{null} {render.word(code)}")
+    return "; ".join(parts)
+
+
+def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
+    """The claim's verdict box: the verdict of the book's default reading and what it
+    means, each test's line, the robustness, the joint test, the null columns and the
+    reading. Written as CommonMark inside an HTML ``<div class="admonition verdict
+    claim-<id>">`` (the id in lower case, as docutils writes a class; the title as
+    ``admonition-title``), so that it renders as the same box on the site (MyST) and in a
+    notebook run in Jupyter or Colab (CommonMark)."""
+    import html
+
+    c = REGISTRY[claim]
+    z = zoo or str(mv.attrs["main_zoo"])
+    code = render.main_code(mv, claim, z)
+    j = render.spec_index(mv, claim, z)
+    why = str(mv["claim_reason"].sel(claim=claim).values[j]) if code == "untestable" else ""
+    first = (
+        f"**{render.word(code)}** on the {z} zoo (the book's default reading): "
+        f"{why or render.MEANING[code]}."
+    )
+    items = []
+    if c.kind == "theorem":
+        g = {k: float(mv[f"theorem_{k}"].values[j]) for k in ("gap", "beaten", "trials")}
+        items.append(render.theorem_text(g["gap"], g["beaten"], g["trials"]))
+    else:
+        items += [render.test_line(v) for v in render.claim_views(mv, claim, z)]
+    items.append("Robustness: " + render.robustness_sentence(mv, claim))
+    joint = render.joint_sentence(mv, claim)
+    items.append(joint[0].upper() + joint[1:])
+    nulls = _null_line(mv, claim)
+    if nulls:
+        items.append(f"Null columns: {nulls}")
+    others = [o for o in str(mv.attrs.get("zoos", "")).split(",") if o and o != z]
+    for o in others:
+        items.append(f"On the {o} zoo: {render.word(render.main_code(mv, claim, o))}")
+    axes = [a for a in claim_axes(claim) if a != "unit"]
+    reading = render.reading_words(MAIN_READING, axes, _tags(mv))
+    if reading:
+        items.append(f"Reading: {reading}")
+    items.append(f"[The rule in full](#rule-{claim.lower()})")
+    title = html.escape(f"{claim}: {c.paper}")
+    return (
+        f'<div class="admonition verdict claim-{claim.lower()}">\n'
+        f'<p class="admonition-title">{title}</p>\n\n'
+        + first
+        + "\n\n"
+        + "\n".join(f"* {x}" for x in items)
+        + "\n\n</div>"
+    )
+
+
+def show_verdict(mv: xr.Dataset, claim: str, zoo: str | None = None):
+    """:func:`verdict_markdown` as an ``IPython.display.Markdown``."""
+    from IPython.display import Markdown
+
+    return Markdown(verdict_markdown(mv, claim, zoo))
 
 
 def tests_table(mv, claims, zoo: str | None = None, **axes) -> pd.DataFrame:
@@ -405,6 +475,46 @@ def axes_markdown() -> str:
     return "\n".join(out)
 
 
+def verdict_legend() -> str:
+    """The verdict vocabulary as a Markdown list, each word with what it means."""
+    return ";\n".join(f"* **{render.WORDS[c]}**: {m}" for c, m in render.MEANING.items()) + "."
+
+
+def rule_lines(claim: str) -> list[str]:
+    """The claim's tests as the rules page states them: the statistic, the direction and
+    the boundary with its smallest effect of interest and the reason for its size."""
+    c = REGISTRY[claim]
+    if c.kind == "theorem":
+        return [
+            f"rank-$K$ error $= \\sum_{{k > K}} \\lambda_k$ to {c.stated['gap']:g} and no "
+            "random orthonormal basis does better (an exact check)"
+        ]
+    out = []
+    for t in c.tests:
+        lo, hi = t.boundary()
+        view = render.TestView(
+            qualified_id(claim, t), t, "", np.nan, np.nan, np.nan, lo, hi, 0, np.array([])
+        )
+        name = " ".join(x for x in (t.part, t.case) if x)
+        if t.design == "architecture":
+            over = (
+                "EGA over standard attention (Welch, log scale)"
+                if t.log
+                else ("EGA minus standard attention (Welch)")
+            )
+        else:
+            over = (
+                "geometric mean over the models (Student t, log scale)"
+                if t.log
+                else ("mean over the models (Student t)")
+            )
+        out.append(
+            f"{'(' + name + ') ' if name else ''}${t.symbol}$, {t.words}, {over}: "
+            f"{render.needs_text(t, view)}; smallest effect: {t.sesoi_reason}"
+        )
+    return out
+
+
 def rules_markdown() -> str:
     """Every claim's tests as the registry states them (the rules page): per claim a
     heading with the label ``rule-<id>`` and one item per test, with its smallest effect
@@ -412,9 +522,16 @@ def rules_markdown() -> str:
     out = []
     for c in REGISTRY.values():
         out.append(f"(rule-{c.id.lower()})=\n### {c.id}: {c.paper}\n")
-        out += [f"* {line}" for line in render.rule_lines(c.id)]
+        out += [f"* {line}" for line in rule_lines(c.id)]
         out.append("")
     return "\n".join(out)
+
+
+def _layer_span(layers: list[int]) -> str:
+    """``"1–2"`` of consecutive layers, ``"3, 5"`` otherwise."""
+    if len(layers) > 1 and layers == list(range(layers[0], layers[-1] + 1)):
+        return f"{layers[0]}–{layers[-1]}"
+    return ", ".join(map(str, layers))
 
 
 def edge_text(ev: xr.Dataset) -> str:
@@ -432,7 +549,7 @@ def edge_text(ev: xr.Dataset) -> str:
         else:
             runs.append((int(k), [int(layer)]))
     per_layer = "; ".join(
-        f"{'layer' if len(ls) == 1 else 'layers'} {render.layer_span(ls)}: {k} of {n} models"
+        f"{'layer' if len(ls) == 1 else 'layers'} {_layer_span(ls)}: {k} of {n} models"
         + ("" if len(ls) == 1 else " each")
         for k, ls in runs
     )
@@ -485,8 +602,8 @@ def capacity(mv) -> str:
             f"The {z} zoo has {b} standard-attention and {e} EGA models of width "
             f"$d_\\mathrm{{model}} = {zoo_width(mv, z)}$; "
             + (
-                f"on it the verdict of {render.names(changed)} differs (table below), so those "
-                "verdicts are not robust to the model's width"
+                f"on it the verdict of {plots.enumeration(changed)} differs (table below), so "
+                "those verdicts are not robust to the model's width"
                 if changed
                 else "no verdict differs on it (table below)"
             )
@@ -517,6 +634,34 @@ def zoo_verdicts(mv) -> pd.DataFrame | None:
 # --- the scorecard page ---------------------------------------------------------------
 
 
+def headline(mv: xr.Dataset, zoo: str | None = None) -> str:
+    """One sentence: which of the paper's empirical claims are reproduced, which refuted
+    and which undecided on the main zoo, with Theorem 1 and the cited loss claim apart."""
+    z = zoo or str(mv.attrs["main_zoo"])
+    codes = {c: render.main_code(mv, c, z) for c in REGISTRY}
+    empirical = [c for c, cl in REGISTRY.items() if cl.kind == "empirical"]
+    groups = {}
+    for c in empirical:
+        groups.setdefault(codes[c], []).append(c)
+    order = (
+        ("holds", "reproduced"),
+        ("partly", "reproduced in part"),
+        ("refuted", "refuted"),
+        ("undecided", "undecided"),
+        ("untestable", "not testable as stated"),
+    )
+    parts = [f"{label} {plots.enumeration(groups[k])}" for k, label in order if k in groups]
+    n = len(empirical)
+    out = f"Of the paper's {n} empirical claims, on the {z} zoo: " + "; ".join(parts) + "."
+    theorem = [c for c, cl in REGISTRY.items() if cl.kind == "theorem"]
+    cited = [c for c, cl in REGISTRY.items() if cl.kind == "cited"]
+    for c in theorem:
+        out += f" Theorem 1 ({c}) {render.word(codes[c])} as an exact identity."
+    for c in cited:
+        out += f" The cited loss claim ({c}): {render.word(codes[c])}."
+    return out
+
+
 def assurance(mv) -> str:
     """How the verdicts are decided and how sure they are, in one paragraph from the
     curve: the replicates and intervals, how many verdicts are robust, the joint tests
@@ -540,10 +685,10 @@ def assurance(mv) -> str:
         "varies, the zoo's width and the unit of inference included, changes them)"
     )
     if fragile:
-        text += f"; {render.names(fragile)} {'is' if len(fragile) == 1 else 'are'} **fragile**"
+        text += f"; {plots.enumeration(fragile)} {'is' if len(fragile) == 1 else 'are'} **fragile**"
     text += ". "
     lean = {"for": "towards the claimed direction", "against": "away from it"}
-    joint = [f"{lean[w]} for {render.names(ids)}" for w, ids in sig.items() if ids]
+    joint = [f"{lean[w]} for {plots.enumeration(ids)}" for w, ids in sig.items() if ids]
     text += (
         f"Over the whole curve the joint test ({render.STATISTIC_WORDS[s]}, against no effect) "
         + ("leans " + " and ".join(joint) if joint else "is significant for no claim")
@@ -558,7 +703,7 @@ def assurance(mv) -> str:
     if same:
         text += (
             f"On untrained copies of the models the same tests give the same verdict for "
-            f"{render.names(same)}: there it describes the architecture or the method, not "
+            f"{plots.enumeration(same)}: there it describes the architecture or the method, not "
             "what training learned."
         )
     return text.strip()

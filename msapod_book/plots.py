@@ -43,7 +43,6 @@ from msapod.plots import (  # noqa: F401  (msapod's style, re-exported: a page i
     category_style,
     check_dims,
     colour,
-    lag_extent,
     layer_profile,
     legend_below,
     log_ticks,
@@ -75,6 +74,7 @@ __all__ = [
     "fields",
     "format_table",
     "interval_limits",
+    "lag_extent",
     "lines",
     "mode_maps",
     "pruning_curve",
@@ -234,6 +234,23 @@ def lines(
             ax.set_title(title)
         ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return ax.figure
+
+
+def lag_extent(energy: xr.DataArray, share: float = 0.99, *, min_lag: int = 8) -> int:
+    """The number of lags, from lag 0, that hold ``share`` of ``energy`` (summed over
+    every other dim), and at least ``min_lag``: the lags a figure needs to show where a
+    lag profile or a mode sits (:func:`mode_maps`).
+
+    ``energy`` has a ``"lag"`` dim with lags 0, 1, 2, ...; NaN counts as 0.
+    """
+    check_dims(energy, "energy", ("lag",))
+    if not 0 < share <= 1:
+        raise ValueError(f"share: expected a share in (0, 1], got {share!r}")
+    e = energy.fillna(0).sum([d for d in energy.dims if d != "lag"]).values.astype(float)
+    if e.sum() <= 0:
+        return min(min_lag, e.size)
+    reach = int(np.searchsorted(np.cumsum(e) / e.sum(), share - 1e-12)) + 1
+    return min(max(reach, min_lag), e.size)
 
 
 def mode_maps(

@@ -19,6 +19,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from msapod.studies.registry import REGISTRY
+from msapod.studies.verdict.render import word
+
 from . import plots
 from .pages import loss_difference, loss_text
 
@@ -54,6 +57,7 @@ __all__ = [
     "sink_layers",
     "split_gap_text",
     "spread_summary",
+    "stages_text",
     "subensemble_text",
     "theorem1_text",
     "threshold_text",
@@ -1032,6 +1036,26 @@ def subensemble_text(ratio: pd.DataFrame, n: int) -> str:
         "root of the group size does not hold for the centroid at these sizes (it is a "
         "ratio of sums over the ensemble, biased in small groups)."
     )
+
+
+def stages_text(table: pd.DataFrame) -> str:
+    """Per claim, the verdict at each stage of training, consecutive steps with the same
+    verdict merged (``table``: :func:`msapod.studies.verdict.trajectory.step_verdicts`,
+    codes), as Markdown bullets."""
+    steps = [int(s) for s in table.columns]
+    lines = []
+    for claim, row in table.iterrows():
+        runs, start = [], 0
+        words = list(row.values)
+        for i in range(1, len(words) + 1):
+            if i == len(words) or words[i] != words[start]:
+                a, b = steps[start], steps[i - 1]
+                where = f"step {a}" if a == b else f"steps {a}–{b}"
+                runs.append(f"{word(words[start])} at {where}")
+                start = i
+        text = "; ".join(runs) if len(runs) > 1 else f"{word(words[0])} at every step"
+        lines.append(f"* **{claim}** ({REGISTRY[claim].paper}): {text}.")
+    return "\n".join(lines)
 
 
 def retraining_text(

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from msapod.studies.registry import REGISTRY
-from msapod.studies.verdict.render import rule_lines
+from msapod_book.pages import rule_lines
 
 PAGE = Path(__file__).resolve().parents[1] / "book" / "paper-choices.md"
 

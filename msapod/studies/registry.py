@@ -35,9 +35,9 @@ __all__ = [
     "REGISTRY",
     "SCALE_AXES",
     "SOURCES",
+    "WINDOW_AXES",
     "Claim",
     "ClaimTest",
-    "claim",
     "qualified_id",
     "registry_hash",
 ]
@@ -54,8 +54,10 @@ DIRECTIONS = ("greater", "less", "within")
 #: How a test's replicates are compared: one sample of models (the mean over the zoo's
 #: models) or two (EGA minus standard attention).
 DESIGNS = ("models", "architecture")
-#: The axes of the specification curve that change the scale spectrum.
+#: The axes of the specification curve that change the scale spectrum, and those that
+#: change the windows (the scale spectrum's, its dominant scale's and the window rule's).
 SCALE_AXES = ("field", "normalisation", "scale_min")
+WINDOW_AXES = (*SCALE_AXES, "scale_stat", "centre", "width")
 
 #: The statistic of the joint test over the specification curve that its sentence reads,
 #: chosen before the data, and why (the other statistics are reported beside it).
@@ -259,7 +261,6 @@ def _claims() -> tuple[Claim, ...]:
         "a band holds the energy when more than half of E(a) lies in it (the energy's median "
         "scale is inside the band); "
     )
-    window_axes = (*SCALE_AXES, "scale_stat", "centre", "width")
     return (
         Claim(
             "C1",
@@ -380,7 +381,7 @@ def _claims() -> tuple[Claim, ...]:
                 for layer, (lo, hi) in c4_lags.items()
             ),
             stated={"lags": c4_lags, "peaks6": 2},
-            axes=(*window_axes, "c4_window"),
+            axes=(*WINDOW_AXES, "c4_window"),
             varies_with={("c4_window", "range"): ("width",)},
             pages=("04-windows", "05-pod"),
         ),
@@ -556,7 +557,7 @@ def _claims() -> tuple[Claim, ...]:
                     "windowed layers)",
                 ),
             ),
-            axes=(*window_axes, "c9_margin"),
+            axes=(*WINDOW_AXES, "c9_margin"),
             pages=("05-pod",),
         ),
         Claim(
@@ -611,13 +612,6 @@ def _claims() -> tuple[Claim, ...]:
 
 #: Every claim, by id, in the scorecard's order.
 REGISTRY: dict[str, Claim] = {c.id: c for c in _claims()}
-
-
-def claim(claim_id: str) -> Claim:
-    """The :class:`Claim` ``claim_id`` (a clear error for an unknown id)."""
-    if claim_id not in REGISTRY:
-        raise ValueError(f"claim: expected one of {list(REGISTRY)}, got {claim_id!r}")
-    return REGISTRY[claim_id]
 
 
 def registry_hash() -> str:

@@ -14,6 +14,7 @@ from msapod.studies.registry import REGISTRY
 from msapod.studies.store.results import load_result
 from msapod.studies.verdict import render
 from msapod.studies.verdict.curve import MAIN_READING
+from msapod.studies.verdict.inference import CODES
 from msapod_book import pages
 
 
@@ -113,6 +114,18 @@ def test_axes_markdown_and_rules_markdown():
     for c in REGISTRY:
         assert f"(rule-{c.lower()})=" in rules
     assert "smallest effect" in rules
+
+
+def test_headline_groups_the_claims_by_verdict(mv):
+    line = pages.headline(mv)
+    n = sum(c.kind == "empirical" for c in REGISTRY.values())
+    assert line.startswith(f"Of the paper's {n} empirical claims, on the {mv.attrs['main_zoo']}")
+    assert "Theorem 1 (C10)" in line and "The cited loss claim (L)" in line
+
+
+def test_verdict_legend_states_every_word():
+    for code in CODES:
+        assert render.word(code) in pages.verdict_legend()
 
 
 def test_loss_text_reads_the_curve(mv):

@@ -39,7 +39,7 @@ from tqdm import tqdm
 from ..._io import COMPRESS, atomic_path, cache_dir, check_int, package_version
 from ...fieldfile import CacheWarning, FieldFile, default_coords, key_hash, values_sha256
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH, check_layers, ensemble_ids, load_corpus
-from ...pipeline import analyze, check_options
+from ...pipeline import analyze, check_options, text_coords
 
 __all__ = [
     "CacheWarning",
@@ -90,6 +90,13 @@ def cache_root(folder: str | os.PathLike | None = None) -> Path:
         src = "cache_dir (--cache-dir)" if folder is not None else "$MSAPOD_CACHE"
         raise ValueError(f"{src}: {path} is a file; expected a folder")
     return path
+
+
+def _cache_file(cache_dir, kind: str, label: str, tail: str) -> Path:
+    """``<cache>/<kind>/<label>-<tail>.nc``, the folder made and the label file-safe."""
+    folder = cache_root(cache_dir) / kind
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', str(label))}-{tail}.nc"
 
 
 def _zoo_model(name: str, model=None):
@@ -233,16 +240,11 @@ class TokenEnsemble:
         return hashlib.sha256(np.ascontiguousarray(self.ids, dtype="<i8").tobytes()).hexdigest()
 
     @property
-    def snippet_chars(self) -> np.ndarray:
-        """Characters covered by each snippet (needs the character spans)."""
-        if self.char_start is None or self.char_end is None:
-            raise ValueError("ensemble: no character spans recorded")
-        return self.char_end - self.char_start
-
-    @property
     def ensemble_chars_per_token(self) -> float:
         """Mean characters per token over the snippets (needs the character spans)."""
-        return float(self.snippet_chars.mean() / self.ids.shape[1])
+        if self.char_start is None or self.char_end is None:
+            raise ValueError("ensemble: no character spans recorded")
+        return float((self.char_end - self.char_start).mean() / self.ids.shape[1])
 
 
 def field_store(
@@ -282,10 +284,7 @@ def field_store(
     label = name if label is None else label
     corpus = load_corpus()
     parts = {**_key_parts(sha, corpus.sha256, n, length, seed, layers), **(extra or {})}
-    folder = cache_root(cache_dir) / "fields"
-    folder.mkdir(parents=True, exist_ok=True)
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", label)
-    path = folder / f"{safe}-n{n}-L{length}-s{seed}-{key_hash(parts)[:16]}.nc"
+    path = _cache_file(cache_dir, "fields", label, f"n{n}-L{length}-s{seed}-{key_hash(parts)[:16]}")
     shape = (len(layers), n, length, length)
     store = FieldFile(path, key_hash(parts))
     coords = {"layer": np.asarray(layers, dtype=np.int64), **default_coords(DIMS[1:], shape[1:])}
@@ -427,15 +426,6 @@ def _dataset_sha256(ds: xr.Dataset) -> str:
             h.update(np.ascontiguousarray(v.astype(np.float64) if v.dtype != bool else v))
         h.update(_attr_text(var.attrs))
     return h.hexdigest()
-
-
-def text_coords(ds: xr.Dataset, names: Sequence[str] = ("window", "peak")) -> xr.Dataset:
-    """``ds`` with its object-dtype label coordinates ``names`` as fixed-width strings
-    (what ``xr.concat`` of cached parts leaves as objects, and netCDF cannot store)."""
-    for name in names:
-        if name in ds.coords and ds[name].dtype == object:
-            ds = ds.assign_coords({name: ds[name].values.astype(str)})
-    return ds
 
 
 def concat_layers(parts: Sequence[xr.Dataset]) -> xr.Dataset:
@@ -673,11 +663,7 @@ def cached_dataset(
     }
     full = json.loads(json.dumps(full, sort_keys=True, default=str))
     key = key_hash(full)
-    folder = cache_root(cache_dir)
-    folder = folder / kind
-    folder.mkdir(parents=True, exist_ok=True)
-    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(label))
-    path = folder / f"{safe}-{key[:16]}.nc"
+    path = _cache_file(cache_dir, kind, label, key[:16])
     if path.exists():
         ds, reason = _read_dataset(path, key, key_attr)
         if ds is not None:

@@ -327,16 +327,12 @@ def _fetch(pooch, source: str, folder: Path) -> Path:
 _NUM = re.compile(r"[-+−]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
-def _numbers(text: str) -> list[str]:
-    return _NUM.findall(str(text).replace("−", "-"))
-
-
 def _close_text(a: str, b: str) -> bool:
     """Two formatted texts agree: same words, numbers equal up to one unit in their last
     printed digit (a recomputation may round the other way)."""
     if _NUM.sub("#", str(a)) != _NUM.sub("#", str(b)):
         return False
-    na, nb = _numbers(a), _numbers(b)
+    na, nb = (_NUM.findall(str(t).replace("−", "-")) for t in (a, b))
     for x, y in zip(na, nb, strict=True):
         decimals = len(x.split(".")[1]) if "." in x and "e" not in x else 0
         unit = 10.0**-decimals
@@ -354,11 +350,6 @@ def tolerance(shipped: np.ndarray) -> float:
     finite = np.isfinite(shipped)
     scale = float(np.max(np.abs(shipped[finite]))) if finite.any() else 0.0
     return RTOL * scale + ATOL
-
-
-def _compare_exact(name: str, x: np.ndarray, y: np.ndarray) -> list[str]:
-    diff = int((x.astype(str) != y.astype(str)).sum())
-    return [f"{name}: differs ({diff} cells)"] if diff else []
 
 
 def _compare_numbers(name: str, x: np.ndarray, y: np.ndarray, attrs: dict) -> list[str]:
@@ -412,7 +403,8 @@ def _compare_netcdf(new: Path, old: Path, models: list[str] | None = None) -> li
     for v in a.variables:
         x, y = a[v].values, b[v].values
         if x.dtype.kind in _EXACT_KINDS or y.dtype.kind in _EXACT_KINDS:
-            problems += _compare_exact(v, x, y)
+            if diff := int((x.astype(str) != y.astype(str)).sum()):
+                problems.append(f"{v}: differs ({diff} cells)")
         elif v in b.coords:
             same = np.isclose(x, y, rtol=COORD_RTOL, atol=0.0, equal_nan=True)
             if not same.all():

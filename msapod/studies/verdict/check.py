@@ -14,7 +14,7 @@ import pandas as pd
 import xarray as xr
 
 from ...wavelets import OMEGA0
-from ..registry import REGISTRY
+from ..registry import REGISTRY, WINDOW_AXES
 from .curve import MAIN_READING
 from .outcome import UNITS, evaluate
 from .render import outcome_rows
@@ -105,8 +105,7 @@ def check_claims(
     fields = _check_fields(fields, dim)
     if unit not in (*UNITS, "auto"):
         raise ValueError(f"unit: expected one of {(*UNITS, 'auto')}, got {unit!r}")
-    window = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
-    axes = {a: (MAIN_READING[a],) for a in window}
+    axes = {a: (MAIN_READING[a],) for a in WINDOW_AXES}
     models = [str(m) for m in fields["model"].values]
     layers = sorted(int(v) for v in fields["layer"].values)
     groups = None

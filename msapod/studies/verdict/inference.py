@@ -115,15 +115,21 @@ def log_interval(value, se, q: float):
     return value / f, value * f
 
 
+def _moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The mean, the variance (``n - 1``) and the number ``n`` of the finite values of
+    ``x`` along its last axis."""
+    n = np.isfinite(x).sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.nansum(x, -1) / n
+        return mean, np.nansum((x - mean[..., None]) ** 2, -1) / (n - 1), n
+
+
 def one_sample(values: np.ndarray) -> Interval:
     """The mean of ``values (..., model)`` over the models with its Student-t standard
     error (``sd / sqrt(n)``, ``n - 1`` df); NaN values are left out (a model without the
     statistic), fewer than 2 models give NaN."""
-    x = np.asarray(values, dtype=np.float64)
-    n = np.isfinite(x).sum(-1)
-    with np.errstate(invalid="ignore", divide="ignore"), np.errstate(all="ignore"):
-        mean = np.nansum(x, -1) / n
-        var = np.nansum((x - mean[..., None]) ** 2, -1) / (n - 1)
+    mean, var, n = _moments(np.asarray(values, dtype=np.float64))
+    with np.errstate(all="ignore"):
         se = np.sqrt(var / n)
     ok = n >= 2
     return Interval(np.where(ok, mean, np.nan), np.where(ok, se, np.nan), np.where(ok, n - 1, 0))
@@ -135,17 +141,11 @@ def welch(values: np.ndarray, treated: np.ndarray) -> Interval:
     leading dims, e.g. one relabelling per row). Fewer than 2 models in a group: NaN."""
     x = np.asarray(values, dtype=np.float64)
     t = np.broadcast_to(np.asarray(treated, bool), x.shape)
-    parts = []
-    for group in (t, ~t):
-        g = np.where(group & np.isfinite(x), x, np.nan)
-        n = np.isfinite(g).sum(-1)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.nansum(g, -1) / n
-            var = np.nansum((g - mean[..., None]) ** 2, -1) / (n - 1)
-            parts.append((mean, var / n, n))
-    (m1, v1, n1), (m0, v0, n0) = parts
-    se2 = v1 + v0
+    finite = np.isfinite(x)
+    (m1, v1, n1), (m0, v0, n0) = (_moments(np.where(g & finite, x, np.nan)) for g in (t, ~t))
     with np.errstate(invalid="ignore", divide="ignore"):
+        v1, v0 = v1 / n1, v0 / n0
+        se2 = v1 + v0
         df = se2**2 / (v1**2 / (n1 - 1) + v0**2 / (n0 - 1))
     ok = (n1 >= 2) & (n0 >= 2)
     return Interval(

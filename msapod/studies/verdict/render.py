@@ -1,11 +1,11 @@
 """The one place a decided claim becomes words.
 
 Every verdict word, what it means, how an estimate and its interval print, a test's line,
-a claim's verdict box, the joint test's sentence and the headline are made here from the
-numbers of an :class:`~.outcome.Outcome` or of the curve (``multiverse.nc``,
-:mod:`.curve`); the rules return numbers and codes only, so changing a word never touches
-a rule. Pages, the scorecard and the report of ``msapod analyze`` read a claim only
-through these functions, so none can disagree with another.
+a claim's verdict box and the joint test's sentence are made here from the numbers of an
+:class:`~.outcome.Outcome` or of the curve (``multiverse.nc``, :mod:`.curve`); the rules
+return numbers and codes only, so changing a word never touches a rule. Pages (through
+the book's kit, ``msapod_book.pages``), the scorecard and the report of ``msapod analyze``
+read a claim only through these functions, so none can disagree with another.
 """
 
 from __future__ import annotations
@@ -21,37 +21,28 @@ import xarray as xr
 from ... import plots
 from ..measure.convergence import FIXED_K
 from ..registry import JOINT_STATISTIC, REGISTRY, ClaimTest, qualified_id
-from .curve import CURVE_AXES, MAIN_READING, NULL_COLUMNS, claim_axes
+from .curve import CURVE_AXES, MAIN_READING, claim_axes
 from .inference import ALPHA
 from .outcome import Outcome, TestResult
 
 __all__ = [
     "AXIS_NAMES",
     "MEANING",
-    "NULL_WORDS",
-    "RULE_PAGE",
     "STATISTIC_WORDS",
     "TestView",
     "WORDS",
     "claim_views",
     "flip_words",
     "fmt_num",
-    "headline",
     "joint_sentence",
-    "layer_span",
     "main_code",
-    "names",
     "needs_text",
     "outcome_rows",
     "reading_words",
     "robustness_sentence",
-    "rule_lines",
-    "show_verdict",
     "spec_index",
     "test_line",
     "theorem_text",
-    "verdict_legend",
-    "verdict_markdown",
     "word",
 ]
 
@@ -73,12 +64,6 @@ MEANING = {
     "undecided": "the interval includes the boundary of the smallest effect of interest: the "
     "data decide neither way",
     "untestable": "the data or the setting cannot decide the claim (the reason is given)",
-}
-#: Each null column in words (the question it answers).
-NULL_WORDS = {
-    "untrained": "the same models untrained (does training create it?)",
-    "shuffled": "snippets with their characters shuffled (does the order of the text create it?)",
-    "words": "snippets with their words shuffled (does the order of the words create it?)",
 }
 #: The joint test's statistics in words.
 STATISTIC_WORDS = {
@@ -103,8 +88,6 @@ AXIS_NAMES = {
     "unit": "unit of inference",
     "c9_margin": "C9's smallest effect",
 }
-#: The page that states every rule (each with the label ``rule-<claim>``).
-RULE_PAGE = "paper-choices.md"
 _READING = {
     "field": lambda v, r: f"scalogram of {v}",
     "normalisation": lambda v, r: "E(a)/a" if v == "rectified" else "raw E(a)",
@@ -140,24 +123,9 @@ def word(code: str) -> str:
     return WORDS[code]
 
 
-def verdict_legend() -> str:
-    """The verdict vocabulary as a Markdown list, each word with what it means."""
-    return ";\n".join(f"* **{WORDS[c]}**: {m}" for c, m in MEANING.items()) + "."
-
-
 def fmt_num(x: float, sig: int = 3) -> str:
     """``x`` as every page prints a number (:func:`msapod.plots.number`)."""
     return plots.number(float(x), sig)
-
-
-def layer_span(layers: Sequence[int]) -> str:
-    """``"1–2"`` of consecutive layers, ``"3, 5"`` otherwise, ``"none"`` for none."""
-    layers = sorted(int(v) for v in layers)
-    if not layers:
-        return "none"
-    if layers == list(range(layers[0], layers[-1] + 1)) and len(layers) > 1:
-        return f"{layers[0]}–{layers[-1]}"
-    return ", ".join(map(str, layers))
 
 
 def reading_words(
@@ -197,18 +165,18 @@ class TestView:
     reason: str = ""
 
     @classmethod
+    def scaled(cls, tid: str, t: ClaimTest, code: str, numbers, values, reason: str = ""):
+        """The view of numbers on the decision scale: ``numbers`` the estimate, lower,
+        upper, low and high, ``values`` the replicates."""
+        f = np.exp if t.log else (lambda x: x)
+        v = np.asarray(values, float)
+        nums = (float(f(float(x))) for x in numbers)
+        return cls(tid, t, code, *nums, int(np.isfinite(v).sum()), f(v), reason)
+
+    @classmethod
     def of(cls, r: TestResult) -> TestView:
-        f = np.exp if r.test.log else (lambda x: x)
-        v = np.asarray(r.stat.value, float)
-        return cls(
-            r.id,
-            r.test,
-            r.code,
-            *(float(f(x)) for x in (r.estimate, r.lower, r.upper, r.low, r.high)),
-            int(np.isfinite(v).sum()),
-            f(v),
-            r.reason,
-        )
+        nums = (r.estimate, r.lower, r.upper, r.low, r.high)
+        return cls.scaled(r.id, r.test, r.code, nums, r.stat.value, r.reason)
 
 
 def test_line(v: TestView, math: bool = True) -> str:
@@ -262,41 +230,6 @@ def theorem_text(gap: float, beaten: int, trials: int) -> str:
     )
 
 
-def rule_lines(claim: str) -> list[str]:
-    """The claim's tests as the rules page states them: the statistic, the direction and
-    the boundary with its smallest effect of interest and the reason for its size."""
-    c = REGISTRY[claim]
-    if c.kind == "theorem":
-        return [
-            f"rank-$K$ error $= \\sum_{{k > K}} \\lambda_k$ to {c.stated['gap']:g} and no "
-            "random orthonormal basis does better (an exact check)"
-        ]
-    out = []
-    for t in c.tests:
-        lo, hi = t.boundary()
-        view = TestView(
-            qualified_id(claim, t), t, "", np.nan, np.nan, np.nan, lo, hi, 0, np.array([])
-        )
-        name = " ".join(x for x in (t.part, t.case) if x)
-        if t.design == "architecture":
-            over = (
-                "EGA over standard attention (Welch, log scale)"
-                if t.log
-                else ("EGA minus standard attention (Welch)")
-            )
-        else:
-            over = (
-                "geometric mean over the models (Student t, log scale)"
-                if t.log
-                else ("mean over the models (Student t)")
-            )
-        out.append(
-            f"{'(' + name + ') ' if name else ''}${t.symbol}$, {t.words}, {over}: "
-            f"{needs_text(t, view)}; smallest effect: {t.sesoi_reason}"
-        )
-    return out
-
-
 # ---------------------------------------------------------------------------------------
 # the curve
 
@@ -345,19 +278,9 @@ def claim_views(mv: xr.Dataset, claim: str, zoo: str | None = None, **axes) -> l
     for t in REGISTRY[claim].tests:
         tid = qualified_id(claim, t)
         row = mv.sel(test=tid).isel(spec=j)
-        f = np.exp if t.log else (lambda x: x)
-        vals = row["value"].values[models]
-        out.append(
-            TestView(
-                tid,
-                t,
-                str(row["code"].values),
-                *(float(f(row[k].values)) for k in ("estimate", "lower", "upper", "low", "high")),
-                int(np.isfinite(vals).sum()),
-                f(vals),
-                str(row["reason"].values),
-            )
-        )
+        nums = (row[k].values for k in ("estimate", "lower", "upper", "low", "high"))
+        code, why = str(row["code"].values), str(row["reason"].values)
+        out.append(TestView.scaled(tid, t, code, nums, row["value"].values[models], why))
     return out
 
 
@@ -419,101 +342,6 @@ def joint_sentence(mv: xr.Dataset, claim: str) -> str:
         f"joint test over the curve: {STATISTIC_WORDS[s]} {fmt_num(value)}, two-sided p = "
         f"{fmt_num(p, 2)} over {B} {null}{verdict}"
     )
-
-
-def _null_line(mv: xr.Dataset, claim: str) -> str:
-    parts = []
-    for null in NULL_COLUMNS:
-        code = str(mv["null_verdict"].sel(claim=claim, null=null).values)
-        if code:
-            parts.append(f"{null} {word(code)}")
-    return "; ".join(parts)
-
-
-def verdict_markdown(mv: xr.Dataset, claim: str, zoo: str | None = None) -> str:
-    """The claim's verdict box: the verdict of the book's default reading and what it
-    means, each test's line, the robustness, the joint test, the null columns and the
-    reading. Written as CommonMark inside an HTML ``<div class="admonition verdict
-    claim-<id>">`` (the id in lower case, as docutils writes a class; the title as
-    ``admonition-title``), so that it renders as the same box on the site (MyST) and in a
-    notebook run in Jupyter or Colab (CommonMark)."""
-    import html
-
-    c = REGISTRY[claim]
-    z = _zoo(mv, zoo)
-    code = main_code(mv, claim, z)
-    j = spec_index(mv, claim, z)
-    why = str(mv["claim_reason"].sel(claim=claim).values[j]) if code == "untestable" else ""
-    first = f"**{word(code)}** on the {z} zoo (the book's default reading): {why or MEANING[code]}."
-    items = []
-    if c.kind == "theorem":
-        g = {k: float(mv[f"theorem_{k}"].values[j]) for k in ("gap", "beaten", "trials")}
-        items.append(theorem_text(g["gap"], g["beaten"], g["trials"]))
-    else:
-        items += [test_line(v) for v in claim_views(mv, claim, z)]
-    items.append("Robustness: " + robustness_sentence(mv, claim))
-    joint = joint_sentence(mv, claim)
-    items.append(joint[0].upper() + joint[1:])
-    nulls = _null_line(mv, claim)
-    if nulls:
-        items.append(f"Null columns: {nulls}")
-    others = [o for o in str(mv.attrs.get("zoos", "")).split(",") if o and o != z]
-    for o in others:
-        items.append(f"On the {o} zoo: {word(main_code(mv, claim, o))}")
-    tags = {a: v["tag"] for a, v in json.loads(mv.attrs.get("reading_tags", "{}")).items()}
-    reading = reading_words(MAIN_READING, [a for a in claim_axes(claim) if a != "unit"], tags)
-    if reading:
-        items.append(f"Reading: {reading}")
-    items.append(f"[The rule in full](#rule-{claim.lower()})")
-    title = html.escape(f"{claim}: {c.paper}")
-    return (
-        f'<div class="admonition verdict claim-{claim.lower()}">\n'
-        f'<p class="admonition-title">{title}</p>\n\n'
-        + first
-        + "\n\n"
-        + "\n".join(f"* {x}" for x in items)
-        + "\n\n</div>"
-    )
-
-
-def show_verdict(mv: xr.Dataset, claim: str, zoo: str | None = None):
-    """:func:`verdict_markdown` as an ``IPython.display.Markdown``."""
-    from IPython.display import Markdown
-
-    return Markdown(verdict_markdown(mv, claim, zoo))
-
-
-def names(ids: Sequence[str]) -> str:
-    ids = list(ids)
-    return ", ".join(ids[:-1]) + " and " + ids[-1] if len(ids) > 1 else "".join(ids)
-
-
-def headline(mv: xr.Dataset, zoo: str | None = None) -> str:
-    """One sentence: which of the paper's empirical claims are reproduced, which refuted
-    and which undecided on the main zoo, with Theorem 1 and the cited loss claim apart."""
-    z = _zoo(mv, zoo)
-    codes = {c: main_code(mv, c, z) for c in REGISTRY}
-    empirical = [c for c, cl in REGISTRY.items() if cl.kind == "empirical"]
-    groups = {}
-    for c in empirical:
-        groups.setdefault(codes[c], []).append(c)
-    order = (
-        ("holds", "reproduced"),
-        ("partly", "reproduced in part"),
-        ("refuted", "refuted"),
-        ("undecided", "undecided"),
-        ("untestable", "not testable as stated"),
-    )
-    parts = [f"{label} {names(groups[k])}" for k, label in order if k in groups]
-    n = len(empirical)
-    out = f"Of the paper's {n} empirical claims, on the {z} zoo: " + "; ".join(parts) + "."
-    theorem = [c for c, cl in REGISTRY.items() if cl.kind == "theorem"]
-    cited = [c for c, cl in REGISTRY.items() if cl.kind == "cited"]
-    for c in theorem:
-        out += f" Theorem 1 ({c}) {word(codes[c])} as an exact identity."
-    for c in cited:
-        out += f" The cited loss claim ({c}): {word(codes[c])}."
-    return out
 
 
 # ---------------------------------------------------------------------------------------

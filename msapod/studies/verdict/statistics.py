@@ -20,7 +20,7 @@ import xarray as xr
 
 from ...spectra import effective_rank
 from ..measure.evidence import EPS
-from ..registry import EARLY, LATE, MIDDLE_LATE, ClaimTest
+from ..registry import EARLY, LATE, MIDDLE_LATE, SCALE_AXES, WINDOW_AXES, ClaimTest
 
 __all__ = ["STATISTICS", "Stat", "Zoo", "per_model"]
 
@@ -98,15 +98,18 @@ def _none(zoo: Zoo, reason: str) -> Stat:
     return Stat(np.full(n, np.nan), np.full(n, np.nan), reason)
 
 
+def _by_layer(x: xr.DataArray | None, like: np.ndarray | None = None) -> np.ndarray:
+    """``x`` as a float ``(model, layer)`` array; NaN shaped as ``like`` for None."""
+    if x is None:
+        return np.full_like(like, np.nan)
+    return x.transpose("model", "layer").values.astype(float)
+
+
 def _mean_over(x: xr.DataArray, se: xr.DataArray | None, layers, log: bool):
     """Per model the mean over ``layers`` of ``x`` (of ``log x`` with ``log``) and its
     standard error from the per-layer ``se`` (independent layers; NaN without)."""
-    x = x.sel(layer=layers).transpose("model", "layer").values.astype(float)
-    s = (
-        np.full_like(x, np.nan)
-        if se is None
-        else se.sel(layer=layers).transpose("model", "layer").values.astype(float)
-    )
+    x = _by_layer(x.sel(layer=layers))
+    s = _by_layer(None if se is None else se.sel(layer=layers), x)
     if log:
         with np.errstate(invalid="ignore", divide="ignore"):
             s, x = s / x, np.log(x)
@@ -114,8 +117,8 @@ def _mean_over(x: xr.DataArray, se: xr.DataArray | None, layers, log: bool):
     return x.mean(1), np.sqrt((s**2).sum(1)) / k
 
 
-def _scale_reading(zoo: Zoo, reading: Mapping) -> dict:
-    return {a: reading[a] for a in ("field", "normalisation", "scale_min")}
+def _reading(reading: Mapping, axes: Sequence[str] = SCALE_AXES) -> dict:
+    return {a: reading[a] for a in axes}
 
 
 def band_share(zoo: Zoo, reading: Mapping, t: ClaimTest) -> Stat:
@@ -123,7 +126,7 @@ def band_share(zoo: Zoo, reading: Mapping, t: ClaimTest) -> Stat:
     mean over the test's layers."""
     ev = zoo.evidence
     name = f"{t.args['band']}_share"
-    sel = _scale_reading(zoo, reading)
+    sel = _reading(reading)
     layers = zoo.layers(t.args["layers"])
     v, s = _mean_over(ev[name].sel(sel), ev[f"{name}_se"].sel(sel), layers, False)
     if not np.isfinite(v).any():
@@ -137,7 +140,7 @@ def band_change(zoo: Zoo, reading: Mapping, t: ClaimTest) -> Stat:
     weights ``w_l = (l - lbar) / sum (l - lbar)^2``."""
     ev = zoo.evidence
     name = f"{t.args['band']}_share"
-    sel = _scale_reading(zoo, reading)
+    sel = _reading(reading)
     layers = sorted(int(v) for v in ev["layer"].values)
     if len(layers) < 3:
         return _none(zoo, f"a depth trend needs at least 3 layers, these models have {len(layers)}")
@@ -174,7 +177,7 @@ def _pod(zoo: Zoo, reading: Mapping, quantity: str) -> tuple[xr.DataArray, xr.Da
 
 def _quantity(zoo: Zoo, reading: Mapping, quantity: str):
     if quantity == "energy":
-        sel = _scale_reading(zoo, reading)
+        sel = _reading(reading)
         return zoo.evidence["energy"].sel(sel), zoo.evidence["energy_se"].sel(sel)
     return _pod(zoo, reading, quantity)
 
@@ -240,10 +243,7 @@ def lag_enrichment(zoo: Zoo, reading: Mapping, t: ClaimTest) -> Stat:
         sel = {"width": reading["width"]}
     else:
         share, base, se = ev["c4_share"], ev["c4_base"], ev.get("c4_diff_se")
-        sel = {
-            a: reading[a]
-            for a in ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
-        }
+        sel = _reading(reading, WINDOW_AXES)
     value = (share - base).sel(at).sel(sel)
     s = se.sel(at).sel(sel).values if se is not None else np.full(value.shape, np.nan)
     return Stat(value.transpose("model").values.astype(float), np.asarray(s, float))
@@ -254,17 +254,10 @@ def spread_ratio(zoo: Zoo, reading: Mapping, t: ClaimTest) -> Stat:
     spectrum whose dominant scale sits at the grid's edge has none under the ``peak``
     reading); NaN for a model without one."""
     ev = zoo.evidence
-    sel = {
-        a: reading[a]
-        for a in ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
-    }
-    D = ev["c9_ratio"].sel(sel).transpose("model", "layer").values.astype(float)
+    sel = _reading(reading, WINDOW_AXES)
+    D = _by_layer(ev["c9_ratio"].sel(sel))
     se = ev.get("c9_ratio_se")
-    S = (
-        se.sel(sel).transpose("model", "layer").values.astype(float)
-        if se is not None
-        else np.full_like(D, np.nan)
-    )
+    S = _by_layer(None if se is None else se.sel(sel), D)
     with np.errstate(invalid="ignore", divide="ignore"):
         logD, logS = np.log(D), S / D
         k = np.isfinite(logD).sum(1)

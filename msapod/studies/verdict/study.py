@@ -21,6 +21,7 @@ import xarray as xr
 from ...models import zoo as zoo_mod
 from ..measure.evidence import model_evidence, needs_window_se
 from ..measure.nullfields import TEXT_NULLS, null_evidence
+from ..registry import WINDOW_AXES
 from ..store.cache import cached_dataset, stack_models
 from .curve import (
     CLAIM_IDS,
@@ -53,10 +54,7 @@ __all__ = [
 #: characters or their words shuffled (at the default reading, :data:`MAIN_AXES`).
 EVIDENCE_KINDS = ("trained", "untrained", *TEXT_NULLS)
 #: The window readings cut to the default reading (what the text nulls measure).
-MAIN_AXES = {
-    a: (MAIN_READING[a],)
-    for a in ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
-}
+MAIN_AXES = {a: (MAIN_READING[a],) for a in WINDOW_AXES}
 
 
 def trained_zoos(zoos: Sequence[str] | None = None) -> tuple[list[str], list[str]]:
