@@ -38,7 +38,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -256,9 +256,7 @@ def load_source(spec: str, label: str | None = None) -> Source:
             model = zoo.load(spec)
         except FileNotFoundError as err:
             raise UsageError(f"SOURCE {spec!r}: {err}") from None
-        return replace(
-            _msapod_source(spec, label or spec, "zoo", model), architecture=zoo.architecture(spec)
-        )
+        return _msapod_source(spec, label or spec, "zoo", model)
     path = Path(spec).expanduser()
     if path.is_dir():
         return _folder_source(spec, path, label)
@@ -705,9 +703,7 @@ def analyse_field(
     out = ana.drop_vars([v for v in DROPPED if v in ana])
     out["mean"] = out["mean"].astype(np.float32)
     for name in ("T_spec_se", "H_star_se", "H_star_frac_se"):
-        out[name] = pj[name].assign_attrs(
-            long_name=f"leave-one-snapshot-out jackknife standard error of {name[:-3]}"
-        )
+        out[name] = _jackknife_se(pj[name], name)
     if mode_profiles:
         rho = lag_energy(ana["modes"].isel(mode=slice(0, mode_profiles))).astype(np.float32)
         out["mode_lag_energy"] = rho.assign_attrs(
@@ -716,14 +712,16 @@ def analyse_field(
     if scale_errors:
         pick = {k: options.get(k, ANALYZE_DEFAULTS[k]) for k in ("scales", "omega0", "field")}
         sj = scale_jackknife(F.astype(np.float64), **pick)
-        out["scale_centroid_se"] = xr.DataArray(float(sj["scale_centroid_se"]))
-        out["energy_se"] = xr.DataArray(float(sj["energy_se"]))
-        out["scalogram_energy"] = xr.DataArray(float(sj["energy"]))
         for name in ("scale_centroid_se", "energy_se"):
-            out[name].attrs["long_name"] = (
-                f"leave-one-snapshot-out jackknife standard error of {name[:-3]}"
-            )
+            out[name] = _jackknife_se(xr.DataArray(float(sj[name])), name)
+        out["scalogram_energy"] = xr.DataArray(float(sj["energy"]))
     return out
+
+
+def _jackknife_se(se: xr.DataArray, name: str) -> xr.DataArray:
+    return se.assign_attrs(
+        long_name=f"leave-one-snapshot-out jackknife standard error of {name[:-3]}"
+    )
 
 
 def analyse_layer(
