@@ -118,8 +118,7 @@ class TrainConfig:
         if not isinstance(d, dict):
             raise ValueError(f"train config: expected a JSON object, got {type(d).__name__}")
         d = dict(d)
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
+        unknown = set(d) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"config: unknown keys {sorted(unknown)}")
         d["model"] = GPTConfig.from_dict(d.get("model", {}))

@@ -569,7 +569,10 @@ def make_ensemble(
         tokens, spans = tokenise(source.tokenizer, body)
         unit = "token"
     else:
-        tokens = _characters(source, body, default_text=text is None)
+        try:
+            tokens = load_corpus().encode(body).astype(np.int64)
+        except ValueError as err:
+            raise UsageError(f"--text: {err} of {source.label} (the zoo's 65 characters)") from None
     slots = len(tokens) // length
     if slots < n:
         raise UsageError(
@@ -581,18 +584,6 @@ def make_ensemble(
         tokens, n=n, length=length, seed=seed, text=body, text_source=where, unit=unit,
         spans=spans,
     )  # fmt: skip
-
-
-def _characters(source: Source, body: str, default_text: bool) -> np.ndarray:
-    """The text ``body`` in the zoo's characters (the corpus' validation tokens for the
-    default text)."""
-    corpus = load_corpus()
-    if default_text:
-        return np.asarray(corpus.val, dtype=np.int64)
-    try:
-        return corpus.encode(body).astype(np.int64)
-    except ValueError as err:
-        raise UsageError(f"--text: {err} of {source.label} (the zoo's 65 characters)") from None
 
 
 # ----------------------------------------------------------------------------- fields
@@ -636,7 +627,6 @@ def record_ensemble(
     every head's probabilities within :data:`BATCH_BUDGET`), each layer written as soon
     as it is computed, the ensemble (:func:`ensemble_record`) stored with the fields."""
     n, length = ens.ids.shape
-    layers = [int(x) for x in layers]
     record_fields(
         store,
         source.model,
