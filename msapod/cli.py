@@ -76,8 +76,7 @@ def _cmd_train(args) -> int:
         out = Path(args.out) if args.out is not None else path(args.name)
     if args.steps is not None:
         cfg = dataclasses.replace(cfg, steps=check_int(args.steps, "--steps", 1))
-    if args.threads is not None:
-        check_int(args.threads, "--threads", 1)
+    _set_threads(args.threads)
     log = train(
         cfg,
         out,

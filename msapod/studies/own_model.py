@@ -5,18 +5,13 @@ a Hugging Face model folder or id (loaded as transformers loads it, with any att
 implementation; the ``hf`` extra), or ``smollm2`` (SmolLM2-135M-Instruct, the GGUF file of
 the ``llm`` extra). :func:`analyze_sources` takes each source the path of
 :mod:`msapod.studies.measure.model_analysis` (the SmolLM2 study's too) with the command's
-settings: the snippets of any text (default: the zoo's validation split; characters for
-the zoo's character-level models, the model's own tokens otherwise); fields keyed by the
-source's sha256 (its weights), the text's sha256, the ensemble and the layers, so that an
-interrupted run resumes at its next batch and a finished one is never recomputed; every
-window analysed, with the 95 % intervals of the scale centroid, T_spec and H*(eps) from
-their jackknife standard errors. It stacks the sources along a ``model`` dim with an
-``architecture`` coordinate into one dataset whose attrs record every parameter and whose
-``model`` coordinates record each source, its sha256 and the text's sha256, and decides
-the paper's claims that these models can test (:func:`evaluate_claims`).
-:func:`msapod.studies.report.write_report` turns the dataset into one self-contained HTML
-page. The module imports no torch; torch (and transformers) are imported when a model is
-loaded.
+settings: the snippets of any text; fields and per-layer analyses cached by the source's
+and the text's sha256, the ensemble and the layers (an interrupted run resumes at its next
+batch, a finished one is never recomputed); every window analysed, with 95 % jackknife
+intervals. It stacks the sources along ``model`` into one dataset that records every
+parameter and each source's provenance, and decides the paper's claims these models can
+test (:func:`evaluate_claims`); :func:`msapod.studies.report.write_report` turns it into
+one self-contained HTML page. The module imports no torch; loading a model imports it.
 """
 
 from __future__ import annotations
