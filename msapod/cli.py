@@ -76,8 +76,7 @@ def _cmd_train(args) -> int:
         out = Path(args.out) if args.out is not None else path(args.name)
     if args.steps is not None:
         cfg = dataclasses.replace(cfg, steps=check_int(args.steps, "--steps", 1))
-    if args.threads is not None:
-        check_int(args.threads, "--threads", 1)
+    _set_threads(args.threads)
     log = train(
         cfg,
         out,
@@ -110,6 +109,7 @@ def _zoo_rows() -> list[dict]:
         folder = path(name)
         meta = _json_file(folder / CONFIG)
         val = meta.get("val_loss_split")
+        loss = f"{float(val):.4f}" if val is not None else None
         verified = "not trained"
         if (folder / "model.safetensors").is_file() or (folder / CONFIG).is_file():
             try:
@@ -125,13 +125,7 @@ def _zoo_rows() -> list[dict]:
                 "d_model": cfg.model.n_embd,
                 "params": f"{int(meta.get('n_params') or _count_params(cfg.model)):,}",
                 "steps": f"{meta.get('step', 0)}/{cfg.steps}",
-                "val loss (whole split)": (
-                    f"{float(val):.4f}"
-                    if val is not None
-                    else "(after training)"
-                    if "step" in meta
-                    else "-"
-                ),
+                "val loss (whole split)": loss or ("(after training)" if "step" in meta else "-"),
                 "training wall time": _train_time(folder / "log.json"),
                 "verified": verified,
             }
@@ -227,10 +221,15 @@ def _cmd_reproduce(args) -> int:
         raise ValueError("--all: only with --check")
     if args.decide and args.check:
         raise ValueError("--decide: not with --check (the check decides again by itself)")
+    if (args.check or args.decide) and (args.steps or args.models):
+        what = (
+            "--check: chooses its steps and models"
+            if args.check
+            else "--decide: runs the deciding steps"
+        )
+        raise ValueError(f"{what}; drop --steps/--models")
     try:
         if args.check:
-            if args.steps or args.models:
-                raise ValueError("--check: chooses its steps and models; drop --steps/--models")
             report = check(
                 args.results, llm=not args.no_llm, progress=not args.quiet, full=args.all
             )
@@ -244,23 +243,13 @@ def _cmd_reproduce(args) -> int:
                 return 1
             print(f"reproduce --check: all {len(report)} shipped results reproduced")
             return 0
-        if args.decide:
-            if args.steps or args.models:
-                raise ValueError("--decide: runs the deciding steps; drop --steps/--models")
-            reproduce(
-                args.results,
-                steps=list(DECIDING_STEPS),
-                llm=not args.no_llm,
-                progress=not args.quiet,
-                inputs=shipped_inputs(args.results),
-            )
-            return 0
         reproduce(
             args.results,
-            steps=args.steps,
+            steps=list(DECIDING_STEPS) if args.decide else args.steps,
             models=args.models,
             llm=not args.no_llm,
             progress=not args.quiet,
+            inputs=shipped_inputs(args.results) if args.decide else None,
         )
     except RuntimeError as err:
         print(f"msapod: error: {err}", file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from html.parser import HTMLParser
 
@@ -9,9 +10,19 @@ import numpy as np
 import pytest
 import xarray as xr
 
+from msapod import analyze
 from msapod.cli import main
+from msapod.models.data import ensemble_offsets, load_corpus, load_text
+from msapod.studies import check_claims, report
+from msapod.studies.measure.model_analysis import folder_label
+from msapod.studies.measure.uncertainty import pod_jackknife, scale_jackknife
 
 torch = pytest.importorskip("torch")
+
+import msapod.models.extract as extract  # noqa: E402 - needs torch
+from msapod.models import zoo  # noqa: E402
+from msapod.models.extract import collect_attention, ensemble_ids  # noqa: E402
+from msapod.studies import own_model as own  # noqa: E402
 
 N, L = 12, 64  # small ensemble: the numbers are compared, not interpreted
 
@@ -52,8 +63,6 @@ def _run(capsys, *argv) -> tuple[int, str, str]:
 @pytest.fixture(scope="module")
 def zoo_run(tmp_path_factory):
     """Two zoo models (one per architecture), layers 1 and 3, small N and L."""
-    from msapod.models import zoo
-
     trained = [m for m in zoo.models() if (zoo.path(m) / "model.safetensors").is_file()]
     base = next((m for m in trained if m.startswith("baseline")), None)
     ega = next((m for m in trained if m.startswith("ega")), None)
@@ -69,11 +78,6 @@ def zoo_run(tmp_path_factory):
 
 
 def test_zoo_dataset_equals_analyze(zoo_run):
-    from msapod import analyze
-    from msapod.models import zoo
-    from msapod.models.extract import collect_attention, ensemble_ids
-    from msapod.studies.measure.uncertainty import pod_jackknife, scale_jackknife
-
     root, _, base, ega = zoo_run
     ds = xr.open_dataset(root / "out" / "analysis.nc")
     assert list(ds["model"].values) == [base, ega]
@@ -102,8 +106,6 @@ def test_zoo_dataset_equals_analyze(zoo_run):
 
 
 def test_zoo_attrs_record_everything(zoo_run):
-    from msapod.models import zoo
-
     root, _, base, _ = zoo_run
     ds = xr.open_dataset(root / "out" / "analysis.nc")
     one = ds.sel(model=base)
@@ -135,9 +137,6 @@ def test_report_is_self_contained(zoo_run):
 
 
 def test_rerun_reads_the_cache(zoo_run, monkeypatch, capsys):
-    import msapod.models.extract as extract
-    import msapod.studies.own_model as own
-
     root, argv, _, _ = zoo_run
 
     def fail(*a, **k):
@@ -155,9 +154,6 @@ def test_rerun_reads_the_cache(zoo_run, monkeypatch, capsys):
 
 def test_interrupted_extraction_resumes(tmp_path, monkeypatch):
     """A run stopped after the first batch continues from the second one."""
-    import msapod.models.extract as extract
-    from msapod.studies import own_model as own
-
     src = own.resolve_source("baseline-1")
     ens = own.make_ensemble(src, n=6, length=32)
     calls = []
@@ -181,8 +177,6 @@ def test_interrupted_extraction_resumes(tmp_path, monkeypatch):
     F = extract.collect_attention(
         src.model, ens.ids, layers=[2], average_heads=True, progress=False
     )
-    from msapod import analyze
-
     np.testing.assert_allclose(
         ds["T_spec"].sel(layer=2).values, analyze(F.sel(layer=2, drop=True))["T_spec"].values
     )
@@ -191,8 +185,6 @@ def test_interrupted_extraction_resumes(tmp_path, monkeypatch):
 def test_claims_of_one_model(tmp_path, capsys):
     """Every layer of one model: the claims it can decide are decided by the book's rules,
     the architecture comparisons say they need more models; a layer subset skips them."""
-    from msapod.studies import check_claims
-
     out = tmp_path / "out"
     code, _, err = _run(capsys, "baseline-1", "--n", 8, "--length", 32, "--out", out,
                         "--cache-dir", tmp_path / "c")  # fmt: skip
@@ -204,9 +196,6 @@ def test_claims_of_one_model(tmp_path, capsys):
     assert str(c7["claim_verdict"].values) == "not testable as stated"
     assert "of each architecture" in str(c7["claim_reason"].values)
     # the verdicts are check_claims' on the same fields (one rule, everywhere)
-    from msapod.models import zoo
-    from msapod.models.extract import collect_attention, ensemble_ids
-
     ids, _ = ensemble_ids(n=8, length=32)
     F = collect_attention(zoo.load("baseline-1"), ids, average_heads=True, progress=False)
     F = F.expand_dims(model=["baseline-1"]).assign_coords(architecture=("model", ["baseline"]))
@@ -227,8 +216,6 @@ def test_claims_of_one_model(tmp_path, capsys):
 def _char_tokenizer(transformers, folder):
     """A character-level fast tokenizer over the zoo's 65 characters (built offline)."""
     from tokenizers import Regex, Tokenizer, models, pre_tokenizers
-
-    from msapod.models.data import load_corpus
 
     vocab = {c: i for i, c in enumerate(load_corpus().chars)}
     vocab["[UNK]"] = len(vocab)
@@ -264,10 +251,6 @@ def hf_models(tmp_path_factory):
 
 def test_hf_causal_and_bidirectional(hf_models, tmp_path, capsys):
     import transformers
-
-    from msapod import analyze
-    from msapod.models.data import ensemble_offsets, load_corpus
-    from msapod.models.extract import collect_attention
 
     out = tmp_path / "out"
     code, stdout, err = _run(
@@ -317,8 +300,6 @@ def test_hf_causal_and_bidirectional(hf_models, tmp_path, capsys):
 )
 def test_folder_label(tmp_path, parts, want):
     """A model folder's label names the model, not where it is kept."""
-    from msapod.studies.measure.model_analysis import folder_label
-
     folder = tmp_path.joinpath(*parts)
     folder.mkdir(parents=True)
     assert folder_label(folder) == want
@@ -327,8 +308,6 @@ def test_folder_label(tmp_path, parts, want):
 def test_report_flags_grid_edges(zoo_run):
     """A dominant scale at the first or last scale of the grid is marked as the grid's edge,
     and only such a scale."""
-    from msapod.studies import report
-
     root, _, base, _ = zoo_run
     ds = xr.open_dataset(root / "out" / "analysis.nc").load()
     ds["dominant_edge"][:] = False
@@ -346,10 +325,6 @@ def test_report_flags_grid_edges(zoo_run):
 
 def test_heads_kept(hf_models, tmp_path, capsys):
     """--heads keep: every head analysed on its own, equal to analyze() of that head."""
-    from msapod import analyze
-    from msapod.models.extract import collect_attention
-    from msapod.studies import own_model as own
-
     code, _, err = _run(capsys, hf_models / "gpt2", "--heads", "keep", "--n", 6, "--length", 16,
                         "--out", tmp_path / "o", "--cache-dir", tmp_path / "c")  # fmt: skip
     assert code == 0, err
@@ -369,9 +344,6 @@ def test_hf_folder_runs_without_an_attention_option(hf_models, tmp_path, capsys)
     pass per batch; its fields are eager attention's to float32 round-off."""
     import transformers
 
-    from msapod.models.extract import collect_attention
-    from msapod.studies import own_model as own
-
     src = own.resolve_source(str(hf_models / "gpt2"))
     assert src.model.config._attn_implementation == "sdpa"
     own.probe(src)
@@ -388,10 +360,6 @@ def test_hf_folder_runs_without_an_attention_option(hf_models, tmp_path, capsys)
 def test_lag_band(hf_models, tmp_path, capsys):
     """--tau-max: the fields and the analysis of the lags 0..tau_max; refused for a
     bidirectional model."""
-    from msapod import analyze
-    from msapod.models.extract import collect_attention
-    from msapod.studies import own_model as own
-
     code, _, err = _run(capsys, hf_models / "gpt2", "--tau-max", 9, "--n", 6, "--length", 32,
                         "--out", tmp_path / "o", "--cache-dir", tmp_path / "c")  # fmt: skip
     assert code == 0, err
@@ -486,8 +454,6 @@ def test_text_file_errors(tmp_path, capsys):
 
 
 def test_text_file_is_used(tmp_path, capsys):
-    from msapod.models.data import load_text
-
     text = tmp_path / "play.txt"
     body = load_text()[:20000]
     text.write_text(body)
@@ -496,16 +462,12 @@ def test_text_file_is_used(tmp_path, capsys):
                         "--no-report")  # fmt: skip
     assert code == 0, err
     ds = xr.open_dataset(tmp_path / "o" / "analysis.nc")
-    import hashlib
-
     assert str(ds["text_sha256"].values[0]) == hashlib.sha256(body.encode()).hexdigest()
     assert str(ds["text_source"].values[0]) == str(text.resolve())
     assert not (tmp_path / "o" / "report.html").exists()
 
 
 def test_failure_exit_1(tmp_path, capsys, monkeypatch):
-    from msapod.studies import own_model as own
-
     def broken(*a, **k):
         raise RuntimeError("planted failure")
 

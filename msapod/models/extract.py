@@ -3,29 +3,19 @@
 The ensemble (PAPER.md step 1) is ``n`` non-overlapping snippets of ``length`` characters
 drawn deterministically from the validation split (:func:`ensemble_ids`). For each layer
 the attention probabilities ``A_s^{l,h}(i, j)`` of every snippet ``s`` are collected into
-an :class:`xarray.DataArray` with dims ``("head", "snapshot", "query", "key")``, or
-``("snapshot", "query", "key")`` when heads are averaged; with a lag band ``tau_max``
-the last dim is ``lag`` (``tau = i - j`` in ``0..tau_max``, PAPER.md step 3), so a field
-of ``L`` positions holds ``L (tau_max + 1)`` values instead of ``L^2``. Layers and heads
-are labelled from 1, as in the paper.
-
-The probabilities are recorded in one forward pass per batch of snippets, every
-requested layer handed on as soon as it is computed (:mod:`msapod.models.record`): for a
-Hugging Face model through transformers' attention interface, whatever attention
-implementation it was loaded with (``sdpa`` by default), its configured implementation
-restored afterwards; for msapod's :class:`~msapod.models.gpt.GPT` in float64 from its own
-blocks, bit-identical to ``GPT.attention(idx, layers=[l])``.
+an :class:`xarray.DataArray` with dims ``("head", "snapshot", "query", "key")``, without
+``head`` when heads are averaged, ``lag`` for ``key`` in a lag band (``tau = i - j`` in
+``0..tau_max``, PAPER.md step 3: ``L (tau_max + 1)`` values instead of ``L^2``). Layers
+and heads are labelled from 1, as in the paper. The probabilities are recorded in one
+forward pass per batch of snippets, whatever attention implementation a Hugging Face model
+runs, and in float64 for msapod's :class:`~msapod.models.gpt.GPT`, bit-identical to
+``GPT.attention(idx, layers=[l])`` (:mod:`msapod.models.record`).
 
 * :func:`collect_attention` fills one array of every requested layer, batch by batch;
 * :func:`write_attention` (``collect_attention(..., store=path)``) streams each layer of
-  each batch into a field file (:class:`msapod.fieldfile.FieldFile`, the one on-disk
-  format of attention fields) as soon as it is computed (memory: one layer of one batch
-  plus the model) and returns it opened lazily, a dask-backed array that the analysis
-  functions reduce chunk by chunk (:mod:`msapod.backends.chunked`);
-* :func:`iter_attention` yields one layer of the whole ensemble at a time (memory: one
-  layer). For msapod GPTs the hidden states entering the current layer are kept per
-  batch (``n * length * n_embd`` floats) and advanced one block per layer, so every block
-  runs once per snippet; a Hugging Face model runs up to the layer for every layer.
+  each batch into a field file (:class:`msapod.fieldfile.FieldFile`) and returns it opened
+  lazily, dask-backed (memory: one layer of one batch plus the model);
+* :func:`iter_attention` yields one layer of the whole ensemble at a time.
 """
 
 from __future__ import annotations
@@ -59,13 +49,9 @@ __all__ = [
 # ----------------------------------------------------------------------------- models
 
 
-def _hf_module():
-    """The ``transformers`` module if it was imported (an HF model implies it was)."""
-    return sys.modules.get("transformers")
-
-
 def _is_hf(model) -> bool:
-    tf = _hf_module()
+    """Whether ``model`` is a transformers model (one implies transformers was imported)."""
+    tf = sys.modules.get("transformers")
     return tf is not None and isinstance(model, tf.PreTrainedModel)
 
 
@@ -105,9 +91,7 @@ def _model_name(model, name: str | None) -> str:
         return own
     if _is_hf(model):
         path = getattr(model.config, "name_or_path", "") or getattr(model, "name_or_path", "")
-        if path:
-            return str(path)
-        return str(model.config.model_type)
+        return str(path or model.config.model_type)
     return type(model).__name__
 
 
@@ -220,12 +204,22 @@ def _batches(n: int, batch_size: int) -> list[tuple[int, int]]:
     return [(a, min(a + batch_size, n)) for a in range(0, n, batch_size)]
 
 
+def _record_pass(model, ids: np.ndarray, a: int, b: int, layers: list[int], layout, write) -> None:
+    """One forward pass over the snippets ``a..b - 1``: ``write(k, values)`` for the
+    ``k``-th of ``layers``, ``values ([head,] snapshot, query, width)``."""
+    index = {layer: k for k, layer in enumerate(layers)}
+    idx = torch.as_tensor(ids[a:b], device=_model_device(model))
+    record_batch(
+        model, idx, layers, lambda layer, part: write(index[layer], _heads_first(part)), layout
+    )
+
+
 def _gpt_layers(
     model: GPT, ids: np.ndarray, layers: list[int], batch_size: int, layout: Layout
 ) -> Iterator[tuple[int, Iterator[np.ndarray]]]:
     """Per requested layer (1-based), an iterator over the arranged probabilities of each
-    batch: the hidden state entering the current block is kept per batch and advanced
-    block by block, which reproduces ``GPT.attention(idx, layers=[l])`` exactly."""
+    batch (heads first): the hidden state entering the current block is kept per batch and
+    advanced block by block, which reproduces ``GPT.attention(idx, layers=[l])`` exactly."""
     device = _model_device(model)
     batches = [torch.as_tensor(ids[a:b], device=device) for a, b in _batches(len(ids), batch_size)]
     for b in batches:
@@ -238,21 +232,22 @@ def _gpt_layers(
             hidden = [model.blocks[li](x)[0] for x in hidden]
         done = layer - 1
         block = model.blocks[layer - 1]
-        yield layer, (layout.arrange(block.attn.probabilities(block.ln_1(x))) for x in hidden)
+        probabilities = (block.attn.probabilities(block.ln_1(x)) for x in hidden)
+        yield layer, (_heads_first(layout.arrange(p)) for p in probabilities)
 
 
 def _recorded_layers(
     model, ids: np.ndarray, layers: list[int], batch_size: int, layout: Layout
 ) -> Iterator[tuple[int, Iterator[np.ndarray]]]:
-    """Per requested layer, an iterator over each batch's arranged probabilities, every
-    pass stopping at that layer (:func:`msapod.models.record.record_batch`)."""
-    device = _model_device(model)
+    """Per requested layer, an iterator over each batch's arranged probabilities (heads
+    first), every pass stopping at that layer (:func:`msapod.models.record.record_batch`)."""
 
     def batches(layer: int) -> Iterator[np.ndarray]:
         for a, b in _batches(len(ids), batch_size):
             got: list[np.ndarray] = []
-            idx = torch.as_tensor(ids[a:b], device=device)
-            record_batch(model, idx, [layer], lambda _, part, got=got: got.append(part), layout)
+            _record_pass(
+                model, ids, a, b, [layer], layout, lambda _, part, got=got: got.append(part)
+            )
             yield got[0]
 
     for layer in layers:
@@ -353,7 +348,7 @@ def _iter_attention(model, ids, info, layers, batch_size, layout, progress, name
                     return
                 out = np.empty(shape, dtype=layout.dtype)
                 for (a, b), values in zip(_batches(n, batch_size), batches, strict=True):
-                    out[..., a:b, :, :] = _heads_first(values)
+                    out[..., a:b, :, :] = values
                     bar.update(1)
             da = xr.DataArray(out, dims=dims, coords={**coords, "layer": layer}, attrs=dict(attrs))
             da.name = "attention"
@@ -428,22 +423,11 @@ def collect_attention(
     """
     if store is not None:
         return write_attention(
-            model,
-            texts_or_ids,
-            store,
-            layers=layers,
-            average_heads=average_heads,
-            batch_size=batch_size,
-            name=name,
-            offsets=offsets,
-            dtype=dtype,
-            progress=progress,
-            tokenizer=tokenizer,
-            data_sha256=data_sha256,
-            tau_max=tau_max,
-            snapshot_chunk=snapshot_chunk,
-            overwrite=overwrite,
-        )
+            model, texts_or_ids, store, layers=layers, average_heads=average_heads,
+            batch_size=batch_size, name=name, offsets=offsets, dtype=dtype, progress=progress,
+            tokenizer=tokenizer, data_sha256=data_sha256, tau_max=tau_max,
+            snapshot_chunk=snapshot_chunk, overwrite=overwrite,
+        )  # fmt: skip
     info, ids, offsets, layer_list, attrs, layout = _prepare_collect(
         model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, data_sha256,
         tau_max, dtype,
@@ -451,8 +435,6 @@ def collect_attention(
     batch_size = check_int(batch_size, "batch_size", 1)
     dims, shape, coords = _field_dims(info, layout, *ids.shape)
     values = np.empty((len(layer_list), *shape), dtype=layout.dtype)
-    index = {layer: k for k, layer in enumerate(layer_list)}
-    device = _model_device(model)
     plan = tqdm(
         _batches(len(ids), batch_size),
         desc=f"attention ({recording_path(model)})",
@@ -463,10 +445,10 @@ def collect_attention(
     with inference(model):
         for a, b in plan:
 
-            def put(layer: int, part: np.ndarray, a=a, b=b) -> None:
-                values[index[layer]][..., a:b, :, :] = _heads_first(part)
+            def put(k: int, part: np.ndarray, a=a, b=b) -> None:
+                values[k][..., a:b, :, :] = part
 
-            record_batch(model, torch.as_tensor(ids[a:b], device=device), layer_list, put, layout)
+            _record_pass(model, ids, a, b, layer_list, layout, put)
     coords = {**coords, "layer": np.asarray(layer_list)}
     out = xr.DataArray(values, dims=("layer", *dims), coords=coords, attrs=attrs, name="attention")
     if offsets is not None:
@@ -651,14 +633,9 @@ def record_fields(
     n, length = ids.shape
     layout = _layout(average_heads, tau_max, np.float32, length)
     dims, shape, _ = _field_dims(info, layout, n, length)
-    index = {layer: k for k, layer in enumerate(layers)}
-    device = _model_device(model)
 
     def record(a: int, b: int, arrays, write) -> None:
-        def put(layer: int, part: np.ndarray) -> None:
-            write(index[layer], _heads_first(part))
-
-        record_batch(model, torch.as_tensor(ids[a:b], device=device), layers, put, layout)
+        _record_pass(model, ids, a, b, layers, layout, write)
 
     with inference(model):
         store.build(

@@ -88,8 +88,7 @@ class GPTConfig:
     def from_dict(cls, d: dict) -> GPTConfig:
         if not isinstance(d, dict):
             raise ValueError(f"model config: expected a JSON object, got {type(d).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
+        unknown = set(d) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"config: unknown keys {sorted(unknown)}")
         return cls(**d)

@@ -46,6 +46,7 @@ from tqdm import tqdm
 from .._io import atomic_path, cache_dir, check_int, sha256_file
 from .data import Corpus, load_corpus
 from .gpt import GPT, GPTConfig
+from .record import inference
 
 __all__ = [
     "TrainConfig",
@@ -117,8 +118,7 @@ class TrainConfig:
         if not isinstance(d, dict):
             raise ValueError(f"train config: expected a JSON object, got {type(d).__name__}")
         d = dict(d)
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
+        unknown = set(d) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"config: unknown keys {sorted(unknown)}")
         d["model"] = GPTConfig.from_dict(d.get("model", {}))
@@ -139,22 +139,15 @@ def get_batch(ids: np.ndarray, block: int, batch: int, rng: np.random.Generator)
     return torch.from_numpy(x), torch.from_numpy(y)
 
 
-@torch.no_grad()
 def evaluate(model: GPT, ids: np.ndarray, batches: int = 20, batch_size: int = 16) -> float:
     """Mean cross-entropy (nats/char) on fixed, seeded validation batches."""
-    was_training = model.training
-    model.eval()
     rng = np.random.default_rng(1234)
     block = model.config.block_size
-    losses = []
-    for _ in range(batches):
-        x, y = get_batch(ids, block, batch_size, rng)
-        losses.append(model(x, y)[1].item())
-    model.train(was_training)
+    with inference(model):
+        losses = [model(*get_batch(ids, block, batch_size, rng))[1].item() for _ in range(batches)]
     return float(np.mean(losses))
 
 
-@torch.no_grad()
 def validation_loss(
     model: GPT, ids: np.ndarray, stride: int | None = None, batch_size: int = 16
 ) -> float:
@@ -193,22 +186,18 @@ def validation_loss(
         start = end - width
         spans.append((start, scored - start))
         scored = end
-    was_training = model.training
-    model.eval()
     total = 0.0
-    for b in range(0, len(spans), batch_size):
-        chunk = spans[b : b + batch_size]
-        x = torch.from_numpy(np.stack([ids[s : s + width] for s, _ in chunk]).astype(np.int64))
-        y = torch.from_numpy(
-            np.stack([ids[s + 1 : s + width + 1] for s, _ in chunk]).astype(np.int64)
-        )
-        logits, _ = model(x)
-        nll = torch.nn.functional.cross_entropy(
-            logits.float().transpose(1, 2), y, reduction="none"
-        ).double()
-        for row, (_, first) in enumerate(chunk):
-            total += float(nll[row, first:].sum())
-    model.train(was_training)
+    with inference(model):
+        for b in range(0, len(spans), batch_size):
+            chunk = spans[b : b + batch_size]
+            x = np.stack([ids[s : s + width] for s, _ in chunk]).astype(np.int64)
+            y = np.stack([ids[s + 1 : s + width + 1] for s, _ in chunk]).astype(np.int64)
+            logits, _ = model(torch.from_numpy(x))
+            nll = torch.nn.functional.cross_entropy(
+                logits.float().transpose(1, 2), torch.from_numpy(y), reduction="none"
+            ).double()
+            for row, (_, first) in enumerate(chunk):
+                total += float(nll[row, first:].sum())
     return total / n
 
 

@@ -5,23 +5,17 @@ a Hugging Face model folder or id (loaded as transformers loads it, with any att
 implementation; the ``hf`` extra), or ``smollm2`` (SmolLM2-135M-Instruct, the GGUF file of
 the ``llm`` extra). :func:`analyze_sources` takes each source the path of
 :mod:`msapod.studies.measure.model_analysis` (the SmolLM2 study's too) with the command's
-settings: the snippets of any text (default: the zoo's validation split; characters for
-the zoo's character-level models, the model's own tokens otherwise); fields keyed by the
-source's sha256 (its weights), the text's sha256, the ensemble and the layers, so that an
-interrupted run resumes at its next batch and a finished one is never recomputed; every
-window analysed, with the 95 % intervals of the scale centroid, T_spec and H*(eps) from
-their jackknife standard errors. It stacks the sources along a ``model`` dim with an
-``architecture`` coordinate into one dataset whose attrs record every parameter and whose
-``model`` coordinates record each source, its sha256 and the text's sha256, and decides
-the paper's claims that these models can test (:func:`evaluate_claims`).
-:func:`msapod.studies.report.write_report` turns the dataset into one self-contained HTML
-page. The module imports no torch; torch (and transformers) are imported when a model is
-loaded.
+settings: the snippets of any text; fields and per-layer analyses cached by the source's
+and the text's sha256, the ensemble and the layers (an interrupted run resumes at its next
+batch, a finished one is never recomputed); every window analysed, with 95 % jackknife
+intervals. It stacks the sources along ``model`` into one dataset that records every
+parameter and each source's provenance, and decides the paper's claims these models can
+test (:func:`evaluate_claims`); :func:`msapod.studies.report.write_report` turns it into
+one self-contained HTML page. The module imports no torch; loading a model imports it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -55,7 +49,7 @@ from .measure.model_analysis import (
     record_ensemble,
 )
 from .measure.uncertainty import t_quantile
-from .store.cache import FieldFile, TokenEnsemble, cached_dataset, netcdf_safe
+from .store.cache import FieldFile, TokenEnsemble, cached_dataset, key_hash, netcdf_safe
 from .verdict.check import check_claims
 from .verdict.curve import source_hash
 from .verdict.inference import log_interval
@@ -171,8 +165,7 @@ def _scales(params: dict, n_lag: int) -> np.ndarray | None:
     smin = DEFAULT_MIN_SCALE if params["scale_min"] is None else params["scale_min"]
     smax = n_lag / 2 if params["scale_max"] is None else params["scale_max"]
     num = DEFAULT_NUM_SCALES if params["n_scales"] is None else params["n_scales"]
-    if isinstance(num, bool) or not isinstance(num, int | np.integer) or num < 2:
-        raise UsageError(f"--n-scales: expected an integer >= 2, got {num!r}")
+    num = check_int(num, "--n-scales", 2, UsageError)
     if not 1 <= smin < smax <= n_lag / 2:
         raise UsageError(
             f"--scale-min, --scale-max: expected 1 <= min < max <= {n_lag / 2:g} (half the "
@@ -243,7 +236,7 @@ def analyze_source(
         **{k: params[k] for k in ANALYZE_OPTIONS},
     }
     fparts = _fields_parts(source, ens, layers, average_heads, tau_max)
-    fkey = hashlib.sha256(_json(fparts).encode()).hexdigest()
+    fkey = key_hash(fparts)
     label = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', source.label)}-n{n}-L{length}"
     store = field_store("analyze-fields", label, fkey, cache_dir)
     t = t_quantile(n - 1, LEVEL)
@@ -277,10 +270,8 @@ def analyze_source(
 
 def _band(tau_max, source: Source, length: int) -> int | None:
     """The checked lag band of ``--tau-max`` (causal attention only)."""
-    try:
+    with _flag_errors():
         tau_max = check_tau_max(tau_max, length)
-    except ValueError as err:
-        raise UsageError(f"--{err}".replace("tau_max", "tau-max", 1)) from None
     if tau_max is not None and not source.causal:
         raise UsageError(
             f"--tau-max: the lag band keeps lags 0..tau_max of causal attention; "
@@ -431,12 +422,11 @@ def analyze_sources(
         "tau_max": results[0][2].attrs["tau_max"],
     }
     out = _stack(results, params, ensemble)
-    card = None
     if claims:
         card = evaluate_claims(results, cache_dir=cache_dir, progress=progress, log=log)
-    if card is not None:
-        out = out.merge(card)
-        out.attrs.update(card.attrs)
+        if card is not None:
+            out = out.merge(card)
+            out.attrs.update(card.attrs)
     return out
 
 

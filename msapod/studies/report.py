@@ -52,10 +52,6 @@ def _png(fig, alt: str) -> str:
     return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
 
 
-def _unit(ds: xr.Dataset, model: str) -> str:
-    return str(ds["lag_unit"].sel(model=model).values)
-
-
 def _heads(ds: xr.Dataset) -> list:
     return list(ds["head"].values) if "head" in ds.dims else [None]
 
@@ -65,8 +61,9 @@ def _head_mean(da: xr.DataArray) -> xr.DataArray:
     return da.mean("head") if "head" in da.dims else da
 
 
-def _in_unit(fig, unit: str):
-    """Axis labels in the source's lag unit (the shared figures say characters)."""
+def _in_unit(fig, ds: xr.Dataset, model: str):
+    """Axis labels in ``model``'s lag unit (the shared figures say characters)."""
+    unit = str(ds["lag_unit"].sel(model=model).values)
     if unit != "character":
         for ax in fig.axes:
             for get, put in ((ax.get_xlabel, ax.set_xlabel), (ax.get_ylabel, ax.set_ylabel)):
@@ -87,7 +84,7 @@ def fig_trends(ds: xr.Dataset, name: str, ylabel: str):
         value, lower, upper = (v.sel(eps=0.1, method="nearest") for v in (value, lower, upper))
     value, half = _head_mean(value), _head_mean((upper - lower) / 2)
     fig = plots.layer_profile(value.drop_vars("eps", errors="ignore"), half, ylabel=ylabel)
-    return _in_unit(fig, _unit(ds, str(ds["model"].values[0])))
+    return _in_unit(fig, ds, str(ds["model"].values[0]))
 
 
 def fig_scalogram(ds: xr.Dataset, model: str):
@@ -99,7 +96,7 @@ def fig_scalogram(ds: xr.Dataset, model: str):
     if lags.min() < 0:  # bidirectional: show the negative lags too
         for ax in fig.axes[:-1]:
             ax.set_xlim(lags.min(), lags.max())
-    return _in_unit(fig, _unit(ds, model))
+    return _in_unit(fig, ds, model)
 
 
 def fig_scale_spectrum(ds: xr.Dataset, model: str):
@@ -107,7 +104,7 @@ def fig_scale_spectrum(ds: xr.Dataset, model: str):
     one = ds.sel(model=[model])
     spec = _head_mean(one["scale_spectrum"]).dropna("scale", how="all")
     dom = _head_mean(one["dominant_scale"])
-    return _in_unit(plots.scale_spectrum(spec, dom, by="layer"), _unit(ds, model))
+    return _in_unit(plots.scale_spectrum(spec, dom, by="layer"), ds, model)
 
 
 def fig_pod(ds: xr.Dataset, model: str):
@@ -149,10 +146,8 @@ def fig_mode_lags(ds: xr.Dataset, model: str):
     """Lag energy rho_k(tau) of the leading plain-window POD modes per layer."""
     rho = _head_mean(ds["mode_lag_energy"].sel(model=model, window="plain"))
     rho = rho.dropna("lag", how="all")
-    return _in_unit(
-        plots.mode_lags(rho.dropna("mode", how="all"), by="layer", max_lag=_lag_extent(rho)),
-        _unit(ds, model),
-    )
+    fig = plots.mode_lags(rho.dropna("mode", how="all"), by="layer", max_lag=_lag_extent(rho))
+    return _in_unit(fig, ds, model)
 
 
 def _lag_extent(rho: xr.DataArray, share: float = 0.99) -> float:
@@ -274,9 +269,7 @@ def _claims_html(ds: xr.Dataset) -> str:
 
 def _report_notes(ds: xr.Dataset, models: list[str], notes: Sequence[str]) -> list[str]:
     """The report's notes: the caller's, then one per bidirectional model."""
-    body = []
-    for line in notes:
-        body.append(f'<p class="note">{escape(line)}</p>')
+    body = [f'<p class="note">{escape(line)}</p>' for line in notes]
     for m in models:
         if not int(ds["causal"].sel(model=m)):
             body.append(
@@ -362,22 +355,11 @@ def _report_trends(ds: xr.Dataset, models: list[str]) -> list[str]:
     ):
         alt = f"Per layer, {what} of {names}, a marker per layer with its 95 % interval."
         body.append(_png(fig_trends(ds, name, ylabel), alt))
-    head_col = ["head"] if "head" in ds.dims else []
+    header = ["layer", *(["head"] if "head" in ds.dims else []), "scale centroid"]
+    header += ["dominant scales", "T_spec (plain)", "H*(0.10) (plain)"]
     for m in models:
         body.append(f"<h3>{escape(m)}: numbers per layer (95 % intervals)</h3>")
-        body.append(
-            _table(
-                [
-                    "layer",
-                    *head_col,
-                    "scale centroid",
-                    "dominant scales",
-                    "T_spec (plain)",
-                    "H*(0.10) (plain)",
-                ],
-                _summary_rows(ds, m),
-            )
-        )
+        body.append(_table(header, _summary_rows(ds, m)))
     return body
 
 

@@ -115,9 +115,8 @@ def models(zoo: str = MAIN, architecture: str | None = None) -> tuple[str, ...]:
 
 def architecture(name: str) -> str:
     """``"baseline"`` or ``"ega"``: the attention of zoo model ``name``'s config."""
-    if name not in ZOO_CONFIGS:
-        raise ValueError(f"name: expected one of {list(ZOO_CONFIGS)}, got {name!r}")
-    return "ega" if ZOO_CONFIGS[name].model.attention == "ega" else "baseline"
+    path(name)  # a zoo model
+    return _ARCH[name]
 
 
 def trained(zoo: str = MAIN, architecture: str | None = None) -> tuple[str, ...]:

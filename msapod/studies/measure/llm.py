@@ -8,13 +8,11 @@ transformers' default attention (SDPA; :mod:`msapod.models.record` records its
 probabilities): 30 causal layers of 9 query heads (3 key-value heads), a 49152-token BPE
 vocabulary.
 
-The ensemble is the zoo's, translated to BPE tokens (:func:`token_ensemble`): the
-validation split (last 10 % of the text) is tokenised as a whole and ``n`` non-overlapping
-windows of ``length`` tokens are drawn by :func:`msapod.models.data.ensemble_offsets` with the
-same seed. At 3.10 characters per token (measured on the split), the default
-``length = 83`` tokens spans about 256 characters, the zoo snippets' span, so the lag
-range 1..L/2 of the scalogram covers about the same text (1..41 tokens, 3..127
-characters). Lags are in tokens; the scorecard's LLM outcomes
+The ensemble is the zoo's, translated to BPE tokens (:func:`token_ensemble`). At 3.10
+characters per token (measured on the validation split), the default ``length = 83``
+tokens spans about 256 characters, the zoo snippets' span, so the lag range 1..L/2 of the
+scalogram covers about the same text (1..41 tokens, 3..127 characters). Lags are in
+tokens; the scorecard's LLM outcomes
 (:func:`msapod.studies.verdict.scorecard.llm_outcomes`, through
 :func:`~msapod.studies.verdict.scorecard.llm_zoo`) convert them to characters with the
 ensemble's measured characters per token.

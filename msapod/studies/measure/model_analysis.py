@@ -38,7 +38,7 @@ import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -256,9 +256,7 @@ def load_source(spec: str, label: str | None = None) -> Source:
             model = zoo.load(spec)
         except FileNotFoundError as err:
             raise UsageError(f"SOURCE {spec!r}: {err}") from None
-        return replace(
-            _msapod_source(spec, label or spec, "zoo", model), architecture=zoo.architecture(spec)
-        )
+        return _msapod_source(spec, label or spec, "zoo", model)
     path = Path(spec).expanduser()
     if path.is_dir():
         return _folder_source(spec, path, label)
@@ -571,7 +569,10 @@ def make_ensemble(
         tokens, spans = tokenise(source.tokenizer, body)
         unit = "token"
     else:
-        tokens = _characters(source, body, default_text=text is None)
+        try:
+            tokens = load_corpus().encode(body).astype(np.int64)
+        except ValueError as err:
+            raise UsageError(f"--text: {err} of {source.label} (the zoo's 65 characters)") from None
     slots = len(tokens) // length
     if slots < n:
         raise UsageError(
@@ -583,18 +584,6 @@ def make_ensemble(
         tokens, n=n, length=length, seed=seed, text=body, text_source=where, unit=unit,
         spans=spans,
     )  # fmt: skip
-
-
-def _characters(source: Source, body: str, default_text: bool) -> np.ndarray:
-    """The text ``body`` in the zoo's characters (the corpus' validation tokens for the
-    default text)."""
-    corpus = load_corpus()
-    if default_text:
-        return np.asarray(corpus.val, dtype=np.int64)
-    try:
-        return corpus.encode(body).astype(np.int64)
-    except ValueError as err:
-        raise UsageError(f"--text: {err} of {source.label} (the zoo's 65 characters)") from None
 
 
 # ----------------------------------------------------------------------------- fields
@@ -638,7 +627,6 @@ def record_ensemble(
     every head's probabilities within :data:`BATCH_BUDGET`), each layer written as soon
     as it is computed, the ensemble (:func:`ensemble_record`) stored with the fields."""
     n, length = ens.ids.shape
-    layers = [int(x) for x in layers]
     record_fields(
         store,
         source.model,
@@ -705,9 +693,7 @@ def analyse_field(
     out = ana.drop_vars([v for v in DROPPED if v in ana])
     out["mean"] = out["mean"].astype(np.float32)
     for name in ("T_spec_se", "H_star_se", "H_star_frac_se"):
-        out[name] = pj[name].assign_attrs(
-            long_name=f"leave-one-snapshot-out jackknife standard error of {name[:-3]}"
-        )
+        out[name] = _jackknife_se(pj[name], name)
     if mode_profiles:
         rho = lag_energy(ana["modes"].isel(mode=slice(0, mode_profiles))).astype(np.float32)
         out["mode_lag_energy"] = rho.assign_attrs(
@@ -716,14 +702,16 @@ def analyse_field(
     if scale_errors:
         pick = {k: options.get(k, ANALYZE_DEFAULTS[k]) for k in ("scales", "omega0", "field")}
         sj = scale_jackknife(F.astype(np.float64), **pick)
-        out["scale_centroid_se"] = xr.DataArray(float(sj["scale_centroid_se"]))
-        out["energy_se"] = xr.DataArray(float(sj["energy_se"]))
-        out["scalogram_energy"] = xr.DataArray(float(sj["energy"]))
         for name in ("scale_centroid_se", "energy_se"):
-            out[name].attrs["long_name"] = (
-                f"leave-one-snapshot-out jackknife standard error of {name[:-3]}"
-            )
+            out[name] = _jackknife_se(xr.DataArray(float(sj[name])), name)
+        out["scalogram_energy"] = xr.DataArray(float(sj["energy"]))
     return out
+
+
+def _jackknife_se(se: xr.DataArray, name: str) -> xr.DataArray:
+    return se.assign_attrs(
+        long_name=f"leave-one-snapshot-out jackknife standard error of {name[:-3]}"
+    )
 
 
 def analyse_layer(
