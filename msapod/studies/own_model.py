@@ -228,7 +228,8 @@ def analyze_source(
     try:
         layers = check_layers(layers, source.n_layer)
     except ValueError as err:
-        raise UsageError(f"--layers: {err} ({source.label} has {source.n_layer} layers)") from None
+        reason = f"{str(err).removeprefix('layers: ')} ({source.label} has {source.n_layer} layers)"
+        raise UsageError(f"--layers: {reason}") from None
     tau_max = _band(tau_max, source, length)
     n_lag = length if source.causal else 2 * length - 1
     analysis = {
