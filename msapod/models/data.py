@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import verify_sha256
+from .._io import sha256_file, verify_sha256
 
 FILENAME = "tinyshakespeare.txt"
 SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
@@ -37,6 +37,7 @@ __all__ = [
     "load_text",
     "check_layers",
     "ensemble_ids",
+    "sha256_file",
     "shuffle_words",
 ]
 
