@@ -277,3 +277,25 @@ def test_vectors_defined_up_to_sign_compare_after_matching_it(tmp_path):
     assert _compare_netcdf(write("real.nc", changed), old)
     bare = write("bare_old.nc", modes, signed=False)
     assert _compare_netcdf(write("bare_flip.nc", flipped, signed=False), bare)
+
+
+def test_results_files_store_text_as_compressed_characters(tmp_path):
+    """Text arrays (data and coordinates, non-ASCII included) come back equal, stored as
+    gzip-compressed fixed-width characters rather than HDF5's raw variable-length strings."""
+    import h5py
+
+    from msapod.studies.reproduce import _save
+
+    words = np.array(["holds", "does not hold", "H* ≤ N − 1", ""] * 50)
+    ds = xr.Dataset(
+        {"reason": ("spec", words), "value": ("spec", np.arange(words.size, dtype=float))},
+        coords={"spec": np.arange(words.size), "zoo": ("spec", np.array(["d256", "d128"] * 100))},
+    )
+    _save(ds, tmp_path / "r.nc")
+    with xr.open_dataset(tmp_path / "r.nc", engine="h5netcdf") as back:
+        back = back.load()
+    for name in ("reason", "zoo"):
+        assert back[name].values.astype(str).tolist() == ds[name].values.tolist()
+    with h5py.File(tmp_path / "r.nc") as f:
+        for name in ("reason", "zoo"):
+            assert f[name].dtype.kind == "S" and f[name].compression == "gzip", name
