@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import numbers
 import os
 import uuid
@@ -32,6 +33,7 @@ __all__ = [
     "repository_url",
     "sha256_file",
     "verify_sha256",
+    "write_json",
 ]
 
 #: The version used when the package is run from a source tree without metadata.
@@ -70,7 +72,6 @@ def repository_url(path: str) -> str | None:
     ``None`` if msapod was not installed from a GitHub repository (an index, a local
     folder, an editable checkout)."""
     import importlib.metadata  # at call time, so a patched distribution is honoured
-    import json
     import re
 
     try:
@@ -130,3 +131,9 @@ def atomic_path(path: str | os.PathLike, tmp: str | os.PathLike | None = None) -
     finally:
         if own:
             tmp.unlink(missing_ok=True)
+
+
+def write_json(path: str | os.PathLike, obj) -> None:
+    """Write ``obj`` as indented JSON to ``path`` atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        Path(tmp).write_text(json.dumps(obj, indent=1))

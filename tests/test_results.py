@@ -299,3 +299,21 @@ def test_results_files_store_text_as_compressed_characters(tmp_path):
     with h5py.File(tmp_path / "r.nc") as f:
         for name in ("reason", "zoo"):
             assert f[name].dtype.kind == "S" and f[name].compression == "gzip", name
+
+
+def test_reading_shipped_results_needs_no_torch():
+    """The provenance check reads the zoo's configs and identities, which need no torch:
+    a page or script that only reads results/ does not pay for importing it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from msapod.studies.store.results import load_result\n"
+        "load_result('scorecard')\n"
+        "from msapod.models import zoo\n"
+        "zoo.identity(zoo.MODELS[0])\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]

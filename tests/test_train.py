@@ -126,7 +126,7 @@ def test_config_mismatch_raises(tmp_path):
 def test_resume_is_bit_identical(tmp_path, monkeypatch, trained, corpus):
     """A run interrupted after its step-20 checkpoint and resumed ends with the same
     weights, bit for bit, as the uninterrupted run."""
-    real_write = train_mod._write_json
+    real_write = train_mod.write_json
 
     def interrupting_write(path, obj):
         real_write(path, obj)
@@ -134,10 +134,10 @@ def test_resume_is_bit_identical(tmp_path, monkeypatch, trained, corpus):
             raise KeyboardInterrupt
 
     run = tmp_path / "tiny"
-    monkeypatch.setattr(train_mod, "_write_json", interrupting_write)
+    monkeypatch.setattr(train_mod, "write_json", interrupting_write)
     with pytest.raises(KeyboardInterrupt):
         train(TINY, run, corpus=corpus, progress=False)
-    monkeypatch.setattr(train_mod, "_write_json", real_write)
+    monkeypatch.setattr(train_mod, "write_json", real_write)
     assert json.loads((run / "config.json").read_text())["step"] == 20
     log = train(TINY, run, corpus=corpus, progress=False)
 

@@ -122,7 +122,7 @@ def test_float16_storage_is_the_model_and_resumes_exactly(tmp_path, monkeypatch,
     assert meta["val_loss_split"] == pytest.approx(validation_loss(model, small_corpus.val))
 
     # interrupted after step 10 and resumed: the float32 master weights carry on exactly
-    real_write = train_mod._write_json
+    real_write = train_mod.write_json
 
     def interrupting_write(path, obj):
         real_write(path, obj)
@@ -130,10 +130,10 @@ def test_float16_storage_is_the_model_and_resumes_exactly(tmp_path, monkeypatch,
             raise KeyboardInterrupt
 
     run = tmp_path / "resumed"
-    monkeypatch.setattr(train_mod, "_write_json", interrupting_write)
+    monkeypatch.setattr(train_mod, "write_json", interrupting_write)
     with pytest.raises(KeyboardInterrupt):
         train(cfg, run, small_corpus, progress=False)
-    monkeypatch.setattr(train_mod, "_write_json", real_write)
+    monkeypatch.setattr(train_mod, "write_json", real_write)
     train(cfg, run, small_corpus, progress=False)
     assert (run / "model.safetensors").read_bytes() == (ref / "model.safetensors").read_bytes()
 

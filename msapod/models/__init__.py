@@ -1,6 +1,8 @@
 """The transformers whose attention fields the method analyses (needs the ``models`` extra):
 character-level GPTs on TinyShakespeare, with standard or energy-gated attention (EGA).
 
+* :mod:`.config` -- the configurations of a GPT and its training, and a checkpoint's
+  verified ``config.json`` (no torch),
 * :mod:`.gpt` -- the GPT with standard or energy-gated attention (EGA),
 * :mod:`.train` -- training, checkpoints (safetensors + config.json with its sha256),
 * :mod:`.data` -- the TinyShakespeare corpus and the ensemble offsets (numpy only),

@@ -28,70 +28,14 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, fields
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .config import GPTConfig
+
 __all__ = ["GPT", "GPTConfig"]
-
-
-@dataclass(frozen=True)
-class GPTConfig:
-    """Architecture of a :class:`GPT`.
-
-    ``attention`` is ``"standard"`` or ``"ega"``; ``standardize`` (EGA only) is
-    ``"causal"`` (mean/std of the energies over the key's prefix) or ``"none"``.
-
-    ``dropout`` acts on the embeddings, the residual branches and the MLP;
-    ``attention_dropout`` on the attention weights (``None``: the same as ``dropout``).
-    Attention-weight dropout leaves PyTorch's fused attention kernel for a slower one
-    (``benchmarks/bench_train.py`` measures it), so the zoo's regularised configs set it
-    to 0 and regularise the residual stream only.
-    """
-
-    vocab_size: int = 65
-    block_size: int = 256
-    n_layer: int = 6
-    n_head: int = 8
-    n_embd: int = 128
-    dropout: float = 0.0
-    attention: str = "standard"
-    attention_dropout: float | None = None
-    standardize: str = "causal"
-
-    def __post_init__(self) -> None:
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {value!r}")
-        for name in ("dropout", "attention_dropout"):
-            d = getattr(self, name)
-            if name == "attention_dropout" and d is None:
-                continue
-            if isinstance(d, bool) or not isinstance(d, int | float) or not 0 <= d < 1:
-                raise ValueError(f"{name}: expected a number in [0, 1), got {d!r}")
-        if self.attention not in ("standard", "ega"):
-            raise ValueError(f"attention: expected 'standard' or 'ega', got {self.attention!r}")
-        if self.standardize not in ("causal", "none"):
-            raise ValueError(f"standardize: expected 'causal' or 'none', got {self.standardize!r}")
-        if self.n_embd % self.n_head:
-            raise ValueError(
-                f"n_embd: expected a multiple of n_head={self.n_head}, got {self.n_embd}"
-            )
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> GPTConfig:
-        if not isinstance(d, dict):
-            raise ValueError(f"model config: expected a JSON object, got {type(d).__name__}")
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"config: unknown keys {sorted(unknown)}")
-        return cls(**d)
 
 
 class CausalSelfAttention(nn.Module):

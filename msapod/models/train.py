@@ -36,16 +36,25 @@ import platform
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-from .._io import atomic_path, cache_dir, check_int, sha256_file
+from .._io import atomic_path, cache_dir, check_int, sha256_file, write_json
+from .config import (
+    CONFIG,
+    STORAGES,
+    WEIGHTS,
+    GPTConfig,
+    TrainConfig,
+    config_digest,
+    read_config,
+    write_config,
+)
 from .data import Corpus, load_corpus
-from .gpt import GPT, GPTConfig
+from .gpt import GPT
 from .record import inference
 
 __all__ = [
@@ -64,65 +73,9 @@ __all__ = [
     "write_config",
 ]
 
-WEIGHTS = "model.safetensors"
 STATE = "state.safetensors"
-CONFIG = "config.json"
 LOG = "log.json"
-PRECISIONS = ("fp32", "bf16")
-STORAGE = {"float32": torch.float32, "float16": torch.float16}
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """Optimisation settings of one run (AdamW, linear warm-up, cosine decay)."""
-
-    name: str = "run"
-    seed: int = 0
-    steps: int = 2500
-    batch_size: int = 16
-    lr: float = 2e-3
-    min_lr: float = 2e-4
-    warmup: int = 100
-    weight_decay: float = 0.1
-    grad_clip: float = 1.0
-    eval_interval: int = 250
-    eval_batches: int = 20
-    precision: str = "fp32"
-    storage: str = "float32"
-    model: GPTConfig = field(default_factory=GPTConfig)
-
-    def __post_init__(self) -> None:
-        for name in ("seed", "steps", "batch_size", "warmup", "eval_interval", "eval_batches"):
-            value = getattr(self, name)
-            low = 0 if name in ("seed", "warmup") else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name}: expected an integer >= {low}, got {value!r}")
-        for name in ("lr", "min_lr", "weight_decay", "grad_clip"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-                raise ValueError(f"{name}: expected a number >= 0, got {value!r}")
-        if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"name: expected a non-empty string, got {self.name!r}")
-        if self.precision not in PRECISIONS:
-            raise ValueError(f"precision: expected one of {PRECISIONS}, got {self.precision!r}")
-        if self.storage not in STORAGE:
-            raise ValueError(f"storage: expected one of {tuple(STORAGE)}, got {self.storage!r}")
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["model"] = self.model.to_dict()
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> TrainConfig:
-        if not isinstance(d, dict):
-            raise ValueError(f"train config: expected a JSON object, got {type(d).__name__}")
-        d = dict(d)
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"config: unknown keys {sorted(unknown)}")
-        d["model"] = GPTConfig.from_dict(d.get("model", {}))
-        return cls(**d)
+STORAGE = dict(zip(STORAGES, (torch.float32, torch.float16), strict=True))
 
 
 def lr_at(cfg: TrainConfig, step: int) -> float:
@@ -199,50 +152,6 @@ def validation_loss(
             for row, (_, first) in enumerate(chunk):
                 total += float(nll[row, first:].sum())
     return total / n
-
-
-def config_digest(meta: dict) -> str:
-    """sha256 of a checkpoint's ``config.json`` content, less its own ``config_sha256``
-    (canonical JSON: sorted keys, no spaces), so that any edit of the config is seen."""
-    body = {k: v for k, v in meta.items() if k != "config_sha256"}
-    blob = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
-    return hashlib.sha256(blob).hexdigest()
-
-
-def write_config(run: str | os.PathLike, meta: dict) -> None:
-    """Write ``<run>/config.json`` with its ``config_sha256`` (atomic)."""
-    meta = {k: v for k, v in meta.items() if k != "config_sha256"}
-    meta["config_sha256"] = config_digest(meta)
-    _write_json(Path(run) / CONFIG, meta)
-
-
-def read_config(run: str | os.PathLike) -> dict:
-    """Read and verify ``<run>/config.json``: a JSON object with a ``train`` section whose
-    ``config_sha256`` matches its content. Raises ``ValueError`` naming the file."""
-    path = Path(run) / CONFIG
-    try:
-        meta = json.loads(path.read_text())
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err})") from None
-    if not isinstance(meta, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(meta).__name__}")
-    if "train" not in meta:
-        raise ValueError(f"{path}: has no 'train' section (not an msapod checkpoint config)")
-    if "config_sha256" not in meta:
-        raise ValueError(
-            f"{path}: has no config_sha256; the config is not covered by a hash "
-            "(re-save it with msapod.models.train.write_config after checking it)"
-        )
-    if config_digest(meta) != meta["config_sha256"]:
-        raise ValueError(
-            f"{path}: content does not match its config_sha256; the config was edited or is corrupt"
-        )
-    return meta
-
-
-def _write_json(path: Path, obj) -> None:
-    with atomic_path(path) as tmp:
-        tmp.write_text(json.dumps(obj, indent=1))
 
 
 def save_checkpoint(run: Path, model: GPT, cfg: TrainConfig, extra: dict | None = None) -> str:
@@ -593,7 +502,7 @@ def _save_run(run: Path, model, cfg: TrainConfig, corpus: Corpus, done: int, val
     """The checkpoint at step ``done`` (validation loss ``val``) and the log, in ``run``."""
     extra = {"step": done, "data_sha256": corpus.sha256, "val_loss": val}
     save_checkpoint(run, model, cfg, {**extra, "n_params": model.num_params()})
-    _write_json(run / LOG, log)
+    write_json(run / LOG, log)
 
 
 def _check_run(cfg: TrainConfig, corpus: Corpus, save_every, device: str) -> torch.device:

@@ -32,10 +32,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..gpt import GPT, GPTConfig
-from ..train import CONFIG, WEIGHTS, TrainConfig, load_checkpoint, read_config
+from ..config import CONFIG, WEIGHTS, GPTConfig, TrainConfig, read_config
 from .fetch import ENV, run_folder
+
+if TYPE_CHECKING:
+    from ..gpt import GPT
 
 __all__ = [
     "ARCHITECTURES",
@@ -176,6 +179,8 @@ def load(name: str) -> GPT:
         If the weights' sha256 differs from the config's ``weights_sha256`` (the message
         names the file and the expected hash), or the config is invalid.
     """
+    from ..train import load_checkpoint  # torch: the zoo's configs and identities need none
+
     folder = path(name)
     if not (folder / WEIGHTS).is_file():
         if not (folder / CONFIG).is_file() or not (os.environ.get(ENV) or not _in_checkout()):

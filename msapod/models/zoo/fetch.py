@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 
 from ..._io import atomic_path, cache_dir, repository_url, verify_sha256
-from ..train import CONFIG, WEIGHTS, read_config
+from ..config import CONFIG, WEIGHTS, read_config
 
 __all__ = ["ENV", "run_folder", "url"]
 
