@@ -38,6 +38,17 @@ PRECISIONS = ("fp32", "bf16")
 STORAGES = ("float32", "float16")
 
 
+def _known_keys(cls, d: dict, what: str) -> dict:
+    """A copy of ``d`` if it is a dict whose keys are fields of the dataclass ``cls``;
+    else ``ValueError`` naming ``what``."""
+    if not isinstance(d, dict):
+        raise ValueError(f"{what}: expected a JSON object, got {type(d).__name__}")
+    unknown = set(d) - {f.name for f in fields(cls)}
+    if unknown:
+        raise ValueError(f"config: unknown keys {sorted(unknown)}")
+    return dict(d)
+
+
 @dataclass(frozen=True)
 class GPTConfig:
     """Architecture of a :class:`GPT`.
@@ -87,12 +98,7 @@ class GPTConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> GPTConfig:
-        if not isinstance(d, dict):
-            raise ValueError(f"model config: expected a JSON object, got {type(d).__name__}")
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"config: unknown keys {sorted(unknown)}")
-        return cls(**d)
+        return cls(**_known_keys(cls, d, "model config"))
 
 
 @dataclass(frozen=True)
@@ -138,12 +144,7 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
-        if not isinstance(d, dict):
-            raise ValueError(f"train config: expected a JSON object, got {type(d).__name__}")
-        d = dict(d)
-        unknown = set(d) - {f.name for f in fields(cls)}
-        if unknown:
-            raise ValueError(f"config: unknown keys {sorted(unknown)}")
+        d = _known_keys(cls, d, "train config")
         d["model"] = GPTConfig.from_dict(d.get("model", {}))
         return cls(**d)
 
