@@ -87,12 +87,13 @@ class CausalSelfAttention(nn.Module):
         the diagonal; computed in float64 for extraction."""
         T = x.shape[1]
         q, k, _ = self.qkv(x)
-        s = (q.double() @ k.double().transpose(-2, -1)) / math.sqrt(self.head_dim)
+        # in place: the (B, H, T, T) float64 scores are the largest array of extraction
+        s = q.double() @ k.double().transpose(-2, -1)
+        s.div_(math.sqrt(self.head_dim))
         if self.ega:
-            s = s + self.log_gate(x).double()[..., None, :]
-        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
-        s = s.masked_fill(~causal, float("-inf"))
-        return torch.softmax(s, dim=-1)
+            s.add_(self.log_gate(x).double()[..., None, :])
+        later = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+        return torch.softmax(s.masked_fill_(later, float("-inf")), dim=-1)
 
     def head_outputs(self, x: torch.Tensor) -> torch.Tensor:
         """Per-head attention outputs ``(B, H, T, head_dim)``: what :meth:`forward`
