@@ -229,3 +229,18 @@ def test_pruning_study_errors():
         prune.pruning_study(budgets=(8, 49))
     with pytest.raises(ValueError, match="n_random"):
         prune.pruning_study(n_random=1)
+
+
+def test_fewer_draws_are_the_first_draws():
+    """Each random draw is seeded on its own: a study with fewer draws (the default
+    check's) computes exactly the first draws of the shipped one."""
+    L, H = 6, 8
+    rng = np.random.default_rng(3)
+    scores = {s: xr.DataArray(rng.random((L, H)), dims=("layer", "head")) for s in prune.STRATEGIES}
+    jobs4, masks4 = prune.mask_plan(scores, [8, 16], 4, seed=0)
+    jobs2, masks2 = prune.mask_plan(scores, [8, 16], 2, seed=0)
+    assert set(jobs2) <= set(jobs4)
+    np.testing.assert_array_equal(masks2, masks4[:, :, :2])
+    deep4 = prune.depth_masks(L, H, prune.DepthConfig(n_draws=4))
+    deep2 = prune.depth_masks(L, H, prune.DepthConfig(n_draws=2))
+    np.testing.assert_array_equal(deep2, deep4[:, :, :2])

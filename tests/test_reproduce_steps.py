@@ -67,3 +67,10 @@ def test_the_reproduce_help_lists_every_step_in_order(capsys):
         main(["reproduce", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert f"subset of: {' '.join(STEPS)} (default all)" in text
+
+
+def test_null_evidence_models_are_some_of_the_models():
+    from msapod.studies.verdict.study import zoo_evidence
+
+    with pytest.raises(ValueError, match="null_models: expected some of models"):
+        zoo_evidence(["baseline-d256-1"], null_models=["ega-d256-1"])

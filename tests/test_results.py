@@ -317,3 +317,37 @@ def test_reading_shipped_results_needs_no_torch():
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+def test_check_results_compares_the_recomputed_part(tmp_path):
+    """A recomputation of some models and draws is compared with those slices of the
+    shipped file; a part the shipped file lacks is named."""
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    loss = np.arange(12.0).reshape(2, 3, 2)
+    ds = xr.Dataset(
+        {"loss": (("model", "draw", "layer"), loss)},
+        coords={"model": ["baseline-1", "ega-1"], "draw": [0, 1, 2], "layer": [1, 2]},
+    )
+    ds.to_netcdf(shipped / "pruning.nc", engine="h5netcdf")
+    man = {
+        "files": {"pruning.nc": sha256_file(shipped / "pruning.nc")},
+        "models": ["baseline-1", "ega-1"],
+        "provenance": _provenance(["baseline-1", "ega-1"]),
+    }
+    (shipped / "manifest.json").write_text(json.dumps(man))
+    new = tmp_path / "new"
+    new.mkdir()
+    part = ds.sel(model=["baseline-1"], draw=[0, 1])
+    part.to_netcdf(new / "pruning.nc", engine="h5netcdf")
+    which = {"model": ["baseline-1"], "draw": [0, 1]}
+    assert check_results(new, shipped, files={"pruning.nc": which}) == {"pruning.nc": []}
+    # the same values compared with the whole file, or with another model's slice, differ
+    assert check_results(new, shipped)["pruning.nc"][0].startswith("sizes differ")
+    other = {"model": ["ega-1"], "draw": [0, 1]}
+    assert (
+        "loss: 4 values differ"
+        in check_results(new, shipped, files={"pruning.nc": other})["pruning.nc"][0]
+    )
+    missing = check_results(new, shipped, files={"pruning.nc": {"draw": [0, 5]}})
+    assert missing == {"pruning.nc": ["draw [5] are not in the shipped file"]}

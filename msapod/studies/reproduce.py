@@ -40,7 +40,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import xarray as xr
@@ -51,7 +51,7 @@ from .measure.convergence import convergence_study
 from .measure.fieldstats import zoo_field_statistics
 from .measure.llm import smollm2_analysis, token_layout
 from .measure.modestats import zoo_mode_statistics
-from .measure.prune import depth_study, pruning_study
+from .measure.prune import DepthConfig, PruneConfig, depth_study, pruning_study
 from .measure.trajectory import trajectory_study
 from .measure.uncertainty import zoo_uncertainty
 from .store.cache import netcdf_safe, zoo_analysis
@@ -148,10 +148,11 @@ def evidence_file(kind: str) -> str:
     return "evidence.nc" if kind == "trained" else f"evidence-{kind}.nc"
 
 
-def _evidence_step(out: Path, models, progress: bool, done: dict, manifest: dict) -> Path:
-    """Write the evidence files of ``models`` (None: every trained model of every trained
-    zoo); returns the trained models' file (recorded by the caller)."""
-    ev = done["evidence"] = zoo_evidence(models, progress=progress)
+def _evidence_step(out: Path, params: dict, progress: bool, done: dict, manifest: dict) -> Path:
+    """Write the evidence files (:func:`zoo_evidence` with ``params``; default every
+    trained model of every trained zoo); returns the trained models' file (recorded by the
+    caller)."""
+    ev = done["evidence"] = zoo_evidence(progress=progress, **params)
     for kind in reversed(EVIDENCE_KINDS):  # the trained models' file last: the record
         if kind not in ev:
             continue
@@ -261,11 +262,11 @@ def _zoo_step(out: Path, models: list[str], progress: bool, manifest: dict) -> P
 
 def _run_step(step: str, out: Path, plan: dict, progress: bool, done, manifest) -> Path:
     """Run one step into ``out``; its dataset (if any) goes into ``done``; returns its file."""
-    models, llm = plan["models"], plan["llm"]
+    models, llm, params = plan["models"], plan["llm"], plan["params"].get(step, {})
     if step == "zoo":
         return _zoo_step(out, models, progress, manifest)
     if step == "evidence":
-        return _evidence_step(out, plan["evidence_models"], progress, done, manifest)
+        return _evidence_step(out, params, progress, done, manifest)
     if step == "scorecard":
         mv = done.get("multiverse")
         if mv is None:
@@ -278,7 +279,7 @@ def _run_step(step: str, out: Path, plan: dict, progress: bool, done, manifest) 
     if step == "multiverse":
         ds = done[step] = _multiverse(progress, done)
     else:
-        ds = done[step] = _STUDIES[step](models, progress=progress)
+        ds = done[step] = _STUDIES[step](models, progress=progress, **params)
     path = out / f"{step}.nc"
     _save(ds, path)
     return path
@@ -293,7 +294,7 @@ def reproduce(
     progress: bool = True,
     log=print,
     inputs: dict[str, xr.Dataset] | None = None,
-    evidence_models: Sequence[str] | None = None,
+    params: Mapping[str, Mapping] | None = None,
 ) -> dict:
     """Run the reproduction steps and write the results folder.
 
@@ -319,10 +320,10 @@ def reproduce(
         Results of steps that are not run, by step name (e.g. the verified shipped
         ``pruning`` dataset, or the ``evidence`` as ``{kind: dataset}``), used by the
         later steps that read them (the specification curve and the scorecard).
-    evidence_models
-        Models of the evidence step (default every trained model of every trained zoo:
-        the specification curve reads them all); the default check passes one model per
-        architecture and zoo.
+    params
+        Keyword arguments of a step's study, by step name (e.g. ``{"evidence": {"models":
+        [...]}}`` for :func:`~.verdict.study.zoo_evidence`, ``{"pruning": {"config":
+        PruneConfig(n_random=2)}}``); default none: the studies' defaults, as shipped.
 
     Returns
     -------
@@ -334,7 +335,7 @@ def reproduce(
     whole = any(s in steps for s in ("evidence", "multiverse", "scorecard"))
     manifest = _open_manifest(out, models, log, every_zoo=whole)
     done: dict = dict(inputs or {})
-    plan = {"models": models, "llm": llm, "evidence_models": evidence_models}
+    plan = {"models": models, "llm": llm, "params": dict(params or {})}
     for step in steps:
         t0 = time.perf_counter()
         path = _run_step(step, out, plan, progress, done, manifest)
@@ -387,10 +388,19 @@ PER_MODEL_STEPS = (
 #: Steps that only the full check recomputes (the default check reads them verified).
 FULL_CHECK_ONLY = ("trajectory",)
 
-#: Per-model steps the default check recomputes for the first of :func:`check_models`
-#: only (the first model of the main zoo): head pruning costs about 140 s per paper-size
-#: model on 2 cores, most of the check's time; its other models by ``--check --all``.
-CHECK_FIRST_ONLY = ("pruning", "depth_pruning")
+#: Per-model steps (and the evidence of the null ensembles) that the default check
+#: recomputes for the first of :func:`check_models` only, the first model of the main zoo
+#: (each costs 30-150 s per paper-size model on 2 cores); the others by ``--check --all``.
+CHECK_FIRST_ONLY = ("convergence", "pruning", "depth_pruning")
+
+#: Study parameters of the default check: the first two random draws of each head-removal
+#: strategy (each draw is seeded on its own, so they are the shipped draws 0 and 1), and
+#: the shipped file compared on those draws (``{file: {dim: values}}``).
+CHECK_PARAMS = {
+    "pruning": {"config": PruneConfig(n_random=2)},
+    "depth_pruning": {"config": DepthConfig(n_draws=2)},
+}
+CHECK_DRAWS = {"pruning.nc": {"draw": [0, 1]}, "depth_pruning.nc": {"depth_draw": [0, 1]}}
 
 #: The shipped studies the specification curve and the scorecard read.
 DECISION_INPUTS = ("uncertainty", "convergence", "pruning", "depth_pruning")
@@ -446,11 +456,13 @@ def check(
     number of seeds:
 
     * the per-model studies (:data:`PER_MODEL_STEPS`) for :func:`check_models` (one model
-      per architecture and zoo; :data:`CHECK_FIRST_ONLY` for the first of them), compared
-      with those models' slices of the shipped files;
-    * the evidence of the claims (trained, untrained, character- and word-shuffled fields) for the
-      same models, compared with their slices of the shipped ``evidence*.nc`` (the other
-      zoos' evidence is recomputed by ``full``);
+      per architecture and zoo; :data:`CHECK_FIRST_ONLY` for the first of them, head
+      removal with the first two random draws, :data:`CHECK_PARAMS`), compared with those
+      models' (and draws') slices of the shipped files;
+    * the evidence of the claims for the same models (the null ensembles' evidence,
+      untrained, character- and word-shuffled fields, for the first of them), compared
+      with their slices of the shipped ``evidence*.nc`` (the other zoos' evidence is
+      recomputed by ``full``);
     * the SmolLM2 study (when ``llm``), the whole specification curve and the scorecard
       for every model, from the shipped, verified per-model studies and evidence (the
       curve, its null columns and the joint test are recomputed in full).
@@ -492,36 +504,47 @@ def check(
 
 def _partial_recompute(tmp: Path, shipped: Path, man: dict, *, llm, progress, log) -> dict:
     """The default check's recomputation into ``tmp`` (see :func:`check`); returns the
-    files to compare, each with the models recomputed for it (``None``: all)."""
+    files to compare, each with the part recomputed for it (``None``: all)."""
     models = list(man["models"])
     subset = check_models(models)
+    first = subset[:1]
     log(
         f"[check] per-model studies and evidence on {', '.join(subset)} "
-        f"({', '.join(CHECK_FIRST_ONLY)} on {subset[0]}); the curve and the scorecard on "
-        "every model"
+        f"({', '.join(CHECK_FIRST_ONLY)} and the null ensembles on {first[0]}; random head "
+        "removals: draws 0 and 1); the curve and the scorecard on every model"
     )
     per_model = [s for s in STEPS if s in PER_MODEL_STEPS and s not in CHECK_FIRST_ONLY]
-    reproduce(tmp / "part", steps=per_model, models=subset, progress=progress, log=log)
-    first = [s for s in STEPS if s in CHECK_FIRST_ONLY]
-    reproduce(tmp / "first", steps=first, models=subset[:1], progress=progress, log=log)
-    reproduce(
-        tmp / "evidence", steps=["evidence"], evidence_models=subset, progress=progress, log=log
-    )
-    given = shipped_inputs(shipped)
+    runs = {
+        "part": dict(steps=per_model, models=subset),
+        "first": dict(steps=list(CHECK_FIRST_ONLY), models=first, params=CHECK_PARAMS),
+        "evidence": dict(
+            steps=["evidence"], params={"evidence": {"models": subset, "null_models": first}}
+        ),
+    }
+    for sub, kw in runs.items():
+        reproduce(tmp / sub, progress=progress, log=log, **kw)
     rest = [
         s for s in STEPS if s not in PER_MODEL_STEPS and s not in ("evidence", *FULL_CHECK_ONLY)
     ]
     reproduce(
-        tmp / "all", steps=rest, models=models, llm=llm, progress=progress, log=log, inputs=given
+        tmp / "all",
+        steps=rest,
+        models=models,
+        llm=llm,
+        progress=progress,
+        log=log,
+        inputs=shipped_inputs(shipped),
     )
-    files: dict[str, list[str] | None] = {}
-    recomputed_for = {"part": subset, "first": subset[:1], "evidence": subset, "all": None}
-    for sub, which in recomputed_for.items():
+    files: dict[str, dict | None] = {}
+    for sub in (*runs, "all"):
         for f in (tmp / sub).iterdir():
             if f.name == "manifest.json":
                 continue
             shutil.move(str(f), tmp / f.name)
-            files[f.name] = which
+            recomputed = first if sub == "first" or f.name.startswith("evidence-") else subset
+            files[f.name] = (
+                None if sub == "all" else {"model": recomputed, **CHECK_DRAWS.get(f.name, {})}
+            )
     skipped = {f"{s}.nc" for s in FULL_CHECK_ONLY}
     for f in sorted(skipped & set(man["files"])):
         log(f"[check] {f}: shipped and verified; recomputed by --check --all")

@@ -47,6 +47,7 @@ import json
 import math
 import os
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -387,14 +388,16 @@ def _matched_sign(x: xr.DataArray, y: xr.DataArray, dims: list[str]) -> np.ndarr
     return (x * xr.where(dot < 0, -1.0, 1.0)).transpose(*y.dims).values
 
 
-def _compare_netcdf(new: Path, old: Path, models: list[str] | None = None) -> list[str]:
+def _compare_netcdf(new: Path, old: Path, part: Mapping[str, Sequence] | None = None) -> list[str]:
     with xr.open_dataset(new, engine="h5netcdf") as a, xr.open_dataset(old, engine="h5netcdf") as b:
         a, b = a.load(), b.load()
-    if models is not None and "model" in b.dims:
-        missing = [m for m in models if m not in b["model"].values.tolist()]
+    for dim, values in (part or {}).items():
+        if dim not in b.dims:
+            continue
+        missing = [v for v in values if v not in b[dim].values.tolist()]
         if missing:
-            return [f"models {missing} are not in the shipped file"]
-        b = b.sel(model=models)
+            return [f"{dim} {missing} are not in the shipped file"]
+        b = b.sel({dim: list(values)})
     if set(a.variables) != set(b.variables):
         return [f"variables differ: {sorted(set(a.variables) ^ set(b.variables))}"]
     if dict(a.sizes) != dict(b.sizes):
@@ -439,7 +442,7 @@ def check_results(
     new: str | os.PathLike,
     shipped: str | os.PathLike | None = None,
     *,
-    files: dict[str, list[str] | None] | None = None,
+    files: Mapping[str, Mapping[str, Sequence] | None] | None = None,
 ) -> dict[str, list[str]]:
     """Compare a recomputed results folder ``new`` with the shipped one.
 
@@ -449,8 +452,9 @@ def check_results(
     have identical verdicts, rules and case counts, and its "measured" texts the same
     words with numbers equal up to one unit in the last printed digit.
 
-    ``files`` maps the file names to compare to the models recomputed for each (``None``:
-    all of them); a shipped file with a ``model`` dim is then compared on those models.
+    ``files`` maps the file names to compare to the part recomputed for each: ``{dim:
+    values}`` (e.g. ``{"model": ["baseline-d256-1"], "draw": [0, 1]}``; ``None``: the
+    whole file); a shipped file is then compared on those values of each dim it has.
 
     Returns
     -------

@@ -82,16 +82,26 @@ def zoo_losses(models: Sequence[str]) -> xr.DataArray:
 
 
 def zoo_evidence(
-    models: Sequence[str] | None = None, *, progress: bool = False, cache_dir=None
+    models: Sequence[str] | None = None,
+    *,
+    null_models: Sequence[str] | None = None,
+    progress: bool = False,
+    cache_dir=None,
 ) -> dict[str, xr.Dataset]:
     """The per-model evidence of :data:`EVIDENCE_KINDS`, each stacked along ``model``
     (computed or read from the cache; ``msapod reproduce`` ships it as
     ``results/evidence*.nc``). ``models``: a subset of the trained models of the trained
-    zoos (default all). Theorem 1 is checked on layer 4 of each zoo's first model."""
+    zoos (default all); ``null_models``: those of ``models`` whose null ensembles are
+    measured too (default all of them). Theorem 1 is checked on layer 4 of each zoo's
+    first model."""
     trained, _ = trained_zoos()
     names = [m for z in trained for m in zoo_mod.trained(z)]
     if models is not None and (unknown := [m for m in models if m not in names]):
         raise ValueError(f"models: expected trained models of the zoos {trained}, got {unknown}")
+    if null_models is not None and (
+        unknown := [m for m in null_models if m not in (names if models is None else models)]
+    ):
+        raise ValueError(f"null_models: expected some of models, got {unknown}")
     picked = {k: [] for k in EVIDENCE_KINDS}
     parts = {k: [] for k in EVIDENCE_KINDS}
     for z in trained:
@@ -108,6 +118,8 @@ def zoo_evidence(
             )
             picked["trained"].append(m)
             parts["trained"].append(model_evidence(m, **kw))
+            if null_models is not None and m not in null_models:
+                continue
             picked["untrained"].append(m)
             parts["untrained"].append(null_evidence(m, "untrained", **kw))
             if z == trained[0]:
