@@ -1,17 +1,10 @@
 """Zoo weights outside a checkout: a local copy or a verified download.
 
 The wheel carries each zoo model's ``config.json`` (with its weights' sha256) but not its
-``model.safetensors``. When a model folder of the package has no weights, :func:`run_folder`
-makes a checkpoint folder in the cache (``$MSAPOD_CACHE/zoo/<sha256[:16]>/<name>/``) holding
-a copy of the package's ``config.json`` and the weights, taken from
-
-* ``$MSAPOD_ZOO/<name>/model.safetensors`` when :data:`ENV` is set (a local copy: no
-  network), else
-* ``msapod/models/zoo/<name>/model.safetensors`` of the GitHub repository at the commit pip
-  installed msapod from (:func:`url`), downloaded once with :mod:`pooch`.
-
-Either file must have the sha256 of the package's ``config.json``; one that does not is
-refused with a ``ValueError`` naming the file and the expected hash.
+``model.safetensors``: :func:`run_folder` makes a checkpoint folder in the cache with the
+weights of ``$MSAPOD_ZOO/<name>/`` (:data:`ENV`) or, else, those downloaded once from the
+GitHub repository at the commit pip installed msapod from (:func:`url`). Either must have
+the sha256 of the package's ``config.json``.
 """
 
 from __future__ import annotations
