@@ -118,8 +118,7 @@ def scale_jackknife(
     Returns
     -------
     xarray.Dataset
-        ``scale_spectrum(scale)`` (equal to :func:`msapod.scalogram`'s ``spectrum`` of
-        the field),
+        ``scale_spectrum(scale)`` (:func:`msapod.scalogram`'s ``spectrum`` of the field),
         ``scale_centroid`` and ``energy`` (sum of E(a, b) over scale and lag, no 1/a)
         with their jackknife standard errors ``*_se`` and leave-one-out replicates
         ``*_jack(jack)``.
@@ -288,7 +287,6 @@ def zoo_uncertainty(
         dims ``model``, ``layer`` (``window``, ``eps``); coord ``architecture``.
     """
     eps = [float(e) for e in eps]
-
     kw = dict(n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress)
 
     def one(name: str) -> xr.Dataset:
@@ -311,8 +309,7 @@ def zoo_uncertainty(
 
 
 def _model_uncertainty(inputs: ModelInputs, ana: xr.Dataset, eps: list[float]) -> xr.Dataset:
-    """Jackknife of one model: scale centroid and energy per layer from its fields, T_spec
-    and H* from the analysis' Gram matrices."""
+    """Scale centroid and energy per layer (fields) and T_spec, H* (Gram matrices), jackknifed."""
     F = inputs.fields()
     layers = []
     for layer in F["layer"].values:
