@@ -372,19 +372,13 @@ def collect_attention(
 
     Parameters
     ----------
-    model
-        An :class:`msapod.models.gpt.GPT` or a ``transformers.PreTrainedModel`` loaded
-        with any attention implementation (``sdpa``, the default, ``eager``, ...): models
-        that compute attention through transformers' attention interface are recorded
-        in one pass per batch whatever the implementation; others need
-        ``attn_implementation="eager"`` (see :mod:`msapod.models.record`).
+    model, layers, average_heads, batch_size, dtype, progress, name, tau_max
+        As in :func:`iter_attention` (layers 1-based).
     texts_or_ids
         ``(N, L)`` integer token ids (numpy array, nested list or torch tensor), or a list
         of ``N`` strings of equal length. Strings are encoded with the TinyShakespeare
         character vocabulary for msapod models and with ``tokenizer`` for Hugging Face
         models (their token counts must agree).
-    layers, average_heads, batch_size, dtype, progress, name, tau_max
-        As in :func:`iter_attention` (layers 1-based).
     offsets
         Optional ``(N,)`` start offsets of the snapshots in their text, stored as the
         non-dim coord ``offset`` on ``snapshot`` and in the attrs.
@@ -546,9 +540,8 @@ def write_attention(
     Raises
     ------
     ValueError
-        Bad arguments; an existing file that differs from the request (or whose model
-        cannot be verified: no ``weights_sha256``) without ``overwrite``; a file that does
-        not read back as written.
+        Bad arguments; without ``overwrite``, an existing file that differs from the
+        request or cannot be verified; a file that does not read back as written.
     """
     if np.dtype(dtype) != np.float32:
         raise ValueError(f"dtype: a field file holds float32, got {np.dtype(dtype)}")

@@ -391,9 +391,8 @@ def train(
         Folder of resumable states; default ``$MSAPOD_CACHE/train-state``
         (:func:`state_file`).
     save_every : int
-        The full state is saved atomically every ``save_every`` steps (1-100) and at each
-        evaluation; a resumed run equals an uninterrupted one bit for bit (on the same
-        machine and thread count).
+        The full state is saved every ``save_every`` steps (at most :data:`SAVE_EVERY`)
+        and at each evaluation.
     snapshots : sequence of int
         Steps (0 to ``cfg.steps``) after which the weights are also written to
         ``run/snapshots/step-NNNNN`` (:func:`snapshot_path`), a checkpoint folder like

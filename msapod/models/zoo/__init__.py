@@ -1,14 +1,9 @@
 """The model zoo: character-level GPTs trained on TinyShakespeare.
 
 ``load("baseline-1")`` returns a verified, ready model (eval mode). Each model folder
-of a checkout holds ``model.safetensors``, ``config.json`` (with the weights' sha256) and
-``log.json`` (losses, wall time per step, the machine and its load). The wheel carries
-only the ``config.json`` files: outside a checkout, the first :func:`load` of a model takes
-its weights from ``$MSAPOD_ZOO/<name>/model.safetensors`` or downloads them from the
-repository at the installed commit into the cache, verified by the config's sha256
-(:mod:`msapod.models.zoo.fetch`). ``msapod zoo`` lists every configured model, whether it is
-trained, its whole-split validation loss and training time; :func:`trained` lists the
-models whose training is finished.
+of a checkout holds a run of :mod:`msapod.models.train`; the wheel carries only the
+``config.json`` files (the weights: :mod:`msapod.models.zoo.fetch`). ``msapod zoo`` lists
+every configured model, whether it is trained, its validation loss and training time.
 
 Two sets, both standard and energy-gated attention (EGA), 6 layers x 8 heads, context 256:
 
