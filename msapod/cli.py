@@ -379,7 +379,6 @@ def _add_reproduce(sub) -> None:
     )
     r.add_argument(
         "--results",
-        default=None,
         help="results folder (default: the repository's results/, or $MSAPOD_RESULTS)",
     )
     r.add_argument(

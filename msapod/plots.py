@@ -311,8 +311,7 @@ def panel_title(dim: str | None, v, da: xr.DataArray | None = None) -> str:
     return f"{dim} {v}" if dim in ("layer", "head", "snapshot", "mode") else str(v)
 
 
-# --------------------------------------------------------------------------------------
-# fields and per-layer curves
+# ---------------------------------------------------------------------- per-layer curves
 
 
 def layer_profile(
@@ -376,8 +375,7 @@ def layer_profile(
     return fig
 
 
-# --------------------------------------------------------------------------------------
-# scalogram, scale spectrum, POD spectra, mode lags
+# ------------------------------------------------- scalogram, scale spectrum, mode lags
 
 
 def scalogram(energy: xr.DataArray, *, by: str = "layer", floor: float = -4.0, title=None):
@@ -528,8 +526,7 @@ def mode_lags(
     return fig
 
 
-# --------------------------------------------------------------------------------------
-# numbers
+# ------------------------------------------------------------------------------- numbers
 
 
 #: the text of a missing value in a table or a sentence

@@ -16,17 +16,15 @@ to a *sink* (``sink(layer, values)``) as soon as it is computed, arranged as
   1. returns what the configured implementation (``sdpa``, ``eager``, ...) returns for
      exactly these arguments, so that the pass computes what it computes unrecorded;
   2. for a requested layer computes, per query head h, a block of queries at a time,
-     ``A^{l,h}(i, j) = softmax_j(s q_i^h . k_j^h + m_ij)`` (the key heads of grouped-query
-     attention repeated to the query heads, as the models' eager kernels do; scores in
-     float32, float64 for a float64 model; an attention logit soft-cap and an additive
-     position bias applied as the kernels apply them). Under the ``eager``
-     implementation the kernel's own probabilities are recorded.
+     ``A^{l,h}(i, j) = softmax_j(s q_i^h . k_j^h + m_ij)`` (grouped key heads repeated to
+     the query heads; scores in float32, float64 for a float64 model; a logit soft-cap
+     and a position bias applied as the kernels apply them), or under ``eager`` records
+     the kernel's own probabilities.
 
   The first block of queries of every recorded layer is checked: its probabilities times
   the values must give the kernel's output, else a ``ValueError`` names the layer (a
-  kernel that is more than a masked, scaled softmax, e.g. with learned attention sinks,
-  is refused rather than misread). The configured implementation is restored
-  afterwards, after an error too. A pass stops once its last requested layer is recorded.
+  kernel that is more than a masked, scaled softmax is refused rather than misread). The
+  configured implementation is restored afterwards, after an error too.
 * **Hugging Face models that do not use the interface** run with
   ``output_attentions=True`` (loaded with eager attention), each layer handed to the sink.
 * **msapod's GPT** runs its blocks in order; a requested block's probabilities are its

@@ -557,7 +557,6 @@ def _finish(run: Path, corpus: Corpus) -> None:
     """Add the whole-split validation loss of the stored model to a finished run."""
     meta = read_config(run)
     if meta.get("step") == meta["train"]["steps"] and "val_loss_split" not in meta:
-        # the one honest metric, on the stored (possibly float16-rounded) model
         stored = load_checkpoint(run)
         meta["val_loss_split"] = validation_loss(stored, corpus.val)
         write_config(run, meta)

@@ -66,13 +66,11 @@ def _config(arch: str, seed: int, name: str, **kw) -> TrainConfig:
     return TrainConfig(name=name, seed=seed, steps=3000, model=GPTConfig(**model), **kw)
 
 
-#: d_model 128: four seeds per architecture, float32 training and storage.
 _D128 = {
     f"{arch}-{seed}": _config(arch, seed, f"{arch}-{seed}")
     for arch in ARCHITECTURES
     for seed in (1, 2, 3, 4)
 }
-#: d_model 256 (paper size): four seeds, residual/MLP dropout 0.1, fp32, float16 storage.
 _D256 = {
     f"{arch}-d256-{seed}": _config(
         arch,
@@ -89,8 +87,7 @@ _D256 = {
 ZOO_CONFIGS: dict[str, TrainConfig] = {**_D256, **_D128}
 MODELS = tuple(ZOO_CONFIGS)
 _ARCH = {n: "ega" if c.model.attention == "ega" else "baseline" for n, c in ZOO_CONFIGS.items()}
-#: Model names per zoo: ``"paper-size"`` (d_model 256, main) and ``"d128"`` (the capacity
-#: comparison).
+#: Model names per zoo (see the module docs).
 ZOOS: dict[str, tuple[str, ...]] = {"paper-size": tuple(_D256), "d128": tuple(_D128)}
 PAPER_SIZE = ZOOS["paper-size"]
 D128 = ZOOS["d128"]

@@ -1,11 +1,8 @@
 """Field statistics of the zoo: the plain summaries the method pages 01-03 show.
 
 For one zoo model, every statistic below is computed from the head-averaged fields
-:math:`A_s^l(i, j)` of :func:`msapod.studies.store.cache.cached_fields` (the paper's ensemble:
-N = 150 snapshots of L = 256 characters, all six layers) in one pass, one layer at a
-time, and cached as verified netCDF. The book's pages read the stacked result of
-:func:`zoo_field_statistics` from the shipped ``results/fieldstats.nc`` and never extract
-the full ensemble themselves.
+:math:`A_s^l(i, j)` of :func:`msapod.studies.store.cache.cached_fields`, one layer at a
+time; the book's pages read :func:`zoo_field_statistics` from ``results/fieldstats.nc``.
 
 Per layer :math:`l` (float64 arithmetic on the float32 fields; lags :math:`\\tau = i - j`):
 

@@ -2,12 +2,9 @@
 
 For one zoo model, everything below is computed from the default analysis
 (:func:`msapod.studies.store.cache.cached_analysis`, ``centre="peak"``), the analysis with
-centroid-centred windows (``centre="centroid"``) and, for the coherency, the
-head-averaged fields (:func:`msapod.studies.store.cache.cached_fields`: the paper's ensemble
-of N = 150 snapshots of L = 256 characters, all six layers). The result is cached as
-verified netCDF keyed by both analyses' keys and :data:`MODESTATS_FORMAT`. The book's
-pages read the stacked result of :func:`zoo_mode_statistics` from the shipped
-``results/modestats.nc`` and never load POD modes or full fields themselves.
+``centre="centroid"`` and, for the coherency, the head-averaged fields
+(:func:`msapod.studies.store.cache.cached_fields`); the book's pages read
+:func:`zoo_mode_statistics` from ``results/modestats.nc``.
 
 Lag summaries of the POD modes :math:`\\phi_k(i, j)` (modes 1 and 2 of every window,
 both centre rules; lags :math:`\\tau = i - j`):
