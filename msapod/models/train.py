@@ -6,10 +6,8 @@ A run lives in one folder::
     <run>/model.safetensors  weights, stored in ``TrainConfig.storage`` (float32 or float16)
     <run>/log.json           train/val loss history, wall time per step, load, machine
 
-The resumable state (float32 master weights, optimizer moments, RNG states, step, log)
-lives under the cache, never in the repository: ``$MSAPOD_CACHE/train-state/<name>-<key>/``
-(:func:`state_file`), keyed by the sha256 of the config and the data, replaced atomically
-every :data:`SAVE_EVERY` steps or less. Batches are drawn from
+The resumable state lives under the cache, never in the repository (:func:`state_file`),
+replaced atomically every :data:`SAVE_EVERY` steps or less. Batches are drawn from
 ``numpy.random.default_rng([seed, step])`` and dropout from the saved torch RNG state, so
 a resumed run equals an uninterrupted one bit for bit.
 

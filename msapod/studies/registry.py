@@ -7,8 +7,8 @@ decided: a statistic computed per model, the direction the claim gives it, the r
 value and the **smallest effect of interest** with the reason for its size, all stated
 here before any data is read. The verdict tier (:mod:`msapod.studies.verdict`) decides
 every claim from these entries and nothing else; the measurement tier reads the numbers
-the claims state (C1's and C2's scales, C4's lags, C6's budgets). Changing a threshold
-or adding a claim is one edit here.
+the claims state (:attr:`Claim.stated`). Changing a threshold or adding a claim is one
+edit here.
 
 A test's boundary is where its smallest effect of interest ends:
 ``reference + sesoi`` (direction ``"greater"``), ``reference - sesoi`` (``"less"``), or

@@ -86,8 +86,12 @@ def _cache_file(cache_dir, kind: str, label: str, tail: str) -> Path:
     return folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', str(label))}-{tail}.nc"
 
 
-def _zoo_model(name: str, model=None):
-    """``(model, weights_sha256)``: ``model`` or ``msapod.zoo.load(name)``, checked."""
+def _zoo_model(name: str, model, n, length, seed) -> tuple:
+    """``(model, weights_sha256, n, length, seed)``: ``model`` or ``msapod.zoo.load(name)``
+    and the ensemble, checked."""
+    n = check_int(n, "n", 2)
+    length = check_int(length, "length", 2)
+    seed = check_int(seed, "seed", 0)
     if model is None:
         from ...models.zoo import load  # at call time, so a patched msapod.zoo.load is honoured
 
@@ -98,7 +102,7 @@ def _zoo_model(name: str, model=None):
             "model: expected a checkpoint-loaded GPT with a weights_sha256 attribute "
             "(msapod.models.train.load_checkpoint sets it)"
         )
-    return model, sha
+    return model, sha, n, length, seed
 
 
 def iter_attention(*args, **kw):
@@ -249,10 +253,7 @@ def field_store(
     """:func:`cached_fields`, the token ids passed through ``ids_transform`` (e.g. a
     shuffle) before extraction. The key is :func:`fields_key`'s plus the ``extra`` parts
     (which must name the transform); the file is labelled ``label`` (default ``name``)."""
-    n = check_int(n, "n", 2)
-    length = check_int(length, "length", 2)
-    seed = check_int(seed, "seed", 0)
-    model, sha = _zoo_model(name, model)
+    model, sha, n, length, seed = _zoo_model(name, model, n, length, seed)
     layers = check_layers(layers, model.config.n_layer)
     if length > model.config.block_size:
         raise ValueError(
@@ -288,7 +289,6 @@ def field_store(
             "ensemble of non-overlapping validation snippets; layers numbered from 1"
         ),
     }
-
     record_fields(
         store,
         model,
@@ -500,10 +500,7 @@ def model_inputs(
 ) -> ModelInputs:
     """Zoo model ``name`` (or ``model``) with its weights' sha256, the ensemble checked and
     the key of its fields computed (a valid cached study needs no fields at all)."""
-    n = check_int(n, "n", 2)
-    length = check_int(length, "length", 2)
-    seed = check_int(seed, "seed", 0)
-    model, sha = _zoo_model(name, model)
+    model, sha, n, length, seed = _zoo_model(name, model, n, length, seed)
     layers = check_layers(None, model.config.n_layer)
     fkey = fields_key(sha, n=n, length=length, seed=seed, layers=layers)
     return ModelInputs(name, model, sha, n, length, seed, fkey, cache_dir, progress)
