@@ -108,8 +108,7 @@ def scale_jackknife(
     dim
         Snapshot dim (N >= 3).
     scales, omega0, bias_correction
-        As in :func:`msapod.scalogram` (defaults: 48 log-spaced scales, omega0 = 6, the
-        1/a rectification).
+        As in :func:`msapod.scalogram`.
     field
         Whose scalogram: ``"total"`` (the attention A, mean included; the default, as
         :func:`msapod.analyze`) or ``"fluctuation"`` (u = A - Abar, the mean
