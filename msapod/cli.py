@@ -221,13 +221,10 @@ def _cmd_reproduce(args) -> int:
         raise ValueError("--all: only with --check")
     if args.decide and args.check:
         raise ValueError("--decide: not with --check (the check decides again by itself)")
-    if (args.check or args.decide) and (args.steps or args.models):
-        what = (
-            "--check: chooses its steps and models"
-            if args.check
-            else "--decide: runs the deciding steps"
-        )
-        raise ValueError(f"{what}; drop --steps/--models")
+    if args.check and (args.steps or args.models):
+        raise ValueError("--check: chooses its steps and models; drop --steps/--models")
+    if args.decide and (args.steps or args.models):
+        raise ValueError("--decide: runs the deciding steps; drop --steps/--models")
     try:
         if args.check:
             report = check(
@@ -382,7 +379,6 @@ def _add_reproduce(sub) -> None:
     )
     r.add_argument(
         "--results",
-        default=None,
         help="results folder (default: the repository's results/, or $MSAPOD_RESULTS)",
     )
     r.add_argument(

@@ -1,29 +1,19 @@
 """The figures of msapod's own outputs, in one style (matplotlib only).
 
 What ``msapod analyze``'s report draws, and the style every figure of the project (the
-book's included) shares:
-
-* one style (:data:`STYLE`, applied by :func:`style`): a figure is at most
-  :data:`WIDTH` inches wide at :data:`DPI` dots per inch, i.e. at most about 780 pixels;
-  text is drawn at the size it is read at (tick labels :data:`MIN_FONT_SIZE` points, the
-  rest 10.5);
-* each function returns its figure;
-* colour-blind-safe colours (:data:`OKABE_ITO`), never a red/green pair: one colour per
-  architecture (:data:`ARCH_COLOURS`) and per zoo (:data:`ZOO_COLOURS`), a colour and a
-  marker per category (:func:`category_style`); seeds of one architecture differ by line
-  style and marker (:func:`model_style`);
-* log axes ticked with plain numbers (:func:`log_ticks`); at most three panels per row
-  (:func:`panels`); legends below the panels (:func:`legend_below`);
-* axes labelled in the book's symbols (:data:`LABELS`) with their units.
+book's included) shares: :data:`STYLE` (applied by :func:`style`), colour-blind-safe
+colours (:data:`OKABE_ITO`; :func:`colour`, :func:`category_style`, :func:`model_style`),
+log axes ticked with plain numbers (:func:`log_ticks`), at most :data:`MAX_COLS` panels
+per row (:func:`panels`), legends below the panels (:func:`legend_below`) and axes
+labelled in the book's symbols (:data:`LABELS`). Each function returns its figure.
 
 The figures: per-layer curves (:func:`layer_profile`), the scalogram :math:`E(a, b)`
-(:func:`scalogram`), the scale spectrum :math:`E(a)` with its dominant scales
-(:func:`scale_spectrum`), mode lag profiles :math:`\\rho_k(\\tau)` (:func:`mode_lags`);
-and the one way a number is printed (:func:`number`, :func:`below`).
-The book's own figures and tables are its kit's (``msapod_book.plots``).
+(:func:`scalogram`), the scale spectrum :math:`E(a)` (:func:`scale_spectrum`), mode lag
+profiles :math:`\\rho_k(\\tau)` (:func:`mode_lags`); and the one way a number is printed
+(:func:`number`, :func:`below`). The book's own figures are its kit's (``msapod_book.plots``).
 
-matplotlib is imported inside the functions only: ``import msapod`` stays light, and the
-module imports nothing from ``msapod.models`` or ``msapod.studies`` (no torch).
+matplotlib is imported inside the functions only, and nothing from ``msapod.models`` or
+``msapod.studies`` (no torch).
 """
 
 from __future__ import annotations
@@ -51,8 +41,8 @@ OKABE_ITO = {
     "vermillion": "#D55E00",
     "reddish purple": "#CC79A7",
     "bluish green": "#009E73",
-    "yellow": "#F0E442",
     "black": "#000000",
+    "yellow": "#F0E442",
 }
 #: colours of the two architectures
 ARCH_COLOURS = {"baseline": OKABE_ITO["blue"], "ega": OKABE_ITO["vermillion"]}
@@ -67,19 +57,7 @@ BAND_COLOUR = OKABE_ITO["yellow"]
 BAND_ALPHA = 0.35
 #: the colours of categories without a colour of their own (strategies, variants), in
 #: order; also the colour cycle of the book's style (:func:`style`, :func:`use_style`)
-CATEGORY_COLOURS = tuple(
-    OKABE_ITO[c]
-    for c in (
-        "blue",
-        "orange",
-        "sky blue",
-        "vermillion",
-        "reddish purple",
-        "bluish green",
-        "black",
-        "yellow",
-    )
-)
+CATEGORY_COLOURS = tuple(OKABE_ITO.values())
 #: and their markers, so that two categories never differ by colour alone
 CATEGORY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 #: line styles and markers of the seeds 1, 2, 3, ... of one architecture
@@ -116,8 +94,7 @@ MIN_FONT_SIZE = 10
 
 
 def _rc() -> dict:
-    """:data:`STYLE` and the colour cycle (:data:`CATEGORY_COLOURS`, so that ``"C0"``,
-    ``"C1"``, ... of a page's own figure are colour-blind safe too)."""
+    """:data:`STYLE` and the colour cycle :data:`CATEGORY_COLOURS` (``"C0"``, ``"C1"``, ...)."""
     from cycler import cycler
 
     return {**STYLE, "axes.prop_cycle": cycler(color=list(CATEGORY_COLOURS))}
@@ -181,17 +158,14 @@ def architecture(model: str) -> str:
 
 
 def colour(name: str) -> str:
-    """The colour of a model, an architecture or a zoo (one colour each, everywhere).
-
-    Unknown names get dark grey."""
+    """The colour of a model, an architecture or a zoo; dark grey for unknown names."""
     if name in ZOO_COLOURS:
         return ZOO_COLOURS[name]
     return ARCH_COLOURS.get(architecture(name), "#4d4d4d")
 
 
 def category_style(n: int) -> dict:
-    """Colour and marker of the ``n``-th category (0, 1, ...) of a figure whose categories
-    have no colour of their own (pruning strategies, variants): :data:`CATEGORY_COLOURS`
+    """Colour and marker of the ``n``-th category (0, 1, ...): :data:`CATEGORY_COLOURS`
     and :data:`CATEGORY_MARKERS`, both cyclic."""
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
         raise ValueError(f"n: expected a category number >= 0, got {n!r}")
@@ -210,11 +184,8 @@ def model_style(model: str) -> dict:
 
 
 def panels(n: int, *, height: float = 2.4, ncols: int | None = None, sharex=False, sharey=False):
-    """A figure with ``n`` panels, at most :data:`MAX_COLS` per row, :data:`WIDTH` wide.
-
-    Returns ``(fig, axes)`` with ``axes`` a flat list of the ``n`` axes (empty grid cells
-    are removed). ``height`` is the height of one row in inches.
-    """
+    """``(fig, axes)``: ``n`` panels, at most :data:`MAX_COLS` per row, :data:`WIDTH` wide,
+    ``axes`` a flat list; ``height`` is the height of one row in inches."""
     import matplotlib.pyplot as plt
 
     if not isinstance(n, int | np.integer) or n < 1:
@@ -248,8 +219,7 @@ def _lag_axis(ax, max_lag: float) -> None:
 
 
 def _plain_number(v: float, _pos=None) -> str:
-    """A log-axis tick label as a plain number: 0.01, 0.3, 3, 30, 300 (a power of ten
-    outside 0.0001 to 10^5 as :math:`10^k`)."""
+    """A log-axis tick label as a plain number (0.01, 3, 300; :math:`10^k` beyond 1e-4..1e5)."""
     if v <= 0 or not np.isfinite(v):
         return ""
     if 1e-4 <= v < 1e5:
@@ -283,9 +253,8 @@ def log_ticks(ax, axis: str = "both") -> None:
 
 
 def outer_labels(axes) -> None:
-    """Keep axis labels on the outer panels of a grid only (see :func:`panels`): y labels
-    in the first column, x labels on the lowest panel of each column (a panel with no
-    panel below keeps its x label)."""
+    """Keep axis labels on the outer panels of a grid only: y labels in the first column,
+    x labels on the lowest panel of each column."""
     cols = {round(ax.get_position().x0, 3) for ax in axes}
     first = min(cols)
     for ax in axes:
@@ -313,8 +282,7 @@ def legend_below(fig, axes, ncol: int | None = None) -> None:
 
 
 def check_dims(da, name: str, dims: Sequence[str]) -> xr.DataArray:
-    """``da`` if it is a DataArray with ``dims`` among its dims, else a clear error naming
-    the argument ``name``."""
+    """``da`` if it is a DataArray with ``dims`` among its dims, else an error naming ``name``."""
     if not isinstance(da, xr.DataArray):
         raise TypeError(f"{name}: expected an xarray.DataArray, got {type(da).__name__}")
     missing = [d for d in dims if d not in da.dims]
@@ -343,8 +311,7 @@ def panel_title(dim: str | None, v, da: xr.DataArray | None = None) -> str:
     return f"{dim} {v}" if dim in ("layer", "head", "snapshot", "mode") else str(v)
 
 
-# --------------------------------------------------------------------------------------
-# fields and per-layer curves
+# ---------------------------------------------------------------------- per-layer curves
 
 
 def layer_profile(
@@ -408,8 +375,7 @@ def layer_profile(
     return fig
 
 
-# --------------------------------------------------------------------------------------
-# scalogram, scale spectrum, POD spectra, mode lags
+# ------------------------------------------------- scalogram, scale spectrum, mode lags
 
 
 def scalogram(energy: xr.DataArray, *, by: str = "layer", floor: float = -4.0, title=None):
@@ -560,8 +526,7 @@ def mode_lags(
     return fig
 
 
-# --------------------------------------------------------------------------------------
-# numbers
+# ------------------------------------------------------------------------------- numbers
 
 
 #: the text of a missing value in a table or a sentence
@@ -611,11 +576,7 @@ def number(v, sig: int = 3, *, na: str = MISSING, whole: bool | None = None) -> 
 
 def below(x: float) -> str:
     """A round-off measurement as the bound it shows: ``3.2e-15`` -> ``"below 1e-14"``
-    (the next power of ten above ``x``), 0 -> ``"exactly 0"``.
-
-    For a printed check of machine precision, whose digits mean nothing beyond their
-    order of magnitude.
-    """
+    (the next power of ten above ``x``), 0 -> ``"exactly 0"``."""
     x = float(x)
     if not np.isfinite(x) or x < 0:
         raise ValueError(f"x: expected a finite non-negative difference, got {x!r}")

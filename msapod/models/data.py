@@ -1,9 +1,7 @@
 """TinyShakespeare: verified download, character vocabulary, split and snippet ensemble.
 
-The text is fetched once through :mod:`pooch` from its public source and checked against
-its sha256; a local copy can be named instead through the ``MSAPOD_DATA`` environment
-variable (a folder holding ``tinyshakespeare.txt``) or the ``data_dir`` argument. A local
-copy is verified with the same hash: nothing is trusted without a check.
+The text is fetched once through :mod:`pooch`, or read from a local copy (``MSAPOD_DATA``
+or ``data_dir``), and checked against its sha256 either way.
 """
 
 from __future__ import annotations
@@ -133,11 +131,9 @@ def load_corpus(data_dir: str | os.PathLike | None = None) -> Corpus:
 def ensemble_offsets(
     n_tokens: int, n: int = N_SNAPSHOTS, length: int = SNIPPET_LENGTH, seed: int = 0
 ) -> np.ndarray:
-    """Start offsets of ``n`` non-overlapping snippets of ``length`` tokens.
-
-    The split is cut into ``n_tokens // length`` aligned windows; ``n`` of them are drawn
-    without replacement by ``numpy.random.default_rng(seed)`` and returned sorted, so the
-    ensemble is deterministic and its snippets never overlap.
+    """Start offsets of ``n`` non-overlapping snippets of ``length`` tokens: ``n`` of the
+    ``n_tokens // length`` aligned windows, drawn without replacement by
+    ``numpy.random.default_rng(seed)``, sorted.
 
     Raises
     ------
@@ -170,8 +166,7 @@ def ensemble_ids(
     corpus
         Encoded TinyShakespeare; defaults to :func:`msapod.models.data.load_corpus`.
     n, length, seed
-        Number of snippets, characters per snippet and seed of
-        :func:`msapod.models.data.ensemble_offsets` (deterministic, sorted, non-overlapping).
+        Number of snippets, characters per snippet and seed (:func:`ensemble_offsets`).
     split
         ``"val"`` (default, the held-out last 10 %) or ``"train"``.
 
@@ -215,13 +210,10 @@ def shuffle_words(ids: np.ndarray, corpus: Corpus, seed: int = 0) -> np.ndarray:
     """Permute the words of each snippet (row) of ``ids (N, L)``; the runs of spaces and
     line breaks between them stay in their order.
 
-    A word is a maximal run of characters that are neither spaces nor line breaks (a word
-    cut by the snippet's start or end counts as one). The words of snippet ``i`` are
-    permuted by ``numpy.random.default_rng([seed, i])`` and written back, one per word
-    slot, so each snippet keeps its characters, its length, its words (with their
-    character n-grams) and its sequence of gaps, while the order of the words, and so the
-    content and order of its lines, is destroyed. Compare the character shuffle of the
-    scorecard's shuffled-snippet null, which destroys the words themselves.
+    A word is a maximal run of characters that are neither spaces nor line breaks. The
+    words of snippet ``i`` are permuted by ``numpy.random.default_rng([seed, i])``, so each
+    snippet keeps its characters, its words and its sequence of gaps, while the order of
+    the words is destroyed.
     """
     ids = np.asarray(ids)
     if ids.ndim != 2:

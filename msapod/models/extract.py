@@ -1,20 +1,15 @@
 """Attention fields of a model over a snippet ensemble, as labelled arrays.
 
-The ensemble (PAPER.md step 1) is ``n`` non-overlapping snippets of ``length`` characters
-drawn deterministically from the validation split (:func:`ensemble_ids`). For each layer
-the attention probabilities ``A_s^{l,h}(i, j)`` of every snippet ``s`` are collected into
-an :class:`xarray.DataArray` with dims ``("head", "snapshot", "query", "key")``, without
+For each layer the attention probabilities ``A_s^{l,h}(i, j)`` of every snippet ``s`` of
+an ensemble (PAPER.md step 1, :func:`ensemble_ids`) are collected into an
+:class:`xarray.DataArray` with dims ``("head", "snapshot", "query", "key")``, without
 ``head`` when heads are averaged, ``lag`` for ``key`` in a lag band (``tau = i - j`` in
-``0..tau_max``, PAPER.md step 3: ``L (tau_max + 1)`` values instead of ``L^2``). Layers
-and heads are labelled from 1, as in the paper. The probabilities are recorded in one
-forward pass per batch of snippets, whatever attention implementation a Hugging Face model
-runs, and in float64 for msapod's :class:`~msapod.models.gpt.GPT`, bit-identical to
-``GPT.attention(idx, layers=[l])`` (:mod:`msapod.models.record`).
+``0..tau_max``, PAPER.md step 3). Layers and heads are labelled from 1, as in the paper.
+The probabilities are recorded in one forward pass per batch (:mod:`msapod.models.record`).
 
 * :func:`collect_attention` fills one array of every requested layer, batch by batch;
 * :func:`write_attention` (``collect_attention(..., store=path)``) streams each layer of
-  each batch into a field file (:class:`msapod.fieldfile.FieldFile`) and returns it opened
-  lazily, dask-backed (memory: one layer of one batch plus the model);
+  each batch into a field file and returns it opened lazily;
 * :func:`iter_attention` yields one layer of the whole ensemble at a time.
 """
 
@@ -286,8 +281,7 @@ def iter_attention(
         the whole ensemble are never held at once).
     dtype
         Floating dtype of the output; probabilities are computed in float64 (msapod
-        models) or float32 (Hugging Face models, float64 for a float64 model) and cast
-        batch by batch.
+        models) or float32 (Hugging Face models) and cast batch by batch.
     progress
         Show a tqdm progress bar over (layer, batch) steps.
     name
@@ -307,12 +301,10 @@ def iter_attention(
 
     Notes
     -----
-    Memory holds one layer: ``H * N * L * W`` values (``N * L * W`` averaged; ``W = L``,
-    or ``tau_max + 1`` in a band). For msapod GPTs the hidden states of the current layer
-    are cached per batch (``N * L * n_embd`` floats), so each block runs once per
-    snapshot; a Hugging Face model runs its layers up to layer l for every layer l
-    (``n_layer (n_layer + 1) / 2`` layer passes in all; :func:`collect_attention` records
-    every layer in one pass).
+    Memory holds one layer: ``H * N * L * W`` values (``W = L``, or ``tau_max + 1`` in a
+    band). For msapod GPTs the hidden states of the current layer are cached per batch,
+    so each block runs once; a Hugging Face model runs its layers up to layer l for every
+    layer l (:func:`collect_attention` records every layer in one pass).
     """
     info = _model_info(model)
     ids = _as_ids(model, ids, info, least=1)
@@ -380,21 +372,13 @@ def collect_attention(
 
     Parameters
     ----------
-    model
-        An :class:`msapod.models.gpt.GPT` or a ``transformers.PreTrainedModel`` loaded
-        with any attention implementation (``sdpa``, the default, ``eager``, ...): models
-        that compute attention through transformers' attention interface are recorded
-        in one pass per batch whatever the implementation; others need
-        ``attn_implementation="eager"`` (see :mod:`msapod.models.record`).
+    model, layers, average_heads, batch_size, dtype, progress, name, tau_max
+        As in :func:`iter_attention` (layers 1-based).
     texts_or_ids
         ``(N, L)`` integer token ids (numpy array, nested list or torch tensor), or a list
         of ``N`` strings of equal length. Strings are encoded with the TinyShakespeare
         character vocabulary for msapod models and with ``tokenizer`` for Hugging Face
         models (their token counts must agree).
-    layers, average_heads, batch_size, dtype, progress, tau_max
-        As in :func:`iter_attention` (layers 1-based).
-    name
-        Model label recorded in the attrs (default ``model.name`` or the HF name).
     offsets
         Optional ``(N,)`` start offsets of the snapshots in their text, stored as the
         non-dim coord ``offset`` on ``snapshot`` and in the attrs.
@@ -404,11 +388,9 @@ def collect_attention(
         sha256 of the text the snapshots come from (e.g. ``Corpus.sha256``), recorded in
         the attrs; ``ids_sha256`` (of the int64 ids) is recorded always.
     store
-        A file path (``str`` / ``os.PathLike``): stream the ensemble into a field file
-        there (:class:`msapod.fieldfile.FieldFile`, netCDF-4), layer by layer and batch
-        by batch, and return it opened lazily (see :func:`write_attention`;
-        ``snapshot_chunk`` and ``overwrite`` apply only then). Default ``None``: an
-        in-memory array.
+        A file path: stream the ensemble into a field file there and return it opened
+        lazily (:func:`write_attention`, to which ``snapshot_chunk`` and ``overwrite`` are
+        passed). Default ``None``: an in-memory array.
 
     Returns
     -------
@@ -527,13 +509,10 @@ def write_attention(
 ) -> xr.DataArray:
     """Stream the attention fields of an ensemble into a field file and open it lazily.
 
-    One forward pass per batch records every requested layer, and each layer of each
-    batch is written as soon as it is computed (memory: one layer of one batch, ``H x
-    batch_size x L x W`` probabilities, plus the model; never the ensemble), into a
-    :class:`msapod.fieldfile.FieldFile` (netCDF-4, the one on-disk format of attention
-    fields; an interrupted write resumes where it stopped). The result is the file opened
-    lazily after its checks: a dask-backed DataArray that every msapod analysis function
-    accepts (see :mod:`msapod.backends.chunked`).
+    Each layer of each batch is written as soon as it is computed (memory: one layer of
+    one batch plus the model) into a :class:`msapod.fieldfile.FieldFile`; an interrupted
+    write resumes where it stopped. The result is the file opened lazily after its checks,
+    a dask-backed DataArray that every msapod analysis function accepts.
 
     Parameters
     ----------
@@ -549,11 +528,9 @@ def write_attention(
         ``(1, 1, snapshot_chunk, L, W)`` (``(1, snapshot_chunk, L, W)`` head-averaged).
     overwrite
         Rebuild an existing file. Without it an existing file is reused only if it holds
-        exactly what was asked (same dims, shape, coords and attrs: model,
-        ``weights_sha256``, ``ids_sha256``, layers, msapod version, ...) and its values
-        their checksums; otherwise a ``ValueError`` lists the differences. An interrupted
-        write (``<path>.partial``) of the same request resumes at its next batch, unless
-        the model has no ``weights_sha256`` to tell it from another.
+        exactly what was asked (dims, shape, coords and attrs) and its values their
+        checksums; otherwise a ``ValueError`` lists the differences. An interrupted write
+        of the same request resumes, unless the model has no ``weights_sha256``.
 
     Returns
     -------
@@ -563,9 +540,8 @@ def write_attention(
     Raises
     ------
     ValueError
-        Bad arguments; an existing file that differs from the request (or whose model
-        cannot be verified: no ``weights_sha256``) without ``overwrite``; a file that does
-        not read back as written.
+        Bad arguments; without ``overwrite``, an existing file that differs from the
+        request or cannot be verified; a file that does not read back as written.
     """
     if np.dtype(dtype) != np.float32:
         raise ValueError(f"dtype: a field file holds float32, got {np.dtype(dtype)}")
@@ -622,13 +598,9 @@ def record_fields(
     **build,
 ) -> None:
     """Record the fields of ``model`` over the ids ``(N, L)`` into the field file
-    ``store``: one forward pass per batch of ``plan`` (``[start, stop)`` ranges), each
-    layer written as soon as it is computed (float32; heads averaged or kept, in the key
-    layout or the lag band ``0..tau_max``); an interrupted file resumes at its next
-    batch. The file's dims are ``(layer, [head,] snapshot, query, key)``, ``lag`` for
-    ``key`` in a band. ``build``: the other arguments of
-    :meth:`msapod.fieldfile.FieldFile.build` (``coords``, ``attrs``, ``offsets``,
-    ``ensemble``, ``chunk``, ``progress``)."""
+    ``store``, one forward pass per batch of ``plan`` (``[start, stop)`` ranges), float32,
+    dims ``(layer, [head,] snapshot, query, key | lag)``; an interrupted file resumes at
+    its next batch. ``build`` is passed to :meth:`msapod.fieldfile.FieldFile.build`."""
     info = _model_info(model)
     n, length = ids.shape
     layout = _layout(average_heads, tau_max, np.float32, length)
@@ -651,8 +623,7 @@ def record_fields(
 def _plain(attrs: dict) -> dict:
     """attrs as JSON values (arrays as lists, numpy scalars as Python numbers)."""
     return {
-        k: v.tolist() if isinstance(v, np.ndarray) else v.item() if isinstance(v, np.generic) else v
-        for k, v in attrs.items()
+        k: v.tolist() if isinstance(v, np.ndarray | np.generic) else v for k, v in attrs.items()
     }
 
 

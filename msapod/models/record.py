@@ -1,12 +1,10 @@
 """Attention probabilities recorded in one forward pass, whatever attention the model runs.
 
-A forward pass hands every layer's queries and keys to an attention kernel;
-:func:`record_batch` reads the probabilities ``A^{l,h}(i, j)`` there, layer by layer, so
-that one pass over a batch of snippets gives every requested layer and only one layer's
-probabilities exist at a time. Each layer goes to a *sink* (``sink(layer, values)``) as
-soon as it is computed, arranged as :class:`Layout` says: per head or averaged over the
-heads, in the key layout ``(query, key)`` or in the lag band ``(query, lag)`` with
-``lag = tau = query - key`` in ``0..tau_max`` (PAPER.md step 3).
+:func:`record_batch` reads the probabilities ``A^{l,h}(i, j)`` where a forward pass hands
+each layer's queries and keys to its attention kernel, so that one pass over a batch gives
+every requested layer and only one layer's probabilities exist at a time. Each layer goes
+to a *sink* (``sink(layer, values)``) as soon as it is computed, arranged as
+:class:`Layout` says.
 
 * **Hugging Face models that use transformers' attention interface**
   (``AttentionInterface``: Llama, Qwen, Mistral, Gemma, GPT-2, BERT, ...) are switched,
@@ -18,20 +16,17 @@ heads, in the key layout ``(query, key)`` or in the lag band ``(query, lag)`` wi
   1. returns what the configured implementation (``sdpa``, ``eager``, ...) returns for
      exactly these arguments, so that the pass computes what it computes unrecorded;
   2. for a requested layer computes, per query head h, a block of queries at a time,
-     ``A^{l,h}(i, j) = softmax_j(s q_i^h . k_j^h + m_ij)`` (the key heads of grouped-query
-     attention repeated to the query heads, as the models' eager kernels do; scores in
-     float32, float64 for a float64 model; an attention logit soft-cap and an additive
-     position bias applied as the kernels apply them). Under the ``eager``
-     implementation the kernel's own probabilities are recorded.
+     ``A^{l,h}(i, j) = softmax_j(s q_i^h . k_j^h + m_ij)`` (grouped key heads repeated to
+     the query heads; scores in float32, float64 for a float64 model; a logit soft-cap
+     and a position bias applied as the kernels apply them), or under ``eager`` records
+     the kernel's own probabilities.
 
   The first block of queries of every recorded layer is checked: its probabilities times
   the values must give the kernel's output, else a ``ValueError`` names the layer (a
-  kernel that is more than a masked, scaled softmax, e.g. with learned attention sinks,
-  is refused rather than misread). The configured implementation is restored
-  afterwards, after an error too. A pass stops once its last requested layer is recorded.
-* **Hugging Face models that do not use the interface** run as before, with
-  ``output_attentions=True`` (loaded with eager attention): one pass per batch returns
-  every layer, handed to the sink one at a time.
+  kernel that is more than a masked, scaled softmax is refused rather than misread). The
+  configured implementation is restored afterwards, after an error too.
+* **Hugging Face models that do not use the interface** run with
+  ``output_attentions=True`` (loaded with eager attention), each layer handed to the sink.
 * **msapod's GPT** runs its blocks in order; a requested block's probabilities are its
   exact float64 :meth:`~msapod.models.gpt.CausalSelfAttention.probabilities`.
 
@@ -92,14 +87,8 @@ class Layout:
 
     def arrange(self, p: torch.Tensor, q0: int = 0) -> np.ndarray:
         """Probabilities ``p (B, H, queries, keys)`` of the queries ``q0, q0 + 1, ...`` as
-        the sink takes them: ``(B, [H,] queries, width)``.
-
-        Raises
-        ------
-        ValueError
-            A lag band of probabilities with weight on keys after the query (the band
-            keeps lags ``>= 0`` only).
-        """
+        the sink takes them, ``(B, [H,] queries, width)``; ``ValueError`` for a lag band of
+        probabilities with weight on keys after the query."""
         n_q, n_k = p.shape[-2:]
         if self.average_heads:
             p = p.to(torch.float64).mean(1)
@@ -120,8 +109,7 @@ class Layout:
 
 
 def _uses_interface(model) -> bool:
-    """Whether a Hugging Face model computes attention through ``AttentionInterface``
-    (transformers' own test of whether its implementation can be switched)."""
+    """Whether a Hugging Face model computes attention through ``AttentionInterface``."""
     test = getattr(type(model), "_can_set_attn_implementation", None)
     return bool(test is not None and test())
 
@@ -293,9 +281,8 @@ def _active() -> _Session:
 
 
 def _configured_function(module, kernel: str):
-    """The attention function the module's own code calls under ``kernel``: through its
-    modeling file's interface (which may override an implementation locally), with its
-    file's eager function as the default."""
+    """The attention function the module's own code calls under ``kernel`` (through its
+    modeling file's interface, its eager function as the default)."""
     from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
     home = sys.modules.get(type(module).__module__)

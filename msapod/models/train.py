@@ -6,23 +6,17 @@ A run lives in one folder::
     <run>/model.safetensors  weights, stored in ``TrainConfig.storage`` (float32 or float16)
     <run>/log.json           train/val loss history, wall time per step, load, machine
 
-The resumable state (float32 master weights, optimizer moments, RNG states, step, log)
-lives under the cache, never in the repository: ``$MSAPOD_CACHE/train-state/<name>-<key>/``
-(:func:`state_file`), keyed by the sha256 of the config and the data, replaced atomically
-every :data:`SAVE_EVERY` steps or less. Batches are drawn from
+The resumable state lives under the cache, never in the repository (:func:`state_file`),
+replaced atomically every :data:`SAVE_EVERY` steps or less. Batches are drawn from
 ``numpy.random.default_rng([seed, step])`` and dropout from the saved torch RNG state, so
 a resumed run equals an uninterrupted one bit for bit.
 
-``precision="bf16"`` runs the forward and backward passes under bf16 autocast with
-float32 master weights: for GPUs and CPUs with native bf16 (:func:`cpu_has_native_bf16`);
-elsewhere it is emulated and far slower than fp32, and :func:`train` warns.
+``precision="bf16"`` runs the passes under bf16 autocast with float32 master weights
+(:func:`train` warns on a CPU without native bf16, :func:`cpu_has_native_bf16`).
 ``storage="float16"`` rounds the stored weights to float16: the stored model *is* the
-model, evaluated and analysed everywhere (the master weights stay float32 in the state
-file while a run can still resume).
+model, evaluated and analysed everywhere.
 
-:func:`validation_loss` is the one validation metric of the book and the CLI: the mean
-next-character loss over the whole validation split, scored in overlapping windows so that
-every position after the first window sees at least ``block // 2`` characters of context.
+:func:`validation_loss` is the one validation metric of the book and the CLI.
 """
 
 from __future__ import annotations
@@ -253,8 +247,7 @@ def _load() -> float | None:
 
 def cpu_has_native_bf16() -> bool:
     """Whether this CPU computes bf16 natively (AVX512-BF16 or AMX-BF16 on x86, BF16 on
-    Arm). Without it bf16 autocast is emulated and much slower than float32 (measured
-    with ``benchmarks/bench_train.py``)."""
+    Arm); without it bf16 autocast is emulated and much slower than float32."""
     try:
         flags = Path("/proc/cpuinfo").read_text()
     except OSError:
@@ -277,17 +270,15 @@ def state_key(cfg: TrainConfig, data_sha256: str) -> str:
 
 
 def state_file(cfg: TrainConfig, data_sha256: str, root: str | os.PathLike | None = None) -> Path:
-    """Where the resumable state of ``cfg`` lives: ``<root>/<name>-<key[:16]>/state.safetensors``
-    with ``root`` defaulting to ``$MSAPOD_CACHE/train-state`` (never the repository)."""
+    """``<root>/<name>-<key[:16]>/state.safetensors``, the resumable state of ``cfg``
+    (``root`` default ``$MSAPOD_CACHE/train-state``)."""
     root = Path(root) if root is not None else cache_dir() / "train-state"
     return root / f"{cfg.name}-{state_key(cfg, data_sha256)[:16]}" / STATE
 
 
 def _save_state(path: Path, key: str, model: GPT, opt, step: int, log: dict, running) -> None:
-    """Everything a bit-exact resume needs, in one atomically replaced safetensors file:
-    float32 master weights, AdamW moments and step counts, the torch RNG states (dropout),
-    the step (the data position: batch ``s`` is drawn from ``default_rng([seed, s])``),
-    the log so far and the losses of the current evaluation interval."""
+    """Everything a bit-exact resume needs (master weights, AdamW state, torch RNG states,
+    step, log, the interval's losses) in one atomically replaced safetensors file."""
     from safetensors.torch import save_file
 
     names = {id(p): n for n, p in model.named_parameters()}
@@ -319,10 +310,7 @@ def _save_state(path: Path, key: str, model: GPT, opt, step: int, log: dict, run
 
 
 def _load_state(path: Path, key: str, model: GPT, opt) -> tuple[int, dict, list]:
-    """Restore what :func:`_save_state` wrote; returns ``(step, log, running)``.
-
-    Raises ``ValueError`` naming the file if it is unreadable or belongs to another
-    config (its key differs)."""
+    """Restore what :func:`_save_state` wrote; returns ``(step, log, running)``."""
     from safetensors import SafetensorError, safe_open
 
     try:
@@ -401,9 +389,8 @@ def train(
         Folder of resumable states; default ``$MSAPOD_CACHE/train-state``
         (:func:`state_file`).
     save_every : int
-        The full state is saved atomically every ``save_every`` steps (1-100) and at each
-        evaluation; a resumed run equals an uninterrupted one bit for bit (on the same
-        machine and thread count).
+        The full state is saved every ``save_every`` steps (at most :data:`SAVE_EVERY`)
+        and at each evaluation.
     snapshots : sequence of int
         Steps (0 to ``cfg.steps``) after which the weights are also written to
         ``run/snapshots/step-NNNNN`` (:func:`snapshot_path`), a checkpoint folder like
@@ -453,9 +440,8 @@ def train(
 
 
 def _start_run(cfg: TrainConfig, dev, spath: Path, key: str, resume: bool) -> tuple:
-    """``(model, optimizer, start step, log, running losses)`` of a run: the model
-    initialised from ``cfg.seed`` and its optimizer, then the saved state at ``spath``
-    loaded into them when resuming."""
+    """``(model, optimizer, start step, log, running losses)`` of a run, from ``cfg.seed``
+    or, when resuming, the saved state at ``spath``."""
     torch.manual_seed(cfg.seed)
     model = GPT(cfg.model).to(dev)
     opt = _optimizer(model, cfg)
@@ -485,8 +471,7 @@ def _check_snapshots(snapshots, cfg: TrainConfig) -> frozenset[int]:
 
 
 def _save_snapshot(run: Path, model, cfg: TrainConfig, corpus: Corpus, done: int) -> None:
-    """The weights after ``done`` steps in :func:`snapshot_path` (no evaluation: the run's
-    random state and its log are untouched)."""
+    """The weights after ``done`` steps in :func:`snapshot_path` (no evaluation)."""
     extra = {"step": done, "data_sha256": corpus.sha256, "n_params": model.num_params()}
     save_checkpoint(snapshot_path(run, done), model, cfg, extra)
 
@@ -529,8 +514,7 @@ def _check_run(cfg: TrainConfig, corpus: Corpus, save_every, device: str) -> tor
 
 
 def _finished(run: Path, cfg: TrainConfig) -> bool:
-    """Whether ``run`` holds the finished run of ``cfg`` (``ValueError`` if it holds
-    another config)."""
+    """Whether ``run`` holds the finished run of ``cfg`` (``ValueError``: another config)."""
     if not (run / CONFIG).is_file():
         return False
     meta = read_config(run)
@@ -540,8 +524,7 @@ def _finished(run: Path, cfg: TrainConfig) -> bool:
 
 
 def _record(log: dict, model, cfg, corpus, done: int, times: tuple, running: list) -> float:
-    """Evaluate at step ``done`` and append it to ``log`` (``times``: the run's start and
-    the start and number of steps of the interval); returns the validation loss."""
+    """Evaluate at step ``done``, append it to ``log``; returns the validation loss."""
     t0, t_interval, n_interval = times
     log["s_per_step"].append((time.time() - t_interval) / n_interval)
     log["load_average"].append(_load())
@@ -572,7 +555,6 @@ def _finish(run: Path, corpus: Corpus) -> None:
     """Add the whole-split validation loss of the stored model to a finished run."""
     meta = read_config(run)
     if meta.get("step") == meta["train"]["steps"] and "val_loss_split" not in meta:
-        # the one honest metric, on the stored (possibly float16-rounded) model
         stored = load_checkpoint(run)
         meta["val_loss_split"] = validation_loss(stored, corpus.val)
         write_config(run, meta)

@@ -7,8 +7,8 @@ decided: a statistic computed per model, the direction the claim gives it, the r
 value and the **smallest effect of interest** with the reason for its size, all stated
 here before any data is read. The verdict tier (:mod:`msapod.studies.verdict`) decides
 every claim from these entries and nothing else; the measurement tier reads the numbers
-the claims state (C1's and C2's scales, C4's lags, C6's budgets). Changing a threshold
-or adding a claim is one edit here.
+the claims state (:attr:`Claim.stated`). Changing a threshold or adding a claim is one
+edit here.
 
 A test's boundary is where its smallest effect of interest ends:
 ``reference + sesoi`` (direction ``"greater"``), ``reference - sesoi`` (``"less"``), or
@@ -346,8 +346,7 @@ def _claims() -> tuple[Claim, ...]:
                     {"quantity": "T_spec", "numerator": LATE, "denominator": EARLY},
                     "less",
                     1.0,
-                    RATIO_SESOI[0],
-                    RATIO_SESOI[1],
+                    *RATIO_SESOI,
                     relative=True,
                     log=True,
                     symbol=r"T_\mathrm{spec}(5,6) / T_\mathrm{spec}(1,2)",
@@ -425,8 +424,7 @@ def _claims() -> tuple[Claim, ...]:
                     {"quantity": "H_star", "numerator": EARLY, "denominator": MIDDLE_LATE},
                     "greater",
                     1.0,
-                    RATIO_SESOI[0],
-                    RATIO_SESOI[1],
+                    *RATIO_SESOI,
                     relative=True,
                     log=True,
                     symbol=r"H^*_{1,2} / H^*_{3\text{–}6}",
@@ -521,8 +519,7 @@ def _claims() -> tuple[Claim, ...]:
                     {"quantity": "T_spec", "layers": (a, b)},
                     direction,
                     1.0,
-                    SLIGHT_SESOI[0],
-                    SLIGHT_SESOI[1],
+                    *SLIGHT_SESOI,
                     relative=True,
                     log=True,
                     design="architecture",
@@ -581,8 +578,7 @@ def _claims() -> tuple[Claim, ...]:
                     {},
                     "less",
                     0.0,
-                    LOSS_SESOI[0],
-                    LOSS_SESOI[1],
+                    *LOSS_SESOI,
                     design="architecture",
                     symbol=r"\Delta\mathcal{L}",
                     words="validation loss, EGA − baseline (nats/char)",

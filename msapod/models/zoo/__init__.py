@@ -1,14 +1,9 @@
 """The model zoo: character-level GPTs trained on TinyShakespeare.
 
 ``load("baseline-1")`` returns a verified, ready model (eval mode). Each model folder
-of a checkout holds ``model.safetensors``, ``config.json`` (with the weights' sha256) and
-``log.json`` (losses, wall time per step, the machine and its load). The wheel carries
-only the ``config.json`` files: outside a checkout, the first :func:`load` of a model takes
-its weights from ``$MSAPOD_ZOO/<name>/model.safetensors`` or downloads them from the
-repository at the installed commit into the cache, verified by the config's sha256
-(:mod:`msapod.models.zoo.fetch`). ``msapod zoo`` lists every configured model, whether it is
-trained, its whole-split validation loss and training time; :func:`trained` lists the
-models whose training is finished.
+of a checkout holds a run of :mod:`msapod.models.train`; the wheel carries only the
+``config.json`` files (the weights: :mod:`msapod.models.zoo.fetch`). ``msapod zoo`` lists
+every configured model, whether it is trained, its validation loss and training time.
 
 Two sets, both standard and energy-gated attention (EGA), 6 layers x 8 heads, context 256:
 
@@ -71,13 +66,11 @@ def _config(arch: str, seed: int, name: str, **kw) -> TrainConfig:
     return TrainConfig(name=name, seed=seed, steps=3000, model=GPTConfig(**model), **kw)
 
 
-#: d_model 128: four seeds per architecture, float32 training and storage.
 _D128 = {
     f"{arch}-{seed}": _config(arch, seed, f"{arch}-{seed}")
     for arch in ARCHITECTURES
     for seed in (1, 2, 3, 4)
 }
-#: d_model 256 (paper size): four seeds, residual/MLP dropout 0.1, fp32, float16 storage.
 _D256 = {
     f"{arch}-d256-{seed}": _config(
         arch,
@@ -94,14 +87,12 @@ _D256 = {
 ZOO_CONFIGS: dict[str, TrainConfig] = {**_D256, **_D128}
 MODELS = tuple(ZOO_CONFIGS)
 _ARCH = {n: "ega" if c.model.attention == "ega" else "baseline" for n, c in ZOO_CONFIGS.items()}
-#: Model names per zoo: ``"paper-size"`` (d_model 256, main) and ``"d128"`` (the capacity
-#: comparison).
+#: Model names per zoo (see the module docs).
 ZOOS: dict[str, tuple[str, ...]] = {"paper-size": tuple(_D256), "d128": tuple(_D128)}
 PAPER_SIZE = ZOOS["paper-size"]
 D128 = ZOOS["d128"]
-#: The zoo every page, study and the scorecard use unless told otherwise: the paper-size
-#: zoo (d_model 256, the size the paper's parameter count implies), four seeds per
-#: architecture.
+#: The zoo every page, study and the scorecard use unless told otherwise (d_model 256, the
+#: size the paper's parameter count implies).
 MAIN = "paper-size"
 
 
@@ -123,10 +114,8 @@ def architecture(name: str) -> str:
 
 
 def trained(zoo: str = MAIN, architecture: str | None = None) -> tuple[str, ...]:
-    """The models of :func:`models` whose training is finished: weights and a verified
-    config whose ``step`` has reached the configured number of steps. A checkpoint saved
-    during training (``msapod train`` writes one at each evaluation) is not listed, so
-    results never mix finished and half-trained models; ``msapod zoo`` shows its step."""
+    """The models of :func:`models` whose training is finished (the config's ``step`` has
+    reached the configured steps), so results never mix finished and half-trained models."""
     return tuple(n for n in models(zoo, architecture) if _finished(ROOT / n))
 
 
@@ -141,7 +130,7 @@ def first(architecture: str = "baseline", zoo: str = MAIN) -> str:
 
 def _finished(folder: Path) -> bool:
     """Whether ``folder`` holds a checkpoint at its last configured step (outside a
-    checkout, its config: the weights are fetched by :func:`load`)."""
+    checkout, a config: :func:`load` fetches the weights)."""
     has_weights = (folder / WEIGHTS).is_file() or not _in_checkout()
     if not (has_weights and (folder / CONFIG).is_file()):
         return False
@@ -150,8 +139,7 @@ def _finished(folder: Path) -> bool:
 
 
 def _in_checkout() -> bool:
-    """Whether the package is run from a checkout of the repository (whose zoo holds the
-    weights it has trained; nothing is fetched there)."""
+    """Whether the package is run from a checkout of the repository (nothing is fetched)."""
     return (_REPO / "pyproject.toml").is_file()
 
 
@@ -165,10 +153,8 @@ def path(name: str) -> Path:
 def load(name: str) -> GPT:
     """Load zoo model ``name`` (weights verified by sha256, config checked).
 
-    The weights are those of :func:`path`'s folder. Where that folder has a config but no
-    weights (an installed wheel), they come from ``$MSAPOD_ZOO/<name>/model.safetensors``
-    if ``$MSAPOD_ZOO`` is set, else (outside a checkout) from the repository at the commit
-    pip installed msapod from, downloaded once into the cache (:func:`.fetch.run_folder`).
+    The weights are those of :func:`path`'s folder or, where it has none (an installed
+    wheel), :func:`.fetch.run_folder`'s.
 
     Raises
     ------
@@ -215,9 +201,8 @@ class Identity:
 
 
 def identity(name: str) -> Identity:
-    """The :class:`Identity` of trained zoo model ``name``: its ``config.json`` read once
-    and verified (:func:`msapod.models.train.read_config`; ``ValueError`` if it is
-    missing from the config or does not match it)."""
+    """The :class:`Identity` of trained zoo model ``name``, from its verified
+    ``config.json`` (``ValueError`` if it is invalid or its attention is not the zoo config's)."""
     meta = read_config(path(name))
     attention = meta["train"].get("model", {}).get("attention", "standard")
     arch = "ega" if attention == "ega" else "baseline"

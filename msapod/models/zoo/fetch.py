@@ -1,17 +1,10 @@
 """Zoo weights outside a checkout: a local copy or a verified download.
 
 The wheel carries each zoo model's ``config.json`` (with its weights' sha256) but not its
-``model.safetensors``. When a model folder of the package has no weights, :func:`run_folder`
-makes a checkpoint folder in the cache (``$MSAPOD_CACHE/zoo/<sha256[:16]>/<name>/``) holding
-a copy of the package's ``config.json`` and the weights, taken from
-
-* ``$MSAPOD_ZOO/<name>/model.safetensors`` when :data:`ENV` is set (a local copy: no
-  network), else
-* ``msapod/models/zoo/<name>/model.safetensors`` of the GitHub repository at the commit pip
-  installed msapod from (:func:`url`), downloaded once with :mod:`pooch`.
-
-Either file must have the sha256 of the package's ``config.json``; one that does not is
-refused with a ``ValueError`` naming the file and the expected hash.
+``model.safetensors``: :func:`run_folder` makes a checkpoint folder in the cache with the
+weights of ``$MSAPOD_ZOO/<name>/`` (:data:`ENV`) or, else, those downloaded once from the
+GitHub repository at the commit pip installed msapod from (:func:`url`). Either must have
+the sha256 of the package's ``config.json``.
 """
 
 from __future__ import annotations
@@ -33,23 +26,10 @@ REPO_PATH = "msapod/models/zoo/"
 
 
 def url(name: str, fname: str = WEIGHTS, source: str | None = None) -> str:
-    """URL of file ``fname`` of zoo model ``name``.
-
-    Parameters
-    ----------
-    name
-        Zoo model name.
-    fname
-        File of the model folder (``model.safetensors``, ``log.json``).
-    source
-        URL of the zoo folder (ending in ``/``). Default: ``msapod/models/zoo/`` of the
-        GitHub repository at the commit pip installed msapod from.
-
-    Raises
-    ------
-    FileNotFoundError
-        If ``source`` is not given and msapod was not installed from a GitHub repository.
-    """
+    """URL of file ``fname`` (``model.safetensors``, ``log.json``) of zoo model ``name``
+    in the zoo folder ``source`` (ending in ``/``; default: ``msapod/models/zoo/`` of the
+    GitHub repository at the commit pip installed msapod from, ``FileNotFoundError`` if
+    msapod was not installed from one)."""
     if source is None:
         source = repository_url(REPO_PATH)
         if source is None:
@@ -65,28 +45,16 @@ def url(name: str, fname: str = WEIGHTS, source: str | None = None) -> str:
 
 
 def run_folder(name: str, config_folder: Path) -> Path:
-    """A checkpoint folder for zoo model ``name`` whose weights are not in the package.
-
-    Parameters
-    ----------
-    name
-        Zoo model name.
-    config_folder
-        The package's folder of the model, holding its ``config.json``.
-
-    Returns
-    -------
-    Path
-        ``$MSAPOD_CACHE/zoo/<sha256[:16]>/<name>/`` with ``config.json`` and
-        ``model.safetensors`` (a link to ``$MSAPOD_ZOO``'s file, or the download).
+    """``$MSAPOD_CACHE/zoo/<sha256[:16]>/<name>/``, a checkpoint folder of zoo model
+    ``name`` made of the package's ``config.json`` in ``config_folder`` and the weights (a
+    link to ``$MSAPOD_ZOO``'s file, or the download).
 
     Raises
     ------
     FileNotFoundError
-        If ``$MSAPOD_ZOO`` is set but holds no weights for ``name``, or there is nowhere to
-        fetch them from.
+        ``$MSAPOD_ZOO`` holds no weights for ``name``, or there is nowhere to fetch them.
     ValueError
-        If ``config.json`` has no ``weights_sha256``, or the weights' sha256 differs from it.
+        ``config.json`` has no ``weights_sha256``, or the weights' sha256 differs from it.
     """
     config = Path(config_folder) / CONFIG
     sha = read_config(config_folder).get("weights_sha256")

@@ -1,11 +1,8 @@
 """Field statistics of the zoo: the plain summaries the method pages 01-03 show.
 
 For one zoo model, every statistic below is computed from the head-averaged fields
-:math:`A_s^l(i, j)` of :func:`msapod.studies.store.cache.cached_fields` (the paper's ensemble:
-N = 150 snapshots of L = 256 characters, all six layers) in one pass, one layer at a
-time, and cached as verified netCDF. The book's pages read the stacked result of
-:func:`zoo_field_statistics` from the shipped ``results/fieldstats.nc`` and never extract
-the full ensemble themselves.
+:math:`A_s^l(i, j)` of :func:`msapod.studies.store.cache.cached_fields`, one layer at a
+time; the book's pages read :func:`zoo_field_statistics` from ``results/fieldstats.nc``.
 
 Per layer :math:`l` (float64 arithmetic on the float32 fields; lags :math:`\\tau = i - j`):
 
@@ -63,8 +60,7 @@ __all__ = [
 #: The bound a float32 row sum stays within: a few units of float32 round-off (eps 1.2e-7).
 ROW_SUM_BOUND = 1e-6
 
-#: Version of the output of :func:`field_statistics`; part of its cache key
-#: (2: interpolated median lag; 3: the round-off bound of row_sum_deviation in its attrs).
+#: Version of the output of :func:`field_statistics`; part of its cache key.
 FIELDSTATS_FORMAT = 4
 
 _DESCRIPTIONS = {
@@ -176,12 +172,10 @@ def summarise_fields(A: xr.DataArray) -> xr.Dataset:
     Returns
     -------
     xarray.Dataset
-        The variables of the module table, dims ``layer``, ``snapshot``, ``query``,
-        ``key`` and ``lag`` (``0 .. L-1``); the
-        ``snapshot`` coords of ``A`` (e.g. ``offset``) are kept. Each variable's attrs
-        say how it was made (``long_name``, ``units``); ``row_sum_deviation`` measures
-        round-off and carries the bound it must stay under (``roundoff_bound``,
-        :data:`ROW_SUM_BOUND`).
+        The variables of the module table, dims ``layer``, ``snapshot``, ``query``, ``key``
+        and ``lag`` (``0 .. L-1``); the ``snapshot`` coords of ``A`` are kept. Attrs
+        ``long_name`` and ``units`` on every variable, ``roundoff_bound``
+        (:data:`ROW_SUM_BOUND`) on ``row_sum_deviation``.
     """
     check_field(A, name="A", dims=("layer", "snapshot", "query", "key"), min_snapshots=2)
     A = A.transpose("layer", "snapshot", "query", "key")
@@ -195,11 +189,10 @@ def summarise_fields(A: xr.DataArray) -> xr.Dataset:
         _layer_statistics(np.asarray(A.sel(layer=layer).values, dtype=np.float64))
         for layer in A["layer"].values
     ]
-    data = {}
-    for var in per_layer[0]:
-        dims = ("layer", *per_layer[0][var][0])
-        values = np.stack([np.asarray(stats[var][1]) for stats in per_layer])
-        data[var] = (dims, values)
+    data = {
+        var: (("layer", *dims), np.stack([np.asarray(stats[var][1]) for stats in per_layer]))
+        for var, (dims, _) in per_layer[0].items()
+    }
     snap_coords = {c: A.coords[c] for c in A.coords if A.coords[c].dims == ("snapshot",)}
     ds = xr.Dataset(
         data,
@@ -244,24 +237,15 @@ def field_statistics(
     ----------
     name
         Zoo model name (:data:`msapod.zoo.MODELS`).
-    n, length, seed
-        The ensemble of :func:`msapod.studies.store.cache.cached_fields` (N snapshots of L
-        characters of the validation split).
-    progress
-        Progress bar while the fields are extracted (only on a cold field cache).
-    cache_dir
-        Cache root (default ``$MSAPOD_CACHE`` or ``~/.cache/msapod``).
-    model
-        An already loaded checkpoint with ``weights_sha256`` instead of
-        ``msapod.zoo.load(name)`` (as in :func:`~msapod.studies.store.cache.cached_fields`).
+    n, length, seed, progress, cache_dir, model
+        As in :func:`msapod.studies.store.cache.cached_fields`.
 
     Returns
     -------
     xarray.Dataset
-        As :func:`summarise_fields`, with attrs ``model``, ``fields_key`` (the key of the
-        fields it was computed from) and ``weights_sha256``. Cached under
-        ``<cache>/fieldstats/``, keyed by the fields' key (computed without reading the
-        fields) and :data:`FIELDSTATS_FORMAT`; a valid cache file needs no fields at all.
+        As :func:`summarise_fields`, with attrs ``model``, ``fields_key`` and
+        ``weights_sha256``; cached under ``<cache>/fieldstats/``, keyed by the fields' key
+        and :data:`FIELDSTATS_FORMAT`.
     """
     inputs = model_inputs(
         name, n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress, model=model

@@ -2,12 +2,9 @@
 
 For one zoo model, everything below is computed from the default analysis
 (:func:`msapod.studies.store.cache.cached_analysis`, ``centre="peak"``), the analysis with
-centroid-centred windows (``centre="centroid"``) and, for the coherency, the
-head-averaged fields (:func:`msapod.studies.store.cache.cached_fields`: the paper's ensemble
-of N = 150 snapshots of L = 256 characters, all six layers). The result is cached as
-verified netCDF keyed by both analyses' keys and :data:`MODESTATS_FORMAT`. The book's
-pages read the stacked result of :func:`zoo_mode_statistics` from the shipped
-``results/modestats.nc`` and never load POD modes or full fields themselves.
+``centre="centroid"`` and, for the coherency, the head-averaged fields
+(:func:`msapod.studies.store.cache.cached_fields`); the book's pages read
+:func:`zoo_mode_statistics` from ``results/modestats.nc``.
 
 Lag summaries of the POD modes :math:`\\phi_k(i, j)` (modes 1 and 2 of every window,
 both centre rules; lags :math:`\\tau = i - j`):
@@ -162,7 +159,7 @@ def scale_spread(modes: xr.DataArray, scales: Sequence[float] | None = None) -> 
     modes
         Causal fields; entries that are NaN mark a missing mode (result NaN).
     scales
-        Morlet scales; default 16 log-spaced scales from 3 to 128 characters.
+        Morlet scales; default :data:`N_SPREAD_SCALES` log-spaced scales.
 
     Returns
     -------
@@ -352,7 +349,6 @@ def coherency_summary(
         mat[k] = G.sel(ensemble="field").isel(scale=s).values
         curve[k] = field_curve.isel(scale=s).values
         null[k] = null_curve.isel(scale=s).values
-    coords = {"probe": names}
     return xr.Dataset(
         {
             "probe_scale": ("probe", probe_a),
@@ -360,13 +356,12 @@ def coherency_summary(
             "coherency_curve": (("probe", "separation"), curve),
             "coherency_null_curve": (("probe", "separation"), null),
         },
-        coords={**coords, "query_i": q, "query_j": q, "separation": seps},
+        coords={"probe": names, "query_i": q, "query_j": q, "separation": seps},
     )
 
 
 def _coherency_of_fields(F: xr.DataArray, dominant: xr.DataArray) -> xr.Dataset:
     """:func:`coherency_summary` of every layer of fields ``F(layer, snapshot, query, key)``."""
-
     layers = []
     gap = np.nan
     for layer in F["layer"].values:
@@ -423,12 +418,8 @@ def mode_statistics(
     ----------
     name
         Zoo model name.
-    n, length, seed
-        The ensemble (see :func:`msapod.studies.store.cache.cached_fields`).
-    cache_dir
-        Cache root; default :func:`msapod.studies.store.cache.cache_dir`.
-    progress
-        Show progress while fields or analyses are computed.
+    n, length, seed, cache_dir, progress
+        As in :func:`msapod.studies.store.cache.cached_fields`.
 
     Returns
     -------
@@ -500,11 +491,9 @@ def zoo_mode_statistics(
     Parameters
     ----------
     models
-        Zoo model names; default all (:func:`msapod.zoo.models`).
-    cache_dir
-        Cache root.
-    progress
-        Show progress.
+        Zoo model names; default the trained models of the main zoo.
+    cache_dir, progress
+        As in :func:`mode_statistics`.
 
     Returns
     -------

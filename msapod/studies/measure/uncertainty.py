@@ -108,8 +108,7 @@ def scale_jackknife(
     dim
         Snapshot dim (N >= 3).
     scales, omega0, bias_correction
-        As in :func:`msapod.scalogram` (defaults: 48 log-spaced scales, omega0 = 6, the
-        1/a rectification).
+        As in :func:`msapod.scalogram`.
     field
         Whose scalogram: ``"total"`` (the attention A, mean included; the default, as
         :func:`msapod.analyze`) or ``"fluctuation"`` (u = A - Abar, the mean
@@ -118,8 +117,7 @@ def scale_jackknife(
     Returns
     -------
     xarray.Dataset
-        ``scale_spectrum(scale)`` (equal to :func:`msapod.scalogram`'s ``spectrum`` of
-        the field),
+        ``scale_spectrum(scale)`` (:func:`msapod.scalogram`'s ``spectrum`` of the field),
         ``scale_centroid`` and ``energy`` (sum of E(a, b) over scale and lag, no 1/a)
         with their jackknife standard errors ``*_se`` and leave-one-out replicates
         ``*_jack(jack)``.
@@ -288,7 +286,6 @@ def zoo_uncertainty(
         dims ``model``, ``layer`` (``window``, ``eps``); coord ``architecture``.
     """
     eps = [float(e) for e in eps]
-
     kw = dict(n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress)
 
     def one(name: str) -> xr.Dataset:
@@ -311,8 +308,7 @@ def zoo_uncertainty(
 
 
 def _model_uncertainty(inputs: ModelInputs, ana: xr.Dataset, eps: list[float]) -> xr.Dataset:
-    """Jackknife of one model: scale centroid and energy per layer from its fields, T_spec
-    and H* from the analysis' Gram matrices."""
+    """Scale centroid and energy per layer (fields) and T_spec, H* (Gram matrices), jackknifed."""
     F = inputs.fields()
     layers = []
     for layer in F["layer"].values:

@@ -1,24 +1,16 @@
 """On-disk cache of the head-averaged attention fields of the zoo models.
 
-Extracting the fields of one model over the paper's ensemble (150 snippets of 256
-characters, 6 layers) takes a while on a CPU, so the result is kept as a field file
-(:class:`msapod.fieldfile.FieldFile`, the one on-disk format of attention fields; why that
-format is said there), written batch by batch and resumed after an interruption. The file
-name carries a key hashed from everything the fields depend on: the weights' sha256, the
-data's sha256, ``n``, ``length``, ``seed``, the layers, the split, the cache format and the
-msapod version. The same parts are stored as attrs next to a sha256 per layer; every load
-checks them all, and the coordinates, and a stale, mismatched, tampered or unreadable
+The fields of one model over the paper's ensemble are kept as a field file
+(:class:`msapod.fieldfile.FieldFile`), written batch by batch and resumed after an
+interruption. Its name carries a key hashed from everything the fields depend on (the
+weights' and the data's sha256, ``n``, ``length``, ``seed``, the layers, the split, the
+cache format and the msapod version); the same parts are stored as attrs next to a sha256
+per layer, every load checks them and the coordinates, and a stale, tampered or unreadable
 file is reported with a :class:`CacheWarning` and rebuilt.
 
 :func:`field_store` is the one field cache of the zoo models (:func:`cached_fields` and
-the null ensembles of :mod:`msapod.studies.measure.nullfields` call it); a :class:`FieldFile`
-also holds the fields of the studies that draw their own ensemble
-(:class:`TokenEnsemble`): SmolLM2 in :mod:`msapod.studies.measure.llm` and
-``msapod analyze`` in :mod:`msapod.studies.own_model`; :func:`state_sha256` hashes a model
-that has no checkpoint. :func:`model_inputs` and :func:`cached_model_study` are the one
-recipe of a cached per-model study (the model and its weights' sha256, the key from the
-fields' key, the verified fields, the cached result); :func:`stack_zoo` stacks a
-per-model study over the zoo.
+the null ensembles call it). :func:`model_inputs` and :func:`cached_model_study` are the
+one recipe of a cached per-model study; :func:`stack_zoo` stacks one over the zoo.
 """
 
 from __future__ import annotations
@@ -69,22 +61,17 @@ __all__ = [
     "zoo_models",
 ]
 
-#: Version of the key's recipe; part of the key (and so of the ``fields_key`` the shipped
-#: results record). The file's layout is :class:`~msapod.fieldfile.FieldFile`'s, checked on
-#: every read (``msapod_fields``): a file of another layout is rebuilt, whatever its key.
+#: Version of the key's recipe; part of the key (and so of the shipped ``fields_key``). The
+#: file's layout is :class:`~msapod.fieldfile.FieldFile`'s, checked on every read.
 CACHE_FORMAT = 1
-#: Format of every :func:`cached_dataset` file: 2 = the checksum covers coordinates and
-#: attrs too (1 covered the data variables only).
+#: Format of every :func:`cached_dataset` file (its checksum covers coordinates and attrs).
 DATASET_FORMAT = 2
 ANALYSIS_FORMAT = 2
 DIMS = ("layer", "snapshot", "query", "key")
 
 
 def cache_root(folder: str | os.PathLike | None = None) -> Path:
-    """``folder`` if given, else :func:`cache_dir` (the functions' ``cache_dir`` argument).
-
-    Raises ``ValueError`` naming ``cache_dir`` if the path exists and is not a folder.
-    """
+    """``folder`` if given, else :func:`cache_dir`; ``ValueError`` if it is a file."""
     path = Path(folder).expanduser() if folder is not None else cache_dir()
     if path.exists() and not path.is_dir():
         src = "cache_dir (--cache-dir)" if folder is not None else "$MSAPOD_CACHE"
@@ -99,8 +86,12 @@ def _cache_file(cache_dir, kind: str, label: str, tail: str) -> Path:
     return folder / f"{re.sub(r'[^A-Za-z0-9_.-]', '_', str(label))}-{tail}.nc"
 
 
-def _zoo_model(name: str, model=None):
-    """``(model, weights_sha256)``: ``model`` or ``msapod.zoo.load(name)``, checked."""
+def _zoo_model(name: str, model, n, length, seed) -> tuple:
+    """``(model, weights_sha256, n, length, seed)``: ``model`` or ``msapod.zoo.load(name)``
+    and the ensemble, checked."""
+    n = check_int(n, "n", 2)
+    length = check_int(length, "length", 2)
+    seed = check_int(seed, "seed", 0)
     if model is None:
         from ...models.zoo import load  # at call time, so a patched msapod.zoo.load is honoured
 
@@ -111,20 +102,18 @@ def _zoo_model(name: str, model=None):
             "model: expected a checkpoint-loaded GPT with a weights_sha256 attribute "
             "(msapod.models.train.load_checkpoint sets it)"
         )
-    return model, sha
+    return model, sha, n, length, seed
 
 
 def iter_attention(*args, **kw):
-    """:func:`msapod.models.extract.iter_attention`, imported when fields are extracted
-    (it needs torch; reading a cached file does not)."""
+    """:func:`msapod.models.extract.iter_attention`, imported on call (it needs torch)."""
     from ...models.extract import iter_attention as extract
 
     return extract(*args, **kw)
 
 
 def record_fields(*args, **kw) -> None:
-    """:func:`msapod.models.extract.record_fields`, imported when fields are recorded (it
-    needs torch; reading a cached file does not)."""
+    """:func:`msapod.models.extract.record_fields`, imported on call (it needs torch)."""
     from ...models.extract import record_fields as record
 
     record(*args, **kw)
@@ -152,9 +141,8 @@ def fields_key(
     seed: int = 0,
     layers: Sequence[int],
 ) -> str:
-    """Key of the fields :func:`cached_fields` serves for checkpoint ``weights_sha256``
-    and this ensemble and layer list, computed without extracting or reading them (the
-    one recipe: studies that depend on the fields key their caches with it)."""
+    """Key of the fields :func:`cached_fields` serves for checkpoint ``weights_sha256``,
+    this ensemble and these layers, computed without extracting or reading them."""
     return key_hash(_key_parts(weights_sha256, load_corpus().sha256, n, length, seed, layers))
 
 
@@ -262,19 +250,10 @@ def field_store(
     label: str | None = None,
     ids_transform: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> xr.DataArray:
-    """The verified field cache behind :func:`cached_fields` and the null ensembles.
-
-    The head-averaged fields of ``model`` (default ``msapod.zoo.load(name)``; it must
-    carry ``weights_sha256``) over the ensemble ``n``, ``length``, ``seed`` of the
-    validation split, its token ids passed through ``ids_transform`` (e.g. a shuffle)
-    before extraction. The key is that of :func:`fields_key` plus the ``extra`` parts
-    (which must name the transform); the file is ``<cache>/fields/<label>-n..-L..-s..-
-    <key[:16]>.nc`` (``label`` defaults to ``name``) and is verified on every load.
-    """
-    n = check_int(n, "n", 2)
-    length = check_int(length, "length", 2)
-    seed = check_int(seed, "seed", 0)
-    model, sha = _zoo_model(name, model)
+    """:func:`cached_fields`, the token ids passed through ``ids_transform`` (e.g. a
+    shuffle) before extraction. The key is :func:`fields_key`'s plus the ``extra`` parts
+    (which must name the transform); the file is labelled ``label`` (default ``name``)."""
+    model, sha, n, length, seed = _zoo_model(name, model, n, length, seed)
     layers = check_layers(layers, model.config.n_layer)
     if length > model.config.block_size:
         raise ValueError(
@@ -310,7 +289,6 @@ def field_store(
             "ensemble of non-overlapping validation snippets; layers numbered from 1"
         ),
     }
-
     record_fields(
         store,
         model,
@@ -359,9 +337,8 @@ def cached_fields(
     progress
         Show a progress bar while extracting.
     model
-        An already loaded :class:`msapod.models.gpt.GPT` carrying ``weights_sha256`` (as set by
-        :func:`msapod.models.train.load_checkpoint`), used instead of ``zoo.load(name)``;
-        ``name`` then only labels the file.
+        A checkpoint-loaded GPT (with ``weights_sha256``) used instead of
+        ``zoo.load(name)``; ``name`` then only labels the file.
     batch_size
         Snapshots per forward pass while extracting.
 
@@ -369,9 +346,7 @@ def cached_fields(
     -------
     xarray.DataArray
         float32, dims ``("layer", "snapshot", "query", "key")``, coord ``offset`` on
-        ``snapshot``; attrs hold the key parts (the file holds each layer's sha256,
-        checked on every load: :class:`msapod.fieldfile.FieldFile`);
-        ``encoding["source"]`` is the cache file.
+        ``snapshot``; attrs hold the key parts; ``encoding["source"]`` is the cache file.
 
     Warns
     -----
@@ -395,22 +370,17 @@ def cached_fields(
 
 def _attr_text(attrs: dict) -> bytes:
     """Attrs as canonical text (numpy scalars and arrays as Python values)."""
-
-    def plain(v):
-        if isinstance(v, np.ndarray):
-            return v.tolist()
-        if isinstance(v, np.generic):
-            return v.item()
-        return v
-
-    body = {str(k): plain(v) for k, v in attrs.items() if k != "values_sha256"}
+    body = {
+        str(k): v.tolist() if isinstance(v, np.ndarray | np.generic) else v
+        for k, v in attrs.items()
+        if k != "values_sha256"
+    }
     return json.dumps(body, sort_keys=True, default=str).encode()
 
 
 def _dataset_sha256(ds: xr.Dataset) -> str:
-    """sha256 over everything a cached Dataset serves: every variable's values,
-    coordinates included, and every attr (the dataset's and the variables') that records
-    how it was made, less the checksum itself."""
+    """sha256 over every variable's values, coordinates included, and every attr, less
+    the checksum itself."""
     h = hashlib.sha256()
     h.update(_attr_text(ds.attrs))
     for name in sorted(map(str, ds.variables)):
@@ -528,13 +498,9 @@ def model_inputs(
     progress: bool = False,
     model=None,
 ) -> ModelInputs:
-    """Zoo model ``name`` resolved for a per-model study: ``model`` (or
-    ``msapod.zoo.load(name)``) with its weights' sha256, the ensemble checked and the key
-    of its fields computed (a valid cached study needs no fields at all)."""
-    n = check_int(n, "n", 2)
-    length = check_int(length, "length", 2)
-    seed = check_int(seed, "seed", 0)
-    model, sha = _zoo_model(name, model)
+    """Zoo model ``name`` (or ``model``) with its weights' sha256, the ensemble checked and
+    the key of its fields computed (a valid cached study needs no fields at all)."""
+    model, sha, n, length, seed = _zoo_model(name, model, n, length, seed)
     layers = check_layers(None, model.config.n_layer)
     fkey = fields_key(sha, n=n, length=length, seed=seed, layers=layers)
     return ModelInputs(name, model, sha, n, length, seed, fkey, cache_dir, progress)
@@ -567,9 +533,8 @@ def cached_model_study(
 
 
 def analysis_params(params: Mapping) -> str:
-    """Every option of :func:`msapod.analyze` under ``params``, the defaults filled in
-    (:func:`msapod.pipeline.check_options`), as the JSON that keys a cached analysis: a
-    changed default changes the key, so an analysis made under the old one is rebuilt."""
+    """Every option of :func:`msapod.analyze`, the defaults filled in, as the JSON that
+    keys a cached analysis (a changed default changes the key)."""
     full = check_options(**params)
     clean = {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in sorted(full.items())}
     return json.dumps(clean, sort_keys=True, default=str)
@@ -588,11 +553,9 @@ def cached_analysis(
 ) -> xr.Dataset:
     """:func:`msapod.analyze` of zoo model ``name``'s fields, from the cache if valid.
 
-    The fields come from :func:`cached_fields` (same ``n``, ``length``, ``seed``); the
-    analysis runs layer by layer with ``params`` passed to :func:`msapod.analyze`. The
-    result is stored as netCDF keyed by the fields' key, the parameters and the msapod
-    version, and verified (key attrs and a sha256 over every data variable) on load; a
-    stale or corrupt file is reported with a :class:`CacheWarning` and rebuilt.
+    The fields are :func:`cached_fields`' (same ``n``, ``length``, ``seed``); ``params``
+    are passed to :func:`msapod.analyze`. The result is cached by :func:`cached_dataset`,
+    keyed by the fields' key, the parameters and the msapod version.
     """
     inputs = model_inputs(
         name, n=n, length=length, seed=seed, cache_dir=cache_dir, progress=progress, model=model
@@ -624,12 +587,10 @@ def cached_dataset(
 ) -> xr.Dataset:
     """Return ``compute()``, cached as verified netCDF under ``<cache>/<kind>/``.
 
-    The file name is ``<label>-<key[:16]>.nc`` where ``key`` is the sha256 of ``parts``
-    (a JSON-serialisable mapping of everything the result depends on: weights and data
-    hashes, parameters, format versions) plus ``kind`` and the msapod version. On load
-    the stored key (attr ``key_attr``) and a sha256 over every data variable are checked;
-    a stale, corrupt or unreadable file is reported with a :class:`CacheWarning` and
-    recomputed. Files are written to a temporary name and moved into place atomically.
+    The file is ``<label>-<key[:16]>.nc``, ``key`` the sha256 of ``parts``, ``kind`` and
+    the msapod version. On load the stored key and a sha256 over the whole dataset are
+    checked; a stale or unreadable file is reported with a :class:`CacheWarning` and
+    recomputed. Files are moved into place atomically.
 
     Parameters
     ----------
@@ -638,7 +599,7 @@ def cached_dataset(
     label
         Human-readable file-name prefix (sanitised).
     parts
-        Key parts; values must be JSON-serialisable (``default=str`` is applied).
+        Everything the result depends on; JSON-serialisable (``default=str`` is applied).
     compute
         Called on a miss; must return an :class:`xarray.Dataset`.
     cache_dir
@@ -709,9 +670,8 @@ def zoo_analysis(
 ) -> xr.Dataset:
     """:func:`cached_analysis` of several zoo models stacked along a ``model`` dim.
 
-    One model is analysed (or read from the cache) at a time; only ``variables`` are
-    kept (default: everything except the large ``modes``, ``coefficients``, ``gram``
-    and ``mean``), so the result stays small.
+    One model at a time; only ``variables`` are kept (default: all but the large
+    ``modes``, ``coefficients``, ``gram``, ``mean`` and ``coherency``).
     """
     heavy = {"modes", "coefficients", "gram", "mean", "coherency"}
 
@@ -742,10 +702,9 @@ def stack_zoo(
     progress: bool = False,
     compressed: Sequence[str] | None = None,
 ) -> xr.Dataset:
-    """``study(name)`` of every model (default :func:`zoo_models`), one at a time,
-    stacked by :func:`stack_models`. With ``compressed`` (a results file's layout) every
-    variable's encoding is reset and the variables named are gzip-compressed on disk
-    (:data:`msapod._io.COMPRESS`)."""
+    """``study(name)`` of every model (default :func:`zoo_models`), one at a time, stacked
+    by :func:`stack_models`; with ``compressed`` every encoding is reset and the variables
+    named are gzip-compressed (:data:`msapod._io.COMPRESS`)."""
     models = zoo_models(models)
     parts = [study(m) for m in tqdm(models, desc=desc, disable=not (progress and desc))]
     out = stack_models(parts, models)
