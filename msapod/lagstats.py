@@ -75,11 +75,8 @@ class LagStats:
     (every later window Gram, mode lag energy or jackknife re-centring ``J G(tau) J``
     reads it); :meth:`window_grams` alone forms it and drops it (8 L N^2 bytes).
 
-    Build one with :meth:`of_ensemble` (fields ``A``: the Reynolds split ``u = A - mean``
-    is taken; with ``tau_max`` only the lag band ``0..tau_max``), :meth:`of_band` (fields
-    given as a lag band ``(N, query, lag)``, the split taken there), :meth:`of_fluctuation`
-    (a fluctuation ``u`` in key form) or :meth:`of_lag_form` (a lag form ``(N, query,
-    lag)``); all arrays bare, the positions of the queries and keys given.
+    Build one with :meth:`of_ensemble`, :meth:`of_band`, :meth:`of_fluctuation` or
+    :meth:`of_lag_form` (bare arrays, the positions of the queries and keys given).
 
     Attributes
     ----------
@@ -103,30 +100,6 @@ class LagStats:
         Whether the decomposed field is zero above the diagonal (its lags start at 0).
     causal_total : bool or None
         The same for the fields themselves (:meth:`of_ensemble`), else None.
-
-    Methods
-    -------
-    lag_form()
-        The lag form ``(N, query, lag)`` (a view of ``X``).
-    moments(field="fluctuation")
-        ``(lags, C)``: ``C = <r r^T>`` of the fluctuation's (or, ``"total"``, of the
-        fields') lag profiles, over snapshots and queries.
-    snapshot_moments(upper=False)
-        Per-snapshot ``S_s`` (see :func:`snapshot_moments`).
-    gram_tensor()
-        The per-lag Gram tensor ``G (lag, N, N)``.
-    window_grams(W)
-        ``G^(w) (window, N, N)`` of windows ``W (window, lag)``.
-    plain_gram()
-        ``K = X X^T / N``, a block of lags at a time (no per-lag tensor).
-    eigensolve(K, n_modes)
-        All eigenvalues of a Gram (descending, clipped at 0) and its leading vectors.
-    project(V, W)
-        ``w(tau) sum_s V[w, s, m] X[s, tau, i]``: ``(window, mode, lag, query)``.
-    mode_lag_energy(W, V)
-        Normalised lag energy of one temporal eigenvector per window.
-    pod(W, n_modes, rtol=RTOL)
-        Grams -> eigensolve -> project for every window: the arrays of :func:`msapod.pod`.
     """
 
     def __init__(self, X: np.ndarray, lags, qpos, kpos, rows: np.ndarray) -> None:
@@ -435,9 +408,7 @@ def gram_pod(
 
         phi_k = X^T v_k / sqrt(N lambda_k),    a_k(s) = sqrt(N lambda_k) v_k(s),
 
-    so that ``X = sum_k a_k phi_k^T`` and the ``phi_k`` are orthonormal. Every POD of
-    the method runs through here: :meth:`LagStats.pod` (per window, the projection taken
-    in the lag form), the studies' spectra, jackknife replicates and window modes.
+    so that ``X = sum_k a_k phi_k^T`` and the ``phi_k`` are orthonormal.
 
     Parameters
     ----------

@@ -38,6 +38,7 @@ from scipy.linalg import eigh
 from .. import lagstats
 from .._labels import lag_layout, raise_values
 from ..lagstats import band_layout, gather_last, require_causal, row_bands, snapshot_moments
+from . import memory
 
 __all__ = [
     "CHECKS_IN_PASS",
@@ -91,12 +92,19 @@ def check_values(x, name: str, *, stochastic: bool, atol: float, band: bool = Fa
 def ensemble_mean(x, name: str, *, stochastic: bool = False, atol: float = 1e-3) -> np.ndarray:
     """One pass over ``x (N, ..., query, key)``: the value checks and the mean over the
     first axis (float64, in memory)."""
+    return _checked_pass(x, name, stochastic, atol)["mean"]
+
+
+def _checked_pass(x, name, stochastic, atol, band=False, **tasks) -> dict:
+    """One pass over ``x``: the value checks, the mean over the first axis (float64, in
+    memory) and the reductions ``tasks``, computed."""
     import dask
 
-    tasks = {"mean": x.mean(axis=0, dtype=np.float64), **_value_tasks(x, stochastic, atol)}
+    tasks.update(mean=x.mean(axis=0, dtype=np.float64), **_value_tasks(x, stochastic, atol))
     (res,) = dask.compute(tasks)
-    raise_values(name, res, stochastic, atol)
-    return np.asarray(res["mean"])
+    raise_values(name, res, stochastic, atol, band)
+    res["mean"] = np.asarray(res["mean"])
+    return res
 
 
 def is_causal(x, qpos: np.ndarray, kpos: np.ndarray, atol: float = 0.0) -> bool:
@@ -167,19 +175,13 @@ def cwt(x, Phi: np.ndarray):
     x = whole(x, (-1,))
     n_scale, n_lag = Phi.shape[0], Phi.shape[1]
     return x.map_blocks(
-        _cwt_block,
+        memory.cwt,
         Phi,
         chunks=x.chunks[:-1] + ((n_scale,), (n_lag,)),
         new_axis=x.ndim - 1,
         dtype=np.complex128,
         meta=np.array((), dtype=np.complex128),
     )
-
-
-def _cwt_block(x: np.ndarray, Phi: np.ndarray) -> np.ndarray:
-    X = np.asarray(x, dtype=np.float64)
-    W = np.einsum("sbt,nt->nsb", Phi, X.reshape(-1, X.shape[-1]), optimize=True)
-    return W.reshape(X.shape[:-1] + W.shape[1:])
 
 
 # ----------------------------------------------------------------------------- Grams
@@ -233,11 +235,10 @@ def window_grams(
 ) -> np.ndarray:
     """Windowed Grams ``X diag(w2[w]) X^T`` of a lazy ``(N, P)`` matrix, block by block.
 
-    One ``dask.compute`` per panel of row chunks forms the blocks (i, j >= i) (see
-    :func:`_pairwise`): memory holds the panel, a few chunks in flight and the
-    ``(n_w, N, N)`` result (``out`` if given), never all of ``X``. Windows that are zero
-    everywhere give zero Grams without a pass (``zeroed``: ``out`` is already zero, as
-    from ``np.zeros``, whose untouched pages cost no memory, so they are left alone).
+    Pairs of row chunks a panel at a time (:func:`_pairwise`): memory holds the ``(n_w, N,
+    N)`` result (``out`` if given), never all of ``X``. Windows that are zero everywhere
+    give zero Grams without a pass (``zeroed``: ``out`` is already zero, as from
+    ``np.zeros``, whose untouched pages cost no memory, so they are left alone).
     """
     w2 = np.ascontiguousarray(w2, dtype=np.float64)
     n = X.shape[0]
@@ -319,15 +320,12 @@ class LagStats(lagstats.LagStats):
     """The lag statistics of one dask ensemble, chunk by chunk: the twin of
     :class:`msapod.lagstats.LagStats`, with its constructors, attributes and methods.
 
-    The fields stay lazy (``(N, query, key)`` or a lag form ``(N, query, lag)``, chunked
-    over the snapshots). :meth:`of_ensemble` takes the value checks, the mean and both
-    causality flags in one pass; the lag moments take one more (:func:`lag_moments`).
-    The windowed Grams are formed over pairs of snapshot chunks from the entries of the
-    lag form packed straight from the chunks, the mean subtracted on the way (no lag-form
-    pass, never the per-lag tensor unless :meth:`gram_tensor` is asked for); the
-    eigenproblem is solved in memory (a subset eigensolve for few modes, :func:`eig_top`)
-    and all windows' modes come from one more pass (:func:`project`). ``X`` and
-    :meth:`lag_form` are lazy; :meth:`snapshot_moments` is a lazy ``(N, ...)`` array.
+    The fields stay lazy, chunked over the snapshots. :meth:`of_ensemble` takes the value
+    checks, the mean and both causality flags in one pass. The windowed Grams read the
+    entries of the lag form packed straight from the chunks, the mean subtracted on the
+    way (no per-lag tensor unless :meth:`gram_tensor` is asked for); the eigenproblem is
+    solved by :func:`eig_top`. ``X``, :meth:`lag_form` and :meth:`snapshot_moments` are
+    lazy.
     """
 
     def __init__(self, F, lags, qpos, kpos, idx=None, valid=None, mean=None) -> None:
@@ -360,16 +358,10 @@ class LagStats(lagstats.LagStats):
         one pass for the value checks (the ValueErrors of the in-memory check), the mean
         (float64, in memory) and whether ``A`` and ``u`` are zero above the diagonal
         (``tau_max``: the lag band ``0..tau_max`` only)."""
-        import dask
-
         upper = kpos[None, :] > qpos[:, None]
-        tasks = {"mean": A.mean(axis=0, dtype=np.float64), **_value_tasks(A, stochastic, atol)}
-        if upper.any():
-            tasks["max"] = A.max(axis=0)
-            tasks["min"] = A.min(axis=0)
-        (res,) = dask.compute(tasks)
-        raise_values(name, res, stochastic, atol)
-        mean = np.asarray(res["mean"])
+        extremes = {"max": A.max(axis=0), "min": A.min(axis=0)} if upper.any() else {}
+        res = _checked_pass(A, name, stochastic, atol, **extremes)
+        mean = res["mean"]
         causal_A = causal_u = True
         if upper.any():
             hi, lo, m = np.asarray(res["max"])[upper], np.asarray(res["min"])[upper], mean[upper]
@@ -390,12 +382,7 @@ class LagStats(lagstats.LagStats):
     def of_band(cls, R, lags, qpos, kpos, *, name="A", stochastic=False, atol=1e-3) -> LagStats:
         """The lag statistics of dask fields given as a lag band ``R (N, query, lag)``:
         one pass for the value checks (rows of a band sum to at most one) and the mean."""
-        import dask
-
-        tasks = {"mean": R.mean(axis=0, dtype=np.float64), **_value_tasks(R, stochastic, atol)}
-        (res,) = dask.compute(tasks)
-        raise_values(name, res, stochastic, atol, band=True)
-        mean = np.asarray(res["mean"])
+        mean = _checked_pass(R, name, stochastic, atol, band=True)["mean"]
         return cls(R, lags, qpos, kpos, mean=mean).as_band(mean)
 
     @classmethod
