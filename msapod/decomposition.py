@@ -130,7 +130,7 @@ def pod(
     n_modes = _check_pod_args(u, dim, n_modes, window)
     lay = layout(u, dim)
     window, wdims = _align_window(window, lay)
-    wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
+    wshape = tuple(window.sizes[d] for d in wdims)
     n, n_w = u.sizes[dim], int(np.prod(wshape, dtype=np.int64))
     n_sets = int(np.prod(lay.shape, dtype=np.int64))
     Q, Kk = len(lay.qpos), len(lay.kpos)
@@ -242,13 +242,28 @@ def _align_window(window, lay: Layout):
     return window, wdims
 
 
+#: The ``long_name`` of each array of a POD result (:func:`pod`, :func:`msapod.analyze`).
+LONG_NAMES = {
+    "spectrum": "POD eigenvalues lambda_k, all N",
+    "eigenvalues": "POD eigenvalues lambda_k (leading modes)",
+    "modes": "orthonormal POD modes phi_k(i, j)",
+    "coefficients": "temporal coefficients xi_k(s)",
+    "gram": "Gram matrix K = X X^T / N of the (windowed) snapshots",
+    "total_energy": "(1/N) sum_s ||u_s||^2 = sum_k lambda_k",
+}
+
+
 def pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Dataset:
     """Label the arrays of :func:`pod`'s field sets as the Dataset it returns."""
     n = u.sizes[dim]
-    lead = lay.lead
-    wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
-    full = lay.shape + wshape
-    Q, Kk = len(lay.qpos), len(lay.kpos)
+    full = lay.shape + tuple(window.sizes[d] for d in wdims)
+    core = {
+        "spectrum": ("rank",),
+        "eigenvalues": ("mode",),
+        "modes": ("mode", "query", "key"),
+        "coefficients": (dim, "mode"),
+        "gram": (dim, f"{dim}_"),
+    }
     wc = {}
     if window is not None:
         wc = {
@@ -256,43 +271,27 @@ def pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Da
             for c in window.coords
             if window.coords[c].dims and set(window.coords[c].dims) <= set(wdims)
         }
-    snap = u[dim].values if dim in u.coords else np.arange(n)
     ds = xr.Dataset(
         {
-            "spectrum": xr.DataArray(
-                out["spectrum"].reshape(full + (n,)), dims=(*lead, *wdims, "rank")
-            ),
-            "eigenvalues": xr.DataArray(
-                out["eigenvalues"].reshape(full + (n_modes,)), dims=(*lead, *wdims, "mode")
-            ),
-            "modes": xr.DataArray(
-                out["modes"].reshape(full + (n_modes, Q, Kk)),
-                dims=(*lead, *wdims, "mode", "query", "key"),
-            ),
-            "coefficients": xr.DataArray(
-                out["coefficients"].reshape(full + (n, n_modes)), dims=(*lead, *wdims, dim, "mode")
-            ),
+            name: (
+                (*lay.lead, *wdims, *dims),
+                out[name].reshape(full + out[name].shape[2:]),
+                {"long_name": LONG_NAMES[name]},
+            )
+            for name, dims in core.items()
         },
         coords={
-            **lead_coords(u, lead),
+            **lead_coords(u, lay.lead),
             **wc,
             "rank": np.arange(1, n + 1),
             "mode": np.arange(1, n_modes + 1),
-            dim: snap,
+            dim: u[dim].values if dim in u.coords else np.arange(n),
             "query": lay.qpos,
             "key": lay.kpos,
         },
     )
-    ds["gram"] = xr.DataArray(
-        out["gram"].reshape(full + (n, n)), dims=(*lead, *wdims, dim, f"{dim}_")
-    )
-    ds["gram"].attrs = {"long_name": "Gram matrix K = X X^T / N of the (windowed) snapshots"}
     ds["total_energy"] = ds["spectrum"].sum("rank")
-    ds["spectrum"].attrs = {"long_name": "POD eigenvalues lambda_k, all N"}
-    ds["eigenvalues"].attrs = {"long_name": "POD eigenvalues lambda_k (leading modes)"}
-    ds["modes"].attrs = {"long_name": "orthonormal POD modes phi_k(i, j)"}
-    ds["coefficients"].attrs = {"long_name": "temporal coefficients xi_k(s)"}
-    ds["total_energy"].attrs = {"long_name": "(1/N) sum_s ||u_s||^2 = sum_k lambda_k"}
+    ds["total_energy"].attrs = {"long_name": LONG_NAMES["total_energy"]}
     ds.attrs = {
         "normalisation": NORMALISATION,
         "n_snapshots": n,
