@@ -66,15 +66,13 @@ def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
     )
     if not np.isfinite(G).all():  # dask input is checked here, in the pass that reduces it
         raise ValueError("u: expected finite values, got NaN or inf entries")
-    lead, shape = lay.lead, lay.shape
-    n = u.sizes[dim]
     return xr.DataArray(
-        G.reshape(shape + G.shape[1:]),
-        dims=(*lead, "lag", dim, f"{dim}_"),
+        G.reshape(lay.shape + G.shape[1:]),
+        dims=(*lay.lead, "lag", dim, f"{dim}_"),
         coords={
-            **lead_coords(u, lead),
+            **lead_coords(u, lay.lead),
             "lag": lay.lags,
-            dim: u[dim].values if dim in u.coords else np.arange(n),
+            dim: u[dim].values if dim in u.coords else np.arange(u.sizes[dim]),
         },
         name="lag_gram",
     )
@@ -232,11 +230,8 @@ def _align_window(window, lay: Layout):
     if window is None:
         return None, ()
     wdims = tuple(d for d in window.dims if d != "lag" and d not in lay.lead)
-    lags = lay.lags
-    if np.isin(lags, window["lag"].values).all():
-        window = window.sel(lag=lags)
-    else:
-        window = window.interp(lag=lags)
+    on_lags = np.isin(lay.lags, window["lag"].values).all()
+    window = window.sel(lag=lay.lags) if on_lags else window.interp(lag=lay.lags)
     if not np.isfinite(window.values).all():
         raise ValueError("window: does not cover every lag of u")
     return window, wdims

@@ -173,14 +173,8 @@ def reynolds(A: xr.DataArray, dim: str = "snapshot", *, check_stochastic: bool =
     m = kernels(A).ensemble_mean(A.transpose(dim, *core).data, "A", stochastic=check_stochastic)
     coords = {c: A.coords[c] for c in A.coords if dim not in A.coords[c].dims}
     mean = xr.DataArray(m, dims=core, coords=coords).transpose(*[d for d in A.dims if d != dim])
-    return split_from_mean(A, A.astype(np.float64), mean, dim)
-
-
-def split_from_mean(A: xr.DataArray, A64: xr.DataArray, mean: xr.DataArray, dim: str) -> xr.Dataset:
-    """The Dataset of :func:`reynolds` from ``A``, its float64 copy and mean over ``dim``."""
-    fluct = A64 - mean
-    attrs = dict(A.attrs)
-    ds = xr.Dataset({"mean": mean, "fluctuation": fluct.transpose(*A.dims)}, attrs=attrs)
+    fluct = (A.astype(np.float64) - mean).transpose(*A.dims)
+    ds = xr.Dataset({"mean": mean, "fluctuation": fluct}, attrs=dict(A.attrs))
     ds["mean"].attrs = {"long_name": "mean field Abar(i, j)", "averaged_over": dim}
     ds["fluctuation"].attrs = {"long_name": "fluctuation u_s(i, j) = A_s - Abar"}
     ds.attrs["reynolds_dim"] = dim

@@ -5,14 +5,9 @@
 one Gaussian lag window per dominant scale -> plain and scale-selective POD (all from one
 per-lag Gram tensor) -> T_spec and H*. Every parameter is recorded in the attrs.
 
-The field and the options are checked once (:func:`check_options`) and the kernels picked
-once (:func:`msapod.backends.kernels`); each field set then takes one path, whatever its
-backend: its lag statistics (:class:`msapod.lagstats.LagStats`, or the chunked twin for
-dask data) gather the lag form of u once, their lag moments C give the scalogram
-``E(a, b)``, their per-lag Gram tensor every window's Gram
-``G^(w) = sum_tau w(tau)^2 G(tau) / N`` in one product, and one more product projects
-every window's leading eigenvectors (:meth:`~msapod.lagstats.LagStats.pod`). The output
-Dataset is assembled from the numpy arrays in one constructor.
+Each field set takes one path, whatever its backend: its lag statistics
+(:class:`msapod.lagstats.LagStats`, or the chunked twin for dask data) give the scalogram
+``E(a, b)`` from their lag moments and every window's POD (:meth:`~msapod.lagstats.LagStats.pod`).
 """
 
 from __future__ import annotations

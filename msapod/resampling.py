@@ -128,11 +128,7 @@ def bootstrap_spectrum(
 
 def _replicates(Kb, out, method, n, idx, w) -> None:
     """Fill ``out[r]`` with the spectrum of replicate r of the Gram matrix ``Kb`` (zero
-    beyond the replicate's own N - 1 eigenvalues for the jackknife).
-
-    Every replicate's Gram matrix is built with elementwise centring (no small matrix
-    products), then all are diagonalised in one batched ``eigvalsh``.
-    """
+    beyond the replicate's own N - 1 eigenvalues for the jackknife), in one batched solve."""
     if method == "jackknife":
         out[:, : n - 1] = np.stack(jackknife_spectra(Kb))
         return

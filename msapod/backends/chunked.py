@@ -24,9 +24,8 @@ a chunk holds ``snapshots_per_chunk x L x L`` values. Reductions are plain dask 
 computed with ``dask.compute``: they run unchanged on the threaded scheduler or on a
 ``dask.distributed`` cluster (the active ``Client``), and no global state is used.
 
-A pass over the data per reduction: :func:`msapod.analyze` needs four (checks and mean,
-lag moments, Grams, modes), the Gram pass loading each chunk about ``n_chunks / 2`` times.
-Values are checked where they are reduced (the mean, ``C`` and the Gram diagonal are
+A pass over the data per reduction (the Gram pass loads each chunk about ``n_chunks / 2``
+times). Values are checked where they are reduced (the mean, ``C`` and the Gram diagonal are
 finite iff the data are), so a NaN surfaces as the same ``ValueError`` as in memory.
 """
 
