@@ -191,7 +191,6 @@ def lag_layout(q: np.ndarray, k: np.ndarray, causal: bool):
     lo = 0 if causal else int(q.min() - k.max())
     hi = int(q.max() - k.min())
     lags = np.arange(lo, hi + 1)
-    # index of key i - tau for every (query, lag)
     idx, valid = lookup(k, q[:, None] - lags[None, :])
     return lags, idx, valid
 

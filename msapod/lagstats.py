@@ -426,11 +426,9 @@ def gram_pod(
     Returns
     -------
     GramPOD
-        ``eigenvalues (..., N)`` (descending; negatives, which are rounding, clipped at
-        0), ``vectors (..., N, n_modes)``; with ``X`` the ``modes (n_modes, P)`` and
-        ``coefficients (N, n_modes)``, each mode's sign fixed so that its
-        largest-magnitude entry is positive (its coefficients take the same sign:
-        ``a_k = sqrt(N lambda_k) v_k`` up to it).
+        The eigenvalues and leading vectors; with ``X`` also the modes and coefficients,
+        each mode's sign fixed so that its largest-magnitude entry is positive (its
+        coefficients take the same sign: ``a_k = sqrt(N lambda_k) v_k`` up to it).
     """
     if n_modes == 0:
         lam = np.clip(np.linalg.eigvalsh(K)[..., ::-1], 0.0, None)

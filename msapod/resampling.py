@@ -1,14 +1,9 @@
 """Resampling of a POD spectrum over snapshots: bootstrap and jackknife (uncertainty).
 
-* ``bootstrap_spectrum``: spectra of snapshot resamples from the N x N Gram matrix alone
-  (each resample's own mean removed by double centring, :func:`double_centre`);
-* ``jackknife``: the value and jackknife standard error of any statistic of a POD
-  spectrum, leaving out one snapshot (or one group) at a time
-  (:func:`jackknife_spectra`);
-* ``jackknife_se`` (labelled) and ``jackknife_error`` (arrays): the jackknife standard
-  error of any statistic of the replicates;
-* ``leave_one_out_means``: the exact leave-one-out replicates of an ensemble mean of
-  per-snapshot second moments (the scalogram's jackknife).
+Every replicate's spectrum comes from the N x N Gram matrix alone, each replicate's own
+mean removed by double centring (:func:`double_centre`); :func:`leave_one_out_means` gives
+the exact leave-one-out replicates of an ensemble mean of per-snapshot second moments (the
+scalogram's jackknife).
 """
 
 from __future__ import annotations

@@ -29,9 +29,6 @@ __all__ = [
 CHECKS_IN_PASS = False
 
 
-# ----------------------------------------------------------------------------- checks
-
-
 def check_values(
     x: np.ndarray, name: str, *, stochastic: bool, atol: float, band: bool = False
 ) -> None:
@@ -67,12 +64,7 @@ def ensemble_mean(
     return x.mean(0, dtype=np.float64)
 
 
-# ----------------------------------------------------------------------------- lag form
-
 gather = gather_last  # the name the dispatch uses (see msapod.backends.kernels)
-
-
-# ----------------------------------------------------------------------------- moments
 
 
 def lag_moments(x: np.ndarray, n_avg: int) -> np.ndarray:
@@ -108,9 +100,6 @@ def coherency_sums(x: np.ndarray, Bs: list) -> np.ndarray:
                 G += Y @ Y.conj().T
             out[k] = G
     return out
-
-
-# ----------------------------------------------------------------------------- errors
 
 
 def residual(u: np.ndarray, Bm: np.ndarray, C: np.ndarray | None) -> float:
