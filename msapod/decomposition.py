@@ -117,13 +117,10 @@ def pod(
 
     Notes
     -----
-    Dask-backed ``u`` (chunked over ``dim`` and leading dims) is never loaded whole: the
-    windowed Gram matrices are accumulated over pairs of snapshot chunks (no per-lag
-    tensor), the eigenproblem is solved in memory (all eigenvalues, the leading
-    ``n_modes`` eigenvectors) and the modes take one more pass over the chunks. Memory:
-    ``8 n_w N^2`` bytes of Grams plus a few chunks. A key-form field costs one extra pass
-    to detect causality (none for the lag form). Results equal the in-memory path to
-    rounding.
+    Dask-backed ``u`` (chunked over ``dim`` and leading dims) is never loaded whole
+    (:mod:`msapod.backends.chunked`): memory holds ``8 n_w N^2`` bytes of Grams plus a few
+    chunks. A key-form field costs one extra pass to detect causality (none for the lag
+    form). Results equal the in-memory path to rounding.
     """
     n_modes = _check_pod_args(u, dim, n_modes, window)
     lay = layout(u, dim)

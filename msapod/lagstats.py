@@ -402,13 +402,9 @@ def gram_pod(
     """POD of N snapshots from their Gram matrix (the method of snapshots).
 
     With the snapshots as the rows of ``X (N, P)`` and ``K = X X^T / N`` (PAPER.md step
-    6), the eigenpairs ``K v_k = lambda_k v_k`` give the POD: ``lambda_k`` is the mean
-    energy of mode k, the temporal vector ``v_k`` (unit norm) its time course, and the
-    mode follows by projection,
-
-        phi_k = X^T v_k / sqrt(N lambda_k),    a_k(s) = sqrt(N lambda_k) v_k(s),
-
-    so that ``X = sum_k a_k phi_k^T`` and the ``phi_k`` are orthonormal.
+    6), the eigenpairs ``K v_k = lambda_k v_k`` give the modes ``phi_k = X^T v_k /
+    sqrt(N lambda_k)`` and coefficients ``a_k(s) = sqrt(N lambda_k) v_k(s)`` (see
+    :mod:`msapod.decomposition`).
 
     Parameters
     ----------

@@ -87,8 +87,8 @@ def analyze(
     centre, width
         Window rules (see :func:`msapod.window_parameters`).
     n_modes
-        Leading modes and coefficients kept (stored as float32; default min(10, N)); the
-        full spectra are always kept.
+        Leading modes and coefficients kept (stored as float32; default
+        ``min(DEFAULT_N_MODES, N)``); the full spectra are always kept.
     eps, criterion
         Tolerances and criterion of H* (see :func:`msapod.effective_rank`).
     k_min, k_max
@@ -97,14 +97,11 @@ def analyze(
         Also compute gamma(peak, query_i, query_j) at the dominant scales (slower).
     tau_max
         Analyse only the lags ``tau = query - key`` in ``0..tau_max`` of causal fields
-        (default None: every lag; a lag band ``A``: all of its lags). The lag form then
-        holds ``N L (tau_max + 1)`` values instead of ``N L^2``, the per-lag Gram tensor
-        ``(tau_max + 1) N^2`` instead of ``L N^2`` and a mode ``L (tau_max + 1)`` instead
-        of ``L^2``, and every statistic is that of the band: at each of its lags the mean
-        field, the lag moments ``C(tau, tau')`` and the per-lag Grams ``G(tau)`` are the
-        full computation's; the scalogram, the windows and the POD are those of the band
-        (equal to the full analysis where the fields have no weight beyond
-        ``tau_max``, e.g. a sliding window of ``tau_max + 1`` keys).
+        (default None: every lag; a lag band ``A``: all of its lags): the lag form, the
+        per-lag Gram tensor and the modes hold ``tau_max + 1`` lags instead of L. At each
+        lag of the band the mean field, the lag moments and the per-lag Grams are the full
+        computation's; the scalogram, the windows and the POD are those of the band (the
+        full analysis's where the fields have no weight beyond ``tau_max``).
 
     Returns
     -------
@@ -123,12 +120,11 @@ def analyze(
     Notes
     -----
     ``A`` may be dask-backed (e.g. from ``collect_attention(..., store=...)`` or
-    ``xarray.open_zarr``), chunked over ``dim`` and the leading dims. Each field set is
-    then analysed in four passes over its chunks (checks and mean; lag moments; the
-    windowed Gram matrices, block by block over pairs of chunks; the leading modes), with
-    memory bounded by a few chunks plus the ``(window, N, N)`` Grams, and the result
-    equals the in-memory one to rounding (see :mod:`msapod.backends.chunked`). It runs unchanged
-    on a ``dask.distributed`` cluster when a ``Client`` is active.
+    ``xarray.open_zarr``), chunked over ``dim`` and the leading dims: each field set then
+    takes four passes over its chunks (checks and mean; lag moments; the windowed Grams;
+    the leading modes), memory bounded by a few chunks plus the ``(window, N, N)`` Grams,
+    and the result equals the in-memory one to rounding (:mod:`msapod.backends.chunked`,
+    which also runs on a ``dask.distributed`` cluster).
     """
     # the options first (N, for n_modes, where A has the dim), then the field, once
     options = {name: value for name, value in locals().items() if name in ANALYZE_DEFAULTS}
