@@ -18,10 +18,8 @@ first K modes minimise ``(1/N) sum_s ||u_s - P_K u_s||^2`` over all orthonormal 
 size K, and the minimum is ``sum_{k > K} lambda_k``. :func:`reconstruction_error` checks it.
 
 Scale-selective POD of a Gaussian lag window w (PAPER.md step 6) decomposes
-``u^(w)(i, j) = w(i - j) u(i, j)``. Its Gram matrix is
-``G^(w) = (1/N) sum_tau w(tau)^2 G_tau`` with the per-lag Gram tensor
-``G_tau[s, s'] = sum_{i - j = tau} u_s(i, j) u_s'(i, j)``, so all windows (and the plain POD,
-w = 1) share one pass over the data.
+``u^(w)(i, j) = w(i - j) u(i, j)``; all windows (and the plain POD, w = 1) share one per-lag
+Gram tensor (:mod:`msapod.lagstats`).
 
 Mean-removed snapshots span at most N - 1 dimensions: the last eigenvalue of a
 fluctuation ensemble is zero (to rounding), and any effective rank is capped at N - 1.
@@ -158,8 +156,6 @@ class Layout(NamedTuple):
     qpos: np.ndarray  # query positions
     kpos: np.ndarray  # key positions
     lags: np.ndarray  # the lags of the lag form
-    idx: np.ndarray | None  # key index of every (query, lag) (key form only)
-    valid: np.ndarray | None  # which (query, lag) are key positions (key form only)
     core: tuple  # (dim, "query", "lag" | "key")
     lead: tuple  # the leading dims, one POD per index
     shape: tuple  # their sizes
@@ -169,18 +165,18 @@ def layout(u: xr.DataArray, dim: str) -> Layout:
     """The lag-form layout of ``u`` (causality of a key-form field detected)."""
     lag_form = "lag" in u.dims
     qpos = positions(u, "query", "u")
-    idx = valid = causal = None
+    causal = None
     if lag_form:
         kpos = np.asarray(u.attrs.get("key_positions", qpos), dtype=np.int64)
         lags = np.asarray(u["lag"].values)
     else:
         kpos = positions(u, "key", "u")
         causal = is_causal(u)
-        lags, idx, valid = lag_layout(qpos, kpos, causal)
+        lags = lag_layout(qpos, kpos, causal)[0]
     core = (dim, "query", "lag" if lag_form else "key")
     lead = tuple(d for d in u.dims if d not in core)
     shape = tuple(u.sizes[d] for d in lead)
-    return Layout(lag_form, causal, qpos, kpos, lags, idx, valid, core, lead, shape)
+    return Layout(lag_form, causal, qpos, kpos, lags, core, lead, shape)
 
 
 def set_stats(kern, one: xr.DataArray, lay: Layout):

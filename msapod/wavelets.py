@@ -100,11 +100,8 @@ def log_scales(
     smax: float | None = None,
     num: int = DEFAULT_NUM_SCALES,
 ) -> np.ndarray:
-    """``num`` log-spaced scales from ``smin`` (default 3) to ``smax`` (default n_lag / 2).
-
-    Scales below :func:`min_valid_scale` (about 1.94 lags at omega0 = 6) have a period
-    shorter than two lags and resolve nothing; :func:`scalogram` warns about them.
-    """
+    """``num`` log-spaced scales from ``smin`` to ``smax`` (default n_lag / 2); scales
+    below :func:`min_valid_scale` resolve nothing (:func:`scalogram` warns about them)."""
     num = check_int(num, "num", 2)
     note = ""
     if smax is None:
@@ -291,12 +288,11 @@ def scalogram(
         :func:`~msapod.fields.to_lag`) or already ``(..., "snapshot", "query", "lag")``.
         The attention ``A`` (as the paper writes the scalogram) or its fluctuation ``u``.
     scales
-        Scales ``a`` in lags; default 48 log-spaced scales from 3 to ``n_lag / 2``.
-        Scales below :func:`min_valid_scale` (period under two lags) are computed but
-        raise a ``UserWarning``: their energy is aliased, so a maximum there means nothing.
+        Scales ``a`` in lags; default :func:`log_scales` of the lags. Scales below
+        :func:`min_valid_scale` (period under two lags) are computed but raise a
+        ``UserWarning``: their energy is aliased, so a maximum there means nothing.
     omega0
-        Morlet centre frequency (6: the wavelet is admissible to machine precision and
-        its period is 1.03 a).
+        Morlet centre frequency (:data:`OMEGA0`).
     dims
         Dims averaged over (snapshots and query rows).
     bias_correction
