@@ -101,7 +101,6 @@ def bootstrap_spectrum(
     else:
         w = rng.dirichlet(np.ones(n), size=n_boot) * n
     out = np.zeros((K.shape[0], n_boot, n))
-    # small matrices: BLAS threads only contend (measured 20x slower on busy cores)
     with one_blas_thread():
         for b in range(K.shape[0]):
             _replicates(K[b], out[b], method, n, idx, w)

@@ -229,23 +229,13 @@ def _gram_pair(xi: np.ndarray, xj: np.ndarray, w2: np.ndarray) -> np.ndarray:
     return out
 
 
-def window_grams(
-    X, w2: np.ndarray, out: np.ndarray | None = None, *, zeroed: bool = False
-) -> np.ndarray:
-    """Windowed Grams ``X diag(w2[w]) X^T`` of a lazy ``(N, P)`` matrix, block by block.
-
-    Pairs of row chunks a panel at a time (:func:`_pairwise`): memory holds the ``(n_w, N,
-    N)`` result (``out`` if given), never all of ``X``. Windows that are zero everywhere
-    give zero Grams without a pass (``zeroed``: ``out`` is already zero, as from
-    ``np.zeros``, whose untouched pages cost no memory, so they are left alone).
-    """
+def window_grams(X, w2: np.ndarray) -> np.ndarray:
+    """Windowed Grams ``X diag(w2[w]) X^T`` ``(n_w, N, N)`` of a lazy ``(N, P)`` matrix,
+    over pairs of row chunks a panel at a time (:func:`_pairwise`), never all of ``X`` in
+    memory. Windows that are zero everywhere give zero Grams without a pass."""
     w2 = np.ascontiguousarray(w2, dtype=np.float64)
-    n = X.shape[0]
-    G = np.zeros((len(w2), n, n)) if out is None else out
+    G = np.zeros((len(w2), X.shape[0], X.shape[0]))
     live = np.flatnonzero((w2 != 0).any(axis=1))
-    if out is not None and not zeroed:
-        for w in np.setdiff1d(np.arange(len(w2)), live):
-            G[w] = 0.0
     if len(live):
         _pairwise(X, _gram_pair, w2[live], G, None if len(live) == len(w2) else live)
     return G
@@ -450,8 +440,7 @@ class LagStats(lagstats.LagStats):
         """``G^(w) (window, N, N)`` of the windows ``W (window, lag)``, block by block over
         pairs of snapshot chunks (zero windows: no pass)."""
         W2 = np.atleast_2d(np.asarray(W, dtype=np.float64)) ** 2
-        K = np.zeros((len(W2), self.n, self.n))
-        window_grams(self._packed, W2[:, self._col], out=K, zeroed=True)
+        K = window_grams(self._packed, W2[:, self._col])
         K /= self.n
         return K
 
