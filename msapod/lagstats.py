@@ -253,18 +253,14 @@ class LagStats:
         """The per-lag Gram tensor ``G(tau)[s, s'] = sum_i X[s, tau, i] X[s', tau, i]``
         ``(lag, N, N)``: one product per lag over its band of rows (formed once, kept)."""
         if self._G is None:
-            self._G = self._form_gram_tensor()
+            self._G = _gram_tensor(self.X, self.rows)
         return self._G
-
-    def _form_gram_tensor(self) -> np.ndarray:
-        with one_blas_thread():  # many small products: threads contend
-            return _gram_tensor(self.X, self.rows)
 
     def window_grams(self, W: np.ndarray) -> np.ndarray:
         """Gram matrices ``G^(w) = sum_tau w(tau)^2 G(tau) / N`` of the windows ``W
         (window, lag)``: ``(window, N, N)``, one product for all windows (from the kept
         Gram tensor if :meth:`gram_tensor` formed it, else from one formed and dropped)."""
-        G = self._G if self._G is not None else self._form_gram_tensor()
+        G = self._G if self._G is not None else _gram_tensor(self.X, self.rows)
         return window_grams(G, np.atleast_2d(W))
 
     def plain_gram(self) -> np.ndarray:
@@ -272,7 +268,7 @@ class LagStats:
         lags at a time on the rows their bands cover (the per-lag tensor is not formed;
         :meth:`window_grams` of a window of ones gives the same to rounding)."""
         K = np.zeros((self.n, self.n))
-        for a in _spans(len(self.lags)):  # a block of lags at a time, on its band of rows
+        for a in _spans(len(self.lags)):
             lo, hi = self.rows[a, 0].min(), self.rows[a, 1].max()
             if hi > lo:
                 x = self.X[:, a, lo:hi].reshape(self.n, -1)
@@ -649,13 +645,14 @@ def _gram_tensor(X: np.ndarray, rows: np.ndarray) -> np.ndarray:
     lag on its band of rows of the strided ``(N, query)`` slice (no transposed copy)."""
     n, n_lag, _ = X.shape
     G = np.empty((n_lag, n, n))
-    for t in range(n_lag):
-        lo, hi = rows[t]
-        if hi <= lo:
-            G[t] = 0.0
-            continue
-        x = X[:, t, lo:hi]
-        np.matmul(x, x.T, out=G[t])
+    with one_blas_thread():  # many small products: threads contend
+        for t in range(n_lag):
+            lo, hi = rows[t]
+            if hi <= lo:
+                G[t] = 0.0
+                continue
+            x = X[:, t, lo:hi]
+            np.matmul(x, x.T, out=G[t])
     return G
 
 
@@ -673,8 +670,7 @@ def lag_gram_tensor(X: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
         rows = np.stack([np.arange(n_lag), np.full(n_lag, Q)], axis=1)
     else:
         rows = row_bands((X != 0).any(axis=0))
-    with one_blas_thread():  # many small products: threads contend
-        return _gram_tensor(X, rows)
+    return _gram_tensor(X, rows)
 
 
 def window_grams(G: np.ndarray, W: np.ndarray) -> np.ndarray:
