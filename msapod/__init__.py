@@ -29,8 +29,7 @@ from .windows import apply_window, lag_window, window_parameters
 __version__ = package_version()
 
 
-#: Where the non-core parts live: the old top-level module names keep working as lazy
-#: attributes (``msapod.zoo.load``, ``msapod.cache.zoo_analysis``), loaded on first use so
+#: The non-core modules as lazy attributes (``msapod.zoo.load``), loaded on first use so
 #: that ``import msapod`` never imports torch.
 _LAZY_MODULES = {
     "zoo": "models.zoo",

@@ -50,13 +50,11 @@ def check_positions(pos: np.ndarray, name: str, dim: str) -> None:
             f"{name}: coordinate {dim!r} must hold integer positions (token indices, "
             f"numbers), got dtype {pos.dtype} ({pos[:3].tolist()}...)"
         )
-    if np.issubdtype(pos.dtype, np.floating) and not (
-        np.isfinite(pos).all() and np.allclose(pos, np.round(pos))
-    ):
-        bad = pos[~(np.isfinite(pos) & np.isclose(pos, np.round(pos)))][:3]
+    whole = np.isfinite(pos) & np.isclose(pos, np.round(pos))
+    if not whole.all():
         raise ValueError(
             f"{name}: coordinate {dim!r} must hold integer positions (whole numbers), "
-            f"got {bad.tolist()}"
+            f"got {pos[~whole][:3].tolist()}"
         )
 
 
@@ -191,7 +189,6 @@ def lag_layout(q: np.ndarray, k: np.ndarray, causal: bool):
     lo = 0 if causal else int(q.min() - k.max())
     hi = int(q.max() - k.min())
     lags = np.arange(lo, hi + 1)
-    # index of key i - tau for every (query, lag)
     idx, valid = lookup(k, q[:, None] - lags[None, :])
     return lags, idx, valid
 

@@ -18,10 +18,8 @@ first K modes minimise ``(1/N) sum_s ||u_s - P_K u_s||^2`` over all orthonormal 
 size K, and the minimum is ``sum_{k > K} lambda_k``. :func:`reconstruction_error` checks it.
 
 Scale-selective POD of a Gaussian lag window w (PAPER.md step 6) decomposes
-``u^(w)(i, j) = w(i - j) u(i, j)``. Its Gram matrix is
-``G^(w) = (1/N) sum_tau w(tau)^2 G_tau`` with the per-lag Gram tensor
-``G_tau[s, s'] = sum_{i - j = tau} u_s(i, j) u_s'(i, j)``, so all windows (and the plain POD,
-w = 1) share one pass over the data.
+``u^(w)(i, j) = w(i - j) u(i, j)``; all windows (and the plain POD, w = 1) share one per-lag
+Gram tensor (:mod:`msapod.lagstats`).
 
 Mean-removed snapshots span at most N - 1 dimensions: the last eigenvalue of a
 fluctuation ensemble is zero (to rounding), and any effective rank is capped at N - 1.
@@ -66,15 +64,13 @@ def lag_gram(u: xr.DataArray, dim: str = "snapshot") -> xr.DataArray:
     )
     if not np.isfinite(G).all():  # dask input is checked here, in the pass that reduces it
         raise ValueError("u: expected finite values, got NaN or inf entries")
-    lead, shape = lay.lead, lay.shape
-    n = u.sizes[dim]
     return xr.DataArray(
-        G.reshape(shape + G.shape[1:]),
-        dims=(*lead, "lag", dim, f"{dim}_"),
+        G.reshape(lay.shape + G.shape[1:]),
+        dims=(*lay.lead, "lag", dim, f"{dim}_"),
         coords={
-            **lead_coords(u, lead),
+            **lead_coords(u, lay.lead),
             "lag": lay.lags,
-            dim: u[dim].values if dim in u.coords else np.arange(n),
+            dim: u[dim].values if dim in u.coords else np.arange(u.sizes[dim]),
         },
         name="lag_gram",
     )
@@ -119,18 +115,15 @@ def pod(
 
     Notes
     -----
-    Dask-backed ``u`` (chunked over ``dim`` and leading dims) is never loaded whole: the
-    windowed Gram matrices are accumulated over pairs of snapshot chunks (no per-lag
-    tensor), the eigenproblem is solved in memory (all eigenvalues, the leading
-    ``n_modes`` eigenvectors) and the modes take one more pass over the chunks. Memory:
-    ``8 n_w N^2`` bytes of Grams plus a few chunks. A key-form field costs one extra pass
-    to detect causality (none for the lag form). Results equal the in-memory path to
-    rounding.
+    Dask-backed ``u`` (chunked over ``dim`` and leading dims) is never loaded whole
+    (:mod:`msapod.backends.chunked`): memory holds ``8 n_w N^2`` bytes of Grams plus a few
+    chunks. A key-form field costs one extra pass to detect causality (none for the lag
+    form). Results equal the in-memory path to rounding.
     """
     n_modes = _check_pod_args(u, dim, n_modes, window)
     lay = layout(u, dim)
     window, wdims = _align_window(window, lay)
-    wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
+    wshape = tuple(window.sizes[d] for d in wdims)
     n, n_w = u.sizes[dim], int(np.prod(wshape, dtype=np.int64))
     n_sets = int(np.prod(lay.shape, dtype=np.int64))
     Q, Kk = len(lay.qpos), len(lay.kpos)
@@ -163,8 +156,6 @@ class Layout(NamedTuple):
     qpos: np.ndarray  # query positions
     kpos: np.ndarray  # key positions
     lags: np.ndarray  # the lags of the lag form
-    idx: np.ndarray | None  # key index of every (query, lag) (key form only)
-    valid: np.ndarray | None  # which (query, lag) are key positions (key form only)
     core: tuple  # (dim, "query", "lag" | "key")
     lead: tuple  # the leading dims, one POD per index
     shape: tuple  # their sizes
@@ -174,18 +165,18 @@ def layout(u: xr.DataArray, dim: str) -> Layout:
     """The lag-form layout of ``u`` (causality of a key-form field detected)."""
     lag_form = "lag" in u.dims
     qpos = positions(u, "query", "u")
-    idx = valid = causal = None
+    causal = None
     if lag_form:
         kpos = np.asarray(u.attrs.get("key_positions", qpos), dtype=np.int64)
         lags = np.asarray(u["lag"].values)
     else:
         kpos = positions(u, "key", "u")
         causal = is_causal(u)
-        lags, idx, valid = lag_layout(qpos, kpos, causal)
+        lags = lag_layout(qpos, kpos, causal)[0]
     core = (dim, "query", "lag" if lag_form else "key")
     lead = tuple(d for d in u.dims if d not in core)
     shape = tuple(u.sizes[d] for d in lead)
-    return Layout(lag_form, causal, qpos, kpos, lags, idx, valid, core, lead, shape)
+    return Layout(lag_form, causal, qpos, kpos, lags, core, lead, shape)
 
 
 def set_stats(kern, one: xr.DataArray, lay: Layout):
@@ -232,23 +223,35 @@ def _align_window(window, lay: Layout):
     if window is None:
         return None, ()
     wdims = tuple(d for d in window.dims if d != "lag" and d not in lay.lead)
-    lags = lay.lags
-    if np.isin(lags, window["lag"].values).all():
-        window = window.sel(lag=lags)
-    else:
-        window = window.interp(lag=lags)
+    on_lags = np.isin(lay.lags, window["lag"].values).all()
+    window = window.sel(lag=lay.lags) if on_lags else window.interp(lag=lay.lags)
     if not np.isfinite(window.values).all():
         raise ValueError("window: does not cover every lag of u")
     return window, wdims
 
 
+#: The ``long_name`` of each array of a POD result (:func:`pod`, :func:`msapod.analyze`).
+LONG_NAMES = {
+    "spectrum": "POD eigenvalues lambda_k, all N",
+    "eigenvalues": "POD eigenvalues lambda_k (leading modes)",
+    "modes": "orthonormal POD modes phi_k(i, j)",
+    "coefficients": "temporal coefficients xi_k(s)",
+    "gram": "Gram matrix K = X X^T / N of the (windowed) snapshots",
+    "total_energy": "(1/N) sum_s ||u_s||^2 = sum_k lambda_k",
+}
+
+
 def pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Dataset:
     """Label the arrays of :func:`pod`'s field sets as the Dataset it returns."""
     n = u.sizes[dim]
-    lead = lay.lead
-    wshape = tuple(window.sizes[d] for d in wdims) if window is not None else ()
-    full = lay.shape + wshape
-    Q, Kk = len(lay.qpos), len(lay.kpos)
+    full = lay.shape + tuple(window.sizes[d] for d in wdims)
+    core = {
+        "spectrum": ("rank",),
+        "eigenvalues": ("mode",),
+        "modes": ("mode", "query", "key"),
+        "coefficients": (dim, "mode"),
+        "gram": (dim, f"{dim}_"),
+    }
     wc = {}
     if window is not None:
         wc = {
@@ -256,43 +259,27 @@ def pod_dataset(out, u, dim, lay: Layout, window, wdims, n_modes, rtol) -> xr.Da
             for c in window.coords
             if window.coords[c].dims and set(window.coords[c].dims) <= set(wdims)
         }
-    snap = u[dim].values if dim in u.coords else np.arange(n)
     ds = xr.Dataset(
         {
-            "spectrum": xr.DataArray(
-                out["spectrum"].reshape(full + (n,)), dims=(*lead, *wdims, "rank")
-            ),
-            "eigenvalues": xr.DataArray(
-                out["eigenvalues"].reshape(full + (n_modes,)), dims=(*lead, *wdims, "mode")
-            ),
-            "modes": xr.DataArray(
-                out["modes"].reshape(full + (n_modes, Q, Kk)),
-                dims=(*lead, *wdims, "mode", "query", "key"),
-            ),
-            "coefficients": xr.DataArray(
-                out["coefficients"].reshape(full + (n, n_modes)), dims=(*lead, *wdims, dim, "mode")
-            ),
+            name: (
+                (*lay.lead, *wdims, *dims),
+                out[name].reshape(full + out[name].shape[2:]),
+                {"long_name": LONG_NAMES[name]},
+            )
+            for name, dims in core.items()
         },
         coords={
-            **lead_coords(u, lead),
+            **lead_coords(u, lay.lead),
             **wc,
             "rank": np.arange(1, n + 1),
             "mode": np.arange(1, n_modes + 1),
-            dim: snap,
+            dim: u[dim].values if dim in u.coords else np.arange(n),
             "query": lay.qpos,
             "key": lay.kpos,
         },
     )
-    ds["gram"] = xr.DataArray(
-        out["gram"].reshape(full + (n, n)), dims=(*lead, *wdims, dim, f"{dim}_")
-    )
-    ds["gram"].attrs = {"long_name": "Gram matrix K = X X^T / N of the (windowed) snapshots"}
     ds["total_energy"] = ds["spectrum"].sum("rank")
-    ds["spectrum"].attrs = {"long_name": "POD eigenvalues lambda_k, all N"}
-    ds["eigenvalues"].attrs = {"long_name": "POD eigenvalues lambda_k (leading modes)"}
-    ds["modes"].attrs = {"long_name": "orthonormal POD modes phi_k(i, j)"}
-    ds["coefficients"].attrs = {"long_name": "temporal coefficients xi_k(s)"}
-    ds["total_energy"].attrs = {"long_name": "(1/N) sum_s ||u_s||^2 = sum_k lambda_k"}
+    ds["total_energy"].attrs = {"long_name": LONG_NAMES["total_energy"]}
     ds.attrs = {
         "normalisation": NORMALISATION,
         "n_snapshots": n,

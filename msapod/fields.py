@@ -173,14 +173,8 @@ def reynolds(A: xr.DataArray, dim: str = "snapshot", *, check_stochastic: bool =
     m = kernels(A).ensemble_mean(A.transpose(dim, *core).data, "A", stochastic=check_stochastic)
     coords = {c: A.coords[c] for c in A.coords if dim not in A.coords[c].dims}
     mean = xr.DataArray(m, dims=core, coords=coords).transpose(*[d for d in A.dims if d != dim])
-    return split_from_mean(A, A.astype(np.float64), mean, dim)
-
-
-def split_from_mean(A: xr.DataArray, A64: xr.DataArray, mean: xr.DataArray, dim: str) -> xr.Dataset:
-    """The Dataset of :func:`reynolds` from ``A``, its float64 copy and mean over ``dim``."""
-    fluct = A64 - mean
-    attrs = dict(A.attrs)
-    ds = xr.Dataset({"mean": mean, "fluctuation": fluct.transpose(*A.dims)}, attrs=attrs)
+    fluct = (A.astype(np.float64) - mean).transpose(*A.dims)
+    ds = xr.Dataset({"mean": mean, "fluctuation": fluct}, attrs=dict(A.attrs))
     ds["mean"].attrs = {"long_name": "mean field Abar(i, j)", "averaged_over": dim}
     ds["fluctuation"].attrs = {"long_name": "fluctuation u_s(i, j) = A_s - Abar"}
     ds.attrs["reynolds_dim"] = dim
@@ -223,21 +217,9 @@ def to_lag(A: xr.DataArray, *, causal: bool | None = None) -> xr.DataArray:
             causal = detected
         elif not detected:
             raise ValueError("causal: True, but A has non-zero entries with key after query")
-    return lag_form(A, q, k, causal)
-
-
-def lag_form(A: xr.DataArray, q: np.ndarray, k: np.ndarray, causal: bool) -> xr.DataArray:
-    """:func:`to_lag` with known causality (nothing verified)."""
     lags, idx, valid = lag_layout(q, k, causal)
-    Ak = A.transpose(..., "query", "key")
-    vals = kernels(Ak).gather(Ak.data, idx, valid)
-    dims = (*Ak.dims[:-2], "query", "lag")
-    coords = {c: Ak.coords[c] for c in Ak.coords if "key" not in Ak.coords[c].dims}
-    coords["lag"] = lags
-    out = xr.DataArray(vals, dims=dims, coords=coords, attrs=dict(A.attrs))
-    out.attrs["key_positions"] = k
-    out.attrs["lag_definition"] = "tau = query - key"
-    return out
+    attrs = {**A.attrs, "key_positions": k, "lag_definition": "tau = query - key"}
+    return _regather(A, "key", "lag", lags, idx, valid, attrs)
 
 
 def from_lag(R: xr.DataArray, *, keys: Sequence[int] | None = None) -> xr.DataArray:
@@ -253,10 +235,18 @@ def from_lag(R: xr.DataArray, *, keys: Sequence[int] | None = None) -> xr.DataAr
         keys = R.attrs.get("key_positions", q)
     k = np.asarray(keys, dtype=np.int64)
     idx, valid = lookup(lags, q[:, None] - k[None, :])
-    Rl = R.transpose(..., "query", "lag")
-    vals = kernels(Rl).gather(Rl.data, idx, valid)
-    dims = (*Rl.dims[:-2], "query", "key")
-    coords = {c: Rl.coords[c] for c in Rl.coords if "lag" not in Rl.coords[c].dims}
-    coords["key"] = k
     attrs = {a: v for a, v in R.attrs.items() if a not in ("key_positions", "lag_definition")}
-    return xr.DataArray(vals, dims=dims, coords=coords, attrs=attrs)
+    return _regather(R, "lag", "key", k, idx, valid, attrs)
+
+
+def _regather(A, old: str, new: str, values, idx, valid, attrs: dict) -> xr.DataArray:
+    """``A (..., query, old)`` as ``(..., query, new)``, ``new`` at ``values``: entry
+    ``(i, m)`` is ``A[..., i, idx[i, m]]`` where ``valid``, else 0."""
+    At = A.transpose(..., "query", old)
+    coords = {c: At.coords[c] for c in At.coords if old not in At.coords[c].dims}
+    return xr.DataArray(
+        kernels(At).gather(At.data, idx, valid),
+        dims=(*At.dims[:-2], "query", new),
+        coords={**coords, new: values},
+        attrs=attrs,
+    )

@@ -75,11 +75,8 @@ class LagStats:
     (every later window Gram, mode lag energy or jackknife re-centring ``J G(tau) J``
     reads it); :meth:`window_grams` alone forms it and drops it (8 L N^2 bytes).
 
-    Build one with :meth:`of_ensemble` (fields ``A``: the Reynolds split ``u = A - mean``
-    is taken; with ``tau_max`` only the lag band ``0..tau_max``), :meth:`of_band` (fields
-    given as a lag band ``(N, query, lag)``, the split taken there), :meth:`of_fluctuation`
-    (a fluctuation ``u`` in key form) or :meth:`of_lag_form` (a lag form ``(N, query,
-    lag)``); all arrays bare, the positions of the queries and keys given.
+    Build one with :meth:`of_ensemble`, :meth:`of_band`, :meth:`of_fluctuation` or
+    :meth:`of_lag_form` (bare arrays, the positions of the queries and keys given).
 
     Attributes
     ----------
@@ -103,30 +100,6 @@ class LagStats:
         Whether the decomposed field is zero above the diagonal (its lags start at 0).
     causal_total : bool or None
         The same for the fields themselves (:meth:`of_ensemble`), else None.
-
-    Methods
-    -------
-    lag_form()
-        The lag form ``(N, query, lag)`` (a view of ``X``).
-    moments(field="fluctuation")
-        ``(lags, C)``: ``C = <r r^T>`` of the fluctuation's (or, ``"total"``, of the
-        fields') lag profiles, over snapshots and queries.
-    snapshot_moments(upper=False)
-        Per-snapshot ``S_s`` (see :func:`snapshot_moments`).
-    gram_tensor()
-        The per-lag Gram tensor ``G (lag, N, N)``.
-    window_grams(W)
-        ``G^(w) (window, N, N)`` of windows ``W (window, lag)``.
-    plain_gram()
-        ``K = X X^T / N``, a block of lags at a time (no per-lag tensor).
-    eigensolve(K, n_modes)
-        All eigenvalues of a Gram (descending, clipped at 0) and its leading vectors.
-    project(V, W)
-        ``w(tau) sum_s V[w, s, m] X[s, tau, i]``: ``(window, mode, lag, query)``.
-    mode_lag_energy(W, V)
-        Normalised lag energy of one temporal eigenvector per window.
-    pod(W, n_modes, rtol=RTOL)
-        Grams -> eigensolve -> project for every window: the arrays of :func:`msapod.pod`.
     """
 
     def __init__(self, X: np.ndarray, lags, qpos, kpos, rows: np.ndarray) -> None:
@@ -280,18 +253,14 @@ class LagStats:
         """The per-lag Gram tensor ``G(tau)[s, s'] = sum_i X[s, tau, i] X[s', tau, i]``
         ``(lag, N, N)``: one product per lag over its band of rows (formed once, kept)."""
         if self._G is None:
-            self._G = self._form_gram_tensor()
+            self._G = _gram_tensor(self.X, self.rows)
         return self._G
-
-    def _form_gram_tensor(self) -> np.ndarray:
-        with one_blas_thread():  # many small products: threads contend
-            return _gram_tensor(self.X, self.rows)
 
     def window_grams(self, W: np.ndarray) -> np.ndarray:
         """Gram matrices ``G^(w) = sum_tau w(tau)^2 G(tau) / N`` of the windows ``W
         (window, lag)``: ``(window, N, N)``, one product for all windows (from the kept
         Gram tensor if :meth:`gram_tensor` formed it, else from one formed and dropped)."""
-        G = self._G if self._G is not None else self._form_gram_tensor()
+        G = self._G if self._G is not None else _gram_tensor(self.X, self.rows)
         return window_grams(G, np.atleast_2d(W))
 
     def plain_gram(self) -> np.ndarray:
@@ -299,7 +268,7 @@ class LagStats:
         lags at a time on the rows their bands cover (the per-lag tensor is not formed;
         :meth:`window_grams` of a window of ones gives the same to rounding)."""
         K = np.zeros((self.n, self.n))
-        for a in _spans(len(self.lags)):  # a block of lags at a time, on its band of rows
+        for a in _spans(len(self.lags)):
             lo, hi = self.rows[a, 0].min(), self.rows[a, 1].max()
             if hi > lo:
                 x = self.X[:, a, lo:hi].reshape(self.n, -1)
@@ -429,15 +398,9 @@ def gram_pod(
     """POD of N snapshots from their Gram matrix (the method of snapshots).
 
     With the snapshots as the rows of ``X (N, P)`` and ``K = X X^T / N`` (PAPER.md step
-    6), the eigenpairs ``K v_k = lambda_k v_k`` give the POD: ``lambda_k`` is the mean
-    energy of mode k, the temporal vector ``v_k`` (unit norm) its time course, and the
-    mode follows by projection,
-
-        phi_k = X^T v_k / sqrt(N lambda_k),    a_k(s) = sqrt(N lambda_k) v_k(s),
-
-    so that ``X = sum_k a_k phi_k^T`` and the ``phi_k`` are orthonormal. Every POD of
-    the method runs through here: :meth:`LagStats.pod` (per window, the projection taken
-    in the lag form), the studies' spectra, jackknife replicates and window modes.
+    6), the eigenpairs ``K v_k = lambda_k v_k`` give the modes ``phi_k = X^T v_k /
+    sqrt(N lambda_k)`` and coefficients ``a_k(s) = sqrt(N lambda_k) v_k(s)`` (see
+    :mod:`msapod.decomposition`).
 
     Parameters
     ----------
@@ -455,11 +418,9 @@ def gram_pod(
     Returns
     -------
     GramPOD
-        ``eigenvalues (..., N)`` (descending; negatives, which are rounding, clipped at
-        0), ``vectors (..., N, n_modes)``; with ``X`` the ``modes (n_modes, P)`` and
-        ``coefficients (N, n_modes)``, each mode's sign fixed so that its
-        largest-magnitude entry is positive (its coefficients take the same sign:
-        ``a_k = sqrt(N lambda_k) v_k`` up to it).
+        The eigenvalues and leading vectors; with ``X`` also the modes and coefficients,
+        each mode's sign fixed so that its largest-magnitude entry is positive (its
+        coefficients take the same sign: ``a_k = sqrt(N lambda_k) v_k`` up to it).
     """
     if n_modes == 0:
         lam = np.clip(np.linalg.eigvalsh(K)[..., ::-1], 0.0, None)
@@ -684,13 +645,14 @@ def _gram_tensor(X: np.ndarray, rows: np.ndarray) -> np.ndarray:
     lag on its band of rows of the strided ``(N, query)`` slice (no transposed copy)."""
     n, n_lag, _ = X.shape
     G = np.empty((n_lag, n, n))
-    for t in range(n_lag):
-        lo, hi = rows[t]
-        if hi <= lo:
-            G[t] = 0.0
-            continue
-        x = X[:, t, lo:hi]
-        np.matmul(x, x.T, out=G[t])
+    with one_blas_thread():  # many small products: threads contend
+        for t in range(n_lag):
+            lo, hi = rows[t]
+            if hi <= lo:
+                G[t] = 0.0
+                continue
+            x = X[:, t, lo:hi]
+            np.matmul(x, x.T, out=G[t])
     return G
 
 
@@ -708,8 +670,7 @@ def lag_gram_tensor(X: np.ndarray, *, causal_rows: bool = False) -> np.ndarray:
         rows = np.stack([np.arange(n_lag), np.full(n_lag, Q)], axis=1)
     else:
         rows = row_bands((X != 0).any(axis=0))
-    with one_blas_thread():  # many small products: threads contend
-        return _gram_tensor(X, rows)
+    return _gram_tensor(X, rows)
 
 
 def window_grams(G: np.ndarray, W: np.ndarray) -> np.ndarray:

@@ -5,14 +5,9 @@
 one Gaussian lag window per dominant scale -> plain and scale-selective POD (all from one
 per-lag Gram tensor) -> T_spec and H*. Every parameter is recorded in the attrs.
 
-The field and the options are checked once (:func:`check_options`) and the kernels picked
-once (:func:`msapod.backends.kernels`); each field set then takes one path, whatever its
-backend: its lag statistics (:class:`msapod.lagstats.LagStats`, or the chunked twin for
-dask data) gather the lag form of u once, their lag moments C give the scalogram
-``E(a, b)``, their per-lag Gram tensor every window's Gram
-``G^(w) = sum_tau w(tau)^2 G(tau) / N`` in one product, and one more product projects
-every window's leading eigenvectors (:meth:`~msapod.lagstats.LagStats.pod`). The output
-Dataset is assembled from the numpy arrays in one constructor.
+Each field set takes one path, whatever its backend: its lag statistics
+(:class:`msapod.lagstats.LagStats`, or the chunked twin for dask data) give the scalogram
+``E(a, b)`` from their lag moments and every window's POD (:meth:`~msapod.lagstats.LagStats.pod`).
 """
 
 from __future__ import annotations
@@ -29,7 +24,7 @@ import xarray as xr
 from ._io import check_int
 from ._labels import check_eps, check_flag, check_omega0, check_tau_max, is_real, positions
 from .backends import kernels
-from .decomposition import NORMALISATION, check_n_modes
+from .decomposition import LONG_NAMES, NORMALISATION, check_n_modes
 from .fields import check_with, is_band
 from .lagstats import RTOL, gaussian_windows
 from .spectra import CRITERIA, EPS, rank_tolerance, spectral_concentration, tail_fraction, tail_rank
@@ -37,8 +32,8 @@ from .wavelets import (
     OMEGA0,
     check_scales,
     default_scales,
+    dominant_scales,
     fourier_period,
-    peak_indices,
     scale_centroid,
     scalogram_energy,
     warn_unresolved,
@@ -92,8 +87,8 @@ def analyze(
     centre, width
         Window rules (see :func:`msapod.window_parameters`).
     n_modes
-        Leading modes and coefficients kept (stored as float32; default min(10, N)); the
-        full spectra are always kept.
+        Leading modes and coefficients kept (stored as float32; default
+        ``min(DEFAULT_N_MODES, N)``); the full spectra are always kept.
     eps, criterion
         Tolerances and criterion of H* (see :func:`msapod.effective_rank`).
     k_min, k_max
@@ -102,14 +97,11 @@ def analyze(
         Also compute gamma(peak, query_i, query_j) at the dominant scales (slower).
     tau_max
         Analyse only the lags ``tau = query - key`` in ``0..tau_max`` of causal fields
-        (default None: every lag; a lag band ``A``: all of its lags). The lag form then
-        holds ``N L (tau_max + 1)`` values instead of ``N L^2``, the per-lag Gram tensor
-        ``(tau_max + 1) N^2`` instead of ``L N^2`` and a mode ``L (tau_max + 1)`` instead
-        of ``L^2``, and every statistic is that of the band: at each of its lags the mean
-        field, the lag moments ``C(tau, tau')`` and the per-lag Grams ``G(tau)`` are the
-        full computation's; the scalogram, the windows and the POD are those of the band
-        (equal to the full analysis where the fields have no weight beyond
-        ``tau_max``, e.g. a sliding window of ``tau_max + 1`` keys).
+        (default None: every lag; a lag band ``A``: all of its lags): the lag form, the
+        per-lag Gram tensor and the modes hold ``tau_max + 1`` lags instead of L. At each
+        lag of the band the mean field, the lag moments and the per-lag Grams are the full
+        computation's; the scalogram, the windows and the POD are those of the band (the
+        full analysis's where the fields have no weight beyond ``tau_max``).
 
     Returns
     -------
@@ -128,34 +120,16 @@ def analyze(
     Notes
     -----
     ``A`` may be dask-backed (e.g. from ``collect_attention(..., store=...)`` or
-    ``xarray.open_zarr``), chunked over ``dim`` and the leading dims. Each field set is
-    then analysed in four passes over its chunks (checks and mean; lag moments; the
-    windowed Gram matrices, block by block over pairs of chunks; the leading modes), with
-    memory bounded by a few chunks plus the ``(window, N, N)`` Grams, and the result
-    equals the in-memory one to rounding (see :mod:`msapod.backends.chunked`). It runs unchanged
-    on a ``dask.distributed`` cluster when a ``Client`` is active.
+    ``xarray.open_zarr``), chunked over ``dim`` and the leading dims: each field set then
+    takes four passes over its chunks (checks and mean; lag moments; the windowed Grams;
+    the leading modes), memory bounded by a few chunks plus the ``(window, N, N)`` Grams,
+    and the result equals the in-memory one to rounding (:mod:`msapod.backends.chunked`,
+    which also runs on a ``dask.distributed`` cluster).
     """
     # the options first (N, for n_modes, where A has the dim), then the field, once
+    options = {name: value for name, value in locals().items() if name in ANALYZE_DEFAULTS}
     known = isinstance(A, xr.DataArray) and isinstance(dim, str) and dim in A.sizes
-    opts = check_options(
-        A.sizes[dim] if known else None,
-        dim=dim,
-        scales=scales,
-        omega0=omega0,
-        max_peaks=max_peaks,
-        include_edges=include_edges,
-        field=field,
-        centre=centre,
-        width=width,
-        n_modes=n_modes,
-        eps=eps,
-        criterion=criterion,
-        k_min=k_min,
-        k_max=k_max,
-        coherency=coherency,
-        check_stochastic=check_stochastic,
-        tau_max=tau_max,
-    )
+    opts = check_options(A.sizes[dim] if known else None, **options)
     kern = kernels(A)
     last = "lag" if isinstance(A, xr.DataArray) and is_band(A) else "key"
     check_with(kern, A, dims=(dim, "query", last), stochastic=check_stochastic, snapshot_dim=dim)
@@ -332,9 +306,9 @@ def _analyze_one(
     warn_unresolved(s, omega0)
     E = scalogram_energy(C, s, lags_t, omega0)
     spec = E.sum(-1) / s
-    idx = peak_indices(spec, max_peaks, include_edges)
-    a = np.full(max_peaks, np.nan)
-    a[: len(idx)] = s[idx]
+    spectrum = xr.DataArray(spec, dims="scale", coords={"scale": s}, attrs={"omega0": omega0})
+    dominant = dominant_scales(spectrum, max_peaks, include_edges=include_edges)
+    a = dominant.values
     # the windows: "plain" (1), then one Gaussian per dominant scale, zero where a peak
     # is missing (step 5)
     c = window_centres(E, s, lags_t, a, centre)
@@ -349,11 +323,11 @@ def _analyze_one(
     last = "lag" if band else "key"
     R = stats.lag_form() if coherency else None
     del stats  # the lag form (8 N L^2 bytes) is not needed for the Dataset
-    labels = _labels(max_peaks)
-    window = np.empty(len(labels), dtype=object)
-    window[:] = labels
-    spectrum = xr.DataArray(pod["spectrum"], dims=("window", "rank"))
-    conc = spectral_concentration(spectrum, k_min, k_max)
+    window = np.empty(1 + max_peaks, dtype=object)
+    window[:] = ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
+    conc = spectral_concentration(
+        xr.DataArray(pod["spectrum"], dims=("window", "rank")), k_min, k_max
+    )
     tail = tail_fraction(pod["spectrum"])
     H = np.stack([tail_rank(tail, rank_tolerance(e, criterion)) for e in eps])
     missing = np.flatnonzero(~np.r_[True, found])
@@ -364,12 +338,17 @@ def _analyze_one(
         np.moveaxis(x, axis, 0)[missing] = np.nan
         return x
 
-    ratio = float(fourier_period(1.0, omega0))
-    e_pk = np.full(max_peaks, np.nan)
-    e_pk[: len(idx)] = spec[idx]
-    edge = np.zeros(max_peaks, dtype=bool)
-    edge[: len(idx)] = (idx == 0) | (idx == len(s) - 1)
-    centroid = scale_centroid(xr.DataArray(spec, dims="scale", coords={"scale": s}))
+    centroid = scale_centroid(spectrum)
+    pod["modes"] = pod["modes"].astype(np.float32)
+    pod["total_energy"] = pod["spectrum"].sum(-1)
+    pod_dims = {
+        "spectrum": ("rank",),
+        "eigenvalues": ("mode",),
+        "modes": ("mode", "query", last),
+        "coefficients": (dim, "mode"),
+        "total_energy": (),
+        "gram": (dim, f"{dim}_"),
+    }
     v = {
         "mean": (("query", last), mean, {"long_name": "mean field Abar(i, j)",
                                              "averaged_over": dim}),
@@ -378,21 +357,11 @@ def _analyze_one(
         "scale_spectrum": ("scale", spec, {"long_name": "scale spectrum E(a) = sum_b E(a, b) / a",
                                            "omega0": omega0}),
         "dominant_scale": ("peak", a, {}),
-        "dominant_period": ("peak", a * ratio, {}),
-        "dominant_energy": ("peak", e_pk, {}),
-        "dominant_edge": ("peak", edge, {}),
-        "spectrum": (("window", "rank"), per_window(pod["spectrum"]),
-                     {"long_name": "POD eigenvalues lambda_k, all N"}),
-        "eigenvalues": (("window", "mode"), per_window(pod["eigenvalues"]),
-                        {"long_name": "POD eigenvalues lambda_k (leading modes)"}),
-        "modes": (("window", "mode", "query", last), per_window(pod["modes"].astype(np.float32)),
-                  {"long_name": "orthonormal POD modes phi_k(i, j)"}),
-        "coefficients": (("window", dim, "mode"), per_window(pod["coefficients"]),
-                         {"long_name": "temporal coefficients xi_k(s)"}),
-        "total_energy": ("window", per_window(pod["spectrum"].sum(-1)),
-                         {"long_name": "(1/N) sum_s ||u_s||^2 = sum_k lambda_k"}),
-        "gram": (("window", dim, f"{dim}_"), per_window(pod["gram"]),
-                 {"long_name": "Gram matrix K = X X^T / N of the (windowed) snapshots"}),
+        "dominant_period": ("peak", dominant["period"].values, {}),
+        "dominant_energy": ("peak", dominant["peak_energy"].values, {}),
+        "dominant_edge": ("peak", dominant["edge"].values, {}),
+        **{name: (("window", *d), per_window(pod[name]), {"long_name": LONG_NAMES[name]})
+           for name, d in pod_dims.items()},
         **{name: ("window", per_window(conc[name].values), dict(conc[name].attrs))
            for name in ("beta", "T_spec", "r2", "beta_stderr")},
         "H_star": (("eps", "window"), per_window(H, 1),
@@ -472,11 +441,6 @@ def _lag_statistics(A: xr.DataArray, kern, dim: str, tau_max: int | None, stocha
     lags = np.arange(A.sizes["lag"])
     stats = kern.LagStats.of_band(R, lags, q, k, name="A", stochastic=stochastic)
     return stats, q, k
-
-
-def _labels(max_peaks: int) -> list[str]:
-    """The window labels: "plain", then one per dominant scale."""
-    return ["plain"] + [f"scale-{m + 1}" for m in range(max_peaks)]
 
 
 def _coherency_at_peaks(R: xr.DataArray, a: np.ndarray, omega0: float, dim: str):

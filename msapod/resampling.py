@@ -1,14 +1,9 @@
 """Resampling of a POD spectrum over snapshots: bootstrap and jackknife (uncertainty).
 
-* ``bootstrap_spectrum``: spectra of snapshot resamples from the N x N Gram matrix alone
-  (each resample's own mean removed by double centring, :func:`double_centre`);
-* ``jackknife``: the value and jackknife standard error of any statistic of a POD
-  spectrum, leaving out one snapshot (or one group) at a time
-  (:func:`jackknife_spectra`);
-* ``jackknife_se`` (labelled) and ``jackknife_error`` (arrays): the jackknife standard
-  error of any statistic of the replicates;
-* ``leave_one_out_means``: the exact leave-one-out replicates of an ensemble mean of
-  per-snapshot second moments (the scalogram's jackknife).
+Every replicate's spectrum comes from the N x N Gram matrix alone, each replicate's own
+mean removed by double centring (:func:`double_centre`); :func:`leave_one_out_means` gives
+the exact leave-one-out replicates of an ensemble mean of per-snapshot second moments (the
+scalogram's jackknife).
 """
 
 from __future__ import annotations
@@ -106,7 +101,6 @@ def bootstrap_spectrum(
     else:
         w = rng.dirichlet(np.ones(n), size=n_boot) * n
     out = np.zeros((K.shape[0], n_boot, n))
-    # small matrices: BLAS threads only contend (measured 20x slower on busy cores)
     with one_blas_thread():
         for b in range(K.shape[0]):
             _replicates(K[b], out[b], method, n, idx, w)
@@ -128,11 +122,7 @@ def bootstrap_spectrum(
 
 def _replicates(Kb, out, method, n, idx, w) -> None:
     """Fill ``out[r]`` with the spectrum of replicate r of the Gram matrix ``Kb`` (zero
-    beyond the replicate's own N - 1 eigenvalues for the jackknife).
-
-    Every replicate's Gram matrix is built with elementwise centring (no small matrix
-    products), then all are diagonalised in one batched ``eigvalsh``.
-    """
+    beyond the replicate's own N - 1 eigenvalues for the jackknife), in one batched solve."""
     if method == "jackknife":
         out[:, : n - 1] = np.stack(jackknife_spectra(Kb))
         return

@@ -40,26 +40,28 @@ PAPER_EPS = 0.10
 EPS = (0.05, PAPER_EPS, 0.20)
 
 
-def _spectrum_dim(eigenvalues: xr.DataArray, dim: str | None) -> str:
+def _spectra(eigenvalues: xr.DataArray, dim: str | None) -> tuple[np.ndarray, tuple, tuple]:
+    """The checked spectra along ``dim`` (None: ``rank`` or ``mode``) as float64 rows, with
+    the leading dims and their sizes (:func:`msapod._labels.stack_leading`)."""
     if not isinstance(eigenvalues, xr.DataArray):
         raise ValueError(f"eigenvalues: expected a DataArray, got {type(eigenvalues).__name__}")
     if dim is None:
-        for d in ("rank", "mode"):
-            if d in eigenvalues.dims:
-                return d
-        raise ValueError(f"eigenvalues: expected a 'rank' or 'mode' dim, got {eigenvalues.dims}")
-    if dim not in eigenvalues.dims:
+        dim = next((d for d in ("rank", "mode") if d in eigenvalues.dims), None)
+        if dim is None:
+            raise ValueError(
+                f"eigenvalues: expected a 'rank' or 'mode' dim, got {eigenvalues.dims}"
+            )
+    elif dim not in eigenvalues.dims:
         raise ValueError(f"dim: {dim!r} is not a dim of eigenvalues {eigenvalues.dims}")
-    return dim
-
-
-def _check_eigs(lam: np.ndarray) -> None:
+    lam, lead, shape = stack_leading(eigenvalues, (dim,))
+    lam = lam.astype(np.float64)
     if not np.isfinite(lam).all():
         raise ValueError("eigenvalues: expected finite values (no NaN/inf)")
     if (lam < 0).any():
         raise ValueError("eigenvalues: expected non-negative values")
     if lam.shape[-1] >= 2 and (np.diff(lam, axis=-1) > 1e-12 * np.abs(lam).max()).any():
         raise ValueError("eigenvalues: expected a non-increasing sequence")
+    return lam, lead, shape
 
 
 def spectral_concentration(
@@ -88,10 +90,7 @@ def spectral_concentration(
         error of the slope; residuals of a spectrum are correlated, so prefer a bootstrap
         over snapshots for a confidence interval), ``k_min``, ``k_max``, ``n_fit``.
     """
-    d = _spectrum_dim(eigenvalues, dim)
-    lam_all, lead, shape = stack_leading(eigenvalues, (d,))
-    lam_all = lam_all.astype(np.float64)
-    _check_eigs(lam_all)
+    lam_all, lead, shape = _spectra(eigenvalues, dim)
     n = lam_all.shape[-1]
     k_min = check_int(k_min, "k_min", 1)
     k_max = n // 2 if k_max is None else check_int(k_max, "k_max", 2)
@@ -201,10 +200,7 @@ def effective_rank(
     """
     eps = check_eps(eps)
     tol = rank_tolerance(eps, criterion)
-    d = _spectrum_dim(eigenvalues, dim)
-    lam, lead, shape = stack_leading(eigenvalues, (d,))
-    lam = lam.astype(np.float64)
-    _check_eigs(lam)
+    lam, lead, shape = _spectra(eigenvalues, dim)
     n = lam.shape[-1]
     if n_snapshots is None:
         n_snapshots = int(eigenvalues.attrs.get("n_snapshots", n))

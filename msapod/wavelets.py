@@ -100,11 +100,8 @@ def log_scales(
     smax: float | None = None,
     num: int = DEFAULT_NUM_SCALES,
 ) -> np.ndarray:
-    """``num`` log-spaced scales from ``smin`` (default 3) to ``smax`` (default n_lag / 2).
-
-    Scales below :func:`min_valid_scale` (about 1.94 lags at omega0 = 6) have a period
-    shorter than two lags and resolve nothing; :func:`scalogram` warns about them.
-    """
+    """``num`` log-spaced scales from ``smin`` to ``smax`` (default n_lag / 2); scales
+    below :func:`min_valid_scale` resolve nothing (:func:`scalogram` warns about them)."""
     num = check_int(num, "num", 2)
     note = ""
     if smax is None:
@@ -291,12 +288,11 @@ def scalogram(
         :func:`~msapod.fields.to_lag`) or already ``(..., "snapshot", "query", "lag")``.
         The attention ``A`` (as the paper writes the scalogram) or its fluctuation ``u``.
     scales
-        Scales ``a`` in lags; default 48 log-spaced scales from 3 to ``n_lag / 2``.
-        Scales below :func:`min_valid_scale` (period under two lags) are computed but
-        raise a ``UserWarning``: their energy is aliased, so a maximum there means nothing.
+        Scales ``a`` in lags; default :func:`log_scales` of the lags. Scales below
+        :func:`min_valid_scale` (period under two lags) are computed but raise a
+        ``UserWarning``: their energy is aliased, so a maximum there means nothing.
     omega0
-        Morlet centre frequency (6: the wavelet is admissible to machine precision and
-        its period is 1.03 a).
+        Morlet centre frequency (:data:`OMEGA0`).
     dims
         Dims averaged over (snapshots and query rows).
     bias_correction
@@ -328,34 +324,32 @@ def scalogram(
     spec = E.sum(-1)
     if bias_correction:
         spec = spec / s
-    coords = {**lead_coords(R, lead), "scale": s, "lag": lags}
+    spec_name = "scale spectrum E(a) = sum_b E(a, b)" + (" / a" if bias_correction else "")
     ds = xr.Dataset(
         {
-            "energy": xr.DataArray(
-                E.reshape(shape + E.shape[1:]), dims=(*lead, "scale", "lag"), coords=coords
+            "energy": (
+                (*lead, "scale", "lag"),
+                E.reshape(shape + E.shape[1:]),
+                {"long_name": "scalogram E(a, b) = <|W(a, b)|^2>", "omega0": omega0},
             ),
-            "spectrum": xr.DataArray(
+            "spectrum": (
+                (*lead, "scale"),
                 spec.reshape(shape + spec.shape[1:]),
-                dims=(*lead, "scale"),
-                coords={k: v for k, v in coords.items() if k != "lag"},
+                {"long_name": spec_name, "omega0": omega0},
             ),
-        }
+        },
+        coords={**lead_coords(R, lead), "scale": s, "lag": lags},
+        attrs={
+            "omega0": omega0,
+            "averaged_over": list(dims),
+            "bias_correction": int(bias_correction),
+            "wavelet": "morlet",
+            "normalisation": "Torrence & Compo 1998, unit lag step, direct sum (zero padding)",
+        },
     )
     ds = ds.assign_coords(period=("scale", fourier_period(s, omega0)))
     ds["scale"].attrs = {"units": "lag (characters or tokens)", "long_name": "Morlet scale a"}
     ds["period"].attrs = {"units": "lag", "long_name": "equivalent Fourier period lambda"}
-    ds["energy"].attrs = {"long_name": "scalogram E(a, b) = <|W(a, b)|^2>", "omega0": omega0}
-    ds["spectrum"].attrs = {
-        "long_name": "scale spectrum E(a) = sum_b E(a, b)" + (" / a" if bias_correction else ""),
-        "omega0": omega0,
-    }
-    ds.attrs.update(
-        omega0=omega0,
-        averaged_over=list(dims),
-        bias_correction=int(bias_correction),
-        wavelet="morlet",
-        normalisation="Torrence & Compo 1998, unit lag step, direct sum (zero padding)",
-    )
     return ds
 
 
@@ -399,25 +393,25 @@ def dominant_scales(
         out[b, : len(idx)] = s[idx]
         energy[b, : len(idx)] = e[idx]
         edge[b, : len(idx)] = (idx == 0) | (idx == len(e) - 1)
-    dims = (*lead, "peak")
-    res = xr.DataArray(
-        out.reshape(shape + (max_count,)),
+    dims, full = (*lead, "peak"), shape + (max_count,)
+    return xr.DataArray(
+        out.reshape(full),
         dims=dims,
-        coords={**lead_coords(spectrum, lead), "peak": np.arange(max_count)},
+        coords={
+            **lead_coords(spectrum, lead),
+            "peak": np.arange(max_count),
+            "period": (dims, (out * ratio).reshape(full)),
+            "peak_energy": (dims, energy.reshape(full)),
+            "edge": (dims, edge.reshape(full)),
+        },
         name="dominant_scale",
+        attrs={
+            "units": "lag",
+            "long_name": "dominant scale a*",
+            "max_count": max_count,
+            "include_edges": int(include_edges),
+        },
     )
-    res = res.assign_coords(
-        period=(dims, (out * ratio).reshape(res.shape)),
-        peak_energy=(dims, energy.reshape(res.shape)),
-        edge=(dims, edge.reshape(res.shape)),
-    )
-    res.attrs = {
-        "units": "lag",
-        "long_name": "dominant scale a*",
-        "max_count": max_count,
-        "include_edges": int(include_edges),
-    }
-    return res
 
 
 def local_maxima(e: np.ndarray, include_edges: bool = False) -> np.ndarray:

@@ -3,17 +3,13 @@
 ``w_m(tau) = exp(-(tau - c_m)^2 / (2 sigma_m^2))`` and the scale-filtered fluctuation
 ``u^(m)(i, j) = w_m(i - j) u(i, j)``.
 
-The paper gives no formula for the centre c_m and width sigma_m. Our defaults:
-
-* **centre** ``"peak"``: the lag b at which the scalogram ``E(a*_m, b)`` is largest, i.e.
-  where the energy of that scale sits (``"centroid"``: the energy-weighted mean lag;
-  ``"scale"``: c = a*, the lag of one scale length; or any number).
-* **width** ``sigma_m = kappa a*_m`` with ``kappa = 1``: the window is the Gaussian envelope
-  of the analysing Morlet wavelet at that scale (``exp(-eta^2/2)`` with ``eta = tau / a``), so it
-  keeps the lags the wavelet itself sees. ``kappa`` is the ``width`` parameter.
-
-Both are parameters of :func:`window_parameters` and of :func:`msapod.analyze`; the book
-shows how much the results move under the alternatives.
+The paper gives no formula for the centre c_m and width sigma_m. Our defaults: the
+centre is the lag b at which the scalogram ``E(a*_m, b)`` is largest (where the energy of
+that scale sits); the width ``sigma_m = kappa a*_m`` with ``kappa = 1`` makes the window the
+Gaussian envelope of the analysing Morlet wavelet at that scale (``exp(-eta^2/2)``, ``eta =
+tau / a``), so it keeps the lags the wavelet itself sees. The alternatives are options of
+:func:`window_parameters` and :func:`msapod.analyze`; the book shows how much the results
+move under them.
 """
 
 from __future__ import annotations

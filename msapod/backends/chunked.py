@@ -24,9 +24,8 @@ a chunk holds ``snapshots_per_chunk x L x L`` values. Reductions are plain dask 
 computed with ``dask.compute``: they run unchanged on the threaded scheduler or on a
 ``dask.distributed`` cluster (the active ``Client``), and no global state is used.
 
-A pass over the data per reduction: :func:`msapod.analyze` needs four (checks and mean,
-lag moments, Grams, modes), the Gram pass loading each chunk about ``n_chunks / 2`` times.
-Values are checked where they are reduced (the mean, ``C`` and the Gram diagonal are
+A pass over the data per reduction (the Gram pass loads each chunk about ``n_chunks / 2``
+times). Values are checked where they are reduced (the mean, ``C`` and the Gram diagonal are
 finite iff the data are), so a NaN surfaces as the same ``ValueError`` as in memory.
 """
 
@@ -38,6 +37,7 @@ from scipy.linalg import eigh
 from .. import lagstats
 from .._labels import lag_layout, raise_values
 from ..lagstats import band_layout, gather_last, require_causal, row_bands, snapshot_moments
+from . import memory
 
 __all__ = [
     "CHECKS_IN_PASS",
@@ -91,12 +91,19 @@ def check_values(x, name: str, *, stochastic: bool, atol: float, band: bool = Fa
 def ensemble_mean(x, name: str, *, stochastic: bool = False, atol: float = 1e-3) -> np.ndarray:
     """One pass over ``x (N, ..., query, key)``: the value checks and the mean over the
     first axis (float64, in memory)."""
+    return _checked_pass(x, name, stochastic, atol)["mean"]
+
+
+def _checked_pass(x, name, stochastic, atol, band=False, **tasks) -> dict:
+    """One pass over ``x``: the value checks, the mean over the first axis (float64, in
+    memory) and the reductions ``tasks``, computed."""
     import dask
 
-    tasks = {"mean": x.mean(axis=0, dtype=np.float64), **_value_tasks(x, stochastic, atol)}
+    tasks.update(mean=x.mean(axis=0, dtype=np.float64), **_value_tasks(x, stochastic, atol))
     (res,) = dask.compute(tasks)
-    raise_values(name, res, stochastic, atol)
-    return np.asarray(res["mean"])
+    raise_values(name, res, stochastic, atol, band)
+    res["mean"] = np.asarray(res["mean"])
+    return res
 
 
 def is_causal(x, qpos: np.ndarray, kpos: np.ndarray, atol: float = 0.0) -> bool:
@@ -167,19 +174,13 @@ def cwt(x, Phi: np.ndarray):
     x = whole(x, (-1,))
     n_scale, n_lag = Phi.shape[0], Phi.shape[1]
     return x.map_blocks(
-        _cwt_block,
+        memory.cwt,
         Phi,
         chunks=x.chunks[:-1] + ((n_scale,), (n_lag,)),
         new_axis=x.ndim - 1,
         dtype=np.complex128,
         meta=np.array((), dtype=np.complex128),
     )
-
-
-def _cwt_block(x: np.ndarray, Phi: np.ndarray) -> np.ndarray:
-    X = np.asarray(x, dtype=np.float64)
-    W = np.einsum("sbt,nt->nsb", Phi, X.reshape(-1, X.shape[-1]), optimize=True)
-    return W.reshape(X.shape[:-1] + W.shape[1:])
 
 
 # ----------------------------------------------------------------------------- Grams
@@ -228,24 +229,13 @@ def _gram_pair(xi: np.ndarray, xj: np.ndarray, w2: np.ndarray) -> np.ndarray:
     return out
 
 
-def window_grams(
-    X, w2: np.ndarray, out: np.ndarray | None = None, *, zeroed: bool = False
-) -> np.ndarray:
-    """Windowed Grams ``X diag(w2[w]) X^T`` of a lazy ``(N, P)`` matrix, block by block.
-
-    One ``dask.compute`` per panel of row chunks forms the blocks (i, j >= i) (see
-    :func:`_pairwise`): memory holds the panel, a few chunks in flight and the
-    ``(n_w, N, N)`` result (``out`` if given), never all of ``X``. Windows that are zero
-    everywhere give zero Grams without a pass (``zeroed``: ``out`` is already zero, as
-    from ``np.zeros``, whose untouched pages cost no memory, so they are left alone).
-    """
+def window_grams(X, w2: np.ndarray) -> np.ndarray:
+    """Windowed Grams ``X diag(w2[w]) X^T`` ``(n_w, N, N)`` of a lazy ``(N, P)`` matrix,
+    over pairs of row chunks a panel at a time (:func:`_pairwise`), never all of ``X`` in
+    memory. Windows that are zero everywhere give zero Grams without a pass."""
     w2 = np.ascontiguousarray(w2, dtype=np.float64)
-    n = X.shape[0]
-    G = np.zeros((len(w2), n, n)) if out is None else out
+    G = np.zeros((len(w2), X.shape[0], X.shape[0]))
     live = np.flatnonzero((w2 != 0).any(axis=1))
-    if out is not None and not zeroed:
-        for w in np.setdiff1d(np.arange(len(w2)), live):
-            G[w] = 0.0
     if len(live):
         _pairwise(X, _gram_pair, w2[live], G, None if len(live) == len(w2) else live)
     return G
@@ -319,15 +309,12 @@ class LagStats(lagstats.LagStats):
     """The lag statistics of one dask ensemble, chunk by chunk: the twin of
     :class:`msapod.lagstats.LagStats`, with its constructors, attributes and methods.
 
-    The fields stay lazy (``(N, query, key)`` or a lag form ``(N, query, lag)``, chunked
-    over the snapshots). :meth:`of_ensemble` takes the value checks, the mean and both
-    causality flags in one pass; the lag moments take one more (:func:`lag_moments`).
-    The windowed Grams are formed over pairs of snapshot chunks from the entries of the
-    lag form packed straight from the chunks, the mean subtracted on the way (no lag-form
-    pass, never the per-lag tensor unless :meth:`gram_tensor` is asked for); the
-    eigenproblem is solved in memory (a subset eigensolve for few modes, :func:`eig_top`)
-    and all windows' modes come from one more pass (:func:`project`). ``X`` and
-    :meth:`lag_form` are lazy; :meth:`snapshot_moments` is a lazy ``(N, ...)`` array.
+    The fields stay lazy, chunked over the snapshots. :meth:`of_ensemble` takes the value
+    checks, the mean and both causality flags in one pass. The windowed Grams read the
+    entries of the lag form packed straight from the chunks, the mean subtracted on the
+    way (no per-lag tensor unless :meth:`gram_tensor` is asked for); the eigenproblem is
+    solved by :func:`eig_top`. ``X``, :meth:`lag_form` and :meth:`snapshot_moments` are
+    lazy.
     """
 
     def __init__(self, F, lags, qpos, kpos, idx=None, valid=None, mean=None) -> None:
@@ -360,16 +347,10 @@ class LagStats(lagstats.LagStats):
         one pass for the value checks (the ValueErrors of the in-memory check), the mean
         (float64, in memory) and whether ``A`` and ``u`` are zero above the diagonal
         (``tau_max``: the lag band ``0..tau_max`` only)."""
-        import dask
-
         upper = kpos[None, :] > qpos[:, None]
-        tasks = {"mean": A.mean(axis=0, dtype=np.float64), **_value_tasks(A, stochastic, atol)}
-        if upper.any():
-            tasks["max"] = A.max(axis=0)
-            tasks["min"] = A.min(axis=0)
-        (res,) = dask.compute(tasks)
-        raise_values(name, res, stochastic, atol)
-        mean = np.asarray(res["mean"])
+        extremes = {"max": A.max(axis=0), "min": A.min(axis=0)} if upper.any() else {}
+        res = _checked_pass(A, name, stochastic, atol, **extremes)
+        mean = res["mean"]
         causal_A = causal_u = True
         if upper.any():
             hi, lo, m = np.asarray(res["max"])[upper], np.asarray(res["min"])[upper], mean[upper]
@@ -390,12 +371,7 @@ class LagStats(lagstats.LagStats):
     def of_band(cls, R, lags, qpos, kpos, *, name="A", stochastic=False, atol=1e-3) -> LagStats:
         """The lag statistics of dask fields given as a lag band ``R (N, query, lag)``:
         one pass for the value checks (rows of a band sum to at most one) and the mean."""
-        import dask
-
-        tasks = {"mean": R.mean(axis=0, dtype=np.float64), **_value_tasks(R, stochastic, atol)}
-        (res,) = dask.compute(tasks)
-        raise_values(name, res, stochastic, atol, band=True)
-        mean = np.asarray(res["mean"])
+        mean = _checked_pass(R, name, stochastic, atol, band=True)["mean"]
         return cls(R, lags, qpos, kpos, mean=mean).as_band(mean)
 
     @classmethod
@@ -464,8 +440,7 @@ class LagStats(lagstats.LagStats):
         """``G^(w) (window, N, N)`` of the windows ``W (window, lag)``, block by block over
         pairs of snapshot chunks (zero windows: no pass)."""
         W2 = np.atleast_2d(np.asarray(W, dtype=np.float64)) ** 2
-        K = np.zeros((len(W2), self.n, self.n))
-        window_grams(self._packed, W2[:, self._col], out=K, zeroed=True)
+        K = window_grams(self._packed, W2[:, self._col])
         K /= self.n
         return K
 

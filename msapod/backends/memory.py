@@ -29,9 +29,6 @@ __all__ = [
 CHECKS_IN_PASS = False
 
 
-# ----------------------------------------------------------------------------- checks
-
-
 def check_values(
     x: np.ndarray, name: str, *, stochastic: bool, atol: float, band: bool = False
 ) -> None:
@@ -67,12 +64,7 @@ def ensemble_mean(
     return x.mean(0, dtype=np.float64)
 
 
-# ----------------------------------------------------------------------------- lag form
-
 gather = gather_last  # the name the dispatch uses (see msapod.backends.kernels)
-
-
-# ----------------------------------------------------------------------------- moments
 
 
 def lag_moments(x: np.ndarray, n_avg: int) -> np.ndarray:
@@ -110,17 +102,9 @@ def coherency_sums(x: np.ndarray, Bs: list) -> np.ndarray:
     return out
 
 
-# ----------------------------------------------------------------------------- errors
-
-
-def mean_sq_residual(U: np.ndarray, C: np.ndarray, Phi: np.ndarray) -> float:
-    """``(1/N) sum_s ||U_s - C_s Phi||^2``, the residual formed explicitly."""
-    R = U - C @ Phi
-    return float(np.einsum("sp,sp->", R, R) / U.shape[0])
-
-
 def residual(u: np.ndarray, Bm: np.ndarray, C: np.ndarray | None) -> float:
-    """``(1/N) sum_s ||u_s - c_s Bm||^2`` of ``u (N, query, key)`` (``C`` None: project
-    onto the rows of Bm)."""
+    """``(1/N) sum_s ||u_s - c_s Bm||^2`` of ``u (N, query, key)``, the residual formed
+    explicitly (``C`` None: project onto the rows of Bm)."""
     U = u.reshape(u.shape[0], -1).astype(np.float64)
-    return mean_sq_residual(U, U @ Bm.T if C is None else C, Bm)
+    R = U - (U @ Bm.T if C is None else C) @ Bm
+    return float(np.einsum("sp,sp->", R, R) / U.shape[0])
