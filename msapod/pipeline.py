@@ -127,9 +127,26 @@ def analyze(
     which also runs on a ``dask.distributed`` cluster).
     """
     # the options first (N, for n_modes, where A has the dim), then the field, once
-    options = {name: value for name, value in locals().items() if name in ANALYZE_DEFAULTS}
     known = isinstance(A, xr.DataArray) and isinstance(dim, str) and dim in A.sizes
-    opts = check_options(A.sizes[dim] if known else None, **options)
+    opts = check_options(
+        A.sizes[dim] if known else None,
+        dim=dim,
+        scales=scales,
+        omega0=omega0,
+        max_peaks=max_peaks,
+        include_edges=include_edges,
+        field=field,
+        centre=centre,
+        width=width,
+        n_modes=n_modes,
+        eps=eps,
+        criterion=criterion,
+        k_min=k_min,
+        k_max=k_max,
+        coherency=coherency,
+        check_stochastic=check_stochastic,
+        tau_max=tau_max,
+    )
     kern = kernels(A)
     last = "lag" if isinstance(A, xr.DataArray) and is_band(A) else "key"
     check_with(kern, A, dims=(dim, "query", last), stochastic=check_stochastic, snapshot_dim=dim)
