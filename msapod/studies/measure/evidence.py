@@ -1,11 +1,8 @@
 """The evidence every claim is decided on: per model and layer, every reading's numbers.
 
-:func:`layer_evidence` measures one layer's ensemble of attention fields under every
-reading of the specification curve (:data:`AXES`): the scale statistics of the scale
-spectrum with their jackknife standard errors, the scalogram energy, T_spec and H* of the
-plain POD, the scale windows' modes (C4's lag-energy shares, C9's scale-spread ratios)
-and Theorem 1's check. :func:`model_evidence` does it for a zoo model (cached);
-:mod:`msapod.studies.verdict` only decides and renders.
+:func:`layer_evidence` measures one layer's ensemble under every reading of the
+specification curve (:data:`AXES`), :func:`model_evidence` every layer of a zoo model
+(cached); :mod:`msapod.studies.verdict` only decides and renders.
 
 Speed: per model and layer the lag profiles are formed once; from them the per-snapshot
 lag second-moment matrices ``S_s = sum_i r_{s,i} r_{s,i}^T`` (of u and of A) and the
@@ -43,7 +40,7 @@ from ...wavelets import (
     scale_spectrum_operator,
     scalogram_energy,
 )
-from ..registry import REGISTRY
+from ..registry import REGISTRY, WINDOW_AXES
 from ..store.cache import cached_dataset, cached_fields
 from .convergence import FIXED_K, NS
 from .uncertainty import fractional_rank
@@ -352,15 +349,10 @@ def _mode_spectra(V, X, W, cols, M_up) -> dict:
 
 
 def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified):
-    """Delete-group jackknife standard errors of C4's share :math:`s`, of :math:`s - b`
-    and of C9's ratio :math:`D`, each window held at its full-ensemble choice.
-
-    The snapshots fall into :data:`JACKKNIFE_GROUPS` contiguous groups; without each group
-    the Reynolds mean is re-estimated (the Gram tensor of the kept fluctuations is
-    ``J G(tau) J``, ``J`` the centring matrix), and with it every used window's mode 1, its
-    lag energy, the window alone's share and (C9) the scale spectra of the windowed and the
-    plain mode 1. Returns ``(share_se, diff_se, ratio_se)`` shaped like ``c4_key`` (the
-    window index per C4 case, -1 none) and ``c9_key``; NaN where a case has no window.
+    """Delete-group jackknife SEs ``(share_se, diff_se, ratio_se)`` of C4's share s, of
+    s - b and of C9's ratio D, shaped like ``c4_key`` and ``c9_key`` (NaN where a case has
+    no window, key -1), each window held at its full-ensemble choice; without each of the
+    :data:`JACKKNIFE_GROUPS` contiguous groups the Reynolds mean is re-estimated (``J G J``).
     """
     n_lag, n, _ = G.shape
     groups = JACKKNIFE_GROUPS
@@ -426,10 +418,8 @@ def layer_evidence(
         The readings to compute, per axis (default :data:`AXES`); the curve's text nulls
         pass ``verdict.study.MAIN_AXES``, the default reading of the window axes.
     window_se
-        Also the delete-group jackknife of C4 and C9 (:func:`_window_jackknife`: every
-        window's mode re-estimated per group, the costliest part); False leaves
-        ``c4_share_se``, ``c4_diff_se`` and ``c9_ratio_se`` NaN (a zoo with two seeds of
-        each architecture takes these intervals over its seeds).
+        Also the delete-group jackknife of C4 and C9 (the costliest part); False leaves
+        the variables of :data:`WINDOW_SE_VARS` NaN.
 
     Returns
     -------
@@ -535,15 +525,12 @@ def _scale_readings(ctx: _LayerContext, XA: np.ndarray, Xu: np.ndarray) -> dict:
         "value": np.full(shape, np.nan),
         "se": np.full(shape, np.nan),
         "edge": np.zeros(shape, dtype=np.int8),
-        "energy": np.full(shape[:3], np.nan),
-        "energy_se": np.full(shape[:3], np.nan),
-        **{k: np.full(shape[:3], np.nan) for v in BAND_VARS for k in (v, f"{v}_se")},
+        **{k: np.full(shape[:3], np.nan) for v in ("energy", *BAND_VARS) for k in (v, f"{v}_se")},
         "C": {},
         "spectra": {},
     }
     for fi, f in enumerate(AX["field"]):
         X = Xu if f == "u" else XA
-        # per-snapshot lag moments (upper triangles)
         S = lagstats.snapshot_moments(X, upper=True, causal_rows=ctx.square)
         P = S @ ctx.M_up.T  # (N, grids * scales)
         out["C"][f] = lagstats.from_upper(S.sum(0) / (n * q), len(ctx.lags))
@@ -578,9 +565,8 @@ def _scale_statistics(out: dict, ix: tuple, sp, sp_rep, s, stats) -> None:
 
 
 def _band_statistics(out: dict, ix: tuple, sp, sp_rep, s) -> None:
-    """C1's and C2's statistics of one spectrum ``sp`` (delete-one replicates ``sp_rep``)
-    into ``out`` at ``ix``: the fine and coarse shares (:func:`band_shares`) and the slope
-    (:func:`spectrum_slope`), each with its jackknife SE."""
+    """C1's and C2's :data:`BAND_VARS` of one spectrum ``sp`` (delete-one replicates
+    ``sp_rep``) with their jackknife SEs into ``out`` at ``ix``."""
     fine, coarse = band_shares(np.vstack([sp, sp_rep]), s)
     slope = spectrum_slope(np.vstack([sp, sp_rep]), s)
     for name, v in zip(BAND_VARS, (fine, coarse, slope), strict=True):
@@ -615,13 +601,9 @@ def _plain_pod(ctx: _LayerContext, G: np.ndarray) -> dict:
     return {"lam": lam, "V": V, "T": T, "T_se": se[:2], "H": H, "H_se": se[2:]}
 
 
-#: The window readings' dims (C4, C9).
-_WINDOW_DIMS = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
-
-
 def _window_plan(ctx: _LayerContext, scale: dict) -> tuple[list, np.ndarray]:
     """Every window of every reading: ``[(ix, m, a, c, key)]`` with ``ix`` the reading's
-    index along :data:`_WINDOW_DIMS`, ``m`` the peak's rank, ``a`` the dominant scale,
+    index along :data:`WINDOW_AXES`, ``m`` the peak's rank, ``a`` the dominant scale,
     ``c`` the window centre and ``key`` = (centre, sigma) rounded; and ``a_star``
     (field, normalisation, scale_min, scale_stat, peak)."""
     AX, lags = ctx.AX, ctx.lags
@@ -673,12 +655,10 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
     modes = _window_modes(G, Xu, lags, keys, need, ctx.M_up)
     phi = np.tensordot(v_plain, Xu, axes=(0, 0))  # plain mode 1 (Q, L)
     plain_spec = ctx.M_up @ lagstats.snapshot_moments(phi[None], upper=True)[0]
-    shape_w = tuple(len(AX[a]) for a in _WINDOW_DIMS)
+    shape_w = tuple(len(AX[a]) for a in WINDOW_AXES)
     out = {
-        "c4_share": np.full(shape_w + (3,), np.nan),
-        "c4_base": np.full(shape_w + (3,), np.nan),
+        **{k: np.full(shape_w + (3,), np.nan) for k in ("c4_share", "c4_base", "c4_peaks")},
         "c4_reach": np.zeros(shape_w + (3,), dtype=bool),
-        "c4_peaks": np.full(shape_w + (3,), np.nan),
         "c4_key": np.full(shape_w + (3,), -1),
         "c9_ratio": np.full(shape_w, np.nan),
         "c9_key": np.full(shape_w, -1),
@@ -750,7 +730,7 @@ def _c4_cases(out: dict, ix: tuple, j: int, c: float, sigma: float, e, lags, lag
 
 def _evidence_dataset(ctx: _LayerContext, scale: dict, pod: dict, win: dict, se: dict):
     """The Dataset of :func:`layer_evidence` from its parts."""
-    AX, dims_w = ctx.AX, _WINDOW_DIMS
+    AX, dims_w = ctx.AX, WINDOW_AXES
     coords = {a: list(AX[a]) for a in (*dims_w, "criterion", "fit")}
     coords["paper_layer"] = sorted(PAPER_LAGS)
     coords["peak"] = [0, 1, 2]
@@ -903,11 +883,9 @@ def model_evidence(
 
 
 def needs_window_se(models: Sequence[str]) -> bool:
-    """Whether a zoo of these models measures C4's and C9's jackknife over snapshots: not
-    when every architecture among them has at least two models (then the seeds are the
-    replicates of every claim, architecture contrasts included, and a zoo needs no
-    snippet interval of the windows' modes; with fewer seeds it decides on the
-    snippets)."""
+    """Whether a zoo of these models measures C4's and C9's jackknife over snapshots: only
+    when some architecture among them has fewer than two models (otherwise the seeds are
+    the replicates of every claim, architecture contrasts included)."""
     from ...models.zoo import architecture
 
     labels = [str(architecture(m)) for m in models]
