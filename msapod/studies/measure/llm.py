@@ -12,16 +12,11 @@ The ensemble is the zoo's, translated to BPE tokens (:func:`token_ensemble`). At
 characters per token (measured on the validation split), the default ``length = 83``
 tokens spans about 256 characters, the zoo snippets' span, so the lag range 1..L/2 of the
 scalogram covers about the same text (1..41 tokens, 3..127 characters). Lags are in
-tokens; the scorecard's LLM outcomes
-(:func:`msapod.studies.verdict.scorecard.llm_outcomes`, through
-:func:`~msapod.studies.verdict.scorecard.llm_zoo`) convert them to characters with the
-ensemble's measured characters per token.
+tokens (:func:`msapod.studies.verdict.scorecard.llm_zoo` converts them to characters).
 
-:func:`smollm2_analysis` is one call of the path every model takes
-(:mod:`msapod.studies.measure.model_analysis`, also ``msapod analyze``'s) with the study's
-settings: every layer, heads averaged at once, the jackknife standard errors of the plain
-window's T_spec and H*, and the layers combined into one cached dataset. An interrupted
-run continues from the last finished batch or layer.
+:func:`smollm2_analysis` is one call of :mod:`msapod.studies.measure.model_analysis` with
+the study's settings: every layer, heads averaged, the jackknife standard errors of the
+plain window's T_spec and H*.
 """
 
 from __future__ import annotations
@@ -240,21 +235,15 @@ def load_tokenizer(path: str | os.PathLike | None = None):
 
 
 def token_ensemble(tokenizer, n: int = DEFAULT_N, length: int = DEFAULT_LENGTH, seed: int = 0):
-    """The zoo's snippet ensemble in BPE tokens.
-
-    The validation split (the last 10 % of TinyShakespeare, as in
-    :func:`msapod.models.extract.ensemble_ids`) is tokenised as one text without special
-    tokens (:func:`~msapod.studies.measure.model_analysis.tokenise`);
-    :func:`~msapod.studies.measure.model_analysis.draw_ensemble` then draws ``n`` of its
-    aligned, non-overlapping windows of ``length`` tokens with ``seed`` (sorted,
-    deterministic).
+    """The zoo's snippet ensemble in BPE tokens: the validation split tokenised as one
+    text (:func:`~msapod.studies.measure.model_analysis.tokenise`), ``n`` snippets drawn
+    by :func:`~msapod.studies.measure.model_analysis.draw_ensemble`.
 
     Parameters
     ----------
     tokenizer
-        A Hugging Face (fast) tokenizer, or any callable ``tokenizer(text,
-        add_special_tokens=False, return_offsets_mapping=True)`` returning a mapping with
-        ``input_ids`` and ``offset_mapping`` (character span of every token).
+        As in :func:`~msapod.studies.measure.model_analysis.tokenise`, with character
+        offsets (a fast tokenizer).
     n, length, seed
         Snippets, tokens per snippet, seed.
 
@@ -319,9 +308,8 @@ def _parts(n: int, length: int, seed: int, params: dict) -> dict:
 
 
 def _published(ds: xr.Dataset, ens: dict) -> xr.Dataset:
-    """One layer's analysis as the study publishes it (``results/llm.nc``): the plain
-    window's jackknife errors, ``H_star_se`` that of the interpolated H* (an integer rank
-    rarely moves when one snippet is left out, so the integer's SE is often exactly 0),
+    """One layer's analysis as ``results/llm.nc`` holds it: the plain window's jackknife
+    errors (``H_star_se`` that of the interpolated H*: the integer's is often exactly 0)
     and where each snippet sits in the text."""
     plain = {"window": "plain", "drop": True}
     ds = ds.assign(

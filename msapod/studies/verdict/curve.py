@@ -13,12 +13,8 @@ single departure from the default reading (one axis changed, the zoo's width and
 of inference included) gives another decided verdict (:func:`robustness`); the share of
 all its specifications that agree is reported beside it.
 
-:func:`assemble` returns the curve as a Dataset of numbers and codes (``multiverse.nc``):
-per test and specification the estimate, its 90 % interval, the boundary, the p-values and
-the code; per model the statistic and its snippet standard error; per part and claim the
-code. :func:`multiverse_study` adds the null columns (the default reading on the untrained
-models and on shuffled snippets) and the joint test (:mod:`.joint`), and caches it keyed
-by everything that decides it: the evidence, the studies, the registry and these sources.
+:func:`assemble` returns the curve as a Dataset of numbers and codes (``multiverse.nc``);
+:func:`.study.multiverse_study` adds the null columns and the joint test, cached.
 """
 
 from __future__ import annotations
@@ -230,6 +226,10 @@ def assemble(zoos: Mapping[str, Zoo]) -> xr.Dataset:
     return _dataset(cells, specs, applicable, zoos)
 
 
+#: The registry's fields of each test kept as ``test_<field>`` coordinates of the curve.
+_TEST_FIELDS = ("part", "case", "log", "direction", "design", "reference", "sesoi")
+
+
 def _dataset(cells: _Cells, specs, applicable, zoos: Mapping[str, Zoo]) -> xr.Dataset:
     names = list(zoos)
     test_ids = [qualified_id(c, t) for c, t in cells.tests]
@@ -260,13 +260,7 @@ def _dataset(cells: _Cells, specs, applicable, zoos: Mapping[str, Zoo]) -> xr.Da
             "part_name": ("part", [p for _, p in cells.parts]),
             "test": test_ids,
             "test_claim": ("test", [c for c, _ in cells.tests]),
-            "test_part": ("test", [t.part for t in ts]),
-            "test_case": ("test", [t.case for t in ts]),
-            "test_log": ("test", [t.log for t in ts]),
-            "test_direction": ("test", [t.direction for t in ts]),
-            "test_design": ("test", [t.design for t in ts]),
-            "test_reference": ("test", [t.reference for t in ts]),
-            "test_sesoi": ("test", [t.sesoi for t in ts]),
+            **{f"test_{k}": ("test", [getattr(t, k) for t in ts]) for k in _TEST_FIELDS},
             "spec": np.arange(len(specs)),
             **spec_coords,
             "main": ("spec", np.asarray(main, bool)),

@@ -1,14 +1,5 @@
 """The curve study, cached: every claim on every trained zoo with its null columns and joint
-test (``results/multiverse.nc``).
-
-:func:`zoo_evidence` measures (or reads from the cache) the evidence of every trained
-model, its untrained copy and, for the main zoo, the trained models on shuffled snippets;
-:func:`zoo_of` gathers what the tests read for one zoo into a
-:class:`~.statistics.Zoo`; :func:`multiverse_study` assembles the curve
-(:func:`.curve.assemble`), its robustness (:func:`.curve.robustness`), the null columns
-(:func:`.curve.null_outcomes` on the main zoo's untrained and shuffled ensembles) and the
-joint test (:func:`.joint.joint_tests`), cached by everything that decides them.
-"""
+test (``results/multiverse.nc``, :func:`multiverse_study`)."""
 
 from __future__ import annotations
 
