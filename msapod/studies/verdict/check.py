@@ -111,16 +111,13 @@ def check_claims(
             raise ValueError(f"fields: expected layers 1..L in some order, got {layers}")
         groups = depth_groups(len(layers), "literal")
     t1 = 4 if 4 in layers else layers[len(layers) // 2]
+    kw = dict(dim=dim, omega0=omega0, axes=MAIN_AXES)
     evs = []
     for i, m in enumerate(models):
         if progress:
             print(f"check_claims: model {m} ({i + 1}/{len(models)})", flush=True)
         one = fields.sel(model=m, drop=True).transpose("layer", dim, "query", "key")
-        evs.append(
-            fields_evidence(
-                one, theorem1_layer=t1 if i == 0 else 0, dim=dim, omega0=omega0, axes=MAIN_AXES
-            )
-        )
+        evs.append(fields_evidence(one, theorem1_layer=t1 if i == 0 else 0, **kw))
     ev = xr.concat(evs, dim=xr.DataArray(models, dims="model", name="model"))
     arch = [str(a) for a in fields["architecture"].values]
     ev = ev.assign_coords(architecture=("model", arch))

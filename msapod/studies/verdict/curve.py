@@ -6,12 +6,8 @@ Simonsohn, Simmons & Nelson (2020) and Steegen et al. (2016), each claim is deci
 (:data:`CURVE_AXES`; the default first, tagged ``paper`` or ``book`` in
 :data:`READING_TAGS`), on every trained zoo, and under both units of inference. Each
 claim is evaluated on its sub-grid: its axes vary, the others stay at the default
-reading (:func:`applies`).
-
-**Robust** means robust to every axis the book varies: a claim's verdict is robust when no
-single departure from the default reading (one axis changed, the zoo's width and the unit
-of inference included) gives another decided verdict (:func:`robustness`); the share of
-all its specifications that agree is reported beside it.
+reading (:func:`applies`). **Robust** means robust to every axis the book varies
+(:func:`robustness`).
 
 :func:`assemble` returns the curve as a Dataset of numbers and codes (``multiverse.nc``);
 :func:`.study.multiverse_study` adds the null columns and the joint test, cached.
@@ -29,6 +25,7 @@ import numpy as np
 import xarray as xr
 
 from ..measure.evidence import AXES, EVIDENCE_FORMAT
+from ..measure.nullfields import NULLS
 from ..registry import REGISTRY, qualified_id, registry_hash
 from .outcome import UNITS, Outcome, evaluate
 from .statistics import Zoo
@@ -107,9 +104,9 @@ READING_TAGS: dict[str, tuple[str, str]] = {
 }
 #: The modules whose code decides the claims (the renderer's words are not among them).
 DECIDING = ("inference.py", "statistics.py", "outcome.py", "curve.py", "joint.py", "study.py")
-#: The null columns: the default reading on the same models untrained and on snippets
-#: with their characters or their words shuffled.
-NULL_COLUMNS = ("untrained", "shuffled", "words")
+#: The null columns: the default reading on each null ensemble (the same models untrained,
+#: on snippets with their characters or their words shuffled).
+NULL_COLUMNS = NULLS
 
 
 def claim_axes(claim: str) -> tuple[str, ...]:
@@ -153,16 +150,13 @@ def readings(claim: str) -> list[dict]:
 def specifications(zoos: Sequence[str]) -> list[dict]:
     """Every claim's readings on every zoo (``zoo`` added), distinct, the main zoo's
     default reading first."""
-    specs, seen = [], set()
+    specs = {}
     for z in zoos:
         for claim in CLAIM_IDS:
             for r in readings(claim):
                 spec = {"zoo": z, **r}
-                key = tuple(spec.values())
-                if key not in seen:
-                    seen.add(key)
-                    specs.append(spec)
-    return specs
+                specs.setdefault(tuple(spec.values()), spec)
+    return list(specs.values())
 
 
 class _Cells:
@@ -308,8 +302,7 @@ def robustness(ds: xr.Dataset) -> xr.Dataset:
                 if a != axis:
                     others &= ds[a].values == main[a]
             sel = ok & others & (ds[axis].values != main[axis])
-            for value in np.unique(ds[axis].values[sel & (v != default)]):
-                changed.append(f"{axis}={value}")
+            changed += [f"{axis}={x}" for x in np.unique(ds[axis].values[sel & (v != default)])]
         robust.append(not changed and default != "untestable")
         flips.append("; ".join(changed))
     return xr.Dataset(

@@ -146,12 +146,7 @@ def _claim_joint(ds: xr.Dataset, claim: str, zoo: str) -> dict | None:
     else:
         iv = welch(np.broadcast_to(dev[None], (len(rows), *dev.shape)), rows[:, None, :])
     null = curve_statistics(iv.estimate, iv.se, iv.df, sgn)
-    out = {
-        "n_relabellings": len(rows),
-        "exact": exact,
-        "n_effects": int(len(dev)),
-        "n_specs": int(specs.sum()),
-    }
+    out = dict(n_relabellings=len(rows), exact=exact, n_effects=len(dev), n_specs=int(specs.sum()))
     for s in STATISTICS:
         tol = 1e-12 * max(
             1.0, float(np.nanmax(np.abs(null[s]))) if np.isfinite(null[s]).any() else 1.0
