@@ -297,10 +297,9 @@ def robustness(ds: xr.Dataset) -> xr.Dataset:
         share.append(float((v[ok] == default).mean()) if ok.any() else np.nan)
         changed = []
         for axis in ("zoo", *CURVE_AXES):
-            others = np.ones(ds.sizes["spec"], bool)
-            for a in ("zoo", *CURVE_AXES):
-                if a != axis:
-                    others &= ds[a].values == main[a]
+            others = np.logical_and.reduce(
+                [ds[a].values == main[a] for a in ("zoo", *CURVE_AXES) if a != axis]
+            )
             sel = ok & others & (ds[axis].values != main[axis])
             changed += [f"{axis}={x}" for x in np.unique(ds[axis].values[sel & (v != default)])]
         robust.append(not changed and default != "untestable")

@@ -56,8 +56,7 @@ def relabellings(design: str, treated: np.ndarray, seed: int = 0) -> tuple[np.nd
     M = len(treated)
     if design == "models":
         if 2**M <= MAX_EXACT:
-            rows = np.array(list(itertools.product((1.0, -1.0), repeat=M)))
-            return rows, True
+            return np.array(list(itertools.product((1.0, -1.0), repeat=M))), True
         rng = np.random.default_rng(seed)
         draws = rng.choice((1.0, -1.0), size=(NUM_RANDOM, M))
         return np.vstack([np.ones(M), draws]), False

@@ -281,17 +281,14 @@ def claim_views(mv: xr.Dataset, claim: str, zoo: str | None = None, **axes) -> l
 def robustness_sentence(mv: xr.Dataset, claim: str) -> str:
     """Whether the claim's verdict is robust to every axis the book varies and the share
     of its readings that agree."""
-    share = float(mv["robust_share"].sel(claim=claim))
-    flips = str(mv["flips"].sel(claim=claim).values)
-    n = int(
-        (mv["applicable"].sel(claim=claim) & (mv["verdict"].sel(claim=claim) != "untestable")).sum()
-    )
+    c = mv[["robust_share", "robust", "flips", "applicable", "verdict"]].sel(claim=claim)
+    n = int((c["applicable"] & (c["verdict"] != "untestable")).sum())
     if n <= 1:
         return "one reading only"
-    head = f"{share:.0%} of its {n} decided readings agree"
-    if bool(mv["robust"].sel(claim=claim)):
+    head = f"{float(c['robust_share']):.0%} of its {n} decided readings agree"
+    if bool(c["robust"]):
         return f"**robust**: no single choice the book varies changes it ({head})"
-    named = "; ".join(flip_words(f, claim) for f in flips.split("; ") if f)
+    named = "; ".join(flip_words(f, claim) for f in str(c["flips"].values).split("; ") if f)
     return f"**fragile**: {named} changes it ({head})"
 
 

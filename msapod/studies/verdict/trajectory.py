@@ -45,10 +45,5 @@ def step_outcomes(traj: xr.Dataset) -> dict[int, dict[str, Outcome]]:
 
 def step_verdicts(traj: xr.Dataset) -> pd.DataFrame:
     """The verdict codes of :func:`step_outcomes`: index claim, one column per step."""
-    outcomes = step_outcomes(traj)
-    table = pd.DataFrame(
-        {step: {c: o.code for c, o in per.items()} for step, per in outcomes.items()}
-    )
-    table.index.name = "claim"
-    table.columns.name = "step"
-    return table
+    codes = {step: {c: o.code for c, o in per.items()} for step, per in step_outcomes(traj).items()}
+    return pd.DataFrame(codes).rename_axis(index="claim", columns="step")
