@@ -1,17 +1,13 @@
 """Analyse your own model: ``msapod analyze SOURCE`` as a function.
 
-A *source* is a zoo model name, a checkpoint folder of :func:`msapod.models.train.train`,
-a Hugging Face model folder or id (loaded as transformers loads it, with any attention
-implementation; the ``hf`` extra), or ``smollm2`` (SmolLM2-135M-Instruct, the GGUF file of
-the ``llm`` extra). :func:`analyze_sources` takes each source the path of
-:mod:`msapod.studies.measure.model_analysis` (the SmolLM2 study's too) with the command's
-settings: the snippets of any text; fields and per-layer analyses cached by the source's
-and the text's sha256, the ensemble and the layers (an interrupted run resumes at its next
-batch, a finished one is never recomputed); every window analysed, with 95 % jackknife
-intervals. It stacks the sources along ``model`` into one dataset that records every
-parameter and each source's provenance, and decides the paper's claims these models can
-test (:func:`evaluate_claims`); :func:`msapod.studies.report.write_report` turns it into
-one self-contained HTML page. The module imports no torch; loading a model imports it.
+A *source* is a zoo model name, a checkpoint folder, a Hugging Face model folder or id
+(the ``hf`` extra), or ``smollm2`` (SmolLM2-135M-Instruct, the ``llm`` extra):
+:func:`resolve_source`. :func:`analyze_sources` takes each source the path of
+:mod:`msapod.studies.measure.model_analysis` with the command's settings (fields and
+per-layer analyses cached by the source's and the text's sha256, the ensemble and the
+layers; every window analysed, with 95 % jackknife intervals), stacks the sources along
+``model`` with every parameter and each source's provenance, and decides the paper's
+claims these models can test (:func:`evaluate_claims`). The module imports no torch.
 """
 
 from __future__ import annotations
@@ -92,18 +88,16 @@ DEFAULTS = MappingProxyType(
 
 
 def resolve_source(spec: str, label: str | None = None) -> Source:
-    """Load the model a SOURCE names (see the module docstring).
+    """Load the model a SOURCE names.
 
     Parameters
     ----------
     spec
         A name in :data:`GGUF_ALIASES` or a ``.gguf`` file (SmolLM2,
-        :func:`msapod.studies.measure.llm.smollm2_source`), else a zoo model name, a
-        checkpoint folder or a Hugging Face folder or id
-        (:func:`~msapod.studies.measure.model_analysis.load_source`).
+        :func:`msapod.studies.measure.llm.smollm2_source`), else as in
+        :func:`~msapod.studies.measure.model_analysis.load_source`.
     label
-        Name of the model in the result (default: the zoo name, the folder's name, the
-        id's last part).
+        As in :func:`~msapod.studies.measure.model_analysis.load_source`.
 
     Raises
     ------
@@ -129,12 +123,8 @@ def _gguf_source(spec: str, label: str | None) -> Source:
 
 
 def _analysis_params(n: int | None = None, **options) -> dict:
-    """Every option of :data:`DEFAULTS`, given or default, checked (JSON-safe).
-
-    analyze's options are checked by analyze's own rule (:func:`msapod.pipeline.check_options`,
-    with N = ``n`` when known), its errors given the names of the command's flags; the
-    grid's when the grid is made (:func:`_scales`).
-    """
+    """Every option of :data:`DEFAULTS`, given or default (JSON-safe); analyze's checked
+    by :func:`msapod.pipeline.check_options` (N = ``n``), the grid's by :func:`_scales`."""
     unknown = set(options) - set(DEFAULTS)
     if unknown:
         raise TypeError(f"unexpected options {sorted(unknown)}; expected some of {list(DEFAULTS)}")
@@ -175,9 +165,8 @@ def _scales(params: dict, n_lag: int) -> np.ndarray | None:
 
 
 def _with_intervals(out: xr.Dataset, t: float) -> xr.Dataset:
-    """``out`` with the 95 % intervals of the scale centroid, T_spec and H* from their
-    jackknife standard errors by the verdicts' own formula for positive quantities
-    (:func:`msapod.studies.verdict.inference.log_interval`), with the quantile ``t``."""
+    """``out`` with the 95 % intervals (quantile ``t``) of the scale centroid, T_spec and
+    H* by :func:`msapod.studies.verdict.inference.log_interval`."""
     for name, se in (
         ("scale_centroid", "scale_centroid_se"),
         ("T_spec", "T_spec_se"),
@@ -464,11 +453,9 @@ def evaluate_claims(
 ) -> xr.Dataset | None:
     """The paper's field-based claims on the analysed models, by the book's rules.
 
-    :func:`msapod.studies.check_claims` (the default reading of
-    :mod:`msapod.studies.verdict`, as the scorecard) on the head-averaged fields of every
-    model that is causal and analysed at all its layers, all such models together (so
-    that the claims comparing architectures are decided where there are at least two
-    models of each; otherwise they say they need more models). Cached by the fields' keys.
+    :func:`msapod.studies.check_claims` on the head-averaged fields of every model that is
+    causal and analysed at all its layers, all such models together. Cached by the
+    fields' keys.
 
     Parameters
     ----------
@@ -655,13 +642,8 @@ def _used_params(results, params: dict) -> dict:
     for key, taken in _TAKEN.items():
         if params[key] is None:
             values = [taken(ds) for _, _, ds in results]
-            used[key] = (
-                values[0]
-                if len(set(values)) == 1
-                else ", ".join(
-                    f"{src.label}: {v:g}" for (src, _, _), v in zip(results, values, strict=True)
-                )
-            )
+            each = [f"{src.label}: {v:g}" for (src, _, _), v in zip(results, values, strict=True)]
+            used[key] = values[0] if len(set(values)) == 1 else ", ".join(each)
     return used
 
 

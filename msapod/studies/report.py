@@ -1,13 +1,7 @@
 """The report of ``msapod analyze``: one self-contained HTML page of an analysis.
 
-:func:`write_report` turns a dataset of :func:`msapod.studies.own_model.analyze_sources`
-into one HTML page: provenance and parameters, the layer trends of every model with their
-95 % jackknife intervals, the paper's claims where they were decided, and per model one
-panel per layer of the scalogram, the scale spectrum, the POD spectra and the mode lag
-profiles, drawn with :mod:`msapod.plots` and embedded as base64 PNG (no network). The
-figure functions (``fig_*``) draw the same figures in a notebook.
-
-The module imports matplotlib only when a figure is drawn (as :mod:`msapod.plots` does).
+:func:`write_report` writes the page; the figure functions (``fig_*``) draw its figures
+in a notebook. The module imports matplotlib only when a figure is drawn.
 """
 
 from __future__ import annotations
@@ -50,10 +44,6 @@ def _png(fig, alt: str) -> str:
     plt.close(fig)
     data = base64.b64encode(buf.getvalue()).decode("ascii")
     return f'<img alt="{escape(alt)}" src="data:image/png;base64,{data}">'
-
-
-def _heads(ds: xr.Dataset) -> list:
-    return list(ds["head"].values) if "head" in ds.dims else [None]
 
 
 def _head_mean(da: xr.DataArray) -> xr.DataArray:
@@ -196,7 +186,7 @@ def _summary_rows(ds: xr.Dataset, model) -> list[list[str]]:
     edge marked as bounds), T_spec and H*(0.10) of the plain window with their intervals."""
     rows = []
     one = ds.sel(model=model)
-    for h in _heads(ds):
+    for h in list(ds["head"].values) if "head" in ds.dims else [None]:
         sel = one if h is None else one.sel(head=h)
         for layer in ds["layer"].values:
             s = sel.sel(layer=layer)
@@ -385,20 +375,17 @@ def write_report(
     *,
     notes: Sequence[str] = (),
 ) -> Path:
-    """One self-contained HTML page of an :func:`analyze_sources` result.
+    """One self-contained HTML page of an analysis.
 
-    The provenance and parameters; the layer trends of every model with their intervals
-    (:func:`fig_trends`) and a table of the numbers; then per model, one panel per layer:
-    the scalogram (:func:`fig_scalogram`), the scale spectrum with the dominant scales
-    (:func:`fig_scale_spectrum`), the POD spectra plain and per window with T_spec and H*
-    (:func:`fig_pod`) and the mode lag profiles (:func:`fig_mode_lags`), drawn with
-    :mod:`msapod.plots`. Figures are embedded as base64 PNG; the page loads nothing from the
-    network.
+    The provenance and parameters; the layer trends of every model with their 95 %
+    jackknife intervals and a table of the numbers; the paper's claims where they were
+    decided; then per model, one panel per layer of each ``fig_*`` figure. Figures are
+    embedded as base64 PNG; the page loads nothing from the network.
 
     Parameters
     ----------
     ds
-        The dataset of :func:`analyze_sources` (``model`` dim).
+        The dataset of :func:`msapod.studies.own_model.analyze_sources` (``model`` dim).
     path
         The HTML file to write (atomically).
     notes

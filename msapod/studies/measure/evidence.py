@@ -1,11 +1,8 @@
 """The evidence every claim is decided on: per model and layer, every reading's numbers.
 
-:func:`layer_evidence` measures one layer's ensemble of attention fields under every
-reading of the specification curve (:data:`AXES`): the scale statistics of the scale
-spectrum with their jackknife standard errors, the scalogram energy, T_spec and H* of the
-plain POD, the scale windows' modes (C4's lag-energy shares, C9's scale-spread ratios)
-and Theorem 1's check. :func:`model_evidence` does it for a zoo model (cached);
-:mod:`msapod.studies.verdict` only decides and renders.
+:func:`layer_evidence` measures one layer's ensemble under every reading of the
+specification curve (:data:`AXES`), :func:`model_evidence` every layer of a zoo model
+(cached); :mod:`msapod.studies.verdict` only decides and renders.
 
 Speed: per model and layer the lag profiles are formed once; from them the per-snapshot
 lag second-moment matrices ``S_s = sum_i r_{s,i} r_{s,i}^T`` (of u and of A) and the
@@ -43,7 +40,7 @@ from ...wavelets import (
     scale_spectrum_operator,
     scalogram_energy,
 )
-from ..registry import REGISTRY
+from ..registry import REGISTRY, WINDOW_AXES
 from ..store.cache import cached_dataset, cached_fields
 from .convergence import FIXED_K, NS
 from .uncertainty import fractional_rank
@@ -289,12 +286,8 @@ def _interior_peaks(spec: np.ndarray, s: np.ndarray, k: int = 3) -> list[float]:
     """Up to ``k`` interior local maxima of one spectrum, strongest first (refined)."""
     idx = np.flatnonzero(local_maxima(spec))
     idx = idx[np.argsort(-spec[idx], kind="stable")][:k]
-    out = []
-    for i in idx:
-        one = np.full_like(spec, -np.inf)
-        one[i - 1 : i + 2] = spec[i - 1 : i + 2]
-        out.append(float(interior_peak(np.where(np.isfinite(one), one, 0.0), s)))
-    return out
+    near = np.abs(np.arange(spec.size) - idx[:, None]) <= 1  # (peak, scale): its 3 points
+    return [float(v) for v in interior_peak(np.where(near, spec, 0.0), s)]
 
 
 def _spread(spec: np.ndarray, s: np.ndarray) -> float:
@@ -352,21 +345,14 @@ def _mode_spectra(V, X, W, cols, M_up) -> dict:
 
 
 def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified):
-    """Delete-group jackknife standard errors of C4's share :math:`s`, of :math:`s - b`
-    and of C9's ratio :math:`D`, each window held at its full-ensemble choice.
-
-    The snapshots fall into :data:`JACKKNIFE_GROUPS` contiguous groups; without each group
-    the Reynolds mean is re-estimated (the Gram tensor of the kept fluctuations is
-    ``J G(tau) J``, ``J`` the centring matrix), and with it every used window's mode 1, its
-    lag energy, the window alone's share and (C9) the scale spectra of the windowed and the
-    plain mode 1. Returns ``(share_se, diff_se, ratio_se)`` shaped like ``c4_key`` (the
-    window index per C4 case, -1 none) and ``c9_key``; NaN where a case has no window.
+    """Delete-group jackknife SEs ``(share_se, diff_se, ratio_se)`` of C4's share s, of
+    s - b and of C9's ratio D, shaped like ``c4_key`` and ``c9_key`` (NaN where a case has
+    no window, key -1), each window held at its full-ensemble choice; without each of the
+    :data:`JACKKNIFE_GROUPS` contiguous groups the Reynolds mean is re-estimated (``J G J``).
     """
     n_lag, n, _ = G.shape
     groups = JACKKNIFE_GROUPS
-    used = sorted(
-        {int(j) for j in c4_key.ravel() if j >= 0} | {int(j) for j in c9_key.ravel() if j >= 0}
-    )
+    used = sorted({int(j) for key in (c4_key, c9_key) for j in key.ravel() if j >= 0})
     s_rep = np.full((groups, *c4_key.shape), np.nan)
     d_rep = np.full((groups, *c4_key.shape), np.nan)
     r_rep = np.full((groups, *c9_key.shape), np.nan)
@@ -426,10 +412,8 @@ def layer_evidence(
         The readings to compute, per axis (default :data:`AXES`); the curve's text nulls
         pass ``verdict.study.MAIN_AXES``, the default reading of the window axes.
     window_se
-        Also the delete-group jackknife of C4 and C9 (:func:`_window_jackknife`: every
-        window's mode re-estimated per group, the costliest part); False leaves
-        ``c4_share_se``, ``c4_diff_se`` and ``c9_ratio_se`` NaN (a zoo with two seeds of
-        each architecture takes these intervals over its seeds).
+        Also the delete-group jackknife of C4 and C9 (the costliest part); False leaves
+        the variables of :data:`WINDOW_SE_VARS` NaN.
 
     Returns
     -------
@@ -473,12 +457,9 @@ def layer_evidence(
         got = _window_jackknife(G, Xu, ctx.lags, win["keys"], win["c4_range_key"], no_c9, *args)
         se.update(c4_range_share_se=got[0], c4_range_diff_se=got[1])
     ds = _evidence_dataset(ctx, scale, plain, win, se)
-    gap, beaten, trials = np.nan, np.nan, np.nan
-    if theorem1:
-        gap, beaten, trials = theorem1_check(A - A.mean(dim), dim=dim)
-    ds["t1_gap"] = gap
-    ds["t1_beaten"] = float(beaten)
-    ds["t1_trials"] = float(trials)
+    t1 = theorem1_check(A - A.mean(dim), dim=dim) if theorem1 else (np.nan,) * 3
+    for name, value in zip(("t1_gap", "t1_beaten", "t1_trials"), t1, strict=True):
+        ds[name] = float(value)
     ds.attrs = {
         "n_snapshots": ctx.n,
         "omega0": omega0,
@@ -535,15 +516,12 @@ def _scale_readings(ctx: _LayerContext, XA: np.ndarray, Xu: np.ndarray) -> dict:
         "value": np.full(shape, np.nan),
         "se": np.full(shape, np.nan),
         "edge": np.zeros(shape, dtype=np.int8),
-        "energy": np.full(shape[:3], np.nan),
-        "energy_se": np.full(shape[:3], np.nan),
-        **{k: np.full(shape[:3], np.nan) for v in BAND_VARS for k in (v, f"{v}_se")},
+        **{k: np.full(shape[:3], np.nan) for v in ("energy", *BAND_VARS) for k in (v, f"{v}_se")},
         "C": {},
         "spectra": {},
     }
     for fi, f in enumerate(AX["field"]):
         X = Xu if f == "u" else XA
-        # per-snapshot lag moments (upper triangles)
         S = lagstats.snapshot_moments(X, upper=True, causal_rows=ctx.square)
         P = S @ ctx.M_up.T  # (N, grids * scales)
         out["C"][f] = lagstats.from_upper(S.sum(0) / (n * q), len(ctx.lags))
@@ -578,9 +556,8 @@ def _scale_statistics(out: dict, ix: tuple, sp, sp_rep, s, stats) -> None:
 
 
 def _band_statistics(out: dict, ix: tuple, sp, sp_rep, s) -> None:
-    """C1's and C2's statistics of one spectrum ``sp`` (delete-one replicates ``sp_rep``)
-    into ``out`` at ``ix``: the fine and coarse shares (:func:`band_shares`) and the slope
-    (:func:`spectrum_slope`), each with its jackknife SE."""
+    """C1's and C2's :data:`BAND_VARS` of one spectrum ``sp`` (delete-one replicates
+    ``sp_rep``) with their jackknife SEs into ``out`` at ``ix``."""
     fine, coarse = band_shares(np.vstack([sp, sp_rep]), s)
     slope = spectrum_slope(np.vstack([sp, sp_rep]), s)
     for name, v in zip(BAND_VARS, (fine, coarse, slope), strict=True):
@@ -615,13 +592,9 @@ def _plain_pod(ctx: _LayerContext, G: np.ndarray) -> dict:
     return {"lam": lam, "V": V, "T": T, "T_se": se[:2], "H": H, "H_se": se[2:]}
 
 
-#: The window readings' dims (C4, C9).
-_WINDOW_DIMS = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
-
-
 def _window_plan(ctx: _LayerContext, scale: dict) -> tuple[list, np.ndarray]:
     """Every window of every reading: ``[(ix, m, a, c, key)]`` with ``ix`` the reading's
-    index along :data:`_WINDOW_DIMS`, ``m`` the peak's rank, ``a`` the dominant scale,
+    index along :data:`WINDOW_AXES`, ``m`` the peak's rank, ``a`` the dominant scale,
     ``c`` the window centre and ``key`` = (centre, sigma) rounded; and ``a_star``
     (field, normalisation, scale_min, scale_stat, peak)."""
     AX, lags = ctx.AX, ctx.lags
@@ -673,12 +646,10 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
     modes = _window_modes(G, Xu, lags, keys, need, ctx.M_up)
     phi = np.tensordot(v_plain, Xu, axes=(0, 0))  # plain mode 1 (Q, L)
     plain_spec = ctx.M_up @ lagstats.snapshot_moments(phi[None], upper=True)[0]
-    shape_w = tuple(len(AX[a]) for a in _WINDOW_DIMS)
+    shape_w = tuple(len(AX[a]) for a in WINDOW_AXES)
     out = {
-        "c4_share": np.full(shape_w + (3,), np.nan),
-        "c4_base": np.full(shape_w + (3,), np.nan),
+        **{k: np.full(shape_w + (3,), np.nan) for k in ("c4_share", "c4_base", "c4_peaks")},
         "c4_reach": np.zeros(shape_w + (3,), dtype=bool),
-        "c4_peaks": np.full(shape_w + (3,), np.nan),
         "c4_key": np.full(shape_w + (3,), -1),
         "c9_ratio": np.full(shape_w, np.nan),
         "c9_key": np.full(shape_w, -1),
@@ -750,11 +721,9 @@ def _c4_cases(out: dict, ix: tuple, j: int, c: float, sigma: float, e, lags, lag
 
 def _evidence_dataset(ctx: _LayerContext, scale: dict, pod: dict, win: dict, se: dict):
     """The Dataset of :func:`layer_evidence` from its parts."""
-    AX, dims_w = ctx.AX, _WINDOW_DIMS
+    AX, dims_w = ctx.AX, WINDOW_AXES
     coords = {a: list(AX[a]) for a in (*dims_w, "criterion", "fit")}
-    coords["paper_layer"] = sorted(PAPER_LAGS)
-    coords["peak"] = [0, 1, 2]
-    coords["grid_end"] = ["min", "max"]
+    coords |= {"paper_layer": sorted(PAPER_LAGS), "peak": [0, 1, 2], "grid_end": ["min", "max"]}
     c4 = (*dims_w, "paper_layer")
     grid_ends = [[ctx.grids[g][0], ctx.grids[g][-1]] for g in AX["scale_min"]]
     return xr.Dataset(
@@ -827,13 +796,11 @@ def fields_evidence(
     """:func:`layer_evidence` of every layer of ``F (layer, dim, query, key)``, one
     layer in memory at a time (``axes``: the readings to compute, default all;
     ``window_se``: C4's and C9's jackknife, see :func:`layer_evidence`)."""
-    layers = []
-    for layer in F["layer"].values:
-        one = F.sel(layer=layer).load()
-        t1 = int(layer) == theorem1_layer
-        layers.append(
-            layer_evidence(one, dim=dim, omega0=omega0, theorem1=t1, axes=axes, window_se=window_se)
-        )
+    kw = dict(dim=dim, omega0=omega0, axes=axes, window_se=window_se)
+    layers = [
+        layer_evidence(F.sel(layer=layer).load(), theorem1=int(layer) == theorem1_layer, **kw)
+        for layer in F["layer"].values
+    ]
     return xr.concat(layers, dim=xr.DataArray(F["layer"].values, dims="layer", name="layer"))
 
 
@@ -884,12 +851,9 @@ def model_evidence(
     theorem1_layer: int = 0,
     window_se: bool = False,
 ) -> xr.Dataset:
-    """:func:`layer_evidence` of every layer of zoo model ``name`` (cached).
-
-    Streams one layer of :func:`msapod.studies.store.cache.cached_fields` at a time. The cache
-    key holds the fields' key (weights and data sha256, ensemble), the weights' sha256
-    and ``window_se`` (C4's and C9's jackknife, :func:`needs_window_se`).
-    """
+    """:func:`layer_evidence` of every layer of zoo model ``name``, one layer of
+    :func:`msapod.studies.store.cache.cached_fields` at a time, cached (key:
+    :func:`evidence_parts`; ``window_se``: :func:`needs_window_se`)."""
     F = cached_fields(name, progress=progress, cache_dir=cache_dir)
     parts = evidence_parts(F, theorem1_layer=theorem1_layer, window_se=window_se)
 
@@ -903,11 +867,9 @@ def model_evidence(
 
 
 def needs_window_se(models: Sequence[str]) -> bool:
-    """Whether a zoo of these models measures C4's and C9's jackknife over snapshots: not
-    when every architecture among them has at least two models (then the seeds are the
-    replicates of every claim, architecture contrasts included, and a zoo needs no
-    snippet interval of the windows' modes; with fewer seeds it decides on the
-    snippets)."""
+    """Whether a zoo of these models measures C4's and C9's jackknife over snapshots: only
+    when some architecture among them has fewer than two models (otherwise the seeds are
+    the replicates of every claim, architecture contrasts included)."""
     from ...models.zoo import architecture
 
     labels = [str(architecture(m)) for m in models]

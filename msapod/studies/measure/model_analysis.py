@@ -2,30 +2,19 @@
 
 The SmolLM2 study (:func:`msapod.studies.measure.llm.smollm2_analysis`) and ``msapod
 analyze`` (:func:`msapod.studies.own_model.analyze_sources`) are two calls of it, each
-with its own settings (model, text, ensemble, options, what it publishes):
+with its own settings:
 
-1. **the model**: a :class:`Source`, a loaded model with its tokenizer, the sha256 that
-   keys its caches, its layers, heads and context: a zoo model, a checkpoint or a Hugging
-   Face model (:func:`load_source`), whose attention is probed once (:func:`probe`);
-2. **the ensemble** (PAPER.md step 1): the text tokenised as a whole without special
-   tokens (:func:`tokenise`; the zoo's characters for its character-level models), then
-   ``n`` of its aligned, non-overlapping windows of ``length`` tokens drawn by
-   :func:`msapod.models.data.ensemble_offsets` with ``seed`` (:func:`draw_ensemble`,
-   :func:`make_ensemble`), with each snippet's character span where the tokenizer reports
-   offsets;
-3. **the fields**: one forward pass per batch of snippets (:func:`batch_plan`), every
-   requested layer recorded through :mod:`msapod.models.record` and written into a field
-   file (:class:`msapod.fieldfile.FieldFile`) as soon as it is computed, heads averaged
-   or kept, every lag or the lag band ``0..tau_max`` (:func:`record_ensemble`); an
-   interrupted file resumes at its next batch;
-4. **the analysis**: one layer at a time, per head where heads are kept
-   (:func:`analyse_layer`), :func:`msapod.analyze` with leave-one-snapshot-out
-   jackknife standard errors (:func:`analyse_field`), each layer cached on its own
-   (:func:`layer_analyses`), the fields recorded only when a layer is computed.
+1. **the model**: a :class:`Source` (:func:`load_source`), its attention probed once
+   (:func:`probe`);
+2. **the ensemble** (PAPER.md step 1): ``n`` aligned, non-overlapping windows of
+   ``length`` tokens of the text tokenised as a whole (:func:`make_ensemble`);
+3. **the fields**: one forward pass per batch of snippets, each layer written into a field
+   file as soon as it is computed; an interrupted file resumes (:func:`record_ensemble`);
+4. **the analysis**: :func:`msapod.analyze` with jackknife standard errors, one layer (and
+   head) at a time (:func:`analyse_layer`), each layer cached (:func:`layer_analyses`).
 
 Memory holds the model plus one layer of one batch while recording, and one field set
-(one layer, or one layer and head) while analysing. The module imports no torch: loading a
-model and recording its attention import it (and transformers) when they run.
+while analysing. The module imports no torch: loading a model and recording import it.
 """
 
 from __future__ import annotations
@@ -168,9 +157,7 @@ def transformers_source(
 
     Parameters
     ----------
-    model
-        The module whose attention is recorded (a base model, or a causal LM's decoder).
-    tokenizer, spec, label, kind, sha256
+    model, tokenizer, spec, label, kind, sha256
         As in :class:`Source`.
 
     Raises
@@ -291,8 +278,7 @@ def _msapod_source(spec: str, label: str, kind: str, model) -> Source:
 
 def _hf_source(spec: str, label: str | None, local_only: bool) -> Source:
     """A Hugging Face model (folder or id) as a :class:`Source`, loaded as transformers
-    loads it (its default attention implementation; recorded through transformers'
-    attention interface, :mod:`msapod.models.record`)."""
+    loads it."""
     try:
         import torch  # noqa: F401
         import transformers
@@ -542,12 +528,10 @@ def make_ensemble(
     """Draw ``n`` non-overlapping snippets of ``length`` tokens of ``text`` for ``source``.
 
     The text (default: the zoo's validation split) is tokenised as a whole, with the
-    zoo's character vocabulary for msapod models and the model's tokenizer (no special
-    tokens, :func:`~msapod.studies.measure.model_analysis.tokenise`) otherwise;
-    :func:`~msapod.studies.measure.model_analysis.draw_ensemble` then draws ``n`` of its
-    aligned windows of ``length`` tokens with ``seed``. For the zoo's models and the
-    default text this is exactly :func:`msapod.models.extract.ensemble_ids`, the book's
-    ensemble; for SmolLM2 and the default text, the SmolLM2 study's.
+    zoo's character vocabulary for msapod models and :func:`tokenise` otherwise;
+    :func:`draw_ensemble` then draws the snippets with ``seed``. For the zoo's models and
+    the default text this is exactly the book's ensemble
+    (:func:`msapod.models.extract.ensemble_ids`); for SmolLM2, the SmolLM2 study's.
 
     Raises
     ------
@@ -623,8 +607,7 @@ def record_ensemble(
     progress: bool = True,
 ) -> None:
     """Record the fields of ``source`` over ``ens`` into ``store`` (resuming a partial
-    file): one forward pass per batch of :func:`batch_plan` (one layer of one batch of
-    every head's probabilities within :data:`BATCH_BUDGET`), each layer written as soon
+    file): one forward pass per batch of :func:`batch_plan`, each layer written as soon
     as it is computed, the ensemble (:func:`ensemble_record`) stored with the fields."""
     n, length = ens.ids.shape
     record_fields(
@@ -766,14 +749,9 @@ def layer_analyses(
                     record()
                 return analyse(store.layer(k), layer)
 
+            name = f"{label}-layer{layer:03d}"
             out.append(
-                cached_dataset(
-                    kind,
-                    f"{label}-layer{layer:03d}",
-                    {**parts, "layer": layer},
-                    compute,
-                    cache_dir=cache_dir,
-                )
+                cached_dataset(kind, name, {**parts, "layer": layer}, compute, cache_dir=cache_dir)
             )
             bar.update(1)
     ds = concat_layers(out)

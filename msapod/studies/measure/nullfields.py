@@ -8,11 +8,9 @@
 * ``"words"``: the trained model on snippets whose words and lines are permuted within
   each snippet (:func:`msapod.models.data.shuffle_words`).
 
-:func:`null_fields` extracts and caches their attention fields like the trained models'
-(:func:`msapod.studies.store.cache.field_store`), :func:`null_evidence` measures every
-claim's evidence on them (:func:`msapod.studies.measure.evidence.fields_evidence`,
-cached). What the nulls decide is :mod:`msapod.studies.verdict` (the null columns of the
-curve).
+:func:`null_fields` extracts and caches their attention fields like the trained models',
+:func:`null_evidence` measures every claim's evidence on them (cached); what they decide
+is :mod:`msapod.studies.verdict`'s (the null columns of the curve).
 """
 
 from __future__ import annotations
@@ -57,11 +55,9 @@ def check_null(null: str) -> str:
 def untrained_model(name: str):
     """Zoo model ``name``'s architecture with its weights at initialisation.
 
-    Made deterministically from the zoo configuration as
-    :func:`msapod.models.train.train` makes it before the first step
+    Made as :func:`msapod.models.train.train` makes it before the first step
     (``torch.manual_seed(cfg.seed); GPT(cfg.model)``), rounded to the configuration's
-    storage dtype (what a checkpoint of step 0 would hold), in eval mode. Never written
-    to disk.
+    storage dtype (what a checkpoint of step 0 would hold), in eval mode; never written.
 
     Returns
     -------
@@ -78,12 +74,9 @@ def untrained_model(name: str):
     if name not in ZOO_CONFIGS:
         raise ValueError(f"name: expected one of {list(ZOO_CONFIGS)}, got {name!r}")
     cfg = ZOO_CONFIGS[name]
-    state = torch.random.get_rng_state()
-    try:
+    with torch.random.fork_rng(devices=[]):  # the caller's random state left as it was
         torch.manual_seed(cfg.seed)
         model = GPT(cfg.model)
-    finally:
-        torch.random.set_rng_state(state)
     dtype = STORAGE[cfg.storage]
     with torch.no_grad():
         for p in model.parameters():
@@ -135,10 +128,7 @@ def null_fields(
     name
         Zoo model name.
     null
-        ``"untrained"`` (:func:`untrained_model` on the usual ensemble), ``"shuffled"``
-        (the trained model on the ensemble shuffled by :func:`shuffle_snippets`) or
-        ``"words"`` (the trained model on the ensemble's words permuted by
-        :func:`msapod.models.data.shuffle_words`).
+        One of :data:`NULLS` (see the module docstring).
     n, length, seed, layers
         The ensemble and layers, as for :func:`~msapod.studies.store.cache.cached_fields`.
     shuffle_seed
@@ -195,22 +185,16 @@ def null_evidence(
     axes: dict | None = None,
     window_se: bool = False,
 ) -> xr.Dataset:
-    """:func:`~msapod.studies.measure.evidence.fields_evidence` of :func:`null_fields` (cached).
+    """:func:`~msapod.studies.measure.evidence.model_evidence` of :func:`null_fields`.
 
-    The same Dataset :func:`~msapod.studies.measure.evidence.model_evidence` returns for the
-    trained model, keyed like it (the null fields' key, the multiverse axes and format)
-    under ``<cache>/multiverse-evidence/<null>-<name>-*.nc``. ``fields``: use these null
-    fields instead of :func:`null_fields` (tests). ``axes``: the readings to compute
-    (default every one of :data:`~msapod.studies.measure.evidence.AXES`; :data:`MAIN_AXES`:
-    the default reading only). ``window_se``: C4's and C9's jackknife
-    (:func:`~msapod.studies.measure.evidence.needs_window_se`).
+    Cached under ``<cache>/multiverse-evidence/<null>-<name>-*.nc``. ``fields``: use these
+    null fields instead (tests); ``axes``, ``window_se``: as in
+    :func:`~msapod.studies.measure.evidence.fields_evidence`.
     """
     check_null(null)
-    F = (
-        fields
-        if fields is not None
-        else null_fields(name, null, cache_dir=cache_dir, progress=progress)
-    )
+    F = fields
+    if F is None:
+        F = null_fields(name, null, cache_dir=cache_dir, progress=progress)
     parts = mv.evidence_parts(F, theorem1_layer=theorem1_layer, window_se=window_se, axes=axes)
     parts.update(null=null, null_format=NULL_FORMAT)
 

@@ -1,20 +1,13 @@
 """The structure during training: the claims' statistics at checkpoints along a training run.
 
-The trajectory runs retrain the first seed of each architecture of the d = 128 zoo
-(cheap at that size) with the zoo's recipe, keeping the weights after the steps of
-:data:`STEPS` (``msapod train NAME --snapshots 0,30,100,300,1000,3000``, stored in the zoo
-folder as ``snapshots/step-NNNNN``, verified checkpoints like the zoo's own). Step 0 is
-the initialisation (the untrained model of the same seed). :func:`trajectory_study`
-measures every snapshot the way the claims' evidence measures a zoo model
-(:func:`msapod.studies.measure.evidence.fields_evidence` on the book's ensemble, the
-default reading), and adds each snapshot's whole-split validation loss and weights'
-sha256, so a page can draw T_spec, H*, the scale statistics and the EGA contrast
-against the training step with the same jackknife intervals as the scorecard's.
-
+The trajectory runs retrain the first seed of each architecture of the d = 128 zoo with
+the zoo's recipe, keeping the weights after the steps of :data:`STEPS` (``msapod train
+NAME --snapshots ...``, stored in the zoo folder as ``snapshots/step-NNNNN``); step 0 is
+the initialisation. :func:`trajectory_study` measures every snapshot as the claims'
+evidence measures a zoo model (:func:`msapod.studies.measure.evidence.fields_evidence`,
+the default reading), with its whole-split validation loss and weights' sha256;
 :func:`final_comparison` says whether the retrained final weights equal the shipped
-model's, bit for bit (sha256): where the recipe and the code path are unchanged, training
-reproduces exactly on the same kind of machine and thread count; otherwise it gives the
-difference in loss.
+model's (training reproduces bit for bit on the same kind of machine and thread count).
 """
 
 from __future__ import annotations
@@ -31,6 +24,7 @@ from ...models import zoo as zoo_mod
 from ...models.data import load_corpus
 from ...models.train import CONFIG, load_checkpoint, read_config, snapshot_path, validation_loss
 from ...wavelets import DEFAULT_NUM_SCALES
+from ..registry import WINDOW_AXES
 from ..store.cache import cached_dataset, cached_fields
 from .convergence import FIXED_K
 from .evidence import AXES, EVIDENCE_FORMAT, STATED, fields_evidence
@@ -50,8 +44,6 @@ __all__ = [
 STEPS = (0, 30, 100, 300, 1000, 3000)
 #: Version of :func:`trajectory_study`'s output; part of its cache key.
 TRAJECTORY_FORMAT = 2
-#: The readings of the evidence axes measured at each snapshot: the default reading.
-_WINDOW_AXES = ("field", "normalisation", "scale_min", "scale_stat", "centre", "width")
 
 
 def trajectory_models() -> tuple[str, ...]:
@@ -82,12 +74,12 @@ def checkpoint_folder(name: str, step: int) -> Path:
 
 def _default_axes() -> dict:
     """``{axis: (default,)}``: the evidence's default reading of every window axis."""
-    return {a: (AXES[a][0],) for a in _WINDOW_AXES}
+    return {a: (AXES[a][0],) for a in WINDOW_AXES}
 
 
 def default_reading(traj: xr.Dataset) -> xr.Dataset:
     """``traj`` with the reading's axes (each of length one) dropped."""
-    return traj.squeeze([a for a in _WINDOW_AXES if a in traj.dims], drop=True)
+    return traj.squeeze([a for a in WINDOW_AXES if a in traj.dims], drop=True)
 
 
 def _snapshot_evidence(name: str, step: int, corpus, cache_dir, progress: bool) -> xr.Dataset:
@@ -151,10 +143,8 @@ def trajectory_study(
     if not models or not steps:
         raise ValueError(f"models, steps: expected at least one each, got {models}, {steps}")
     corpus = load_corpus()
-    rows = []
-    todo = [(m, s) for m in models for s in steps]
-    for name, step in tqdm(todo, desc="trajectory", disable=not progress):
-        rows.append(_snapshot_evidence(name, step, corpus, cache_dir, progress=False))
+    todo = tqdm([(m, s) for m in models for s in steps], desc="trajectory", disable=not progress)
+    rows = [_snapshot_evidence(name, step, corpus, cache_dir, False) for name, step in todo]
     per_model = [
         xr.concat(rows[i * len(steps) : (i + 1) * len(steps)], dim="step", coords="minimal")
         for i in range(len(models))
@@ -177,11 +167,9 @@ def trajectory_study(
 
 
 def final_comparison(traj: xr.Dataset) -> pd.DataFrame:
-    """The retrained final checkpoint of each model of ``traj`` against the shipped zoo
-    model: both weights' sha256 (first 16 hex digits), whether they are identical, and
-    both whole-split validation losses (nats/char) with their difference.
-
-    ``traj``: :func:`trajectory_study` (its last step is the end of training).
+    """The retrained final checkpoint of each model of ``traj`` (:func:`trajectory_study`)
+    against the shipped zoo model: both weights' sha256 (first 16 hex digits), whether they
+    are identical, and both whole-split validation losses (nats/char) with their difference.
     """
     last = traj.sel(step=traj["step"].values[-1])
     new = [str(h) for h in last["weights_sha256"].values]

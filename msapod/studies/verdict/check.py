@@ -1,10 +1,7 @@
 """The paper's field-based claims on any attention fields, with the book's tests.
 
-:func:`check_claims` is the scorecard's own path (fields -> per-layer evidence
-(:func:`msapod.studies.measure.evidence.fields_evidence`) -> every test under the book's
-default reading (:func:`.outcome.evaluate`) -> a table by :mod:`.render`) applied to
-fields the caller brings: one's own models, untrained models, shuffled inputs. The zoo's
-scorecard is the same path on the zoo's cached fields.
+:func:`check_claims` is the scorecard's own path (evidence, every test under the default
+reading, a table by :mod:`.render`) on fields the caller brings.
 """
 
 from __future__ import annotations
@@ -14,11 +11,12 @@ import pandas as pd
 import xarray as xr
 
 from ...wavelets import OMEGA0
-from ..registry import REGISTRY, WINDOW_AXES
+from ..registry import REGISTRY
 from .curve import MAIN_READING
 from .outcome import UNITS, evaluate
 from .render import outcome_rows
 from .statistics import Zoo
+from .study import MAIN_AXES
 
 __all__ = ["FIELD_CLAIMS", "check_claims"]
 
@@ -105,7 +103,6 @@ def check_claims(
     fields = _check_fields(fields, dim)
     if unit not in (*UNITS, "auto"):
         raise ValueError(f"unit: expected one of {(*UNITS, 'auto')}, got {unit!r}")
-    axes = {a: (MAIN_READING[a],) for a in WINDOW_AXES}
     models = [str(m) for m in fields["model"].values]
     layers = sorted(int(v) for v in fields["layer"].values)
     groups = None
@@ -114,16 +111,13 @@ def check_claims(
             raise ValueError(f"fields: expected layers 1..L in some order, got {layers}")
         groups = depth_groups(len(layers), "literal")
     t1 = 4 if 4 in layers else layers[len(layers) // 2]
+    kw = dict(dim=dim, omega0=omega0, axes=MAIN_AXES)
     evs = []
     for i, m in enumerate(models):
         if progress:
             print(f"check_claims: model {m} ({i + 1}/{len(models)})", flush=True)
         one = fields.sel(model=m, drop=True).transpose("layer", dim, "query", "key")
-        evs.append(
-            fields_evidence(
-                one, theorem1_layer=t1 if i == 0 else 0, dim=dim, omega0=omega0, axes=axes
-            )
-        )
+        evs.append(fields_evidence(one, theorem1_layer=t1 if i == 0 else 0, **kw))
     ev = xr.concat(evs, dim=xr.DataArray(models, dims="model", name="model"))
     arch = [str(a) for a in fields["architecture"].values]
     ev = ev.assign_coords(architecture=("model", arch))

@@ -6,19 +6,11 @@ Simonsohn, Simmons & Nelson (2020) and Steegen et al. (2016), each claim is deci
 (:data:`CURVE_AXES`; the default first, tagged ``paper`` or ``book`` in
 :data:`READING_TAGS`), on every trained zoo, and under both units of inference. Each
 claim is evaluated on its sub-grid: its axes vary, the others stay at the default
-reading (:func:`applies`).
+reading (:func:`applies`). **Robust** means robust to every axis the book varies
+(:func:`robustness`).
 
-**Robust** means robust to every axis the book varies: a claim's verdict is robust when no
-single departure from the default reading (one axis changed, the zoo's width and the unit
-of inference included) gives another decided verdict (:func:`robustness`); the share of
-all its specifications that agree is reported beside it.
-
-:func:`assemble` returns the curve as a Dataset of numbers and codes (``multiverse.nc``):
-per test and specification the estimate, its 90 % interval, the boundary, the p-values and
-the code; per model the statistic and its snippet standard error; per part and claim the
-code. :func:`multiverse_study` adds the null columns (the default reading on the untrained
-models and on shuffled snippets) and the joint test (:mod:`.joint`), and caches it keyed
-by everything that decides it: the evidence, the studies, the registry and these sources.
+:func:`assemble` returns the curve as a Dataset of numbers and codes (``multiverse.nc``);
+:func:`.study.multiverse_study` adds the null columns and the joint test, cached.
 """
 
 from __future__ import annotations
@@ -33,6 +25,7 @@ import numpy as np
 import xarray as xr
 
 from ..measure.evidence import AXES, EVIDENCE_FORMAT
+from ..measure.nullfields import NULLS
 from ..registry import REGISTRY, qualified_id, registry_hash
 from .outcome import UNITS, Outcome, evaluate
 from .statistics import Zoo
@@ -111,9 +104,9 @@ READING_TAGS: dict[str, tuple[str, str]] = {
 }
 #: The modules whose code decides the claims (the renderer's words are not among them).
 DECIDING = ("inference.py", "statistics.py", "outcome.py", "curve.py", "joint.py", "study.py")
-#: The null columns: the default reading on the same models untrained and on snippets
-#: with their characters or their words shuffled.
-NULL_COLUMNS = ("untrained", "shuffled", "words")
+#: The null columns: the default reading on each null ensemble (the same models untrained,
+#: on snippets with their characters or their words shuffled).
+NULL_COLUMNS = NULLS
 
 
 def claim_axes(claim: str) -> tuple[str, ...]:
@@ -157,16 +150,13 @@ def readings(claim: str) -> list[dict]:
 def specifications(zoos: Sequence[str]) -> list[dict]:
     """Every claim's readings on every zoo (``zoo`` added), distinct, the main zoo's
     default reading first."""
-    specs, seen = [], set()
+    specs = {}
     for z in zoos:
         for claim in CLAIM_IDS:
             for r in readings(claim):
                 spec = {"zoo": z, **r}
-                key = tuple(spec.values())
-                if key not in seen:
-                    seen.add(key)
-                    specs.append(spec)
-    return specs
+                specs.setdefault(tuple(spec.values()), spec)
+    return list(specs.values())
 
 
 class _Cells:
@@ -230,6 +220,10 @@ def assemble(zoos: Mapping[str, Zoo]) -> xr.Dataset:
     return _dataset(cells, specs, applicable, zoos)
 
 
+#: The registry's fields of each test kept as ``test_<field>`` coordinates of the curve.
+_TEST_FIELDS = ("part", "case", "log", "direction", "design", "reference", "sesoi")
+
+
 def _dataset(cells: _Cells, specs, applicable, zoos: Mapping[str, Zoo]) -> xr.Dataset:
     names = list(zoos)
     test_ids = [qualified_id(c, t) for c, t in cells.tests]
@@ -260,13 +254,7 @@ def _dataset(cells: _Cells, specs, applicable, zoos: Mapping[str, Zoo]) -> xr.Da
             "part_name": ("part", [p for _, p in cells.parts]),
             "test": test_ids,
             "test_claim": ("test", [c for c, _ in cells.tests]),
-            "test_part": ("test", [t.part for t in ts]),
-            "test_case": ("test", [t.case for t in ts]),
-            "test_log": ("test", [t.log for t in ts]),
-            "test_direction": ("test", [t.direction for t in ts]),
-            "test_design": ("test", [t.design for t in ts]),
-            "test_reference": ("test", [t.reference for t in ts]),
-            "test_sesoi": ("test", [t.sesoi for t in ts]),
+            **{f"test_{k}": ("test", [getattr(t, k) for t in ts]) for k in _TEST_FIELDS},
             "spec": np.arange(len(specs)),
             **spec_coords,
             "main": ("spec", np.asarray(main, bool)),
@@ -309,13 +297,11 @@ def robustness(ds: xr.Dataset) -> xr.Dataset:
         share.append(float((v[ok] == default).mean()) if ok.any() else np.nan)
         changed = []
         for axis in ("zoo", *CURVE_AXES):
-            others = np.ones(ds.sizes["spec"], bool)
-            for a in ("zoo", *CURVE_AXES):
-                if a != axis:
-                    others &= ds[a].values == main[a]
+            others = np.logical_and.reduce(
+                [ds[a].values == main[a] for a in ("zoo", *CURVE_AXES) if a != axis]
+            )
             sel = ok & others & (ds[axis].values != main[axis])
-            for value in np.unique(ds[axis].values[sel & (v != default)]):
-                changed.append(f"{axis}={value}")
+            changed += [f"{axis}={x}" for x in np.unique(ds[axis].values[sel & (v != default)])]
         robust.append(not changed and default != "untestable")
         flips.append("; ".join(changed))
     return xr.Dataset(

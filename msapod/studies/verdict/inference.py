@@ -10,12 +10,11 @@ holds it: its jackknife standard error over the snippets (0.001-0.005 for a band
 well below the spread over seeds) is kept for display and for the ``"snippets"`` unit of
 inference, the book's comparison reading: the models as they are, their mean with only the
 snippet uncertainty (a fixed-effect interval, normal quantiles). A two-stage bootstrap
-(seeds, then snippets) would add nothing the *t* interval lacks at 4-8 seeds and would be
-too narrow there (a bootstrap of 8 values underestimates their spread by 1/8 and has no
-small-sample quantile), so the *t* interval is the rule.
+(seeds, then snippets) would be too narrow at 4-8 seeds (it underestimates the spread of
+8 values by 1/8 and has no small-sample quantile), so the *t* interval is the rule.
 
 **One decision rule** (equivalence logic, Lakens 2017): each test has a boundary where its
-smallest effect of interest ends (:meth:`msapod.studies.registry.Test.boundary`). Two
+smallest effect of interest ends (:meth:`msapod.studies.registry.ClaimTest.boundary`). Two
 one-sided tests at 95 % read the 90 % interval ``[lower, upper]``:
 
 * ``"holds"`` when the interval lies beyond the boundary in the claimed direction (for
@@ -26,13 +25,10 @@ one-sided tests at 95 % read the 90 % interval ``[lower, upper]``:
 * ``"undecided"`` otherwise; ``"untestable"`` where the data cannot decide (too few
   replicates, a quantity that cannot reach the boundary).
 
-**Cases and parts.** A part with several cases (C7's six layers, C6's budgets) holds
-when every case holds (an intersection-union test: no correction needed) and is refuted
-when some case is refuted at the Bonferroni level ``alpha / k`` over its ``k`` cases. A
-claim holds when every part holds; with ``h`` parts holding and ``r`` refuted it is
-refuted when ``r > h`` and ``"partly"`` when ``h >= r >= 1`` (so "partly" never stands
-for a claim of which more is refuted than holds); otherwise it is undecided. The words of
-the codes are the renderer's (:mod:`.render`).
+**Cases and parts.** A part with several cases (C7's six layers, C6's budgets) is decided
+by :func:`combine_cases` (an intersection-union test, Bonferroni for refuted), a claim
+from its parts by :func:`combine_parts`. The words of the codes are the renderer's
+(:mod:`.render`).
 """
 
 from __future__ import annotations
@@ -200,13 +196,7 @@ def decide(iv: Interval, low: float, high: float, direction: str) -> dict[str, n
         "untestable",
         np.where(p_holds <= ALPHA, "holds", np.where(p_refuted <= ALPHA, "refuted", "undecided")),
     )
-    return {
-        "code": code,
-        "lower": lower,
-        "upper": upper,
-        "p_holds": p_holds,
-        "p_refuted": p_refuted,
-    }
+    return dict(code=code, lower=lower, upper=upper, p_holds=p_holds, p_refuted=p_refuted)
 
 
 def combine_cases(codes, p_refuted) -> np.ndarray:

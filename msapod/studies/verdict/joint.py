@@ -3,32 +3,20 @@
 Does the curve as a whole lean for or against a claim more than chance would give? For a
 claim, the **effects** are its tests' zoo-level estimates under every reading of the main
 zoo (unit of inference: the seeds), each as a deviation from the test's reference (the
-value of no effect; ``"within"`` tests, sizes the paper states, have no direction and
-stay out), signed so that positive supports the claim. Four statistics of the curve, each
-with its own two-sided permutation p-value (:data:`STATISTICS`):
+value of no effect), signed so that positive supports the claim; ``"within"`` tests have
+no direction and stay out. The statistics (:func:`curve_statistics`): the **median
+effect**, the **shares significant for** and **against** the claim (one-sided p < 0.05)
+and **Stouffer's Z** ``sum_k z_k / sqrt(K)`` of the effects' one-sided p-values.
 
-* the **median effect**;
-* the **share significant for** the claim (one-sided p < 0.05 against the reference in
-  the claimed direction) and the **share significant against** it;
-* **Stouffer's Z**, ``sum_k z_k / sqrt(K)`` with ``z_k`` the normal quantile of each
-  effect's one-sided p-value for the claim.
-
-Their null distributions come from re-deciding the whole curve under every relabelling
-that is exchangeable when the claim's effect is absent, applied to the per-model values
-the curve already holds (nothing is measured again):
-
-* ``design="models"``: **sign flips** of each model's deviation from the reference (for
-  C9 this swaps the windowed and the plain mode, for a contrast the two layer groups),
-  ``2^M`` of them;
-* ``design="architecture"``: **architecture labels**, every assignment of the labels
-  with the group sizes kept (70 for 4 + 4 models).
-
-Every relabelling is enumerated up to :data:`MAX_EXACT`; beyond, the observed one and
-:data:`NUM_RANDOM` seeded draws. With ``T_0`` observed and ``T_b`` under relabelling
-``b`` (row 0 the observed), the two-sided p is ``min(1, 2 min(#{T_b >= T_0}, #{T_b <=
-T_0}) / B)``. A statistic that no relabelling moves is **uninformative** (reported as
-such, not as p = 1). The sentence reads the registry's chosen statistic
-(:data:`msapod.studies.registry.JOINT_STATISTIC`).
+Their null distributions re-decide the whole curve, from the per-model values it holds,
+under every relabelling exchangeable when the effect is absent (:func:`relabellings`):
+**sign flips** of each model's deviation (``design="models"``; for C9 this swaps the
+windowed and the plain mode, for a contrast the two layer groups) or the **architecture
+labels** with the group sizes kept (``design="architecture"``, 70 for 4 + 4 models). With
+``T_0`` observed and ``T_b`` under relabelling ``b``, the two-sided p is ``min(1, 2
+min(#{T_b >= T_0}, #{T_b <= T_0}) / B)``; a statistic that no relabelling moves is
+**uninformative** (not p = 1). The sentence reads the registry's
+:data:`msapod.studies.registry.JOINT_STATISTIC`.
 """
 
 from __future__ import annotations
@@ -68,8 +56,7 @@ def relabellings(design: str, treated: np.ndarray, seed: int = 0) -> tuple[np.nd
     M = len(treated)
     if design == "models":
         if 2**M <= MAX_EXACT:
-            rows = np.array(list(itertools.product((1.0, -1.0), repeat=M)))
-            return rows, True
+            return np.array(list(itertools.product((1.0, -1.0), repeat=M))), True
         rng = np.random.default_rng(seed)
         draws = rng.choice((1.0, -1.0), size=(NUM_RANDOM, M))
         return np.vstack([np.ones(M), draws]), False
@@ -158,12 +145,7 @@ def _claim_joint(ds: xr.Dataset, claim: str, zoo: str) -> dict | None:
     else:
         iv = welch(np.broadcast_to(dev[None], (len(rows), *dev.shape)), rows[:, None, :])
     null = curve_statistics(iv.estimate, iv.se, iv.df, sgn)
-    out = {
-        "n_relabellings": len(rows),
-        "exact": exact,
-        "n_effects": int(len(dev)),
-        "n_specs": int(specs.sum()),
-    }
+    out = dict(n_relabellings=len(rows), exact=exact, n_effects=len(dev), n_specs=int(specs.sum()))
     for s in STATISTICS:
         tol = 1e-12 * max(
             1.0, float(np.nanmax(np.abs(null[s]))) if np.isfinite(null[s]).any() else 1.0

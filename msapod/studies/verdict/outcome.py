@@ -1,13 +1,10 @@
 """A claim decided under one reading: numbers in, numbers and a verdict code out.
 
-:func:`evaluate` computes every test of a claim (:class:`msapod.studies.registry.ClaimTest`)
-on a :class:`~.statistics.Zoo` under one reading: the statistic per model
-(:func:`~.statistics.per_model`), the zoo-level interval for the reading's unit of
-inference (:mod:`.inference`: Student-*t* over the models, Welch for architecture
-contrasts; ``"snippets"``: the models as they are, with their snippet uncertainty only),
-and the decision against the boundary of its smallest effect of interest. An
-:class:`Outcome` holds only numbers and codes; its words are the renderer's
-(:mod:`.render`).
+:func:`evaluate` computes every test of a claim on a :class:`~.statistics.Zoo` under one
+reading: the statistic per model (:func:`~.statistics.per_model`), the zoo-level interval
+for the reading's unit of inference (:func:`interval_of`) and the decision
+(:func:`~.inference.decide`). An :class:`Outcome` holds only numbers and codes; its words
+are the renderer's (:mod:`.render`).
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The one place a decided claim becomes words.
 
-Every verdict word, what it means, how an estimate and its interval print, a test's line,
-a claim's verdict box and the joint test's sentence are made here from the numbers of an
-:class:`~.outcome.Outcome` or of the curve (``multiverse.nc``, :mod:`.curve`); the rules
-return numbers and codes only, so changing a word never touches a rule. Pages (through
-the book's kit, ``msapod_book.pages``), the scorecard and the report of ``msapod analyze``
-read a claim only through these functions, so none can disagree with another.
+Every verdict word, a test's line, a claim's verdict box and the joint test's sentence
+are made here from the numbers of an :class:`~.outcome.Outcome` or of the curve
+(``multiverse.nc``). The pages, the scorecard and the report of ``msapod analyze`` read
+a claim only through these functions, so none can disagree with another.
 """
 
 from __future__ import annotations
@@ -262,11 +260,7 @@ def spec_index(mv: xr.Dataset, claim: str, zoo: str | None = None, **axes) -> in
 
 def main_code(mv: xr.Dataset, claim: str, zoo: str | None = None, **axes) -> str:
     """The code of ``claim`` under the default reading (or the one differing in ``axes``)."""
-    return str(
-        mv["verdict"].values[
-            list(mv["claim"].values).index(claim), spec_index(mv, claim, zoo, **axes)
-        ]
-    )
+    return str(mv["verdict"].sel(claim=claim).values[spec_index(mv, claim, zoo, **axes)])
 
 
 def claim_views(mv: xr.Dataset, claim: str, zoo: str | None = None, **axes) -> list[TestView]:
@@ -287,17 +281,14 @@ def claim_views(mv: xr.Dataset, claim: str, zoo: str | None = None, **axes) -> l
 def robustness_sentence(mv: xr.Dataset, claim: str) -> str:
     """Whether the claim's verdict is robust to every axis the book varies and the share
     of its readings that agree."""
-    share = float(mv["robust_share"].sel(claim=claim))
-    flips = str(mv["flips"].sel(claim=claim).values)
-    n = int(
-        (mv["applicable"].sel(claim=claim) & (mv["verdict"].sel(claim=claim) != "untestable")).sum()
-    )
+    c = mv[["robust_share", "robust", "flips", "applicable", "verdict"]].sel(claim=claim)
+    n = int((c["applicable"] & (c["verdict"] != "untestable")).sum())
     if n <= 1:
         return "one reading only"
-    head = f"{share:.0%} of its {n} decided readings agree"
-    if bool(mv["robust"].sel(claim=claim)):
+    head = f"{float(c['robust_share']):.0%} of its {n} decided readings agree"
+    if bool(c["robust"]):
         return f"**robust**: no single choice the book varies changes it ({head})"
-    named = "; ".join(flip_words(f, claim) for f in flips.split("; ") if f)
+    named = "; ".join(flip_words(f, claim) for f in str(c["flips"].values).split("; ") if f)
     return f"**fragile**: {named} changes it ({head})"
 
 

@@ -1,14 +1,8 @@
 """The scorecard: every claim of the paper, its verdict and the numbers behind it.
 
-:func:`scorecard` renders the table the book's scorecard page shows and ``msapod
-reproduce`` writes as ``scorecard.csv`` from the curve (``multiverse.nc``,
-:func:`.study.multiverse_study`): the default reading's verdict on the main zoo, each
-test's estimate with its 90 % interval and what the claim needs, the robustness, the joint
-test, the verdict on every other zoo and the null columns, all through :mod:`.render`
-(the one place outcomes become words), so the scorecard and every page's verdict box agree
-by construction. :func:`llm_outcomes` decides the claims a single pretrained LLM can speak
-to (C1, C2, C3, C5) with the same tests; one model has no replicates, so its unit of
-inference is its snippets.
+:func:`scorecard` renders the table of the book's scorecard page (``scorecard.csv``) from
+the curve (``multiverse.nc``) through :mod:`.render`. :func:`llm_outcomes` decides the
+claims a single pretrained LLM can speak to with the same tests.
 """
 
 from __future__ import annotations
@@ -17,7 +11,7 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from ..registry import REGISTRY
+from ..registry import REGISTRY, SCALE_AXES
 from .curve import MAIN_READING, NULL_COLUMNS
 from .outcome import Outcome, evaluate
 from .render import (
@@ -99,7 +93,7 @@ def llm_zoo(ds: xr.Dataset, mapping: str = "literal") -> Zoo:
     bands converted from characters to tokens (the ensemble's characters per token; no
     standard error), the paper's depth groups mapped by
     :func:`~msapod.studies.measure.llm.depth_groups`."""
-    from ..measure.evidence import COARSE_MIN, FINE_MAX, band_shares
+    from ..measure.evidence import COARSE_MIN, EPS, FINE_MAX, band_shares
     from ..measure.llm import depth_groups
 
     cpt = float(ds.attrs.get("ensemble_chars_per_token", ds.attrs.get("chars_per_token", 1.0)))
@@ -112,37 +106,27 @@ def llm_zoo(ds: xr.Dataset, mapping: str = "literal") -> Zoo:
     coarse = np.where((chars >= COARSE_MIN).any(), coarse, np.nan)  # the grid has no share
     one = {"model": ["SmolLM2"], "layer": layers}
 
-    def var(x, name):
-        return xr.DataArray(
-            np.asarray(x, float)[None], dims=("model", "layer"), coords=one, name=name
-        )
+    def var(x, *axes):
+        """``x (layer)`` as ``(*axes, model, layer)`` at the default reading of ``axes``."""
+        da = xr.DataArray(np.asarray(x, float)[None], dims=("model", "layer"), coords=one)
+        return da.expand_dims({a: [MAIN_READING[a]] for a in axes})
 
     nan = np.full(len(layers), np.nan)
+    T_se = ds["T_spec_se"].values if "T_spec_se" in ds else nan
+    H_se = ds["H_star_se"].sel(eps=EPS).values if "H_star_se" in ds else nan
     ev = xr.Dataset(
         {
-            "fine_share": var(fine, "fine_share").expand_dims(
-                field=[MAIN_READING["field"]],
-                normalisation=[MAIN_READING["normalisation"]],
-                scale_min=[MAIN_READING["scale_min"]],
-            ),
-            "T_spec": var(plain["T_spec"].values, "T_spec").expand_dims(fit=["default"]),
-            "T_spec_se": var(
-                ds["T_spec_se"].values if "T_spec_se" in ds else nan, "T_spec_se"
-            ).expand_dims(fit=["default"]),
-            "H_star": var(plain["H_star"].sel(eps=0.10).values, "H_star").expand_dims(
-                criterion=["energy"]
-            ),
-            "H_star_se": var(
-                ds["H_star_se"].sel(eps=0.10).values if "H_star_se" in ds else nan, "H_star_se"
-            ).expand_dims(criterion=["energy"]),
+            "fine_share": var(fine, *SCALE_AXES),
+            "T_spec": var(plain["T_spec"].values, "fit"),
+            "T_spec_se": var(T_se, "fit"),
+            "H_star": var(plain["H_star"].sel(eps=EPS).values, "criterion"),
+            "H_star_se": var(H_se, "criterion"),
+            "fine_share_se": var(nan, *SCALE_AXES),
+            "coarse_share": var(coarse, *SCALE_AXES),
+            "coarse_share_se": var(nan, *SCALE_AXES),
         },
         coords={"architecture": ("model", ["pretrained"])},
     )
-    ev["fine_share_se"] = xr.full_like(ev["fine_share"], np.nan)
-    ev["coarse_share"] = ev["fine_share"].copy(
-        data=np.asarray(coarse, float)[None, None, None, None]
-    )
-    ev["coarse_share_se"] = xr.full_like(ev["fine_share"], np.nan)
     ev.attrs["n_snapshots"] = int(ds.attrs.get("n_snapshots", plain.sizes.get("rank", 0)))
     return Zoo(ev, groups=depth_groups(len(layers), mapping), name="SmolLM2")
 

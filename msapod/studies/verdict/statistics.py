@@ -1,13 +1,9 @@
 """Each test's statistic, one value per model, from a zoo's measurements under one reading.
 
-A :class:`Zoo` holds what the tests read for one set of models (the stacked evidence of
-:mod:`msapod.studies.measure.evidence`, the convergence study's larger ensembles, the
-pruning study, the validation losses); :func:`per_model` computes one test's statistic
-for every model under one reading (a specification of the curve) as a :class:`Stat`:
-the value per model on the scale the test decides on (the log for a positive statistic)
-and its snippet standard error (a propagated jackknife standard error, NaN where the
-measurement has none). A statistic that cannot be formed under a reading (too few layers,
-no such ensemble) carries the reason instead.
+A :class:`Zoo` holds what the tests read for one set of models; :func:`per_model`
+computes one test's statistic for every model under one reading as a :class:`Stat`: the
+value on the scale the test decides on (the log for a positive statistic) and its
+propagated snippet (jackknife) standard error, or why it cannot be formed.
 """
 
 from __future__ import annotations
@@ -156,10 +152,8 @@ def _pod(zoo: Zoo, reading: Mapping, quantity: str) -> tuple[xr.DataArray, xr.Da
     at the reading's ensemble size, or why there is none."""
     n = int(reading["n"])
     if n == zoo.n_snapshots:
-        if quantity == "T_spec":
-            sel = {"fit": reading["fit"]}
-        else:
-            sel = {"criterion": reading["criterion"]}
+        axis = "fit" if quantity == "T_spec" else "criterion"
+        sel = {axis: reading[axis]}
         return zoo.evidence[quantity].sel(sel), zoo.evidence[f"{quantity}_se"].sel(sel)
     conv = zoo.convergence
     if conv is None or n not in conv["n"].values:

@@ -1,14 +1,5 @@
 """The curve study, cached: every claim on every trained zoo with its null columns and joint
-test (``results/multiverse.nc``).
-
-:func:`zoo_evidence` measures (or reads from the cache) the evidence of every trained
-model, its untrained copy and, for the main zoo, the trained models on shuffled snippets;
-:func:`zoo_of` gathers what the tests read for one zoo into a
-:class:`~.statistics.Zoo`; :func:`multiverse_study` assembles the curve
-(:func:`.curve.assemble`), its robustness (:func:`.curve.robustness`), the null columns
-(:func:`.curve.null_outcomes` on the main zoo's untrained and shuffled ensembles) and the
-joint test (:func:`.joint.joint_tests`), cached by everything that decides them.
-"""
+test (``results/multiverse.nc``, :func:`multiverse_study`)."""
 
 from __future__ import annotations
 
@@ -52,7 +43,7 @@ __all__ = [
 #: The evidence the curve reads, by kind: the trained models of every trained zoo, the
 #: same models at initialisation and the main zoo's trained models on snippets with their
 #: characters or their words shuffled (at the default reading, :data:`MAIN_AXES`).
-EVIDENCE_KINDS = ("trained", "untrained", *TEXT_NULLS)
+EVIDENCE_KINDS = ("trained", *NULL_COLUMNS)
 #: The window readings cut to the default reading (what the text nulls measure).
 MAIN_AXES = {a: (MAIN_READING[a],) for a in WINDOW_AXES}
 
@@ -116,16 +107,14 @@ def zoo_evidence(
                 theorem1_layer=4 if m == zoo_models[0] else 0,
                 window_se=window_se,
             )
-            picked["trained"].append(m)
-            parts["trained"].append(model_evidence(m, **kw))
-            if null_models is not None and m not in null_models:
-                continue
-            picked["untrained"].append(m)
-            parts["untrained"].append(null_evidence(m, "untrained", **kw))
-            if z == trained[0]:
-                for null in TEXT_NULLS:
-                    picked[null].append(m)
-                    parts[null].append(null_evidence(m, null, axes=MAIN_AXES, **kw))
+            got = {"trained": model_evidence(m, **kw)}
+            if null_models is None or m in null_models:
+                got["untrained"] = null_evidence(m, "untrained", **kw)
+                if z == trained[0]:
+                    got.update({n: null_evidence(m, n, axes=MAIN_AXES, **kw) for n in TEXT_NULLS})
+            for kind, ev in got.items():
+                picked[kind].append(m)
+                parts[kind].append(ev)
     return {k: stack_models(parts[k], picked[k]) for k in EVIDENCE_KINDS if parts[k]}
 
 
@@ -229,11 +218,7 @@ def multiverse_study(
             both = xr.merge([prune, deep], compat="override", combine_attrs="drop_conflicts")
             studies = dict(convergence=conv, pruning=both) if z == trained[0] else {}
             zoos_[z] = zoo_of(ev["trained"], models, losses=zoo_losses(models), name=z, **studies)
-        nulls = {
-            null: zoo_of(ev[kind], main_models, name=null)
-            for null, kind in zip(NULL_COLUMNS, ("untrained", *TEXT_NULLS), strict=True)
-            if kind in ev
-        }
+        nulls = {n: zoo_of(ev[n], main_models, name=n) for n in NULL_COLUMNS if n in ev}
         ds = decided(zoos_, nulls)
         ds.attrs["not_trained"] = ",".join(untrained)
         return ds

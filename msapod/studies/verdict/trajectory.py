@@ -1,12 +1,9 @@
 """The claims' tests at each step of the training trajectory.
 
-:func:`step_verdicts` decides every claim that the trajectory's evidence can speak to
-(:func:`msapod.studies.measure.trajectory.trajectory_study`: one model per architecture,
-snapshots along training) with the scorecard's own tests (:func:`.outcome.evaluate`), once
-per step, so the page on the structure during training says at which stage each of the
-paper's patterns appears, in the scorecard's words. With one model per architecture there
-are no seeds to replicate over: the unit of inference is the snippets (the two models as
-they are), and the architecture contrasts (C7, C8, L) compare one model with one.
+:func:`step_verdicts` decides every claim that the trajectory's evidence
+(:func:`msapod.studies.measure.trajectory.trajectory_study`) can speak to with the
+scorecard's own tests, once per step. With one model per architecture the unit of
+inference is the snippets, and the architecture contrasts compare one model with one.
 """
 
 from __future__ import annotations
@@ -19,11 +16,7 @@ from .curve import MAIN_READING
 from .outcome import Outcome, evaluate
 from .statistics import Zoo
 
-__all__ = [
-    "STEP_CLAIMS",
-    "step_outcomes",
-    "step_verdicts",
-]
+__all__ = ["STEP_CLAIMS", "step_outcomes", "step_verdicts"]
 
 #: The claims whose evidence the trajectory holds (not the pruning claim, C6: no pruning
 #: per snapshot; not the theorem, C10: it holds for any ensemble and is checked on the zoo).
@@ -52,10 +45,5 @@ def step_outcomes(traj: xr.Dataset) -> dict[int, dict[str, Outcome]]:
 
 def step_verdicts(traj: xr.Dataset) -> pd.DataFrame:
     """The verdict codes of :func:`step_outcomes`: index claim, one column per step."""
-    outcomes = step_outcomes(traj)
-    table = pd.DataFrame(
-        {step: {c: o.code for c, o in per.items()} for step, per in outcomes.items()}
-    )
-    table.index.name = "claim"
-    table.columns.name = "step"
-    return table
+    codes = {step: {c: o.code for c, o in per.items()} for step, per in step_outcomes(traj).items()}
+    return pd.DataFrame(codes).rename_axis(index="claim", columns="step")
