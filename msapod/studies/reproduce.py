@@ -393,14 +393,9 @@ FULL_CHECK_ONLY = ("trajectory",)
 #: (each costs 30-150 s per paper-size model on 2 cores); the others by ``--check --all``.
 CHECK_FIRST_ONLY = ("convergence", "pruning", "depth_pruning")
 
-#: Study parameters of the default check: the first two random draws of each head-removal
-#: strategy (each draw is seeded on its own, so they are the shipped draws 0 and 1), and
-#: the shipped file compared on those draws (``{file: {dim: values}}``).
-CHECK_PARAMS = {
-    "pruning": {"config": PruneConfig(n_random=2)},
-    "depth_pruning": {"config": DepthConfig(n_draws=2)},
-}
-CHECK_DRAWS = {"pruning.nc": {"draw": [0, 1]}, "depth_pruning.nc": {"depth_draw": [0, 1]}}
+#: The random draws of each head removal that the default check recomputes: the first
+#: ones (each draw is seeded on its own, so they are the shipped draws ``0..CHECK_DRAWS-1``).
+CHECK_DRAWS = 2
 
 #: The shipped studies the specification curve and the scorecard read.
 DECISION_INPUTS = ("uncertainty", "convergence", "pruning", "depth_pruning")
@@ -457,7 +452,7 @@ def check(
 
     * the per-model studies (:data:`PER_MODEL_STEPS`) for :func:`check_models` (one model
       per architecture and zoo; :data:`CHECK_FIRST_ONLY` for the first of them, head
-      removal with the first two random draws, :data:`CHECK_PARAMS`), compared with those
+      removal with its first :data:`CHECK_DRAWS` random draws), compared with those
       models' (and draws') slices of the shipped files;
     * the evidence of the claims for the same models (the null ensembles' evidence,
       untrained, character- and word-shuffled fields, for the first of them), compared
@@ -511,40 +506,41 @@ def _partial_recompute(tmp: Path, shipped: Path, man: dict, *, llm, progress, lo
     log(
         f"[check] per-model studies and evidence on {', '.join(subset)} "
         f"({', '.join(CHECK_FIRST_ONLY)} and the null ensembles on {first[0]}; random head "
-        "removals: draws 0 and 1); the curve and the scorecard on every model"
+        f"removals: their first {CHECK_DRAWS} draws); the curve and the scorecard on every model"
     )
     per_model = [s for s in STEPS if s in PER_MODEL_STEPS and s not in CHECK_FIRST_ONLY]
     runs = {
         "part": dict(steps=per_model, models=subset),
-        "first": dict(steps=list(CHECK_FIRST_ONLY), models=first, params=CHECK_PARAMS),
+        "first": dict(
+            steps=list(CHECK_FIRST_ONLY),
+            models=first,
+            params={
+                "pruning": {"config": PruneConfig(n_random=CHECK_DRAWS)},
+                "depth_pruning": {"config": DepthConfig(n_draws=CHECK_DRAWS)},
+            },
+        ),
         "evidence": dict(
             steps=["evidence"], params={"evidence": {"models": subset, "null_models": first}}
+        ),
+        "all": dict(
+            steps=[s for s in STEPS if s not in (*PER_MODEL_STEPS, "evidence", *FULL_CHECK_ONLY)],
+            models=models,
+            llm=llm,
+            inputs=shipped_inputs(shipped),
         ),
     }
     for sub, kw in runs.items():
         reproduce(tmp / sub, progress=progress, log=log, **kw)
-    rest = [
-        s for s in STEPS if s not in PER_MODEL_STEPS and s not in ("evidence", *FULL_CHECK_ONLY)
-    ]
-    reproduce(
-        tmp / "all",
-        steps=rest,
-        models=models,
-        llm=llm,
-        progress=progress,
-        log=log,
-        inputs=shipped_inputs(shipped),
-    )
+    draws = {"pruning.nc": "draw", "depth_pruning.nc": "depth_draw"}
+    draws = {f: {dim: list(range(CHECK_DRAWS))} for f, dim in draws.items()}
     files: dict[str, dict | None] = {}
-    for sub in (*runs, "all"):
+    for sub in runs:
         for f in (tmp / sub).iterdir():
             if f.name == "manifest.json":
                 continue
             shutil.move(str(f), tmp / f.name)
             recomputed = first if sub == "first" or f.name.startswith("evidence-") else subset
-            files[f.name] = (
-                None if sub == "all" else {"model": recomputed, **CHECK_DRAWS.get(f.name, {})}
-            )
+            files[f.name] = None if sub == "all" else {"model": recomputed, **draws.get(f.name, {})}
     skipped = {f"{s}.nc" for s in FULL_CHECK_ONLY}
     for f in sorted(skipped & set(man["files"])):
         log(f"[check] {f}: shipped and verified; recomputed by --check --all")
