@@ -1,16 +1,6 @@
-"""File helpers shared by the models and the studies (private): each rule written once.
-
-* :func:`package_version` -- the msapod version recorded in every cache key and file,
-* :func:`sha256_file` -- the hex sha256 of a file, read in 1 MiB blocks,
-* :func:`verify_sha256` -- a file checked against its expected sha256 (the one message),
-* :func:`check_int` -- an integer argument checked against its least value,
-* :data:`COMPRESS` -- the gzip setting of every compressed netCDF variable,
-* :func:`atomic_path` -- write to a temporary name, move into place with ``os.replace``
-  (a crash never leaves a half-written file under the final name),
-* :func:`cache_dir` -- the root of every cache (fields, analyses, training state),
-* :func:`repository_url` -- the raw-file URL of a repository path at the commit pip
-  installed msapod from (what an install outside a checkout fetches its data from).
-"""
+"""File helpers shared by the models and the studies (private): the package version, sha256
+checks, integer arguments, compressed netCDF, atomic writes, the cache root and the raw-file
+URL of the commit pip installed msapod from."""
 
 from __future__ import annotations
 

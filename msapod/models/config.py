@@ -1,12 +1,6 @@
-"""The configuration of a GPT and of its training, and a checkpoint's verified
-``config.json`` (numpy and torch free: the zoo's identities and the results' provenance
-read them without loading torch).
-
-* :class:`GPTConfig` -- the architecture of a :class:`msapod.models.gpt.GPT`,
-* :class:`TrainConfig` -- the optimisation settings of one training run,
-* :func:`write_config` / :func:`read_config` -- ``<run>/config.json`` with the sha256 of
-  its own content (:func:`config_digest`), so that any edit is seen.
-"""
+"""The configuration of a GPT (:class:`GPTConfig`) and of its training (:class:`TrainConfig`),
+and a checkpoint's ``config.json`` verified by the sha256 of its own content. Numpy and torch
+free: the zoo's identities and the results' provenance read them without loading torch."""
 
 from __future__ import annotations
 
@@ -138,9 +132,7 @@ class TrainConfig:
             raise ValueError(f"storage: expected one of {STORAGES}, got {self.storage!r}")
 
     def to_dict(self) -> dict:
-        d = asdict(self)
-        d["model"] = self.model.to_dict()
-        return d
+        return asdict(self)  # the nested GPTConfig as its to_dict()
 
     @classmethod
     def from_dict(cls, d: dict) -> TrainConfig:
