@@ -18,9 +18,8 @@ computes these probabilities; training appends one channel to queries and keys,
 ``q' = [q, 1]`` and ``k'_j = [k_j, log g_j / scale]``, so that PyTorch's fused causal
 attention computes the same thing at the cost of one extra head dimension (queries, keys
 and values must share their width to stay on the fast kernel, so the values get a zero
-channel). (A per-query
-standardisation ``(e_j - mu_i) / sd_i`` would make the gate a full T x T tensor and cost
-about 5x more per step on CPU; the per-key prefix form keeps the same causality.)
+channel). A per-query standardisation ``(e_j - mu_i) / sd_i`` would make the gate a full
+T x T tensor; the per-key prefix form keeps the same causality.
 """
 
 from __future__ import annotations
@@ -238,14 +237,10 @@ class GPT(nn.Module):
 
     @contextmanager
     def differentiable_head_mask(self, mask: torch.Tensor | None = None) -> Iterator[torch.Tensor]:
-        """Install a head mask that gradients flow to, for head-importance scores.
-
-        Yields an (n_layer, n_head) leaf tensor ``xi`` with ``requires_grad=True``
-        (initialised from ``mask``, default all ones, in the parameters' dtype and device)
-        whose rows replace the blocks' ``head_mask`` buffers while the ``with`` block
-        runs; ``loss.backward()`` then fills ``xi.grad`` with ``dL/dxi``. The previous
-        masks are restored on exit.
-        """
+        """Yield an (n_layer, n_head) leaf tensor ``xi`` (``requires_grad``; from ``mask``,
+        default all ones, in the parameters' dtype and device) whose rows are the blocks'
+        head masks inside the ``with`` block, so that ``dL/dxi`` gives head-importance
+        scores; the previous masks are restored on exit."""
         L, H = self.config.n_layer, self.config.n_head
         p = next(self.parameters())
         init = torch.ones(L, H) if mask is None else torch.as_tensor(mask)
