@@ -6,26 +6,16 @@ ensembles that ``msapod analyze`` and the SmolLM2 study draw
 (:mod:`msapod.studies.own_model`, :mod:`msapod.studies.measure.llm`) and the stores of
 ``collect_attention(..., store=path)`` (:func:`msapod.models.extract.write_attention`).
 
-Why netCDF-4 (HDF5, written with ``h5netcdf``):
-
-* **streaming**: any block of the array is written in place as soon as it is computed, so
-  memory holds one layer of one batch, never the ensemble; a flag per batch (``done``) makes an
-  interrupted write resume where it stopped;
-* **chunking**: the array is stored in chunks of one layer, one head and ``chunk``
-  snapshots, gzip-compressed with the byte shuffle (the causal zeros above the diagonal
-  cost almost nothing), and xarray opens it lazily with dask chunks on the same grid
-  (:meth:`FieldFile.open`), which the chunked backend of :func:`msapod.analyze` reduces
-  chunk by chunk;
-* **verification**: a field set is one file, written as ``<path>.partial`` and moved into
-  place with :func:`os.replace` once complete, so a file under its final name is never
-  half-written; it carries the key of everything it depends on and one sha256 per layer,
-  and every read checks both (:meth:`FieldFile.layer`, :meth:`FieldFile.read`,
-  :meth:`FieldFile.open`);
-* **one library**: ``h5netcdf`` also writes and reads the shipped results
-  (``results/*.nc``). A zarr store chunks and streams as well, but is a directory of
-  files (no atomic replacement, no single file to check) and a second library; a zarr or
-  netCDF ensemble of one's own is still an input: ``msapod.analyze(xarray.open_zarr(...)
-  ["attention"])``.
+* **streaming**: each layer of a batch is written in place as soon as it is computed; a
+  flag per batch (``done``) makes an interrupted write resume where it stopped;
+* **chunking**: chunks of one layer, one head and ``chunk`` snapshots, gzip with the byte
+  shuffle; :meth:`FieldFile.open` opens them lazily with dask chunks on the same grid;
+* **verification**: written as ``<path>.partial`` and moved into place once complete, a
+  file carries the key of everything it depends on and one sha256 per layer, which every
+  read checks;
+* **one library**: ``h5netcdf`` also reads and writes the shipped ``results/*.nc``; a zarr
+  or netCDF ensemble of one's own is still an input (``msapod.analyze(xarray.open_zarr(...)
+  ["attention"])``).
 
 Layout: the variable ``attention(layer, [head,] snapshot, query, key)`` float32 (a lag band:
 ``lag`` in place of ``key``, see :func:`msapod.collect_attention`'s ``tau_max``) with its
@@ -340,8 +330,7 @@ class FieldFile:
             compression_opts=COMPRESS["complevel"],
             shuffle=COMPRESS["shuffle"],
         )
-        for name, value in attrs.items():
-            var.attrs[name] = value
+        var.attrs.update(attrs)
         if offsets is not None:
             var.attrs["coordinates"] = "offset"
         f.create_variable("done", ("batch",), data=np.zeros(n_batches, dtype="u1"))
@@ -352,8 +341,7 @@ class FieldFile:
             f.create_variable(name, axes, data=values)
         f.attrs["key"] = self.key
         f.attrs["msapod_fields"] = FIELDS_FORMAT
-        for name, value in ens_attrs.items():
-            f.attrs[name] = value
+        f.attrs.update(ens_attrs)
         f.flush()
         return f
 
