@@ -3,18 +3,12 @@
 C6 says that a uniform 8 heads per layer over-specify the layers whose attention fields
 have a low effective rank H* and under-specify those with a high one. If that is so,
 removing heads where H* is low should cost less validation loss than removing the same
-number of heads anywhere else. This module measures it:
-
-* :func:`head_ranks`: H*(eps) and T_spec of every head's and every layer's plain
-  fluctuation ``u = A - Abar`` over the paper ensemble;
-* :func:`head_importance`: the gradient-based head importance of Michel, Levy & Neubig
-  (2019, "Are sixteen heads really better than one?");
-* :func:`prune_masks`: which heads to remove for a budget and a strategy;
-* :func:`ablation_loss` and :func:`ablation_losses`: validation loss with heads zeroed;
-* :func:`depth_masks` and :func:`model_depth_ablation`: C6's depth statement tested
-  directly, heads removed at random inside the early and inside the late layers;
-* :func:`pruning_study` and :func:`depth_study`: all of it for the zoo models, cached
-  (the verdicts on C6 are :mod:`msapod.studies.verdict`'s).
+number of heads anywhere else. This module measures it from the per-head H* and T_spec
+(:func:`head_ranks`), Michel, Levy & Neubig's (2019) head importance
+(:func:`head_importance`), the masks of each strategy (:func:`prune_masks`) and the
+validation loss with heads zeroed (:func:`ablation_losses`), and tests C6's depth statement
+directly (:func:`model_depth_ablation`); :func:`pruning_study` and :func:`depth_study` run
+it on the zoo models, cached (the verdicts on C6 are :mod:`msapod.studies.verdict`'s).
 
 Strategies (``budget`` heads removed out of ``n_layer * n_head``):
 
@@ -101,9 +95,8 @@ def _eps_tuple(eps, primary: float) -> tuple[float, ...]:
 
 
 def _spectrum(A) -> np.ndarray:
-    """Full POD spectrum (all N eigenvalues, descending) of the plain fluctuation of ``A``
-    (snapshot, query, key): :func:`msapod.lagstats.gram_pod` of the plain Gram of ``u = A -
-    Abar`` (``msapod.pod``'s spectrum without its per-lag Grams and modes)."""
+    """All N POD eigenvalues (descending) of the plain fluctuation ``u = A - Abar`` of ``A``
+    (snapshot, query, key): ``msapod.pod``'s spectrum without its per-lag Grams and modes."""
     X = np.asarray(A.values if isinstance(A, xr.DataArray) else A)
     stats = LagStats.of_ensemble(X, np.arange(X.shape[1]), np.arange(X.shape[2]))
     K = stats.plain_gram()
@@ -485,18 +478,13 @@ def ablation_losses(
     progress: bool = False,
     name: str | None = None,
 ) -> np.ndarray:
-    """Validation losses of many head masks at once: ``ablation_loss`` of each mask.
+    """Validation losses of many head masks at once: ``[ablation_loss(model, m, tokens,
+    ...) for m in masks]`` on the same windows, up to float round-off (bit for bit on CPU).
 
-    Every mask sees the same fixed, seeded windows as :func:`ablation_loss` (those of
-    :func:`msapod.models.train.evaluate`), and the result equals
-    ``[ablation_loss(model, m, tokens, ...) for m in masks]`` up to float round-off
-    (the tests assert 1e-5 relative; on CPU they agree bit for bit). The work the masks share
-    is done once: the masks form a tree by their layer rows (masks with the same first
-    ``l`` rows share the residual stream entering layer ``l + 1``), each distinct prefix
-    runs the attention of the next layer once (a head mask acts only after it, on the
-    per-head outputs), and only the distinct (prefix, row) pairs run the output
-    projection and the MLP. Forward passes stack up to ``max_batch`` sequences of
-    several prefixes along the batch dimension.
+    The work the masks share is done once: masks with the same first ``l`` layer rows share
+    the residual stream entering layer ``l + 1``, each distinct prefix runs the next
+    layer's attention once (a head mask acts only on its per-head outputs), and only the
+    distinct (prefix, row) pairs run the output projection and the MLP.
 
     Parameters
     ----------
@@ -580,9 +568,8 @@ def _tree_losses(model, masks: np.ndarray, x, y, per_call: int) -> np.ndarray:
 
 
 def _children(masks: np.ndarray, groups: list, li: int) -> tuple[np.ndarray, list, list]:
-    """``(parents, rows, children)``: each prefix in ``groups`` (the masks behind it) split
-    by the masks' rows of layer index ``li``; per child, its prefix's index, its row and
-    its masks."""
+    """``(parents, rows, children)``: each group of masks split by its rows of layer index
+    ``li``; per child, its group's index, its row and its masks."""
     parents, rows, children = [], [], []
     for s, g in enumerate(groups):
         uniq, inv = np.unique(masks[g, li], axis=0, return_inverse=True)
@@ -849,9 +836,8 @@ def model_pruning(
 
 
 def _with_unpruned(model, masks, cfg, corpus, progress: bool, name) -> np.ndarray:
-    """Validation losses of the unpruned model and then of every mask, on the same batches
-    in one :func:`ablation_losses` pass (``cfg``: its ``eval_batches`` and
-    ``eval_batch_size``; ``corpus`` None: :func:`load_corpus`)."""
+    """Validation losses of the unpruned model and then of every mask, in one
+    :func:`ablation_losses` pass with ``cfg``'s ``eval_batches`` and ``eval_batch_size``."""
     L, H = model.config.n_layer, model.config.n_head
     every = np.concatenate([np.ones((1, L, H), np.int8), np.reshape(masks, (-1, L, H))])
     return ablation_losses(
@@ -887,14 +873,12 @@ def _pruning_dataset(cfg: PruneConfig, ranks, base, loss, masks, raw, importance
     dims = ("strategy", "budget", "draw")
     ds = xr.Dataset(
         {
-            "base_loss": xr.DataArray(
-                base, attrs={"long_name": "validation loss, no head removed"}
-            ),
-            "loss": xr.DataArray(loss, dims=dims, attrs={"long_name": "validation loss, pruned"}),
-            "mask": xr.DataArray(
+            "base_loss": ((), base, {"long_name": "validation loss, no head removed"}),
+            "loss": (dims, loss, {"long_name": "validation loss, pruned"}),
+            "mask": (
+                (*dims, "layer", "head"),
                 masks,
-                dims=(*dims, "layer", "head"),
-                attrs={"long_name": "head mask: 1 kept, 0 removed, -1 no such draw"},
+                {"long_name": "head mask: 1 kept, 0 removed, -1 no such draw"},
             ),
             "importance": importance.drop_vars(["layer", "head"]),
             "importance_raw": raw.drop_vars(["layer", "head"]),
@@ -903,8 +887,6 @@ def _pruning_dataset(cfg: PruneConfig, ranks, base, loss, masks, raw, importance
     )
     ds["loss_increase"] = ds["loss"] - ds["base_loss"]
     ds["loss_increase"].attrs = {"long_name": "validation loss increase (nats/char)"}
-    ds["importance"].attrs = dict(importance.attrs)
-    ds["importance_raw"].attrs = dict(raw.attrs)
     ds = xr.merge([ds, ranks], combine_attrs="drop_conflicts")
     L, H = masks.shape[-2:]
     ds.attrs.update(
