@@ -87,9 +87,6 @@ def default_coords(dims: Sequence[str], shape: Sequence[int]) -> dict:
 class FieldFile:
     """Attention fields of one ensemble in one netCDF-4 file, written batch by batch.
 
-    A file counts as finished only under its final name, with the expected key and one
-    sha256 per layer; every layer read is checked against its checksum.
-
     Parameters
     ----------
     path

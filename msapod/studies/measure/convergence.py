@@ -237,10 +237,8 @@ def _model_convergence(inputs, ids, ns, eps, fixed_k, groups, batch_size, progre
     layers = []
     name, model = inputs.name, inputs.model
     it = iter_attention(model, ids, average_heads=True, batch_size=batch_size, name=name)
-    n_layer = model.config.n_layer
-    for A in tqdm(it, total=n_layer, desc=f"convergence {name}", disable=not progress):
-        layer = int(A["layer"])
+    for A in tqdm(it, total=model.config.n_layer, desc=f"convergence {name}", disable=not progress):
         ds = nested_spectra(A.drop_vars("layer"), ns, eps=eps, fixed_k=fixed_k, groups=groups)
-        layers.append(ds.expand_dims(layer=[layer]))
+        layers.append(ds.expand_dims(layer=[int(A["layer"])]))
         del A
     return xr.concat(layers, dim="layer")

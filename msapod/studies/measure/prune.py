@@ -890,18 +890,13 @@ def _pruning_dataset(cfg: PruneConfig, ranks, base, loss, masks, raw, importance
     ds = xr.merge([ds, ranks], combine_attrs="drop_conflicts")
     L, H = masks.shape[-2:]
     ds.attrs.update(
-        {
-            "n_heads": L * H,
-            "n_random": cfg.n_random,
-            "seed": cfg.seed,
-            "eval": f"msapod.train.evaluate on the val split, {cfg.eval_batches} x "
-            f"{cfg.eval_batch_size}",
-            "importance": (
-                f"Michel et al. 2019, {cfg.importance_batches} x {cfg.importance_batch_size} "
-                "training-split windows, l2-normalised per layer"
-            ),
-            "h_star_ensemble": f"ensemble_ids(n={cfg.n}, length={cfg.length}, seed=0, split='val')",
-        }
+        n_heads=L * H,
+        n_random=cfg.n_random,
+        seed=cfg.seed,
+        eval=f"msapod.train.evaluate on the val split, {cfg.eval_batches} x {cfg.eval_batch_size}",
+        importance=f"Michel et al. 2019, {cfg.importance_batches} x "
+        f"{cfg.importance_batch_size} training-split windows, l2-normalised per layer",
+        h_star_ensemble=f"ensemble_ids(n={cfg.n}, length={cfg.length}, seed=0, split='val')",
     )
     return ds
 
