@@ -105,11 +105,9 @@ def verify_sha256(
 
 @contextmanager
 def atomic_path(path: str | os.PathLike, tmp: str | os.PathLike | None = None) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; on success move it onto ``path``.
-
-    ``tmp`` defaults to a hidden name unique to the process, removed on any error; a
-    ``tmp`` given by the caller is left in place on error.
-    """
+    """Yield a temporary path next to ``path``; on success move it onto ``path``. On error a
+    ``tmp`` given by the caller is left in place, the default one (unique to the process)
+    removed."""
     path = Path(path)
     own = tmp is None
     if own:

@@ -349,8 +349,7 @@ class FieldFile:
         shape = var.shape
         axis = var.dimensions.index("snapshot")
         arrays = _ensemble_of(f, attrs=False)
-        flags = done[...]
-        todo = [i for i in range(len(plan)) if not flags[i]]
+        todo = [i for i, flag in enumerate(done[...]) if not flag]
         bar = tqdm(  # a step per layer of a batch: a pass's progress shows as it runs
             total=len(plan) * shape[0],
             initial=(len(plan) - len(todo)) * shape[0],

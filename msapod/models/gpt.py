@@ -72,9 +72,8 @@ class CausalSelfAttention(nn.Module):
         return F.logsigmoid(alpha * (e - t))
 
     def qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Queries, keys and values of the layer input ``x`` (B, T, C), split per head:
-        three tensors (B, H, T, head_dim), in ``x``'s dtype. The attention scores are
-        ``q @ k.transpose(-2, -1) / sqrt(head_dim)`` (plus ``log_gate`` for EGA)."""
+        """Queries, keys and values (B, H, T, head_dim) of the layer input ``x`` (B, T, C), in
+        ``x``'s dtype; the scores are ``q @ k^T / sqrt(head_dim)`` (plus ``log_gate`` for EGA)."""
         B, T, C = x.shape
         q, k, v = self.c_attn(x).split(C, dim=2)
         shape = (B, T, self.n_head, self.head_dim)
@@ -95,9 +94,8 @@ class CausalSelfAttention(nn.Module):
         return torch.softmax(s.masked_fill_(later, float("-inf")), dim=-1)
 
     def head_outputs(self, x: torch.Tensor) -> torch.Tensor:
-        """Per-head attention outputs ``(B, H, T, head_dim)``: what :meth:`forward`
-        multiplies by ``head_mask`` before the output projection ``c_proj`` (the fused
-        kernels; dropout on the attention weights in training mode)."""
+        """Per-head outputs ``(B, H, T, head_dim)`` of the fused kernels, which :meth:`forward`
+        multiplies by ``head_mask`` before ``c_proj`` (attention dropout when training)."""
         q, k, v = self.qkv(x)
         p_drop = self.dropout if self.training else 0.0
         if self.ega:

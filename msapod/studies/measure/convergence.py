@@ -43,11 +43,8 @@ CONVERGENCE_FORMAT = 1
 
 
 def nested_ensemble(n_tokens: int, n: int, length: int, seed: int = 0) -> np.ndarray:
-    """Offsets of ``n`` non-overlapping snippets in a random (not sorted) order.
-
-    The first ``N`` offsets form a uniformly random sub-ensemble of size ``N`` for every
-    ``N <= n``, so ensembles of increasing size are nested.
-    """
+    """Offsets of ``n`` non-overlapping snippets in a random order: for every ``N <= n`` the
+    first ``N`` form a uniformly random sub-ensemble, so growing ensembles are nested."""
     offsets = ensemble_offsets(n_tokens, n=n, length=length, seed=seed)
     return offsets[np.random.default_rng(seed + 1).permutation(n)]
 
