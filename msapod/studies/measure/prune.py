@@ -954,12 +954,11 @@ def pruning_study(
 
     def one(name: str) -> xr.Dataset:
         inputs = model_inputs(name, cache_dir=cache_dir, progress=progress)
-        rank_parts = {**cfg.rank_parts(), "ensemble_seed": 0, "split": "val"}
         ranks = _cached(
             "head-ranks",
             inputs,
             corpus,
-            {"prune_format": PRUNE_FORMAT, **rank_parts},
+            {"prune_format": PRUNE_FORMAT, **cfg.rank_parts(), "ensemble_seed": 0, "split": "val"},
             lambda model: cfg.ranks(model, corpus, progress=progress, name=name),
         )
         return _cached(
