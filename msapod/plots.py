@@ -64,6 +64,8 @@ CATEGORY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 SEED_LINES = ("-", "--", "-.", ":")
 SEED_MARKERS = ("o", "s", "^", "D")
 
+#: the smallest text of a figure (tick labels and legends), in points
+MIN_FONT_SIZE = 10
 #: the rcParams of every figure of the book: the text is drawn at the size it is shown at
 #: (tick labels 10 pt = 14.4 px at :data:`DPI`, at least 80 % of the book's 16 px body
 #: text in a content column of 720 px or more)
@@ -76,10 +78,10 @@ STYLE = {
     "font.size": 10.5,
     "axes.titlesize": 10.5,
     "axes.labelsize": 10.5,
-    "xtick.labelsize": 10,
-    "ytick.labelsize": 10,
-    "legend.fontsize": 10,
-    "legend.title_fontsize": 10,
+    "xtick.labelsize": MIN_FONT_SIZE,
+    "ytick.labelsize": MIN_FONT_SIZE,
+    "legend.fontsize": MIN_FONT_SIZE,
+    "legend.title_fontsize": MIN_FONT_SIZE,
     "figure.titlesize": 11,
     "legend.frameon": False,
     "axes.spines.top": False,
@@ -89,8 +91,6 @@ STYLE = {
     "lines.markersize": 5,
     "image.cmap": "viridis",
 }
-#: the smallest text of a figure (tick labels), in points
-MIN_FONT_SIZE = 10
 
 
 def _rc() -> dict:
