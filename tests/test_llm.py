@@ -267,6 +267,14 @@ def test_smollm2_real_model():
     assert A.shape == (2, 2, 24, 24)
     np.testing.assert_allclose(A.values.sum(-1), 1.0, atol=1e-5)
     assert np.all(np.triu(A.values, 1) == 0)
+    # the file is parsed once while loading, and gguf's reader is restored afterwards
+    import gguf
+
+    build = gguf.GGUFReader
+    path = llm.smollm2_path(verify=False)
+    with llm._one_reader(path):
+        assert gguf.GGUFReader(path) is gguf.GGUFReader(str(path))
+    assert gguf.GGUFReader is build
 
 
 def test_token_layout_with_a_planted_tokenizer():

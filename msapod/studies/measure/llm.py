@@ -24,6 +24,7 @@ import inspect
 import json
 import os
 import sys
+from contextlib import contextmanager
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as _dist_version
 from pathlib import Path
@@ -175,7 +176,7 @@ def _read_gguf(path: Path, progress: bool) -> tuple:
             f"tested with 5.24); {INSTALL_HINT}"
         )
     folder, name = str(path.parent), path.name
-    with quiet_transformers():
+    with quiet_transformers(), _one_reader(path):
         tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=name)
         config = AutoConfig.from_pretrained(folder, gguf_file=name)
         with torch.device("meta"):
@@ -192,6 +193,22 @@ def _read_gguf(path: Path, progress: bool) -> tuple:
             if bar is not None:
                 gguf_utils.tqdm = bar
     return config, model, tokenizer, tensors
+
+
+@contextmanager
+def _one_reader(path: Path):
+    """The GGUF file parsed once while transformers reads its tokenizer, config and tensors
+    (each of its loaders builds a ``gguf.GGUFReader``, about 5 s for SmolLM2's metadata):
+    ``gguf.GGUFReader`` returns the one reader of ``path``, restored afterwards."""
+    import gguf
+
+    build = gguf.GGUFReader
+    reader = build(path)
+    gguf.GGUFReader = lambda p, *a, **kw: reader if Path(p) == path else build(p, *a, **kw)
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = build
 
 
 def _fill_model(model, config, tensors: dict) -> None:
