@@ -18,6 +18,7 @@ import xarray as xr
 
 from ._io import check_int
 from ._labels import check_eps, lead_coords, stack_leading
+from .lagstats import RTOL
 
 __all__ = [
     "CRITERIA",
@@ -81,7 +82,8 @@ def spectral_concentration(
     k_min, k_max
         Fit range, inclusive (1-based). Default ``k_max = n // 2`` with n the spectrum's
         length: this leaves out the finite-ensemble tail, where mean-removed spectra fall
-        to zero at k = N. Eigenvalues <= 1e-12 lambda_1 inside the range are excluded.
+        to zero at k = N. Eigenvalues beyond the numerical rank (at or below
+        :data:`msapod.lagstats.RTOL` lambda_1) inside the range are excluded.
 
     Returns
     -------
@@ -100,7 +102,7 @@ def spectral_concentration(
     out = {name: np.full(lam_all.shape[0], np.nan) for name in ("beta", "r2", "beta_stderr")}
     n_fit = np.zeros(lam_all.shape[0], dtype=np.int64)
     for b, lam in enumerate(lam_all):
-        sel = (k >= k_min) & (k <= k_max) & (lam > 1e-12 * max(lam[0], np.finfo(float).tiny))
+        sel = (k >= k_min) & (k <= k_max) & (lam > RTOL * max(lam[0], np.finfo(float).tiny))
         n_fit[b] = sel.sum()
         if n_fit[b] < 3:
             continue
