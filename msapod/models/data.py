@@ -116,8 +116,7 @@ def _load_corpus(path: str) -> Corpus:
     text = Path(path).read_text(encoding="utf-8")
     chars = "".join(sorted(set(text)))
     lut = np.zeros(max(map(ord, chars)) + 1, dtype=np.uint8)
-    for i, c in enumerate(chars):
-        lut[ord(c)] = i
+    lut[[ord(c) for c in chars]] = np.arange(len(chars))
     ids = lut[np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)]
     n_train = int(len(ids) * (1 - VAL_FRACTION))
     return Corpus(chars=chars, train=ids[:n_train], val=ids[n_train:])

@@ -65,8 +65,7 @@ def run_folder(name: str, config_folder: Path) -> Path:
     if not (folder / CONFIG).is_file() or (folder / CONFIG).read_bytes() != config.read_bytes():
         with atomic_path(folder / CONFIG) as tmp:
             shutil.copyfile(config, tmp)
-    local = os.environ.get(ENV)
-    if local:
+    if local := os.environ.get(ENV):
         _link(_local(name, Path(local).expanduser(), sha), folder / WEIGHTS)
     else:
         _download(name, sha, folder)

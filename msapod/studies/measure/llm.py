@@ -468,8 +468,7 @@ def depth_groups(n_layer: int, mapping: str = "literal") -> dict[str, list[int]]
         early = layers[:third].tolist()
     else:
         raise ValueError(f"mapping: expected 'literal' or 'proportional', got {mapping!r}")
-    rest = [int(x) for x in layers if x not in early]
-    return {"early": [int(x) for x in early], "late": [int(x) for x in late], "rest": rest}
+    return {"early": early, "late": late, "rest": [int(x) for x in layers if x not in early]}
 
 
 def token_layout(ds: xr.Dataset, tokenizer=None) -> xr.Dataset:

@@ -192,14 +192,13 @@ def null_evidence(
     :func:`~msapod.studies.measure.evidence.fields_evidence`.
     """
     check_null(null)
-    F = fields
-    if F is None:
-        F = null_fields(name, null, cache_dir=cache_dir, progress=progress)
-    parts = mv.evidence_parts(F, theorem1_layer=theorem1_layer, window_se=window_se, axes=axes)
-    parts.update(null=null, null_format=NULL_FORMAT)
+    if fields is None:
+        fields = null_fields(name, null, cache_dir=cache_dir, progress=progress)
+    kw = dict(theorem1_layer=theorem1_layer, window_se=window_se, axes=axes)
+    parts = {**mv.evidence_parts(fields, **kw), "null": null, "null_format": NULL_FORMAT}
 
     def compute():
-        out = mv.fields_evidence(F, theorem1_layer=theorem1_layer, axes=axes, window_se=window_se)
+        out = mv.fields_evidence(fields, **kw)
         out.attrs = {"model": name, "null": null}
         return out
 

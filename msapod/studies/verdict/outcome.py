@@ -172,7 +172,5 @@ def evaluate(claim_id: str, zoo: Zoo, reading: Mapping) -> Outcome:
             combine_cases(np.array([r.code for r in rs]), np.array([r.p_refuted for r in rs]))
         )
     code = str(combine_parts(np.array(list(parts.values()))))
-    reason = ""
-    if code == "untestable":
-        reason = next((r.reason for r in results if r.reason), "")
+    reason = next((r.reason for r in results if r.reason), "") if code == "untestable" else ""
     return Outcome(claim_id, code, parts, results, reason)

@@ -109,8 +109,7 @@ def _mean_over(x: xr.DataArray, se: xr.DataArray | None, layers, log: bool):
     if log:
         with np.errstate(invalid="ignore", divide="ignore"):
             s, x = s / x, np.log(x)
-    k = x.shape[1]
-    return x.mean(1), np.sqrt((s**2).sum(1)) / k
+    return x.mean(1), np.sqrt((s**2).sum(1)) / x.shape[1]
 
 
 def _reading(reading: Mapping, axes: Sequence[str] = SCALE_AXES) -> dict:
