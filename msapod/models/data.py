@@ -147,8 +147,7 @@ def ensemble_offsets(
             f"n: expected 1..{slots} non-overlapping snippets of length {length} in "
             f"{n_tokens} tokens, got {n}"
         )
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(slots, size=n, replace=False)) * length
+    return np.sort(np.random.default_rng(seed).choice(slots, size=n, replace=False)) * length
 
 
 def ensemble_ids(
@@ -181,8 +180,7 @@ def ensemble_ids(
     corpus = corpus if corpus is not None else load_corpus()
     tokens = corpus.val if split == "val" else corpus.train
     offsets = ensemble_offsets(len(tokens), n=n, length=length, seed=seed)
-    ids = np.stack([tokens[o : o + length] for o in offsets]).astype(np.int64)
-    return ids, offsets
+    return np.stack([tokens[o : o + length] for o in offsets]).astype(np.int64), offsets
 
 
 def check_layers(layers, n_layer: int) -> list[int]:

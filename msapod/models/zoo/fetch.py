@@ -1,10 +1,8 @@
 """Zoo weights outside a checkout: a local copy or a verified download.
 
 The wheel carries each zoo model's ``config.json`` (with its weights' sha256) but not its
-``model.safetensors``: :func:`run_folder` makes a checkpoint folder in the cache with the
-weights of ``$MSAPOD_ZOO/<name>/`` (:data:`ENV`) or, else, those downloaded once from the
-GitHub repository at the commit pip installed msapod from (:func:`url`). Either must have
-the sha256 of the package's ``config.json``.
+``model.safetensors``: :func:`run_folder` supplies them, from ``$MSAPOD_ZOO`` (:data:`ENV`)
+or downloaded (:func:`url`), checked against that sha256.
 """
 
 from __future__ import annotations

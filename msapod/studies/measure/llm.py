@@ -9,10 +9,6 @@ characters per token (measured on the validation split), the default ``length = 
 tokens spans about 256 characters, the zoo snippets' span, so the lag range 1..L/2 of the
 scalogram covers about the same text (1..41 tokens, 3..127 characters). Lags are in
 tokens (:func:`msapod.studies.verdict.scorecard.llm_zoo` converts them to characters).
-
-:func:`smollm2_analysis` is one call of :mod:`msapod.studies.measure.model_analysis` with
-the study's settings: every layer, heads averaged, the jackknife standard errors of the
-plain window's T_spec and H*.
 """
 
 from __future__ import annotations
@@ -391,9 +387,8 @@ def smollm2_analysis(
     smollm2_path(verify=True)  # fail early, with the install hint, and only on good weights
     parts = _parts(n, length, seed, params)
     fixed = {k: v for k, v in parts.items() if k != "params"}  # what the fields depend on
-    key = key_hash(fixed)
     label = f"smollm2-n{n}-L{length}-s{seed}"
-    fields = field_store("llm-fields", label, key, cache_dir)
+    fields = field_store("llm-fields", label, key_hash(fixed), cache_dir)
     layers = list(range(1, N_LAYER + 1))
 
     def record() -> None:

@@ -8,9 +8,7 @@
 * ``"words"``: the trained model on snippets whose words and lines are permuted within
   each snippet (:func:`msapod.models.data.shuffle_words`).
 
-:func:`null_fields` extracts and caches their attention fields like the trained models',
-:func:`null_evidence` measures every claim's evidence on them (cached); what they decide
-is :mod:`msapod.studies.verdict`'s (the null columns of the curve).
+What they decide is :mod:`msapod.studies.verdict`'s (the null columns of the curve).
 """
 
 from __future__ import annotations

@@ -129,8 +129,7 @@ def check_claims(
         loss = losses.sel(model=models)
     zoo = Zoo(ev, losses=loss, groups=groups, treatment=treatment, control=control)
     if unit == "auto":
-        counts = [arch.count(a) for a in set(arch)]
-        unit = "seeds" if min(counts) >= 2 else "snippets"
+        unit = "seeds" if min(map(arch.count, arch)) >= 2 else "snippets"
     reading = {**MAIN_READING, "unit": unit, "n": zoo.n_snapshots}
     keep = [c for c in (*FIELD_CLAIMS, "L") if c != "L" or losses is not None]
     table = outcome_rows({c: evaluate(c, zoo, reading) for c in keep})

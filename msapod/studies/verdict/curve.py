@@ -323,8 +323,6 @@ def null_outcomes(null: Zoo, which: str) -> dict[str, Outcome | str]:
             if c.source != "fields"
             else (c.no_untrained if which == "untrained" else c.no_shuffled)
         )
-        if c.kind == "theorem" and which != "untrained":
-            why = c.no_shuffled
         out[c.id] = why or evaluate(c.id, null, MAIN_READING)
     return out
 

@@ -127,12 +127,8 @@ def _claim_joint(ds: xr.Dataset, claim: str, zoo: str) -> dict | None:
         return None
     sub = ds.sel(test=tests, model=models).isel(spec=np.flatnonzero(specs))
     x = sub["value"].transpose("test", "spec", "model").values  # decision scale
-    ref = np.array(
-        [
-            np.log(r) if lg else r
-            for r, lg in zip(sub["test_reference"].values, sub["test_log"].values, strict=True)
-        ]
-    )
+    refs, logs = sub["test_reference"].values, sub["test_log"].values
+    ref = np.array([np.log(r) if lg else r for r, lg in zip(refs, logs, strict=True)])
     sign = np.where(sub["test_direction"].values == "less", -1.0, 1.0)
     dev = (x - ref[:, None, None]).reshape(-1, len(models))  # (K, M)
     sgn = np.repeat(sign, x.shape[1])

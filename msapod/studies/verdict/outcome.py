@@ -144,8 +144,7 @@ def theorem1(zoo: Zoo) -> Outcome:
         return Outcome("C10", "untestable", {"": "untestable"}, [], reason="no check run")
     gap = float(np.nanmax(ev["t1_gap"].values))
     beaten, trials = int(np.nansum(ev["t1_beaten"].values)), int(np.nansum(ev["t1_trials"].values))
-    ok = gap <= REGISTRY["C10"].stated["gap"] and beaten == 0
-    code = "holds" if ok else "refuted"
+    code = "holds" if gap <= REGISTRY["C10"].stated["gap"] and beaten == 0 else "refuted"
     where = np.argwhere(np.isfinite(ev["t1_gap"].transpose("model", "layer").values))[0]
     extra = {
         "gap": gap,

@@ -206,8 +206,7 @@ def level(zoo: Zoo, reading: Mapping, t: ClaimTest) -> Stat:
                 f"H* ≤ N − 1 = {ceiling} by construction: the bound {t.reference:g} "
                 f"needs N ≥ {int(t.reference) + 2} snippets",
             )
-    v, s = _mean_over(*got, layers, t.log)
-    return Stat(v, s)
+    return Stat(*_mean_over(*got, layers, t.log))
 
 
 def ratio(zoo: Zoo, reading: Mapping, t: ClaimTest) -> Stat:
