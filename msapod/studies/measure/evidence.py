@@ -351,8 +351,7 @@ def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified)
     n_lag, n, _ = G.shape
     groups = JACKKNIFE_GROUPS
     used = sorted({int(j) for key in (c4_key, c9_key) for j in key.ravel() if j >= 0})
-    s_rep = np.full((groups, *c4_key.shape), np.nan)
-    d_rep = np.full((groups, *c4_key.shape), np.nan)
+    s_rep, d_rep = (np.full((groups, *c4_key.shape), np.nan) for _ in range(2))
     r_rep = np.full((groups, *c9_key.shape), np.nan)
     if not used or n < 2 * groups:
         return jackknife_error(s_rep), jackknife_error(d_rep), jackknife_error(r_rep)

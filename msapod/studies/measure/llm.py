@@ -221,8 +221,7 @@ def _fill_model(model, config, tensors: dict) -> None:
     if tied:
         model.lm_head.weight = model.model.embed_tokens.weight
     # non-persistent buffers (rotary frequencies) are not in the file: rebuild on the CPU
-    rotary = model.model.rotary_emb
-    model.model.rotary_emb = type(rotary)(config=model.config)
+    model.model.rotary_emb = type(model.model.rotary_emb)(config=model.config)
     left = [n for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_meta]
     if left:
         raise ValueError(f"SmolLM2: tensors left uninitialised after loading: {left}")

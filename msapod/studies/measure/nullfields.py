@@ -75,10 +75,9 @@ def untrained_model(name: str):
     with torch.random.fork_rng(devices=[]):  # the caller's random state left as it was
         torch.manual_seed(cfg.seed)
         model = GPT(cfg.model)
-    dtype = STORAGE[cfg.storage]
     with torch.no_grad():
         for p in model.parameters():
-            p.copy_(p.to(dtype).float())
+            p.copy_(p.to(STORAGE[cfg.storage]).float())
     model.eval()
     model.weights_sha256 = "untrained-" + state_sha256(model)
     model.name = f"untrained:{name}"

@@ -35,10 +35,9 @@ bound (the recomputation's attrs, which say what the code measures today, take
 precedence over the shipped file's). A variable whose attrs carry ``sign_dims`` holds
 vectors defined up to their sign (POD modes: an eigensolver on another CPU may return
 ``-phi``): each vector, over those dims, is compared after taking the sign that matches
-the shipped one. Integers, booleans, words and coordinates are
-compared exactly (float coordinates to 1e-12 relative, the last bit a libm may round
-differently). On failure the report says, per variable, the largest difference relative
-to the variable's scale.
+the shipped one. Integers, booleans, words and coordinates are compared exactly (float
+coordinates to 1e-12 relative, the last bit a libm may round differently). On failure the
+report says, per variable, the largest difference relative to the variable's scale.
 """
 
 from __future__ import annotations
@@ -227,8 +226,7 @@ def load_result(name: str, folder: str | os.PathLike | None = None):
 
 def _vcs_source() -> str:
     """The raw-file URL of ``results/`` at the commit pip installed msapod from
-    (:func:`msapod._io.repository_url`); a :class:`ResultsError` if msapod was not
-    installed from a GitHub repository."""
+    (:func:`msapod._io.repository_url`); a :class:`ResultsError` where there is none."""
     from ..._io import repository_url
 
     url = repository_url("results/")

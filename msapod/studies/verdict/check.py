@@ -122,11 +122,9 @@ def check_claims(
     arch = [str(a) for a in fields["architecture"].values]
     ev = ev.assign_coords(architecture=("model", arch))
     ev.attrs["n_snapshots"] = int(fields.sizes[dim])
-    loss = None
-    if losses is not None:
-        if "model" not in losses.dims:
-            raise ValueError("losses: expected a 'model' dim")
-        loss = losses.sel(model=models)
+    if losses is not None and "model" not in losses.dims:
+        raise ValueError("losses: expected a 'model' dim")
+    loss = losses.sel(model=models) if losses is not None else None
     zoo = Zoo(ev, losses=loss, groups=groups, treatment=treatment, control=control)
     if unit == "auto":
         unit = "seeds" if min(map(arch.count, arch)) >= 2 else "snippets"
