@@ -116,8 +116,7 @@ def _load_corpus(path: str) -> Corpus:
     text = Path(path).read_text(encoding="utf-8")
     chars = "".join(sorted(set(text)))
     lut = np.zeros(max(map(ord, chars)) + 1, dtype=np.uint8)
-    for i, c in enumerate(chars):
-        lut[ord(c)] = i
+    lut[[ord(c) for c in chars]] = np.arange(len(chars))
     ids = lut[np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)]
     n_train = int(len(ids) * (1 - VAL_FRACTION))
     return Corpus(chars=chars, train=ids[:n_train], val=ids[n_train:])
@@ -148,8 +147,7 @@ def ensemble_offsets(
             f"n: expected 1..{slots} non-overlapping snippets of length {length} in "
             f"{n_tokens} tokens, got {n}"
         )
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(slots, size=n, replace=False)) * length
+    return np.sort(np.random.default_rng(seed).choice(slots, size=n, replace=False)) * length
 
 
 def ensemble_ids(
@@ -182,8 +180,7 @@ def ensemble_ids(
     corpus = corpus if corpus is not None else load_corpus()
     tokens = corpus.val if split == "val" else corpus.train
     offsets = ensemble_offsets(len(tokens), n=n, length=length, seed=seed)
-    ids = np.stack([tokens[o : o + length] for o in offsets]).astype(np.int64)
-    return ids, offsets
+    return np.stack([tokens[o : o + length] for o in offsets]).astype(np.int64), offsets
 
 
 def check_layers(layers, n_layer: int) -> list[int]:

@@ -20,6 +20,7 @@ is read.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -153,8 +154,7 @@ class ClaimTest:
         inside both."""
         s = self.sesoi if sesoi is None else float(sesoi)
         ref = self.reference
-        lo, hi = (ref * (1 - s), ref * (1 + s)) if self.relative else (ref - s, ref + s)
-        lo, hi = min(lo, hi), max(lo, hi)
+        lo, hi = sorted((ref * (1 - s), ref * (1 + s)) if self.relative else (ref - s, ref + s))
         inf = float("inf")
         if self.direction == "greater":
             return hi, inf
@@ -249,6 +249,11 @@ def qualified_id(claim_id: str, t: ClaimTest) -> str:
     return ":".join(x for x in (claim_id, t.part, t.case) if x)
 
 
+#: A test of a positive statistic (T_spec, H*, the energy, a ratio): its sesoi a fraction
+#: of the reference, its replicates compared on the log scale.
+_positive = functools.partial(ClaimTest, relative=True, log=True)
+
+
 def _claims() -> tuple[Claim, ...]:
     c1_scale, c2_scale = 7.0, 20.0
     c4_lags = {2: (2, 10), 4: (10, 35), 6: (10, 40)}
@@ -325,7 +330,7 @@ def _claims() -> tuple[Claim, ...]:
             "empirical",
             "early T_spec ≈ 1.0 (distributed); late layers more concentrated",
             tests=(
-                ClaimTest(
+                _positive(
                     "size",
                     "",
                     "level",
@@ -334,12 +339,10 @@ def _claims() -> tuple[Claim, ...]:
                     1.0,
                     0.25,
                     "the paper says 'about 1.0': read as within 25 %",
-                    relative=True,
-                    log=True,
                     symbol=r"T_\mathrm{spec}(1,2)",
                     words="T_spec, layers 1–2 (geometric mean)",
                 ),
-                ClaimTest(
+                _positive(
                     "contrast",
                     "",
                     "ratio",
@@ -347,8 +350,6 @@ def _claims() -> tuple[Claim, ...]:
                     "less",
                     1.0,
                     *RATIO_SESOI,
-                    relative=True,
-                    log=True,
                     symbol=r"T_\mathrm{spec}(5,6) / T_\mathrm{spec}(1,2)",
                     words="T_spec ratio, layers 5–6 to 1–2",
                 ),
@@ -389,7 +390,7 @@ def _claims() -> tuple[Claim, ...]:
             "empirical",
             "H*(0.10): layers 1–2 need > 150 modes; layers 3–6 about 91",
             tests=(
-                ClaimTest(
+                _positive(
                     "early",
                     "",
                     "level",
@@ -398,12 +399,10 @@ def _claims() -> tuple[Claim, ...]:
                     150.0,
                     0.0,
                     "the paper states the bound itself (testable only where N − 1 > 150)",
-                    relative=True,
-                    log=True,
                     symbol=r"H^*_{1,2}",
                     words="H*(0.10), layers 1–2 (geometric mean)",
                 ),
-                ClaimTest(
+                _positive(
                     "size",
                     "",
                     "level",
@@ -412,12 +411,10 @@ def _claims() -> tuple[Claim, ...]:
                     91.0,
                     0.15,
                     "the paper says 'about 91': read as within 15 %",
-                    relative=True,
-                    log=True,
                     symbol=r"H^*_{3\text{–}6}",
                     words="H*(0.10), layers 3–6 (geometric mean)",
                 ),
-                ClaimTest(
+                _positive(
                     "contrast",
                     "",
                     "ratio",
@@ -425,8 +422,6 @@ def _claims() -> tuple[Claim, ...]:
                     "greater",
                     1.0,
                     *RATIO_SESOI,
-                    relative=True,
-                    log=True,
                     symbol=r"H^*_{1,2} / H^*_{3\text{–}6}",
                     words="H* ratio, layers 1–2 to 3–6",
                 ),
@@ -487,7 +482,7 @@ def _claims() -> tuple[Claim, ...]:
             "empirical",
             "EGA models show systematically higher scalogram energy in every layer",
             tests=tuple(
-                ClaimTest(
+                _positive(
                     "",
                     f"layer {layer}",
                     "level",
@@ -496,8 +491,6 @@ def _claims() -> tuple[Claim, ...]:
                     1.0,
                     RATIO_SESOI[0],
                     "'systematically higher' read as at least 10 % higher: " + RATIO_SESOI[1],
-                    relative=True,
-                    log=True,
                     design="architecture",
                     symbol=r"E_\mathrm{EGA} / E_\mathrm{baseline}",
                     words=f"scalogram energy, EGA / baseline, layer {layer}",
@@ -512,7 +505,7 @@ def _claims() -> tuple[Claim, ...]:
             "empirical",
             "EGA vs baseline: slightly higher T_spec in layers 3–4, lower in 5–6",
             tests=tuple(
-                ClaimTest(
+                _positive(
                     f"layers {a}–{b}",
                     "",
                     "level",
@@ -520,8 +513,6 @@ def _claims() -> tuple[Claim, ...]:
                     direction,
                     1.0,
                     *SLIGHT_SESOI,
-                    relative=True,
-                    log=True,
                     design="architecture",
                     symbol=r"T_\mathrm{spec,EGA} / T_\mathrm{spec,baseline}",
                     words=f"T_spec, EGA / baseline, layers {a}–{b}",
@@ -537,7 +528,7 @@ def _claims() -> tuple[Claim, ...]:
             "empirical",
             "plain POD mixes scales; scale-selective POD separates them",
             tests=(
-                ClaimTest(
+                _positive(
                     "",
                     "",
                     "spread_ratio",
@@ -547,8 +538,6 @@ def _claims() -> tuple[Claim, ...]:
                     0.10,
                     "the windowed mode separates scales when its scale spread is at least 10 % "
                     "narrower than the plain mode's (ratio below 0.9)",
-                    relative=True,
-                    log=True,
                     symbol=r"D",
                     words="scale spread of windowed / plain mode 1 (geometric mean over the "
                     "windowed layers)",

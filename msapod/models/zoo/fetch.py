@@ -1,10 +1,8 @@
 """Zoo weights outside a checkout: a local copy or a verified download.
 
 The wheel carries each zoo model's ``config.json`` (with its weights' sha256) but not its
-``model.safetensors``: :func:`run_folder` makes a checkpoint folder in the cache with the
-weights of ``$MSAPOD_ZOO/<name>/`` (:data:`ENV`) or, else, those downloaded once from the
-GitHub repository at the commit pip installed msapod from (:func:`url`). Either must have
-the sha256 of the package's ``config.json``.
+``model.safetensors``: :func:`run_folder` supplies them, from ``$MSAPOD_ZOO`` (:data:`ENV`)
+or downloaded (:func:`url`), checked against that sha256.
 """
 
 from __future__ import annotations
@@ -65,8 +63,7 @@ def run_folder(name: str, config_folder: Path) -> Path:
     if not (folder / CONFIG).is_file() or (folder / CONFIG).read_bytes() != config.read_bytes():
         with atomic_path(folder / CONFIG) as tmp:
             shutil.copyfile(config, tmp)
-    local = os.environ.get(ENV)
-    if local:
+    if local := os.environ.get(ENV):
         _link(_local(name, Path(local).expanduser(), sha), folder / WEIGHTS)
     else:
         _download(name, sha, folder)

@@ -130,9 +130,7 @@ def interior_peak(spectrum: np.ndarray, scales: np.ndarray) -> np.ndarray:
     k = np.argmax(score, axis=-1)
     has = np.isfinite(np.take_along_axis(score, k[..., None], -1)[..., 0])
     i = k + 1
-    y0 = np.take_along_axis(E, (i - 1)[..., None], -1)[..., 0]
-    y1 = np.take_along_axis(E, i[..., None], -1)[..., 0]
-    y2 = np.take_along_axis(E, (i + 1)[..., None], -1)[..., 0]
+    y0, y1, y2 = (np.take_along_axis(E, (i + d)[..., None], -1)[..., 0] for d in (-1, 0, 1))
     h = s[1] - s[0] if s.size > 1 else 1.0
     den = y0 - 2 * y1 + y2
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -353,8 +351,7 @@ def _window_jackknife(G, Xu, lags, keys, c4_key, c9_key, M_up, grids, rectified)
     n_lag, n, _ = G.shape
     groups = JACKKNIFE_GROUPS
     used = sorted({int(j) for key in (c4_key, c9_key) for j in key.ravel() if j >= 0})
-    s_rep = np.full((groups, *c4_key.shape), np.nan)
-    d_rep = np.full((groups, *c4_key.shape), np.nan)
+    s_rep, d_rep = (np.full((groups, *c4_key.shape), np.nan) for _ in range(2))
     r_rep = np.full((groups, *c9_key.shape), np.nan)
     if not used or n < 2 * groups:
         return jackknife_error(s_rep), jackknife_error(d_rep), jackknife_error(r_rep)
@@ -647,12 +644,15 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
     phi = np.tensordot(v_plain, Xu, axes=(0, 0))  # plain mode 1 (Q, L)
     plain_spec = ctx.M_up @ lagstats.snapshot_moments(phi[None], upper=True)[0]
     shape_w = tuple(len(AX[a]) for a in WINDOW_AXES)
+    shape_r = (len(AX["width"]), len(PAPER_LAGS))
     out = {
         **{k: np.full(shape_w + (3,), np.nan) for k in ("c4_share", "c4_base", "c4_peaks")},
         "c4_reach": np.zeros(shape_w + (3,), dtype=bool),
         "c4_key": np.full(shape_w + (3,), -1),
         "c9_ratio": np.full(shape_w, np.nan),
         "c9_key": np.full(shape_w, -1),
+        **{f"c4_range_{k}": np.full(shape_r, np.nan) for k in ("share", "base", "peaks")},
+        "c4_range_key": np.full(shape_r, -1),
         "a_star": a_star,
         "keys": keys,
     }
@@ -665,10 +665,6 @@ def _window_readings(ctx, G, Xu, scale: dict, v_plain: np.ndarray) -> dict:
             out["c9_ratio"][ix] = _c9_ratio(modes["spectra"][j], plain_spec, gi, s, rectified)
             out["c9_key"][ix] = j
         _c4_cases(out, ix, j, c, key[1], modes["energy"][j], lags, lag_e)
-    shape_r = (len(AX["width"]), len(PAPER_LAGS))
-    for name in ("c4_range_share", "c4_range_base", "c4_range_peaks"):
-        out[name] = np.full(shape_r, np.nan)
-    out["c4_range_key"] = np.full(shape_r, -1)
     for wi, r, (c, sigma) in on_range:
         lo, hi = list(PAPER_LAGS.values())[r]
         inside = (lags >= lo) & (lags <= hi)

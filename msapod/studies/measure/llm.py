@@ -9,10 +9,6 @@ characters per token (measured on the validation split), the default ``length = 
 tokens spans about 256 characters, the zoo snippets' span, so the lag range 1..L/2 of the
 scalogram covers about the same text (1..41 tokens, 3..127 characters). Lags are in
 tokens (:func:`msapod.studies.verdict.scorecard.llm_zoo` converts them to characters).
-
-:func:`smollm2_analysis` is one call of :mod:`msapod.studies.measure.model_analysis` with
-the study's settings: every layer, heads averaged, the jackknife standard errors of the
-plain window's T_spec and H*.
 """
 
 from __future__ import annotations
@@ -225,8 +221,7 @@ def _fill_model(model, config, tensors: dict) -> None:
     if tied:
         model.lm_head.weight = model.model.embed_tokens.weight
     # non-persistent buffers (rotary frequencies) are not in the file: rebuild on the CPU
-    rotary = model.model.rotary_emb
-    model.model.rotary_emb = type(rotary)(config=model.config)
+    model.model.rotary_emb = type(model.model.rotary_emb)(config=model.config)
     left = [n for n, t in (*model.named_parameters(), *model.named_buffers()) if t.is_meta]
     if left:
         raise ValueError(f"SmolLM2: tensors left uninitialised after loading: {left}")
@@ -391,9 +386,8 @@ def smollm2_analysis(
     smollm2_path(verify=True)  # fail early, with the install hint, and only on good weights
     parts = _parts(n, length, seed, params)
     fixed = {k: v for k, v in parts.items() if k != "params"}  # what the fields depend on
-    key = key_hash(fixed)
     label = f"smollm2-n{n}-L{length}-s{seed}"
-    fields = field_store("llm-fields", label, key, cache_dir)
+    fields = field_store("llm-fields", label, key_hash(fixed), cache_dir)
     layers = list(range(1, N_LAYER + 1))
 
     def record() -> None:
@@ -468,8 +462,7 @@ def depth_groups(n_layer: int, mapping: str = "literal") -> dict[str, list[int]]
         early = layers[:third].tolist()
     else:
         raise ValueError(f"mapping: expected 'literal' or 'proportional', got {mapping!r}")
-    rest = [int(x) for x in layers if x not in early]
-    return {"early": [int(x) for x in early], "late": [int(x) for x in late], "rest": rest}
+    return {"early": early, "late": late, "rest": [int(x) for x in layers if x not in early]}
 
 
 def token_layout(ds: xr.Dataset, tokenizer=None) -> xr.Dataset:

@@ -8,9 +8,7 @@
 * ``"words"``: the trained model on snippets whose words and lines are permuted within
   each snippet (:func:`msapod.models.data.shuffle_words`).
 
-:func:`null_fields` extracts and caches their attention fields like the trained models',
-:func:`null_evidence` measures every claim's evidence on them (cached); what they decide
-is :mod:`msapod.studies.verdict`'s (the null columns of the curve).
+What they decide is :mod:`msapod.studies.verdict`'s (the null columns of the curve).
 """
 
 from __future__ import annotations
@@ -77,10 +75,9 @@ def untrained_model(name: str):
     with torch.random.fork_rng(devices=[]):  # the caller's random state left as it was
         torch.manual_seed(cfg.seed)
         model = GPT(cfg.model)
-    dtype = STORAGE[cfg.storage]
     with torch.no_grad():
         for p in model.parameters():
-            p.copy_(p.to(dtype).float())
+            p.copy_(p.to(STORAGE[cfg.storage]).float())
     model.eval()
     model.weights_sha256 = "untrained-" + state_sha256(model)
     model.name = f"untrained:{name}"
@@ -192,14 +189,13 @@ def null_evidence(
     :func:`~msapod.studies.measure.evidence.fields_evidence`.
     """
     check_null(null)
-    F = fields
-    if F is None:
-        F = null_fields(name, null, cache_dir=cache_dir, progress=progress)
-    parts = mv.evidence_parts(F, theorem1_layer=theorem1_layer, window_se=window_se, axes=axes)
-    parts.update(null=null, null_format=NULL_FORMAT)
+    if fields is None:
+        fields = null_fields(name, null, cache_dir=cache_dir, progress=progress)
+    kw = dict(theorem1_layer=theorem1_layer, window_se=window_se, axes=axes)
+    parts = {**mv.evidence_parts(fields, **kw), "null": null, "null_format": NULL_FORMAT}
 
     def compute():
-        out = mv.fields_evidence(F, theorem1_layer=theorem1_layer, axes=axes, window_se=window_se)
+        out = mv.fields_evidence(fields, **kw)
         out.attrs = {"model": name, "null": null}
         return out
 

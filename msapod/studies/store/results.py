@@ -35,10 +35,9 @@ bound (the recomputation's attrs, which say what the code measures today, take
 precedence over the shipped file's). A variable whose attrs carry ``sign_dims`` holds
 vectors defined up to their sign (POD modes: an eigensolver on another CPU may return
 ``-phi``): each vector, over those dims, is compared after taking the sign that matches
-the shipped one. Integers, booleans, words and coordinates are
-compared exactly (float coordinates to 1e-12 relative, the last bit a libm may round
-differently). On failure the report says, per variable, the largest difference relative
-to the variable's scale.
+the shipped one. Integers, booleans, words and coordinates are compared exactly (float
+coordinates to 1e-12 relative, the last bit a libm may round differently). On failure the
+report says, per variable, the largest difference relative to the variable's scale.
 """
 
 from __future__ import annotations
@@ -90,8 +89,7 @@ def results_dir(folder: str | os.PathLike | None = None) -> Path:
     ``results/`` (beside the ``msapod`` package)."""
     if folder is not None:
         return Path(folder).expanduser()
-    env = os.environ.get("MSAPOD_RESULTS")
-    if env:
+    if env := os.environ.get("MSAPOD_RESULTS"):
         return Path(env).expanduser()
     return Path(__file__).resolve().parents[3] / "results"
 
@@ -228,8 +226,7 @@ def load_result(name: str, folder: str | os.PathLike | None = None):
 
 def _vcs_source() -> str:
     """The raw-file URL of ``results/`` at the commit pip installed msapod from
-    (:func:`msapod._io.repository_url`); a :class:`ResultsError` if msapod was not
-    installed from a GitHub repository."""
+    (:func:`msapod._io.repository_url`); a :class:`ResultsError` where there is none."""
     from ..._io import repository_url
 
     url = repository_url("results/")
@@ -335,12 +332,10 @@ def _close_text(a: str, b: str) -> bool:
         return False
     na, nb = (_NUM.findall(str(t).replace("−", "-")) for t in (a, b))
     for x, y in zip(na, nb, strict=True):
-        decimals = len(x.split(".")[1]) if "." in x and "e" not in x else 0
-        unit = 10.0**-decimals
-        if "e" in x.lower():
+        if "e" in x:
             if not math.isclose(float(x), float(y), rel_tol=1e-2):
                 return False
-        elif abs(float(x) - float(y)) > unit * 1.000001 + 1e-12:
+        elif abs(float(x) - float(y)) > 10.0 ** -len(x.partition(".")[2]) * 1.000001 + 1e-12:
             return False
     return True
 
@@ -394,8 +389,7 @@ def _compare_netcdf(new: Path, old: Path, part: Mapping[str, Sequence] | None = 
     for dim, values in (part or {}).items():
         if dim not in b.dims:
             continue
-        missing = [v for v in values if v not in b[dim].values.tolist()]
-        if missing:
+        if missing := [v for v in values if v not in b[dim].values.tolist()]:
             return [f"{dim} {missing} are not in the shipped file"]
         b = b.sel({dim: list(values)})
     if set(a.variables) != set(b.variables):

@@ -122,15 +122,12 @@ def check_claims(
     arch = [str(a) for a in fields["architecture"].values]
     ev = ev.assign_coords(architecture=("model", arch))
     ev.attrs["n_snapshots"] = int(fields.sizes[dim])
-    loss = None
-    if losses is not None:
-        if "model" not in losses.dims:
-            raise ValueError("losses: expected a 'model' dim")
-        loss = losses.sel(model=models)
+    if losses is not None and "model" not in losses.dims:
+        raise ValueError("losses: expected a 'model' dim")
+    loss = losses.sel(model=models) if losses is not None else None
     zoo = Zoo(ev, losses=loss, groups=groups, treatment=treatment, control=control)
     if unit == "auto":
-        counts = [arch.count(a) for a in set(arch)]
-        unit = "seeds" if min(counts) >= 2 else "snippets"
+        unit = "seeds" if min(map(arch.count, arch)) >= 2 else "snippets"
     reading = {**MAIN_READING, "unit": unit, "n": zoo.n_snapshots}
     keep = [c for c in (*FIELD_CLAIMS, "L") if c != "L" or losses is not None]
     table = outcome_rows({c: evaluate(c, zoo, reading) for c in keep})

@@ -51,7 +51,7 @@ CLAIM_IDS = tuple(REGISTRY)
 #: The axes of the curve and their values, the default reading first: the measurement
 #: axes of the evidence, the unit of inference, and C9's smallest effect.
 CURVE_AXES: dict[str, tuple] = {
-    **{a: v for a, v in AXES.items() if a != "scale_test"},
+    **AXES,
     "unit": UNITS,
     "c9_margin": (lambda s: (s, s / 2, 0.0))(REGISTRY["C9"].tests[0].sesoi),
 }
@@ -139,12 +139,9 @@ def applies(claim: str, reading: Mapping) -> bool:
 def readings(claim: str) -> list[dict]:
     """The claim's readings (one zoo), the default first."""
     axes = claim_axes(claim)
-    out = []
-    for values in itertools.product(*(CURVE_AXES[a] for a in axes)):
-        r = {**MAIN_READING, **dict(zip(axes, values, strict=True))}
-        if _in_subgrid(claim, r):
-            out.append(r)
-    return out
+    grid = itertools.product(*(CURVE_AXES[a] for a in axes))
+    every = ({**MAIN_READING, **dict(zip(axes, values, strict=True))} for values in grid)
+    return [r for r in every if _in_subgrid(claim, r)]
 
 
 def specifications(zoos: Sequence[str]) -> list[dict]:
@@ -326,8 +323,6 @@ def null_outcomes(null: Zoo, which: str) -> dict[str, Outcome | str]:
             if c.source != "fields"
             else (c.no_untrained if which == "untrained" else c.no_shuffled)
         )
-        if c.kind == "theorem" and which != "untrained":
-            why = c.no_shuffled
         out[c.id] = why or evaluate(c.id, null, MAIN_READING)
     return out
 

@@ -96,10 +96,12 @@ def curve_statistics(estimate, se, df, sign) -> dict[str, np.ndarray]:
         }
 
 
-def _p_two_sided(null: np.ndarray, tol: float) -> tuple[float, bool]:
-    """The two-sided permutation p of row 0 and whether the statistic moves at all."""
+def _p_two_sided(null: np.ndarray) -> tuple[float, bool]:
+    """The two-sided permutation p of row 0 and whether the statistic moves at all (ties
+    to a relative 1e-12)."""
     if not np.isfinite(null[0]):
         return np.nan, False
+    tol = 1e-12 * max(1.0, float(np.nanmax(np.abs(null))))
     ok = np.isfinite(null)
     moves = bool(np.ptp(null[ok]) > tol) if ok.sum() > 1 else False
     up = (np.where(ok, null >= null[0] - tol, False)).mean()
@@ -125,12 +127,8 @@ def _claim_joint(ds: xr.Dataset, claim: str, zoo: str) -> dict | None:
         return None
     sub = ds.sel(test=tests, model=models).isel(spec=np.flatnonzero(specs))
     x = sub["value"].transpose("test", "spec", "model").values  # decision scale
-    ref = np.array(
-        [
-            np.log(r) if lg else r
-            for r, lg in zip(sub["test_reference"].values, sub["test_log"].values, strict=True)
-        ]
-    )
+    refs, logs = sub["test_reference"].values, sub["test_log"].values
+    ref = np.array([np.log(r) if lg else r for r, lg in zip(refs, logs, strict=True)])
     sign = np.where(sub["test_direction"].values == "less", -1.0, 1.0)
     dev = (x - ref[:, None, None]).reshape(-1, len(models))  # (K, M)
     sgn = np.repeat(sign, x.shape[1])
@@ -147,13 +145,8 @@ def _claim_joint(ds: xr.Dataset, claim: str, zoo: str) -> dict | None:
     null = curve_statistics(iv.estimate, iv.se, iv.df, sgn)
     out = dict(n_relabellings=len(rows), exact=exact, n_effects=len(dev), n_specs=int(specs.sum()))
     for s in STATISTICS:
-        tol = 1e-12 * max(
-            1.0, float(np.nanmax(np.abs(null[s]))) if np.isfinite(null[s]).any() else 1.0
-        )
-        p, moves = _p_two_sided(null[s], tol)
         out[s] = float(null[s][0])
-        out[f"{s}_p"] = p
-        out[f"{s}_informative"] = moves
+        out[f"{s}_p"], out[f"{s}_informative"] = _p_two_sided(null[s])
     return out
 
 
@@ -176,8 +169,8 @@ def joint_tests(ds: xr.Dataset, zoo: str | None = None) -> xr.Dataset:
             continue
         for k, s in enumerate(STATISTICS):
             val[i, k], p[i, k], info[i, k] = got[s], got[f"{s}_p"], got[f"{s}_informative"]
-        meta["relabellings"][i] = got["n_relabellings"]
-        meta["effects"][i], meta["specs"][i] = got["n_effects"], got["n_specs"]
+        for k in meta:
+            meta[k][i] = got[f"n_{k}"]
         exact[i] = got["exact"]
         null[i] = "sign flips" if REGISTRY[claim].design == "models" else "architecture labels"
     dims = ("claim", "statistic")
@@ -186,9 +179,7 @@ def joint_tests(ds: xr.Dataset, zoo: str | None = None) -> xr.Dataset:
             "joint": (dims, val),
             "joint_p": (dims, p),
             "joint_informative": (dims, info),
-            "joint_relabellings": ("claim", meta["relabellings"]),
-            "joint_effects": ("claim", meta["effects"]),
-            "joint_specs": ("claim", meta["specs"]),
+            **{f"joint_{k}": ("claim", v) for k, v in meta.items()},
             "joint_exact": ("claim", exact),
             "joint_null": ("claim", null.astype(str)),
         },

@@ -144,8 +144,7 @@ def theorem1(zoo: Zoo) -> Outcome:
         return Outcome("C10", "untestable", {"": "untestable"}, [], reason="no check run")
     gap = float(np.nanmax(ev["t1_gap"].values))
     beaten, trials = int(np.nansum(ev["t1_beaten"].values)), int(np.nansum(ev["t1_trials"].values))
-    ok = gap <= REGISTRY["C10"].stated["gap"] and beaten == 0
-    code = "holds" if ok else "refuted"
+    code = "holds" if gap <= REGISTRY["C10"].stated["gap"] and beaten == 0 else "refuted"
     where = np.argwhere(np.isfinite(ev["t1_gap"].transpose("model", "layer").values))[0]
     extra = {
         "gap": gap,
@@ -172,7 +171,5 @@ def evaluate(claim_id: str, zoo: Zoo, reading: Mapping) -> Outcome:
             combine_cases(np.array([r.code for r in rs]), np.array([r.p_refuted for r in rs]))
         )
     code = str(combine_parts(np.array(list(parts.values()))))
-    reason = ""
-    if code == "untestable":
-        reason = next((r.reason for r in results if r.reason), "")
+    reason = next((r.reason for r in results if r.reason), "") if code == "untestable" else ""
     return Outcome(claim_id, code, parts, results, reason)

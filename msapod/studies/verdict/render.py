@@ -133,8 +133,7 @@ def reading_words(
     gives one. Windows sit on the paper's lags only for a claim that has the axis
     ``c4_window`` (``claim``, or ``axes`` holding it); elsewhere they sit at a*, and their
     width reads in units of a*."""
-    on_lags = "c4_window" in (claim_axes(claim) if claim else axes)
-    if not on_lags:
+    if "c4_window" not in (claim_axes(claim) if claim else axes):
         reading = {**reading, "c4_window": "dominant scale"}
     parts = []
     for a in axes:
@@ -194,8 +193,7 @@ def test_line(v: TestView, math: bool = True) -> str:
 
 
 def _stated(x: float) -> str:
-    """A number the registry states (a boundary, a reference, a smallest effect), in
-    its shortest form ("0.55", "−0.125", "1.1")."""
+    """A number the registry states, in its shortest form ("0.55", "−0.125", "1.1")."""
     return f"{float(x):.3g}"
 
 

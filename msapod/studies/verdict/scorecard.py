@@ -75,12 +75,9 @@ def scorecard(mv: xr.Dataset, llm: xr.Dataset | None = None) -> pd.DataFrame:
             row[null] = word(n) if n else "—"
         row["page"] = PAGES[c]
         got = llm_out.get(c)
+        lines = [_plain(test_line(TestView.of(r), math=False)) for r in got.tests] if got else []
         row["llm_verdict"] = word(got.code) if got else "—"
-        row["llm_measured"] = (
-            "; ".join(_plain(test_line(TestView.of(r), math=False)) for r in got.tests)
-            if got
-            else "—"
-        )
+        row["llm_measured"] = "; ".join(lines) if got else "—"
         rows[c] = row
     return pd.DataFrame.from_dict(rows, orient="index").rename_axis("claim")
 

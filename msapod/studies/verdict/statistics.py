@@ -109,8 +109,7 @@ def _mean_over(x: xr.DataArray, se: xr.DataArray | None, layers, log: bool):
     if log:
         with np.errstate(invalid="ignore", divide="ignore"):
             s, x = s / x, np.log(x)
-    k = x.shape[1]
-    return x.mean(1), np.sqrt((s**2).sum(1)) / k
+    return x.mean(1), np.sqrt((s**2).sum(1)) / x.shape[1]
 
 
 def _reading(reading: Mapping, axes: Sequence[str] = SCALE_AXES) -> dict:
@@ -207,8 +206,7 @@ def level(zoo: Zoo, reading: Mapping, t: ClaimTest) -> Stat:
                 f"H* ≤ N − 1 = {ceiling} by construction: the bound {t.reference:g} "
                 f"needs N ≥ {int(t.reference) + 2} snippets",
             )
-    v, s = _mean_over(*got, layers, t.log)
-    return Stat(v, s)
+    return Stat(*_mean_over(*got, layers, t.log))
 
 
 def ratio(zoo: Zoo, reading: Mapping, t: ClaimTest) -> Stat:

@@ -93,8 +93,7 @@ def zoo_evidence(
         unknown := [m for m in null_models if m not in (names if models is None else models)]
     ):
         raise ValueError(f"null_models: expected some of models, got {unknown}")
-    picked = {k: [] for k in EVIDENCE_KINDS}
-    parts = {k: [] for k in EVIDENCE_KINDS}
+    stacks = {k: {} for k in EVIDENCE_KINDS}  # {kind: {model: evidence}}
     for z in trained:
         zoo_models = list(zoo_mod.trained(z))
         window_se = needs_window_se(zoo_models)
@@ -113,9 +112,8 @@ def zoo_evidence(
                 if z == trained[0]:
                     got.update({n: null_evidence(m, n, axes=MAIN_AXES, **kw) for n in TEXT_NULLS})
             for kind, ev in got.items():
-                picked[kind].append(m)
-                parts[kind].append(ev)
-    return {k: stack_models(parts[k], picked[k]) for k in EVIDENCE_KINDS if parts[k]}
+                stacks[kind][m] = ev
+    return {k: stack_models(list(v.values()), list(v)) for k, v in stacks.items() if v}
 
 
 def zoo_of(
