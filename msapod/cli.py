@@ -268,9 +268,8 @@ def _cmd_analyze(args) -> int:
         out = Path(args.out)
         if out.exists() and not out.is_dir():
             raise UsageError(f"--out: {out} is a file; expected a folder")
-        given = _ANALYZE_ARGS & set(vars(args))
         ds = analyze_sources(
-            **{k: getattr(args, k) for k in given},
+            **{k: getattr(args, k) for k in _ANALYZE_ARGS & set(vars(args))},
             average_heads=args.heads == "average",
             progress=not args.quiet,
             log=log,
@@ -282,11 +281,8 @@ def _cmd_analyze(args) -> int:
         if not args.no_report:
             html = write_report(ds, out / "report.html", notes=notes)
             print(f"report:  {html}")
-    except UsageError as err:
-        if args.debug:
-            raise
-        print(f"msapod: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 2
+    except UsageError:
+        raise  # main reports it on one line: exit 2
     except KeyboardInterrupt:
         print("msapod: interrupted; run the same command again to resume", file=sys.stderr)
         return 1

@@ -277,8 +277,7 @@ def _msapod_source(spec: str, label: str, kind: str, model) -> Source:
 
 
 def _hf_source(spec: str, label: str | None, local_only: bool) -> Source:
-    """A Hugging Face model (folder or id) as a :class:`Source`, loaded as transformers
-    loads it."""
+    """A Hugging Face model (folder or id) as a :class:`Source`, as transformers loads it."""
     try:
         import torch  # noqa: F401
         import transformers
@@ -335,18 +334,14 @@ def _hf_cached(repo_id: str) -> bool:
     """Whether a Hugging Face id has a config in the local cache (no network)."""
     try:
         from huggingface_hub import try_to_load_from_cache
-    except ImportError:
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # noqa: BLE001 - without huggingface_hub or with an invalid id: not cached
         return False
-    try:
-        hit = try_to_load_from_cache(repo_id, "config.json")
-    except Exception:  # noqa: BLE001 - an invalid id is simply not cached
-        return False
-    return isinstance(hit, str)
 
 
 def _folder_source(spec: str, path: Path, label: str | None) -> Source:
-    """The model in the folder ``path``: a checkpoint of :func:`msapod.models.train.train`
-    or a Hugging Face model folder."""
+    """The checkpoint (of :func:`msapod.models.train.train`) or Hugging Face model in ``path``."""
     from ...models.train import CONFIG, WEIGHTS, load_checkpoint
 
     if (path / WEIGHTS).is_file() and _is_msapod_run(path / CONFIG):
