@@ -78,14 +78,9 @@ def _cmd_train(args) -> int:
         cfg = dataclasses.replace(cfg, steps=check_int(args.steps, "--steps", 1))
     _set_threads(args.threads)
     log = train(
-        cfg,
-        out,
-        resume=not args.no_resume,
-        progress=not args.quiet,
-        threads=args.threads,
-        device=args.device,
-        snapshots=args.snapshots,
-    )
+        cfg, out, resume=not args.no_resume, progress=not args.quiet, threads=args.threads,
+        device=args.device, snapshots=args.snapshots,
+    )  # fmt: skip
     if log.get("resumed"):
         print(f"{cfg.name}: resumed from its saved state at step {log['resumed'][-1]}")
     if log["val_loss"]:
@@ -197,15 +192,9 @@ def _set_threads(threads: int | None, error: type[Exception] = ValueError) -> No
 def _cmd_extract(args) -> int:
     _set_threads(args.threads)
     da = cached_fields(
-        args.name,
-        n=args.n,
-        length=args.length,
-        seed=args.seed,
-        layers=args.layers,
-        cache_dir=args.cache_dir,
-        progress=not args.quiet,
-        batch_size=args.batch_size,
-    )
+        args.name, n=args.n, length=args.length, seed=args.seed, layers=args.layers,
+        cache_dir=args.cache_dir, progress=not args.quiet, batch_size=args.batch_size,
+    )  # fmt: skip
     print(da.encoding["source"])
     return 0
 
