@@ -78,14 +78,9 @@ def _cmd_train(args) -> int:
         cfg = dataclasses.replace(cfg, steps=check_int(args.steps, "--steps", 1))
     _set_threads(args.threads)
     log = train(
-        cfg,
-        out,
-        resume=not args.no_resume,
-        progress=not args.quiet,
-        threads=args.threads,
-        device=args.device,
-        snapshots=args.snapshots,
-    )
+        cfg, out, resume=not args.no_resume, progress=not args.quiet, threads=args.threads,
+        device=args.device, snapshots=args.snapshots,
+    )  # fmt: skip
     if log.get("resumed"):
         print(f"{cfg.name}: resumed from its saved state at step {log['resumed'][-1]}")
     if log["val_loss"]:
@@ -197,15 +192,9 @@ def _set_threads(threads: int | None, error: type[Exception] = ValueError) -> No
 def _cmd_extract(args) -> int:
     _set_threads(args.threads)
     da = cached_fields(
-        args.name,
-        n=args.n,
-        length=args.length,
-        seed=args.seed,
-        layers=args.layers,
-        cache_dir=args.cache_dir,
-        progress=not args.quiet,
-        batch_size=args.batch_size,
-    )
+        args.name, n=args.n, length=args.length, seed=args.seed, layers=args.layers,
+        cache_dir=args.cache_dir, progress=not args.quiet, batch_size=args.batch_size,
+    )  # fmt: skip
     print(da.encoding["source"])
     return 0
 
@@ -268,9 +257,8 @@ def _cmd_analyze(args) -> int:
         out = Path(args.out)
         if out.exists() and not out.is_dir():
             raise UsageError(f"--out: {out} is a file; expected a folder")
-        given = _ANALYZE_ARGS & set(vars(args))
         ds = analyze_sources(
-            **{k: getattr(args, k) for k in given},
+            **{k: getattr(args, k) for k in _ANALYZE_ARGS & set(vars(args))},
             average_heads=args.heads == "average",
             progress=not args.quiet,
             log=log,
@@ -282,11 +270,8 @@ def _cmd_analyze(args) -> int:
         if not args.no_report:
             html = write_report(ds, out / "report.html", notes=notes)
             print(f"report:  {html}")
-    except UsageError as err:
-        if args.debug:
-            raise
-        print(f"msapod: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return 2
+    except UsageError:
+        raise  # main reports it on one line: exit 2
     except KeyboardInterrupt:
         print("msapod: interrupted; run the same command again to resume", file=sys.stderr)
         return 1

@@ -5,12 +5,9 @@ an ensemble (PAPER.md step 1, :func:`ensemble_ids`) are collected into an
 :class:`xarray.DataArray` with dims ``("head", "snapshot", "query", "key")``, without
 ``head`` when heads are averaged, ``lag`` for ``key`` in a lag band (``tau = i - j`` in
 ``0..tau_max``, PAPER.md step 3). Layers and heads are labelled from 1, as in the paper.
-The probabilities are recorded in one forward pass per batch (:mod:`msapod.models.record`).
-
-* :func:`collect_attention` fills one array of every requested layer, batch by batch;
-* :func:`write_attention` (``collect_attention(..., store=path)``) streams each layer of
-  each batch into a field file and returns it opened lazily;
-* :func:`iter_attention` yields one layer of the whole ensemble at a time.
+The probabilities are recorded in one forward pass per batch (:mod:`msapod.models.record`)
+into memory (:func:`collect_attention`), a field file (:func:`write_attention`) or one
+layer at a time (:func:`iter_attention`).
 """
 
 from __future__ import annotations
@@ -118,10 +115,8 @@ def _as_ids(model, texts_or_ids, info: dict, tokenizer=None, least: int = 2) -> 
             )
         ids = np.asarray(encoded, dtype=np.int64).reshape(len(texts), lengths[0])
     else:
-        if isinstance(texts_or_ids, torch.Tensor):
-            arr = texts_or_ids.detach().cpu().numpy()
-        else:
-            arr = np.asarray(texts_or_ids)
+        tensor = isinstance(texts_or_ids, torch.Tensor)
+        arr = texts_or_ids.detach().cpu().numpy() if tensor else np.asarray(texts_or_ids)
         if arr.dtype.kind not in "iu":
             raise ValueError(
                 f"texts_or_ids: expected integer token ids or a list of strings, "
@@ -441,8 +436,7 @@ def collect_attention(
 def _prepare_collect(
     model, texts_or_ids, layers, average_heads, name, offsets, tokenizer, sha, tau_max, dtype
 ):
-    """Validated ``(info, ids, offsets, layers, attrs, layout)`` of
-    :func:`collect_attention`."""
+    """Validated ``(info, ids, offsets, layers, attrs, layout)`` of :func:`collect_attention`."""
     info = _model_info(model)
     ids = _as_ids(model, texts_or_ids, info, tokenizer=tokenizer)
     n, length = ids.shape

@@ -415,7 +415,7 @@ def train(
     t_interval, n_interval = time.time(), 0
     autocast = _autocast(cfg, dev)
     if start == 0 and 0 in snapshots:
-        _save_snapshot(run, model, cfg, corpus, 0)
+        _checkpoint(snapshot_path(run, 0), model, cfg, corpus, 0)
     steps = range(start, cfg.steps)
     bar = tqdm(steps, initial=start, total=cfg.steps, desc=cfg.name, disable=not progress)
     for step in bar:
@@ -423,14 +423,14 @@ def train(
         done, n_interval = step + 1, n_interval + 1
         evaluate_now = done % cfg.eval_interval == 0 or done == cfg.steps
         if evaluate_now:
-            times = (t0, t_interval, n_interval)
-            val = _record(log, model, cfg, corpus, done, times, running)
+            val = _record(log, model, cfg, corpus, done, (t0, t_interval, n_interval), running)
             running.clear()
             t_interval, n_interval = time.time(), 0
             bar.set_postfix(val=f"{val:.3f}")
-            _save_run(run, model, cfg, corpus, done, val, log)
+            _checkpoint(run, model, cfg, corpus, done, val_loss=val)
+            write_json(run / LOG, log)
         if done in snapshots:
-            _save_snapshot(run, model, cfg, corpus, done)
+            _checkpoint(snapshot_path(run, done), model, cfg, corpus, done)
         if evaluate_now or done % save_every == 0:
             _save_state(spath, key, model, opt, done, log, running)
     bar.close()
@@ -470,10 +470,10 @@ def _check_snapshots(snapshots, cfg: TrainConfig) -> frozenset[int]:
     return frozenset(steps)
 
 
-def _save_snapshot(run: Path, model, cfg: TrainConfig, corpus: Corpus, done: int) -> None:
-    """The weights after ``done`` steps in :func:`snapshot_path` (no evaluation)."""
-    extra = {"step": done, "data_sha256": corpus.sha256, "n_params": model.num_params()}
-    save_checkpoint(snapshot_path(run, done), model, cfg, extra)
+def _checkpoint(folder: Path, model, cfg: TrainConfig, corpus: Corpus, done: int, **extra) -> None:
+    """The weights after ``done`` steps in ``folder`` (:func:`save_checkpoint`), with ``extra``."""
+    meta = {"step": done, "data_sha256": corpus.sha256, **extra, "n_params": model.num_params()}
+    save_checkpoint(folder, model, cfg, meta)
 
 
 def _autocast(cfg: TrainConfig, dev):
@@ -481,13 +481,6 @@ def _autocast(cfg: TrainConfig, dev):
     if cfg.precision == "bf16":
         return torch.autocast(dev.type, dtype=torch.bfloat16)
     return contextlib.nullcontext()
-
-
-def _save_run(run: Path, model, cfg: TrainConfig, corpus: Corpus, done: int, val, log) -> None:
-    """The checkpoint at step ``done`` (validation loss ``val``) and the log, in ``run``."""
-    extra = {"step": done, "data_sha256": corpus.sha256, "val_loss": val}
-    save_checkpoint(run, model, cfg, {**extra, "n_params": model.num_params()})
-    write_json(run / LOG, log)
 
 
 def _check_run(cfg: TrainConfig, corpus: Corpus, save_every, device: str) -> torch.device:

@@ -1,13 +1,9 @@
 """Analyse your own model: ``msapod analyze SOURCE`` as a function.
 
-A *source* is a zoo model name, a checkpoint folder, a Hugging Face model folder or id
-(the ``hf`` extra), or ``smollm2`` (SmolLM2-135M-Instruct, the ``llm`` extra):
-:func:`resolve_source`. :func:`analyze_sources` takes each source the path of
-:mod:`msapod.studies.measure.model_analysis` with the command's settings (fields and
-per-layer analyses cached by the source's and the text's sha256, the ensemble and the
-layers; every window analysed, with 95 % jackknife intervals), stacks the sources along
-``model`` with every parameter and each source's provenance, and decides the paper's
-claims these models can test (:func:`evaluate_claims`). The module imports no torch.
+:func:`resolve_source` loads a SOURCE; :func:`analyze_sources` takes each along the path
+of :mod:`msapod.studies.measure.model_analysis` (:func:`analyze_source`), stacks them
+along ``model`` and decides the paper's claims they can test (:func:`evaluate_claims`).
+The module imports no torch.
 """
 
 from __future__ import annotations
@@ -165,8 +161,7 @@ def _scales(params: dict, n_lag: int) -> np.ndarray | None:
 
 
 def _with_intervals(out: xr.Dataset, t: float) -> xr.Dataset:
-    """``out`` with the 95 % intervals (quantile ``t``) of the scale centroid, T_spec and
-    H* by :func:`msapod.studies.verdict.inference.log_interval`."""
+    """``out`` with the 95 % intervals (quantile ``t``) of the scale centroid, T_spec and H*."""
     for name, se in (
         ("scale_centroid", "scale_centroid_se"),
         ("T_spec", "T_spec_se"),
@@ -288,8 +283,7 @@ def _fields_parts(source: Source, ens: TokenEnsemble, layers, average_heads, tau
 
 
 def _provenance(source: Source, ens: TokenEnsemble) -> dict:
-    """Where one model's numbers come from: its source and text (coordinates on
-    ``model`` of the stacked dataset)."""
+    """The source and text of one model's numbers (coords on ``model`` of the stack)."""
     return {
         "model_type": source.model_type,
         "source": source.spec,
@@ -635,9 +629,8 @@ _SHARED_ATTRS = (
 
 
 def _used_params(results, params: dict) -> dict:
-    """The value each option of ``params`` took: where ``params`` leaves the scale grid or
-    ``n_modes`` to the default, the value read from each result (one value, or
-    ``"<model>: <value>, ..."`` where the models differ: their lags differ)."""
+    """``params`` with each default of :data:`_TAKEN` read from the results (one value, or
+    ``"<model>: <value>, ..."`` where the models' lags make them differ)."""
     used = dict(params)
     for key, taken in _TAKEN.items():
         if params[key] is None:

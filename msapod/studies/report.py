@@ -33,9 +33,8 @@ __all__ = [
 
 
 def _png(fig, alt: str) -> str:
-    """A matplotlib figure as a base64 PNG ``<img>`` with the text ``alt`` (closed
-    afterwards). A figure with a layout engine is saved as laid out (cropping it to its
-    tight box would draw it twice)."""
+    """A matplotlib figure as a base64 PNG ``<img>`` with the text ``alt`` (closed afterwards);
+    one with a layout engine saved as laid out (a tight crop would draw it twice)."""
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
@@ -142,8 +141,7 @@ def fig_mode_lags(ds: xr.Dataset, model: str):
 
 def _lag_extent(rho: xr.DataArray, share: float = 0.99) -> float:
     """Smallest lag holding ``share`` of the profiles' energy (times 1.5, at least 16)."""
-    p = rho.fillna(0.0)
-    p = p.sum([d for d in p.dims if d != "lag"])
+    p = rho.fillna(0.0).sum([d for d in rho.dims if d != "lag"])
     lag = np.abs(p["lag"].values)
     order = np.argsort(lag, kind="stable")
     c = np.cumsum(p.values[order])
@@ -319,8 +317,7 @@ def _attention(ds: xr.Dataset, model: str) -> str:
 
 
 def _param_text(value, given) -> str:
-    """A parameter's value as the report shows it, ``"(default)"`` added where it was not
-    given."""
+    """A parameter's value as the report shows it, ``"(default)"`` added where not given."""
     text = f"{value:g}" if isinstance(value, float | np.floating) else str(value)
     return f"{text} (default)" if given is None else text
 
@@ -414,8 +411,7 @@ def write_report(
     body += _report_provenance(ds, models)
     body += _report_trends(ds, models)
     if "claim_verdict" in ds:
-        body.append("<h2>The paper's claims on these models</h2>")
-        body.append(_claims_html(ds))
+        body += ["<h2>The paper's claims on these models</h2>", _claims_html(ds)]
     body += _report_layers(ds, models)
     body.append("</body></html>")
     path = Path(path)

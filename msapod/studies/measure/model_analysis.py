@@ -277,8 +277,7 @@ def _msapod_source(spec: str, label: str, kind: str, model) -> Source:
 
 
 def _hf_source(spec: str, label: str | None, local_only: bool) -> Source:
-    """A Hugging Face model (folder or id) as a :class:`Source`, loaded as transformers
-    loads it."""
+    """A Hugging Face model (folder or id) as a :class:`Source`, as transformers loads it."""
     try:
         import torch  # noqa: F401
         import transformers
@@ -335,18 +334,14 @@ def _hf_cached(repo_id: str) -> bool:
     """Whether a Hugging Face id has a config in the local cache (no network)."""
     try:
         from huggingface_hub import try_to_load_from_cache
-    except ImportError:
+
+        return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+    except Exception:  # noqa: BLE001 - without huggingface_hub or with an invalid id: not cached
         return False
-    try:
-        hit = try_to_load_from_cache(repo_id, "config.json")
-    except Exception:  # noqa: BLE001 - an invalid id is simply not cached
-        return False
-    return isinstance(hit, str)
 
 
 def _folder_source(spec: str, path: Path, label: str | None) -> Source:
-    """The model in the folder ``path``: a checkpoint of :func:`msapod.models.train.train`
-    or a Hugging Face model folder."""
+    """The checkpoint (of :func:`msapod.models.train.train`) or Hugging Face model in ``path``."""
     from ...models.train import CONFIG, WEIGHTS, load_checkpoint
 
     if (path / WEIGHTS).is_file() and _is_msapod_run(path / CONFIG):
@@ -611,18 +606,12 @@ def record_ensemble(
     as it is computed, the ensemble (:func:`ensemble_record`) stored with the fields."""
     n, length = ens.ids.shape
     record_fields(
-        store,
-        source.model,
-        ens.ids,
-        layers,
+        store, source.model, ens.ids, layers,
         batch_plan(n, snippet_bytes(source.n_head, length, tau_max), batch_size),
-        average_heads=average_heads,
-        tau_max=tau_max,
+        average_heads=average_heads, tau_max=tau_max,
         coords={"layer": np.asarray(layers, dtype=np.int64)},
-        ensemble=lambda: ensemble_record(ens),
-        progress=progress,
-        desc=f"{source.label}: attention",
-    )
+        ensemble=lambda: ensemble_record(ens), progress=progress, desc=f"{source.label}: attention",
+    )  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- analysis

@@ -207,7 +207,6 @@ def summarise_modes(analyses: dict[str, xr.Dataset]) -> xr.Dataset:
         (and ``shown_layer``, ``query``, ``lag_shown`` for ``mode_lag``).
     """
     parts = []
-    first = None
     for rule, ana in analyses.items():
         m = ana["modes"].sel(mode=list(MODES)).load()
         p = lag_energy(m)
@@ -215,9 +214,9 @@ def summarise_modes(analyses: dict[str, xr.Dataset]) -> xr.Dataset:
         d["lag_energy"] = p
         d["window_centre"] = ana["window_centre"].load()
         d["window_width"] = ana["window_width"].load()
-        parts.append(d.expand_dims(centre=[rule]))
-        if first is None:
+        if not parts:
             first = m
+        parts.append(d.expand_dims(centre=[rule]))
     out = xr.concat(parts, dim="centre", coords="minimal", compat="override")
     out["scale_spread"] = scale_spread(first)
     show = [layer for layer in SHOW_LAYERS if layer in first["layer"].values]
@@ -460,9 +459,7 @@ def mode_statistics(
 def _model_summary(inputs: ModelInputs, analyses: dict[str, xr.Dataset]) -> xr.Dataset:
     """:func:`summarise_modes` of the analyses and the coherency of the model's fields."""
     out = summarise_modes(analyses)
-    F = inputs.fields()
-    coh = _coherency_of_fields(F, analyses["peak"]["dominant_scale"].load())
-    del F
+    coh = _coherency_of_fields(inputs.fields(), analyses["peak"]["dominant_scale"].load())
     # "override" keeps every variable's description (the dataset attrs are set below)
     out = xr.merge([out, coh], compat="override", join="outer", combine_attrs="override")
     out.attrs = {
