@@ -78,9 +78,14 @@ def _cmd_train(args) -> int:
         cfg = dataclasses.replace(cfg, steps=check_int(args.steps, "--steps", 1))
     _set_threads(args.threads)
     log = train(
-        cfg, out, resume=not args.no_resume, progress=not args.quiet, threads=args.threads,
-        device=args.device, snapshots=args.snapshots,
-    )  # fmt: skip
+        cfg,
+        out,
+        resume=not args.no_resume,
+        progress=not args.quiet,
+        threads=args.threads,
+        device=args.device,
+        snapshots=args.snapshots,
+    )
     if log.get("resumed"):
         print(f"{cfg.name}: resumed from its saved state at step {log['resumed'][-1]}")
     if log["val_loss"]:
@@ -192,9 +197,15 @@ def _set_threads(threads: int | None, error: type[Exception] = ValueError) -> No
 def _cmd_extract(args) -> int:
     _set_threads(args.threads)
     da = cached_fields(
-        args.name, n=args.n, length=args.length, seed=args.seed, layers=args.layers,
-        cache_dir=args.cache_dir, progress=not args.quiet, batch_size=args.batch_size,
-    )  # fmt: skip
+        args.name,
+        n=args.n,
+        length=args.length,
+        seed=args.seed,
+        layers=args.layers,
+        cache_dir=args.cache_dir,
+        progress=not args.quiet,
+        batch_size=args.batch_size,
+    )
     print(da.encoding["source"])
     return 0
 

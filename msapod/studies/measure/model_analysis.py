@@ -606,12 +606,18 @@ def record_ensemble(
     as it is computed, the ensemble (:func:`ensemble_record`) stored with the fields."""
     n, length = ens.ids.shape
     record_fields(
-        store, source.model, ens.ids, layers,
+        store,
+        source.model,
+        ens.ids,
+        layers,
         batch_plan(n, snippet_bytes(source.n_head, length, tau_max), batch_size),
-        average_heads=average_heads, tau_max=tau_max,
+        average_heads=average_heads,
+        tau_max=tau_max,
         coords={"layer": np.asarray(layers, dtype=np.int64)},
-        ensemble=lambda: ensemble_record(ens), progress=progress, desc=f"{source.label}: attention",
-    )  # fmt: skip
+        ensemble=lambda: ensemble_record(ens),
+        progress=progress,
+        desc=f"{source.label}: attention",
+    )
 
 
 # ----------------------------------------------------------------------------- analysis

@@ -290,10 +290,19 @@ def field_store(
         ),
     }
     record_fields(
-        store, model, ids, layers, [(a, min(a + batch_size, n)) for a in range(0, n, batch_size)],
-        average_heads=True, coords=coords, attrs=attrs, offsets=offsets, chunk=min(n, 8),
-        progress=progress, desc=f"{label}: attention",
-    )  # fmt: skip
+        store,
+        model,
+        ids,
+        layers,
+        [(a, min(a + batch_size, n)) for a in range(0, n, batch_size)],
+        average_heads=True,
+        coords=coords,
+        attrs=attrs,
+        offsets=offsets,
+        chunk=min(n, 8),
+        progress=progress,
+        desc=f"{label}: attention",
+    )
     da, reason = store.read(shape=shape, coords=coords, attrs=parts)
     if da is None:
         raise OSError(f"cache file {path}: just written but fails verification: {reason}")
@@ -347,9 +356,16 @@ def cached_fields(
     if not isinstance(name, str) or not name:
         raise ValueError(f"name: expected a zoo model name, got {name!r}")
     return field_store(
-        name, model, n=n, length=length, seed=seed, layers=layers, cache_dir=cache_dir,
-        progress=progress, batch_size=batch_size,
-    )  # fmt: skip
+        name,
+        model,
+        n=n,
+        length=length,
+        seed=seed,
+        layers=layers,
+        cache_dir=cache_dir,
+        progress=progress,
+        batch_size=batch_size,
+    )
 
 
 def _attr_text(attrs: dict) -> bytes:
