@@ -1,6 +1,6 @@
 """File helpers shared by the models and the studies (private): the package version, sha256
-checks, integer arguments, compressed netCDF, atomic writes, the cache root and the raw-file
-URL of the commit pip installed msapod from."""
+checks, verified downloads, integer arguments, compressed netCDF, atomic writes, the cache
+root and the raw-file URL of the commit pip installed msapod from."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ __all__ = [
     "atomic_path",
     "cache_dir",
     "check_int",
+    "fetch",
+    "json_object",
     "package_version",
     "repository_url",
     "sha256_file",
@@ -40,6 +42,34 @@ def check_int(value, name: str, least: int, error: type[Exception] = ValueError)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
         raise error(f"{name}: expected an integer >= {least}, got {value!r}")
     return int(value)
+
+
+def fetch(url: str, sha256: str | None, fname: str, folder: Path | None = None) -> Path:
+    """``url`` as ``folder/fname`` (default folder: pooch's cache), downloaded unless it is
+    there and intact, checked against ``sha256`` (None: not checked); pooch's logging held
+    at warnings meanwhile. Raises ``ValueError`` when the sha256 differs."""
+    import pooch  # deferred: only needed when downloading
+
+    log = pooch.get_logger()
+    level = log.level
+    log.setLevel("WARNING")  # its line per file, and its advice to pin an unchecked hash
+    try:
+        known = None if sha256 is None else f"sha256:{sha256}"
+        return Path(
+            pooch.retrieve(url, known_hash=known, fname=fname, path=folder, progressbar=False)
+        )
+    finally:
+        log.setLevel(level)
+
+
+def json_object(path: Path) -> dict:
+    """The JSON object in ``path``, or an empty one where it is missing, unreadable or not an
+    object."""
+    try:
+        meta = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
 
 
 def package_version() -> str:

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._io import check_int, package_version
+from ._io import check_int, json_object, package_version
 from .models.data import N_SNAPSHOTS, SNIPPET_LENGTH
 from .pipeline import DEFAULT_N_MODES, SCALOGRAM_FIELDS
 from .studies.own_model import DEFAULTS, UsageError, analyze_sources, save_dataset
@@ -107,7 +107,7 @@ def _zoo_rows() -> list[dict]:
     rows = []
     for name, cfg in ZOO_CONFIGS.items():
         folder = path(name)
-        meta = _json_file(folder / CONFIG)
+        meta = json_object(folder / CONFIG)
         val = meta.get("val_loss_split")
         loss = f"{float(val):.4f}" if val is not None else None
         verified = "not trained"
@@ -131,15 +131,6 @@ def _zoo_rows() -> list[dict]:
             }
         )
     return rows
-
-
-def _json_file(path: Path) -> dict:
-    """The JSON object in ``path``, or an empty one where it is missing or unreadable."""
-    try:
-        meta = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
 
 
 def _train_time(log_path: Path) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import sha256_file, verify_sha256
+from .._io import fetch, sha256_file, verify_sha256
 
 FILENAME = "tinyshakespeare.txt"
 SHA256 = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
@@ -65,11 +65,7 @@ def data_path(data_dir: str | os.PathLike | None = None) -> Path:
         return verify_sha256(
             path, SHA256, "TinyShakespeare", "the file is corrupt or a different text"
         )
-    import pooch  # deferred: only needed when downloading
-
-    return Path(
-        pooch.retrieve(URL, known_hash=f"sha256:{SHA256}", fname=FILENAME, progressbar=False)
-    )
+    return fetch(URL, SHA256, FILENAME)
 
 
 def load_text(data_dir: str | os.PathLike | None = None) -> str:

@@ -11,7 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..._io import atomic_path, cache_dir, repository_url, verify_sha256
+from ..._io import atomic_path, cache_dir, fetch, repository_url, verify_sha256
 from ..config import CONFIG, WEIGHTS, read_config
 
 __all__ = ["ENV", "run_folder", "url"]
@@ -94,20 +94,11 @@ def _link(src: Path, dest: Path) -> None:
 
 def _download(name: str, sha: str, folder: Path) -> None:
     """Fetch the weights of ``name`` into ``folder`` (kept if already there and intact)."""
-    import pooch  # deferred: only needed when downloading
-
     address = url(name)
-    log = pooch.get_logger()
-    level = log.level
-    log.setLevel("WARNING")
     try:
-        pooch.retrieve(
-            address, known_hash=f"sha256:{sha}", path=folder, fname=WEIGHTS, progressbar=False
-        )
+        fetch(address, sha, WEIGHTS, folder)
     except ValueError as err:
         raise ValueError(
             f"zoo model {name!r} weights: {address} has a sha256 other than the expected {sha} "
             f"(the package's config.json); the download was refused ({err})"
         ) from None
-    finally:
-        log.setLevel(level)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import json
 import os
 import re
 import warnings
@@ -34,7 +33,7 @@ import numpy as np
 import xarray as xr
 from tqdm import tqdm
 
-from ..._io import check_int
+from ..._io import check_int, json_object
 from ...models.data import N_SNAPSHOTS, SNIPPET_LENGTH, ensemble_offsets, load_corpus, load_text
 from ...pipeline import ANALYZE_DEFAULTS, analyze
 from ..store.cache import (
@@ -344,7 +343,8 @@ def _folder_source(spec: str, path: Path, label: str | None) -> Source:
     """The checkpoint (of :func:`msapod.models.train.train`) or Hugging Face model in ``path``."""
     from ...models.train import CONFIG, WEIGHTS, load_checkpoint
 
-    if (path / WEIGHTS).is_file() and _is_msapod_run(path / CONFIG):
+    meta = json_object(path / CONFIG)  # an msapod run's config names its weights
+    if (path / WEIGHTS).is_file() and "train" in meta and "weights_sha256" in meta:
         try:
             model = load_checkpoint(path)
         except (ValueError, OSError) as err:
@@ -374,14 +374,6 @@ def folder_label(path: Path) -> str:
     if path.name.lower() in _GENERIC_FOLDERS or re.fullmatch(r"[0-9a-f]{12,}", path.name):
         return f"{path.parent.name}/{path.name}" if path.parent.name else path.name
     return path.name
-
-
-def _is_msapod_run(config: Path) -> bool:
-    try:
-        meta = json.loads(config.read_text())
-    except (OSError, json.JSONDecodeError):
-        return False
-    return isinstance(meta, dict) and "train" in meta and "weights_sha256" in meta
 
 
 def probe(source: Source) -> None:

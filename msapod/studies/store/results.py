@@ -52,7 +52,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from ..._io import verify_sha256
+from ..._io import fetch, verify_sha256
 from ...models.data import SHA256 as DATA_SHA256
 
 __all__ = [
@@ -268,34 +268,20 @@ def ensure_results(source: str | None = None) -> Path:
         return results_dir()
     import hashlib
 
-    import pooch  # deferred: only needed when downloading
-
     from ..._io import cache_dir
 
     source = source if source is not None else _vcs_source()
     if not source.endswith("/"):
         raise ValueError(f"source: expected the URL of a folder, ending in '/', got {source!r}")
     folder = cache_dir() / "results" / hashlib.sha256(source.encode()).hexdigest()[:16]
-    log = pooch.get_logger()
-    level = log.level
-    log.setLevel("WARNING")  # pooch's line per file, and its advice to pin the manifest's hash
-    try:
-        return _fetch(pooch, source, folder)
-    finally:
-        log.setLevel(level)
+    return _fetch(source, folder)
 
 
-def _fetch(pooch, source: str, folder: Path) -> Path:
+def _fetch(source: str, folder: Path) -> Path:
     """Download the manifest at ``source`` and every file it lists into ``folder``."""
-    path = pooch.retrieve(
-        source + "manifest.json",
-        known_hash=None,
-        path=folder,
-        fname=".manifest.json",
-        progressbar=False,
-    )
+    path = fetch(source + "manifest.json", None, ".manifest.json", folder)
     try:
-        files = read_manifest(Path(path))["files"]
+        files = read_manifest(path)["files"]
     except (ValueError, KeyError) as err:
         Path(path).unlink(missing_ok=True)
         raise ResultsError(f"{source}manifest.json: not a results manifest ({err})") from None
@@ -303,13 +289,7 @@ def _fetch(pooch, source: str, folder: Path) -> Path:
         if not re.fullmatch(r"[A-Za-z0-9_.-]+", fname) or fname.startswith("."):
             raise ResultsError(f"{source}manifest.json: file name {fname!r} is not allowed")
         try:
-            pooch.retrieve(
-                source + fname,
-                known_hash=f"sha256:{sha}",
-                path=folder,
-                fname=fname,
-                progressbar=False,
-            )
+            fetch(source + fname, sha, fname, folder)
         except ValueError as err:
             raise ResultsError(
                 f"results file {fname} from {source}: its sha256 differs from the manifest's "
