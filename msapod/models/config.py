@@ -43,6 +43,15 @@ def _known_keys(cls, d: dict, what: str) -> dict:
     return dict(d)
 
 
+def _integers(cfg, names: tuple[str, ...], least: int) -> None:
+    """Each field of ``names`` a Python ``int`` (not a bool, nor a numpy integer, which
+    ``to_dict`` could not write as JSON) of at least ``least``."""
+    for name in names:
+        value = getattr(cfg, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise ValueError(f"{name}: expected an integer >= {least}, got {value!r}")
+
+
 @dataclass(frozen=True)
 class GPTConfig:
     """Architecture of a :class:`GPT`.
@@ -68,10 +77,7 @@ class GPTConfig:
     standardize: str = "causal"
 
     def __post_init__(self) -> None:
-        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {value!r}")
+        _integers(self, ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"), 1)
         for name in ("dropout", "attention_dropout"):
             d = getattr(self, name)
             if name == "attention_dropout" and d is None:
@@ -115,11 +121,8 @@ class TrainConfig:
     model: GPTConfig = field(default_factory=GPTConfig)
 
     def __post_init__(self) -> None:
-        for name in ("seed", "steps", "batch_size", "warmup", "eval_interval", "eval_batches"):
-            value = getattr(self, name)
-            low = 0 if name in ("seed", "warmup") else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ValueError(f"{name}: expected an integer >= {low}, got {value!r}")
+        _integers(self, ("seed", "warmup"), 0)
+        _integers(self, ("steps", "batch_size", "eval_interval", "eval_batches"), 1)
         for name in ("lr", "min_lr", "weight_decay", "grad_clip"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
