@@ -25,6 +25,16 @@ for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _process_cache(tmp_path_factory):
+    """The same for module- and session-scoped fixtures, which are made before the per-test
+    cache: one temporary cache per test process, so that two xdist workers running the same
+    fixture (e.g. a tiny training run) never share its state file."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MSAPOD_CACHE", str(tmp_path_factory.mktemp("msapod-cache-process")))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
     """Point ``$MSAPOD_CACHE`` at a per-test temporary folder (never ~/.cache)."""
